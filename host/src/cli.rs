@@ -1,0 +1,263 @@
+//! The command-line interface: argument parsing and the commands of this stage.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{self, Config, ConfigSource};
+use crate::engine_handle::EngineOrigin;
+use crate::loader::{LoadRequest, inspect_library, load_engine};
+use crate::services::{EventSink, HostServices};
+use crate::slot::{EngineSlot, SlotState, host_max_log_level};
+
+/// Rampart: a host for the context engines of LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "rampart", version, about, long_about = None)]
+pub struct Cli {
+    /// Flags every command accepts, before or after the subcommand.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The plugins.toml to use (else $RAMPART_CONFIG, ./plugins.toml, the user config dir).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// How log lines on stderr look. RUST_LOG sets what is logged.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Formats of the log on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect context engines.
+    #[command(subcommand)]
+    Engines(EnginesCommand),
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// `rampart engines …`
+#[derive(Debug, Subcommand)]
+pub enum EnginesCommand {
+    /// List the built-in and configured engines, marking the active one, with their state.
+    List,
+    /// Load a library and report its id, version and API version, or exactly why it cannot load.
+    Check {
+        /// The library file (.so, .dylib or .dll).
+        path: PathBuf,
+    },
+}
+
+/// `rampart config …`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate plugins.toml and resolve every engine it names, without running any.
+    Check,
+}
+
+/// Sets up `tracing` on stderr, honouring RUST_LOG.
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Runs a parsed command line; the exit code is the result.
+pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Engines(EnginesCommand::List) => engines_list(cli.global.config, out),
+        Command::Engines(EnginesCommand::Check { path }) => engines_check(&path, out),
+        Command::Config(ConfigCommand::Check) => config_check(cli.global.config, out),
+    }
+}
+
+fn load_config(explicit: Option<PathBuf>) -> anyhow::Result<(ConfigSource, Config)> {
+    let source = config::locate(explicit.as_deref())?;
+    let config = config::load(&source)?;
+    Ok((source, config))
+}
+
+fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let (source, config) = load_config(explicit)?;
+    writeln!(out, "config: {source}")?;
+    let events = EventSink::tracing_only();
+    let slot = match EngineSlot::resolve(&config, &events) {
+        Ok(slot) => slot,
+        Err(fatal) => {
+            writeln!(out, "error: {fatal}")?;
+            return Ok(1);
+        }
+    };
+    let active = slot.active();
+    let mut rows: Vec<(String, String, String, String)> = Vec::new();
+    let mut ids = config.available_engine_ids();
+    if !ids.contains(&config.context_engine) {
+        ids.push(config.context_engine.clone());
+    }
+    for id in ids {
+        let mark = if id == active.id() { "*" } else { " " }.to_string();
+        let (origin, state) = if id == config::BUILTIN_ENGINE_ID {
+            let state = if active.id() == id && slot.configured_id() != id {
+                format!("serving in place of \"{}\"", slot.configured_id())
+            } else if active.id() == id {
+                "active".to_string()
+            } else {
+                "ready (fallback)".to_string()
+            };
+            ("built in".to_string(), state)
+        } else if id == slot.configured_id() {
+            match slot.state() {
+                SlotState::Quarantined(q) => {
+                    let origin = config
+                        .resolve_engine_path(&id)
+                        .ok()
+                        .flatten()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "?".into());
+                    (
+                        origin,
+                        format!("quarantined during {}: {}", q.operation, q.reason),
+                    )
+                }
+                SlotState::Active => {
+                    let info = active.info();
+                    (
+                        active.origin().to_string(),
+                        format!("active ({} {})", info.name, info.version),
+                    )
+                }
+            }
+        } else {
+            match config.resolve_engine_path(&id) {
+                Ok(Some(path)) => match inspect_library(&path) {
+                    Ok(facts) => (
+                        facts.path.display().to_string(),
+                        format!("available (API {})", facts.api_version),
+                    ),
+                    Err(e) => (path.display().to_string(), format!("cannot load: {e}")),
+                },
+                Ok(None) => ("built in".into(), "available".into()),
+                Err(e) => ("?".into(), format!("cannot resolve: {e}")),
+            }
+        };
+        rows.push((mark, id, origin, state));
+    }
+    let id_width = rows.iter().map(|r| r.1.len()).max().unwrap_or(2).max(2);
+    writeln!(out, "  {:id_width$}  STATE  [ORIGIN]", "ID")?;
+    for (mark, id, origin, state) in rows {
+        writeln!(out, "{mark} {id:id_width$}  {state}  [{origin}]")?;
+    }
+    slot.shutdown();
+    Ok(0)
+}
+
+fn engines_check(path: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let events = EventSink::tracing_only();
+    let request = LoadRequest {
+        id: "check".to_string(),
+        verify_id: false,
+        path: path.to_path_buf(),
+        config: serde_json::json!({}),
+        services: Arc::new(HostServices::new("check", events)),
+        load_timeout: std::time::Duration::from_millis(config::DEFAULT_LOAD_TIMEOUT_MS),
+        call_timeout: std::time::Duration::from_millis(config::DEFAULT_CALL_TIMEOUT_MS),
+        max_log_level: Some(host_max_log_level()),
+    };
+    match load_engine(request) {
+        Ok(handle) => {
+            let info = handle.info().clone();
+            let file = match handle.origin() {
+                EngineOrigin::Library(p) => p.display().to_string(),
+                EngineOrigin::BuiltIn => path.display().to_string(),
+            };
+            writeln!(out, "ok: {file}")?;
+            writeln!(out, "  id:          {}", info.id)?;
+            writeln!(out, "  name:        {}", info.name)?;
+            writeln!(out, "  version:     {}", info.version)?;
+            writeln!(out, "  api version: {}", info.protocol.version)?;
+            writeln!(out, "  owns compaction: {}", info.owns_compaction)?;
+            let _ = handle.shutdown();
+            Ok(0)
+        }
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            Ok(1)
+        }
+    }
+}
+
+fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let source = config::locate(explicit.as_deref())?;
+    writeln!(out, "config: {source}")?;
+    let config = match config::load(&source) {
+        Ok(c) => c,
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            return Ok(1);
+        }
+    };
+    let mut failures = 0;
+    writeln!(out, "contextEngine: {}", config.context_engine)?;
+    let mut ids: Vec<String> = config.engines.keys().cloned().collect();
+    if !ids.contains(&config.context_engine) {
+        ids.insert(0, config.context_engine.clone());
+    }
+    for id in ids {
+        let required = config.engines.get(&id).is_some_and(|e| e.required);
+        let legacy_path = id == config::BUILTIN_ENGINE_ID
+            && config.engines.get(&id).is_some_and(|e| e.path.is_some());
+        if legacy_path {
+            failures += 1;
+            writeln!(
+                out,
+                "error: engine `legacy` is built in; remove plugins.engines.legacy.path (no \
+                 library may register that id)"
+            )?;
+            continue;
+        }
+        match config.resolve_engine_path(&id) {
+            Ok(None) => writeln!(out, "engine {id}: built in")?,
+            Ok(Some(path)) => writeln!(
+                out,
+                "engine {id}: {}{}",
+                path.display(),
+                if required { " (required)" } else { "" }
+            )?,
+            Err(e) => {
+                failures += 1;
+                writeln!(out, "error: {e}")?;
+            }
+        }
+    }
+    if failures == 0 {
+        writeln!(out, "ok")?;
+        Ok(0)
+    } else {
+        Ok(1)
+    }
+}

@@ -1,0 +1,339 @@
+//! [`EngineHandle`]: one engine, linked in or living in a library, behind one typed interface
+//! with a deadline on every call.
+//!
+//! Calls run on the engine's own worker thread so the host can stop waiting: a call that
+//! overruns its deadline gets its cancel flag raised and the caller receives a `Timeout` error
+//! at once. The worker thread cannot be killed; it is abandoned (the slot quarantines the
+//! engine, so nothing more is queued behind it).
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rampart_engine_api::export::{HostCallCtx, call_ctx_ref, dispatch};
+use rampart_engine_api::ffi::FfiEngineBox;
+use rampart_engine_api::protocol::{
+    AfterTurnParams, AfterTurnResult, AssembleParams, AssembleResult, BootstrapParams,
+    BootstrapResult, CompactParams, CompactResult, Empty, IngestBatchParams, IngestBatchResult,
+    IngestParams, IngestResult, MaintainParams, PrepareSubagentSpawnParams,
+    PrepareSubagentSpawnResult, SubagentEndedParams, TranscriptRewriteResult, method,
+};
+use rampart_engine_api::{CallContext, ContextEngine, EngineError, EngineInfo, ErrorKind, Host};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Where an engine's code lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineOrigin {
+    /// Linked into the host binary.
+    BuiltIn,
+    /// Loaded from this library file.
+    Library(PathBuf),
+}
+
+impl std::fmt::Display for EngineOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EngineOrigin::BuiltIn => f.write_str("built in"),
+            EngineOrigin::Library(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+enum Backend {
+    Linked {
+        engine: Arc<dyn ContextEngine>,
+        host: Host,
+    },
+    Library {
+        engine: Arc<FfiEngineBox>,
+    },
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// One engine and the thread its calls run on.
+pub struct EngineHandle {
+    info: EngineInfo,
+    origin: EngineOrigin,
+    backend: Backend,
+    jobs: Mutex<mpsc::Sender<Job>>,
+    call_timeout: Duration,
+}
+
+impl std::fmt::Debug for EngineHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineHandle")
+            .field("id", &self.info.id)
+            .field("origin", &self.origin)
+            .finish()
+    }
+}
+
+impl EngineHandle {
+    /// Wraps an engine linked into the host.
+    pub fn linked(engine: Arc<dyn ContextEngine>, host: Host, call_timeout: Duration) -> Self {
+        let info = engine.info();
+        Self::new(
+            info,
+            EngineOrigin::BuiltIn,
+            Backend::Linked { engine, host },
+            call_timeout,
+        )
+    }
+
+    /// Wraps an engine constructed from a library; `info` is its verified handshake.
+    pub(crate) fn library(
+        engine: FfiEngineBox,
+        info: EngineInfo,
+        path: PathBuf,
+        call_timeout: Duration,
+    ) -> Self {
+        let backend = Backend::Library {
+            engine: Arc::new(engine),
+        };
+        Self::new(info, EngineOrigin::Library(path), backend, call_timeout)
+    }
+
+    fn new(
+        info: EngineInfo,
+        origin: EngineOrigin,
+        backend: Backend,
+        call_timeout: Duration,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let name = format!("rampart-engine-{}", info.id);
+        // If the thread cannot be spawned, every call reports it (the channel is closed).
+        let _ = std::thread::Builder::new().name(name).spawn(move || {
+            while let Ok(job) = rx.recv() {
+                job();
+            }
+        });
+        Self {
+            info,
+            origin,
+            backend,
+            jobs: Mutex::new(tx),
+            call_timeout,
+        }
+    }
+
+    /// The engine's verified self-description.
+    pub fn info(&self) -> &EngineInfo {
+        &self.info
+    }
+
+    /// The engine's id.
+    pub fn id(&self) -> &str {
+        &self.info.id
+    }
+
+    /// Where the engine's code lives.
+    pub fn origin(&self) -> &EngineOrigin {
+        &self.origin
+    }
+
+    /// The deadline applied to each call.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
+    /// Runs `job` on the worker thread and waits at most the call deadline for its answer.
+    fn run<R: Send + 'static>(
+        &self,
+        what: &str,
+        job: impl FnOnce(&HostCallCtx) -> Result<R, EngineError> + Send + 'static,
+    ) -> Result<R, EngineError> {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let deadline_unix_ms = SystemTime::now()
+            .checked_add(self.call_timeout)
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let ctx = HostCallCtx {
+            cancel: cancel.clone(),
+            deadline_unix_ms,
+        };
+        let (tx, rx) = mpsc::sync_channel::<Result<R, EngineError>>(1);
+        let boxed: Job = Box::new(move || {
+            let _ = tx.send(job(&ctx));
+        });
+        let sent = match self.jobs.lock() {
+            Ok(jobs) => jobs.send(boxed).is_ok(),
+            Err(_) => false,
+        };
+        if !sent {
+            return Err(EngineError::new(
+                ErrorKind::Engine,
+                format!(
+                    "engine `{}` has no worker thread left to run `{what}`",
+                    self.info.id
+                ),
+            ));
+        }
+        let started = Instant::now();
+        match rx.recv_timeout(self.call_timeout) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                Err(EngineError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "no answer to `{what}` within {} ms (plugins.callTimeoutMs)",
+                        started.elapsed().as_millis()
+                    ),
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(EngineError::new(
+                ErrorKind::Engine,
+                format!(
+                    "the worker thread of engine `{}` died during `{what}`",
+                    self.info.id
+                ),
+            )),
+        }
+    }
+
+    /// Calls `method` with typed parameters: directly for a linked engine, as JSON across the
+    /// ABI for a library.
+    fn invoke<P, R>(
+        &self,
+        method_name: &'static str,
+        params: P,
+        direct: fn(&dyn ContextEngine, &CallContext<'_>, P) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError>
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
+        match &self.backend {
+            Backend::Linked { engine, host } => {
+                let (engine, host) = (engine.clone(), host.clone());
+                self.run(method_name, move |ctx| {
+                    let cx = CallContext::new(&host, &*ctx.cancel, Some(ctx.deadline_unix_ms));
+                    rampart_engine_api::export::guard(method_name, || direct(&*engine, &cx, params))
+                })
+            }
+            Backend::Library { engine } => {
+                let engine = engine.clone();
+                self.run(method_name, move |ctx| {
+                    let payload = serde_json::to_string(&params)
+                        .map_err(|e| EngineError::invalid_params(method_name, e))?;
+                    let answer = engine
+                        .call(
+                            method_name.into(),
+                            payload.as_str().into(),
+                            call_ctx_ref(ctx),
+                        )
+                        .into_result()
+                        .map_err(EngineError::from)?;
+                    serde_json::from_str(answer.as_str()).map_err(|e| {
+                        EngineError::new(
+                            ErrorKind::Incompatible,
+                            format!("the engine's answer to `{method_name}` does not decode: {e}"),
+                        )
+                    })
+                })
+            }
+        }
+    }
+
+    /// Calls any method by name with a JSON payload, answering JSON. This is how a host reaches
+    /// methods newer than the typed ones; an engine that does not know the method answers
+    /// `Unsupported`.
+    pub fn call_json(&self, method_name: &str, payload: &str) -> Result<String, EngineError> {
+        let (m, p) = (method_name.to_string(), payload.to_string());
+        match &self.backend {
+            Backend::Linked { engine, host } => {
+                let (engine, host) = (engine.clone(), host.clone());
+                self.run(method_name, move |ctx| {
+                    let cx = CallContext::new(&host, &*ctx.cancel, Some(ctx.deadline_unix_ms));
+                    rampart_engine_api::export::guard(&m, || dispatch(&*engine, &cx, &m, &p))
+                })
+            }
+            Backend::Library { engine } => {
+                let engine = engine.clone();
+                self.run(method_name, move |ctx| {
+                    engine
+                        .call(m.as_str().into(), p.as_str().into(), call_ctx_ref(ctx))
+                        .into_result()
+                        .map(String::from)
+                        .map_err(EngineError::from)
+                })
+            }
+        }
+    }
+
+    /// `bootstrap`.
+    pub fn bootstrap(&self, p: BootstrapParams) -> Result<BootstrapResult, EngineError> {
+        self.invoke(method::BOOTSTRAP, p, |e, cx, p| e.bootstrap(cx, p))
+    }
+
+    /// `ingest`.
+    pub fn ingest(&self, p: IngestParams) -> Result<IngestResult, EngineError> {
+        self.invoke(method::INGEST, p, |e, cx, p| e.ingest(cx, p))
+    }
+
+    /// `ingest_batch`.
+    pub fn ingest_batch(&self, p: IngestBatchParams) -> Result<IngestBatchResult, EngineError> {
+        self.invoke(method::INGEST_BATCH, p, |e, cx, p| e.ingest_batch(cx, p))
+    }
+
+    /// `assemble`.
+    pub fn assemble(&self, p: AssembleParams) -> Result<AssembleResult, EngineError> {
+        self.invoke(method::ASSEMBLE, p, |e, cx, p| e.assemble(cx, p))
+    }
+
+    /// `compact`.
+    pub fn compact(&self, p: CompactParams) -> Result<CompactResult, EngineError> {
+        self.invoke(method::COMPACT, p, |e, cx, p| e.compact(cx, p))
+    }
+
+    /// `maintain`.
+    pub fn maintain(&self, p: MaintainParams) -> Result<TranscriptRewriteResult, EngineError> {
+        self.invoke(method::MAINTAIN, p, |e, cx, p| e.maintain(cx, p))
+    }
+
+    /// `after_turn`.
+    pub fn after_turn(&self, p: AfterTurnParams) -> Result<AfterTurnResult, EngineError> {
+        self.invoke(method::AFTER_TURN, p, |e, cx, p| e.after_turn(cx, p))
+    }
+
+    /// `prepare_subagent_spawn`.
+    pub fn prepare_subagent_spawn(
+        &self,
+        p: PrepareSubagentSpawnParams,
+    ) -> Result<PrepareSubagentSpawnResult, EngineError> {
+        self.invoke(method::PREPARE_SUBAGENT_SPAWN, p, |e, cx, p| {
+            e.prepare_subagent_spawn(cx, p)
+        })
+    }
+
+    /// `on_subagent_ended`.
+    pub fn on_subagent_ended(&self, p: SubagentEndedParams) -> Result<(), EngineError> {
+        self.invoke(method::ON_SUBAGENT_ENDED, p, |e, cx, p| {
+            e.on_subagent_ended(cx, p).map(|()| Empty {})
+        })
+        .map(|_: Empty| ())
+    }
+
+    /// Retires the engine (`dispose`). The library stays loaded: unloading is never safe.
+    pub fn shutdown(&self) -> Result<(), EngineError> {
+        match &self.backend {
+            Backend::Linked { engine, .. } => {
+                let engine = engine.clone();
+                self.run(method::DISPOSE, move |_| {
+                    rampart_engine_api::export::guard(method::DISPOSE, || engine.dispose())
+                })
+            }
+            Backend::Library { engine } => {
+                let engine = engine.clone();
+                self.run(method::DISPOSE, move |_| {
+                    engine.shutdown().into_result().map_err(EngineError::from)
+                })
+            }
+        }
+    }
+}

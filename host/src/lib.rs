@@ -1,0 +1,9 @@
+//! The library behind the `rampart` binary: configuration, the engine loader, the
+//! `contextEngine` slot with its failure policy, and the services engines call back.
+
+pub mod cli;
+pub mod config;
+pub mod engine_handle;
+pub mod loader;
+pub mod services;
+pub mod slot;

@@ -1,0 +1,136 @@
+//! The host's side of [`HostApi`]: what an engine reaches when it logs, emits an event or asks
+//! for a service.
+//!
+//! One [`HostServices`] value is bound to one engine id, so every log line and event carries the
+//! engine it came from. Services this build does not offer yet (`llm.complete`, `session.*`)
+//! answer `unsupported` with a message saying so; the engine sees a clear error rather than a
+//! silent no-op.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use rampart_engine_api::host::{ClockReading, EngineEvent, service};
+use rampart_engine_api::{EngineError, ErrorKind, HostApi, LogLevel};
+
+/// Where engine events go besides `tracing`: a JSON-lines writer (`--events FILE`).
+#[derive(Clone, Default)]
+pub struct EventSink {
+    writer: Option<Arc<Mutex<Box<dyn Write + Send>>>>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink")
+            .field("to_file", &self.writer.is_some())
+            .finish()
+    }
+}
+
+impl EventSink {
+    /// A sink that only traces.
+    pub fn tracing_only() -> Self {
+        Self::default()
+    }
+
+    /// A sink that also writes one JSON object per line to `writer`.
+    pub fn to_writer(writer: Box<dyn Write + Send>) -> Self {
+        Self {
+            writer: Some(Arc::new(Mutex::new(writer))),
+        }
+    }
+
+    /// Records `event` from `engine`.
+    pub fn emit(&self, engine: &str, event: &EngineEvent) {
+        tracing::info!(
+            target: "rampart::event",
+            engine,
+            kind = %event.kind,
+            session_id = event.session_id.as_deref().unwrap_or(""),
+            data = %event.data,
+            "event"
+        );
+        if let Some(writer) = &self.writer {
+            let line = serde_json::json!({
+                "engine": engine,
+                "kind": event.kind,
+                "sessionId": event.session_id,
+                "data": event.data,
+            });
+            if let Ok(mut w) = writer.lock() {
+                // An unwritable events file must not break a turn; tracing already has it.
+                let _ = writeln!(w, "{line}");
+                let _ = w.flush();
+            }
+        }
+    }
+}
+
+/// The services bound to one engine.
+#[derive(Debug, Clone)]
+pub struct HostServices {
+    engine_id: String,
+    events: EventSink,
+}
+
+impl HostServices {
+    /// Services for the engine `engine_id`, publishing events to `events`.
+    pub fn new(engine_id: impl Into<String>, events: EventSink) -> Self {
+        Self {
+            engine_id: engine_id.into(),
+            events,
+        }
+    }
+}
+
+impl HostApi for HostServices {
+    fn log(&self, level: LogLevel, target: &str, message: &str, fields_json: &str) {
+        let engine = self.engine_id.as_str();
+        // `tracing` needs the level at compile time, hence one arm per level.
+        match level {
+            LogLevel::Trace => {
+                tracing::trace!(target: "rampart::engine", engine, engine_target = target, fields = fields_json, "{message}")
+            }
+            LogLevel::Debug => {
+                tracing::debug!(target: "rampart::engine", engine, engine_target = target, fields = fields_json, "{message}")
+            }
+            LogLevel::Info => {
+                tracing::info!(target: "rampart::engine", engine, engine_target = target, fields = fields_json, "{message}")
+            }
+            LogLevel::Warn => {
+                tracing::warn!(target: "rampart::engine", engine, engine_target = target, fields = fields_json, "{message}")
+            }
+            LogLevel::Error => {
+                tracing::error!(target: "rampart::engine", engine, engine_target = target, fields = fields_json, "{message}")
+            }
+        }
+    }
+
+    fn call(&self, method: &str, payload_json: &str) -> Result<String, EngineError> {
+        match method {
+            service::EVENTS_EMIT => {
+                let event: EngineEvent = serde_json::from_str(payload_json)
+                    .map_err(|e| EngineError::invalid_params(method, e))?;
+                self.events.emit(&self.engine_id, &event);
+                Ok("{}".to_string())
+            }
+            service::CLOCK_NOW => {
+                let unix_ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0);
+                serde_json::to_string(&ClockReading { unix_ms })
+                    .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
+            }
+            service::LLM_COMPLETE | service::SESSION_READ | service::SESSION_REWRITE => {
+                Err(EngineError::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "host service `{method}` is not available in this build of rampart; \
+                         the engine should use its default behaviour"
+                    ),
+                ))
+            }
+            other => Err(EngineError::unsupported(other)),
+        }
+    }
+}

@@ -1,0 +1,370 @@
+//! The `contextEngine` slot: resolving the configured engine, and the failure policy.
+//!
+//! Policy (reference §2.3, newest behaviour): an engine that cannot be resolved, loaded or
+//! constructed, or that errors, panics or overruns its deadline in a call, is quarantined for
+//! the rest of the process and the host carries on with the built-in `legacy` engine. The host
+//! logs exactly one line naming the engine, the operation and the reason. With
+//! `required = true` the host stops instead, with that same line as its error.
+//!
+//! `Unsupported` is not a failure: it means "use your default", and each caller knows its own.
+//! A cancelled call is not the engine's fault and never quarantines it.
+
+use std::sync::{Arc, Mutex};
+
+use rampart_engine_api::protocol::{
+    AfterTurnParams, AssembleParams, AssembleResult, BootstrapParams, BootstrapResult,
+    CompactParams, CompactResult, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult,
+    MaintainParams, TranscriptRewriteResult,
+};
+use rampart_engine_api::{EngineError, ErrorKind, Host, LogLevel};
+use rampart_legacy::{LEGACY_ID, LegacyEngine};
+
+use crate::config::Config;
+use crate::engine_handle::EngineHandle;
+use crate::loader::{LoadRequest, load_engine};
+use crate::services::{EventSink, HostServices};
+
+/// A quarantine: which engine failed, in which operation, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quarantine {
+    /// The engine id.
+    pub engine: String,
+    /// `resolve`, `load`, or the method name.
+    pub operation: String,
+    /// What went wrong, as the engine or loader said it.
+    pub reason: String,
+}
+
+impl Quarantine {
+    /// The one log line (and, for a required engine, the error) that reports it.
+    pub fn line(&self) -> String {
+        format!(
+            "context engine \"{}\" failed during {}: {}; quarantined for this process, \
+             continuing with the built-in engine \"{LEGACY_ID}\"",
+            self.engine, self.operation, self.reason
+        )
+    }
+}
+
+/// A required engine failed: the host must stop. The message is the quarantine line.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{} (the engine is marked required = true, so rampart stops)", .0.line())]
+pub struct RequiredEngineFailed(pub Quarantine);
+
+/// The state of the slot, for `engines list` and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotState {
+    /// The configured engine is serving.
+    Active,
+    /// The configured engine failed; `legacy` serves instead.
+    Quarantined(Quarantine),
+}
+
+/// The context-engine slot of a running host.
+pub struct EngineSlot {
+    configured_id: String,
+    required: bool,
+    configured: Option<Arc<EngineHandle>>,
+    legacy: Arc<EngineHandle>,
+    quarantine: Mutex<Option<Quarantine>>,
+}
+
+impl std::fmt::Debug for EngineSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineSlot")
+            .field("configured_id", &self.configured_id)
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+/// Builds the linked-in legacy engine with its config table.
+pub fn legacy_handle(config: &Config, events: &EventSink) -> EngineHandle {
+    let legacy_config = config
+        .engines
+        .get(LEGACY_ID)
+        .map(|e| e.config.clone())
+        .unwrap_or_else(|| serde_json::json!({}));
+    let host = Host::new(Arc::new(HostServices::new(LEGACY_ID, events.clone())));
+    EngineHandle::linked(
+        Arc::new(LegacyEngine::new(legacy_config)),
+        host,
+        config.call_timeout,
+    )
+}
+
+/// The most verbose level the host's subscriber records, handed to engines.
+pub fn host_max_log_level() -> LogLevel {
+    match tracing::level_filters::LevelFilter::current() {
+        f if f >= tracing::level_filters::LevelFilter::TRACE => LogLevel::Trace,
+        f if f >= tracing::level_filters::LevelFilter::DEBUG => LogLevel::Debug,
+        f if f >= tracing::level_filters::LevelFilter::INFO => LogLevel::Info,
+        f if f >= tracing::level_filters::LevelFilter::WARN => LogLevel::Warn,
+        _ => LogLevel::Error,
+    }
+}
+
+impl EngineSlot {
+    /// Resolves `plugins.slots.contextEngine`. A failure to resolve, load or construct the
+    /// engine quarantines it (or, when it is required, returns the error).
+    pub fn resolve(config: &Config, events: &EventSink) -> Result<Self, RequiredEngineFailed> {
+        let legacy = Arc::new(legacy_handle(config, events));
+        let id = config.context_engine.clone();
+        let required = config.engines.get(&id).is_some_and(|e| e.required);
+        let mut slot = EngineSlot {
+            configured_id: id.clone(),
+            required,
+            configured: None,
+            legacy,
+            quarantine: Mutex::new(None),
+        };
+        if id == LEGACY_ID {
+            if let Some(path) = config.engines.get(LEGACY_ID).and_then(|e| e.path.as_ref()) {
+                let q = Quarantine {
+                    engine: id,
+                    operation: "resolve".into(),
+                    reason: format!(
+                        "`legacy` is built into the host and no library may register that id \
+                         (plugins.engines.legacy.path = `{}`); remove `path` or give the \
+                         library another id",
+                        path.display()
+                    ),
+                };
+                // The built-in engine still serves, so this is reported, not fatal.
+                tracing::error!(engine = %q.engine, operation = %q.operation, reason = %q.reason, "{}", q.line());
+            }
+            return Ok(slot);
+        }
+        match resolve_and_load(config, &id, events) {
+            Ok(handle) => {
+                tracing::info!(engine = %id, origin = %handle.origin(), version = %handle.info().version, "context engine loaded");
+                slot.configured = Some(Arc::new(handle));
+                Ok(slot)
+            }
+            Err((operation, reason)) => {
+                slot.quarantine_now(Quarantine {
+                    engine: id,
+                    operation: operation.into(),
+                    reason,
+                })?;
+                Ok(slot)
+            }
+        }
+    }
+
+    /// The configured id (what the user asked for).
+    pub fn configured_id(&self) -> &str {
+        &self.configured_id
+    }
+
+    /// Whether the configured engine serves or was quarantined.
+    pub fn state(&self) -> SlotState {
+        match self.quarantine.lock().ok().and_then(|q| q.clone()) {
+            Some(q) => SlotState::Quarantined(q),
+            None => SlotState::Active,
+        }
+    }
+
+    /// The engine that serves calls now.
+    pub fn active(&self) -> Arc<EngineHandle> {
+        match (&self.configured, self.state()) {
+            (Some(handle), SlotState::Active) => handle.clone(),
+            _ => self.legacy.clone(),
+        }
+    }
+
+    /// The built-in engine.
+    pub fn legacy(&self) -> &Arc<EngineHandle> {
+        &self.legacy
+    }
+
+    fn quarantine_now(&self, q: Quarantine) -> Result<(), RequiredEngineFailed> {
+        if self.required {
+            tracing::error!(engine = %q.engine, operation = %q.operation, reason = %q.reason, required = true, "{}", q.line());
+            return Err(RequiredEngineFailed(q));
+        }
+        let mut slot = match self.quarantine.lock() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // The first failure wins: later ones are consequences.
+        if slot.is_none() {
+            tracing::error!(engine = %q.engine, operation = %q.operation, reason = %q.reason, "{}", q.line());
+            *slot = Some(q);
+        }
+        Ok(())
+    }
+
+    /// Runs `op` on the active engine. `Ok(None)` means the engine answered `Unsupported`, and
+    /// the caller uses its default. Any other failure of a non-legacy engine quarantines it and
+    /// the call is served by `legacy`.
+    pub fn call<R>(
+        &self,
+        operation: &str,
+        op: impl Fn(&EngineHandle) -> Result<R, EngineError>,
+    ) -> Result<Option<R>, SlotCallError> {
+        let active = self.active();
+        let is_legacy = Arc::ptr_eq(&active, &self.legacy);
+        match op(&active) {
+            Ok(r) => Ok(Some(r)),
+            Err(e) if e.kind == ErrorKind::Unsupported => Ok(None),
+            Err(e) if e.kind == ErrorKind::Cancelled => Err(SlotCallError::Cancelled(e)),
+            Err(e) if is_legacy => Err(SlotCallError::Legacy(e)),
+            Err(e) => {
+                self.quarantine_now(Quarantine {
+                    engine: active.id().to_string(),
+                    operation: operation.to_string(),
+                    reason: e.to_string(),
+                })?;
+                match op(&self.legacy) {
+                    Ok(r) => Ok(Some(r)),
+                    Err(e) if e.kind == ErrorKind::Unsupported => Ok(None),
+                    Err(e) => Err(SlotCallError::Legacy(e)),
+                }
+            }
+        }
+    }
+
+    /// `assemble`, falling back to the host's messages unchanged when unsupported.
+    pub fn assemble(&self, params: AssembleParams) -> Result<AssembleResult, SlotCallError> {
+        let fallback = params.messages.clone();
+        Ok(self
+            .call("assemble", |e| e.assemble(params.clone()))?
+            .unwrap_or(AssembleResult {
+                messages: fallback,
+                estimated_tokens: 0,
+                system_prompt_addition: None,
+            }))
+    }
+
+    /// `ingest`; unsupported means "not ingested, keep the message as it is".
+    pub fn ingest(&self, params: IngestParams) -> Result<IngestResult, SlotCallError> {
+        Ok(self
+            .call("ingest", |e| e.ingest(params.clone()))?
+            .unwrap_or_default())
+    }
+
+    /// `ingest_batch`, falling back to one `ingest` per message.
+    pub fn ingest_batch(
+        &self,
+        params: IngestBatchParams,
+    ) -> Result<IngestBatchResult, SlotCallError> {
+        if let Some(r) = self.call("ingest_batch", |e| e.ingest_batch(params.clone()))? {
+            return Ok(r);
+        }
+        let mut result = IngestBatchResult::default();
+        for message in &params.messages {
+            let r = self.ingest(IngestParams {
+                session: params.session.clone(),
+                message: Some(message.clone()),
+                is_heartbeat: params.is_heartbeat,
+            })?;
+            result.ingested_count += u64::from(r.ingested);
+            result.replacements.push(r.replacement);
+        }
+        Ok(result)
+    }
+
+    /// `compact`; unsupported means nothing was compacted.
+    pub fn compact(&self, params: CompactParams) -> Result<CompactResult, SlotCallError> {
+        Ok(self
+            .call("compact", |e| e.compact(params.clone()))?
+            .unwrap_or(CompactResult {
+                ok: true,
+                compacted: false,
+                reason: Some("the engine does not compact".into()),
+                result: None,
+            }))
+    }
+
+    /// `bootstrap`; unsupported means nothing to set up.
+    pub fn bootstrap(&self, params: BootstrapParams) -> Result<BootstrapResult, SlotCallError> {
+        Ok(self
+            .call("bootstrap", |e| e.bootstrap(params.clone()))?
+            .unwrap_or_default())
+    }
+
+    /// `maintain`; unsupported means nothing changed.
+    pub fn maintain(
+        &self,
+        params: MaintainParams,
+    ) -> Result<TranscriptRewriteResult, SlotCallError> {
+        Ok(self
+            .call("maintain", |e| e.maintain(params.clone()))?
+            .unwrap_or_default())
+    }
+
+    /// `after_turn`, falling back to `ingest_batch` of the new messages, as OpenClaw does.
+    pub fn after_turn(&self, params: AfterTurnParams) -> Result<(), SlotCallError> {
+        if self
+            .call("after_turn", |e| e.after_turn(params.clone()))?
+            .is_some()
+        {
+            return Ok(());
+        }
+        let start = usize::try_from(params.pre_prompt_message_count).unwrap_or(usize::MAX);
+        let new = params
+            .messages
+            .get(start..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default();
+        self.ingest_batch(IngestBatchParams {
+            session: params.session,
+            messages: new,
+            is_heartbeat: params.is_heartbeat,
+        })?;
+        Ok(())
+    }
+
+    /// Retires every engine at exit (never unloads).
+    pub fn shutdown(&self) {
+        for handle in self.configured.iter().chain(std::iter::once(&self.legacy)) {
+            if let Err(e) = handle.shutdown() {
+                tracing::warn!(engine = %handle.id(), error = %e, "engine shutdown failed");
+            }
+        }
+    }
+}
+
+/// Why a slot call could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum SlotCallError {
+    /// The call was cancelled by the host or the user.
+    #[error("cancelled: {0}")]
+    Cancelled(EngineError),
+    /// The built-in engine itself failed.
+    #[error("the built-in engine failed: {0}")]
+    Legacy(EngineError),
+    /// A required engine failed.
+    #[error(transparent)]
+    Required(#[from] RequiredEngineFailed),
+}
+
+/// Finds and loads the library of `id`. Errors are `(operation, reason)`.
+fn resolve_and_load(
+    config: &Config,
+    id: &str,
+    events: &EventSink,
+) -> Result<EngineHandle, (&'static str, String)> {
+    let path = match config.resolve_engine_path(id) {
+        Ok(Some(path)) => path,
+        Ok(None) => return Err(("resolve", format!("no library is configured for `{id}`"))),
+        Err(e) => return Err(("resolve", e.to_string())),
+    };
+    let entry_config = config
+        .engines
+        .get(id)
+        .map(|e| e.config.clone())
+        .unwrap_or_else(|| serde_json::json!({}));
+    let request = LoadRequest {
+        id: id.to_string(),
+        verify_id: true,
+        path,
+        config: entry_config,
+        services: Arc::new(HostServices::new(id, events.clone())),
+        load_timeout: config.load_timeout,
+        call_timeout: config.call_timeout,
+        max_log_level: Some(host_max_log_level()),
+    };
+    load_engine(request).map_err(|e| ("load", e.to_string()))
+}
