@@ -65,6 +65,9 @@ pub enum EnginesCommand {
         /// The library file (.so, .dylib or .dll).
         path: PathBuf,
     },
+    /// Resolve the configured engine and run one `assemble` over a small sample history through
+    /// it, as a turn would: a quick way to see an engine work (or fail) inside this host.
+    Probe,
 }
 
 /// `rampart config …`
@@ -92,6 +95,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cli.command {
         Command::Engines(EnginesCommand::List) => engines_list(cli.global.config, out),
         Command::Engines(EnginesCommand::Check { path }) => engines_check(&path, out),
+        Command::Engines(EnginesCommand::Probe) => engines_probe(cli.global.config, out),
         Command::Config(ConfigCommand::Check) => config_check(cli.global.config, out),
     }
 }
@@ -259,5 +263,67 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
         Ok(0)
     } else {
         Ok(1)
+    }
+}
+
+fn engines_probe(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Result<i32> {
+    use rampart_engine_api::AgentMessage;
+    use rampart_engine_api::protocol::{AssembleParams, SessionRef};
+
+    let (source, config) = load_config(explicit)?;
+    writeln!(out, "config: {source}")?;
+    let slot = match EngineSlot::resolve(&config, &EventSink::tracing_only()) {
+        Ok(slot) => slot,
+        Err(fatal) => {
+            writeln!(out, "error: {fatal}")?;
+            return Ok(1);
+        }
+    };
+    let history: Vec<AgentMessage> = (0..12)
+        .map(|i| {
+            if i % 2 == 0 {
+                AgentMessage::user_text(format!("probe question {i}: {}", "why? ".repeat(40)), i)
+            } else {
+                AgentMessage::assistant_text(
+                    format!("probe answer {i}: {}", "because. ".repeat(40)),
+                    "probe",
+                    "sim",
+                    "probe",
+                    i,
+                )
+            }
+        })
+        .collect();
+    let params = AssembleParams {
+        session: SessionRef {
+            session_id: "probe".into(),
+            ..Default::default()
+        },
+        messages: history.clone(),
+        token_budget: Some(400),
+        ..Default::default()
+    };
+    let serving = slot.active();
+    writeln!(out, "engine: {} ({})", serving.id(), serving.origin())?;
+    match slot.assemble(params) {
+        Ok(result) => {
+            writeln!(
+                out,
+                "assemble: {} messages in, {} out, estimated tokens {}",
+                history.len(),
+                result.messages.len(),
+                result.estimated_tokens
+            )?;
+            if let SlotState::Quarantined(q) = slot.state() {
+                writeln!(out, "warning: {}", q.line())?;
+                writeln!(out, "served by: {}", slot.active().id())?;
+            }
+            slot.shutdown();
+            Ok(0)
+        }
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            Ok(1)
+        }
     }
 }

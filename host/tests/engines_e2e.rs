@@ -1,0 +1,392 @@
+//! End to end: engines resolved from plugins.toml, crossing the real ABI, and the failure policy
+//! for every kind of broken library.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use rampart_engine_api::ErrorKind;
+use rampart_engine_api::protocol::{AfterTurnParams, AssembleParams, SessionRef};
+use rampart_host::config;
+use rampart_host::engine_handle::EngineOrigin;
+use rampart_host::services::EventSink;
+use rampart_host::slot::{EngineSlot, SlotCallError, SlotState};
+
+fn slot_for(dir: &std::path::Path, id: &str, lib: &std::path::Path, extra: &str) -> EngineSlot {
+    let path = config_for(dir, id, lib, extra);
+    let cfg = config::load(&config::locate(Some(&path)).unwrap()).unwrap();
+    EngineSlot::resolve(&cfg, &EventSink::tracing_only()).unwrap()
+}
+
+fn assemble_params(n: usize) -> AssembleParams {
+    AssembleParams {
+        session: SessionRef {
+            session_id: "s1".into(),
+            ..Default::default()
+        },
+        messages: history(n),
+        ..Default::default()
+    }
+}
+
+fn quarantine_reason(slot: &EngineSlot) -> String {
+    match slot.state() {
+        SlotState::Quarantined(q) => q.line(),
+        SlotState::Active => panic!("expected a quarantine, engine is active"),
+    }
+}
+
+#[test]
+fn window_is_resolved_from_config_and_assembles_differently_from_legacy() {
+    let dir = tempfile::tempdir().unwrap();
+    let slot = slot_for(
+        dir.path(),
+        "window",
+        &fixture("rampart-window"),
+        "[plugins.engines.window.config]\nkeepRecentTokens = 1000",
+    );
+    let active = slot.active();
+    assert_eq!(active.id(), "window");
+    assert!(matches!(active.origin(), EngineOrigin::Library(_)));
+    assert_eq!(slot.state(), SlotState::Active);
+
+    let windowed = slot.assemble(assemble_params(50)).unwrap();
+    let legacy = slot.legacy().assemble(assemble_params(50)).unwrap();
+    assert_eq!(
+        legacy.messages.len(),
+        50,
+        "legacy passes the history through"
+    );
+    assert!(windowed.messages.len() < 50 && !windowed.messages.is_empty());
+    assert!(
+        windowed.estimated_tokens <= 1000,
+        "{}",
+        windowed.estimated_tokens
+    );
+    // The window keeps the newest messages, in order.
+    assert_eq!(
+        windowed.messages[..],
+        history(50)[50 - windowed.messages.len()..]
+    );
+}
+
+#[test]
+fn the_binary_swaps_strategy_by_config_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config_for(dir.path(), "window", &fixture("rampart-window"), "");
+    let out = rampart(&["engines", "list", "--config", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("* window") && l.contains("active")),
+        "{t}"
+    );
+
+    let probe = rampart(&["--config", cfg.to_str().unwrap(), "engines", "probe"]);
+    assert!(probe.status.success(), "{}", text(&probe));
+    assert!(text(&probe).contains("engine: window"), "{}", text(&probe));
+    let legacy_cfg = write_config(dir.path(), "[plugins.slots]\ncontextEngine = \"legacy\"\n");
+    let probe_legacy = rampart(&["engines", "probe", "--config", legacy_cfg.to_str().unwrap()]);
+    assert!(
+        text(&probe_legacy).contains("12 messages in, 12 out"),
+        "{}",
+        text(&probe_legacy)
+    );
+    assert!(text(&probe).contains("12 messages in,") && !text(&probe).contains("12 out"));
+}
+
+/// A load-time fault: the slot falls back to legacy with the reason, and with
+/// `required = true` the binary exits non-zero with that line.
+fn assert_load_fault(id: &str, lib: &std::path::Path, expected: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let slot = slot_for(dir.path(), id, lib, "");
+    assert_eq!(slot.active().id(), "legacy");
+    let line = quarantine_reason(&slot);
+    assert!(line.contains(expected), "expected `{expected}` in: {line}");
+    assert!(
+        line.contains(&format!("context engine \"{id}\" failed during")),
+        "{line}"
+    );
+    // The host keeps working on legacy.
+    assert_eq!(slot.assemble(assemble_params(4)).unwrap().messages.len(), 4);
+
+    let required = config_for(dir.path(), id, lib, "required = true");
+    let out = rampart(&["engines", "list", "--config", required.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains(expected) && t.contains("required = true"), "{t}");
+
+    let relaxed = config_for(dir.path(), id, lib, "required = false");
+    let out = rampart(&["engines", "list", "--config", relaxed.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("quarantined"), "{}", text(&out));
+}
+
+#[test]
+fn garbage_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libgarbage.so");
+    std::fs::write(&lib, b"\x7fELF this is not really a library, just bytes").unwrap();
+    assert_load_fault("garbage", &lib, "is not a loadable shared library");
+}
+
+#[test]
+fn missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_load_fault(
+        "missing",
+        &dir.path().join("libmissing.so"),
+        "does not exist",
+    );
+}
+
+#[test]
+fn plain_cdylib_without_the_abi() {
+    assert_load_fault("plain", &fixture("fx-not-abi"), "not a Rampart engine");
+}
+
+#[test]
+fn constructor_that_errors() {
+    assert_load_fault(
+        "fx-ctor-error",
+        &fixture("fx-ctor-error"),
+        "missing credentials file",
+    );
+}
+
+#[test]
+fn constructor_that_panics() {
+    assert_load_fault(
+        "fx-ctor-panic",
+        &fixture("fx-ctor-panic"),
+        "engine panicked in new_engine: fixture constructor exploded",
+    );
+}
+
+#[test]
+fn id_mismatch() {
+    assert_load_fault(
+        "fx-id-mismatch",
+        &fixture("fx-id-mismatch"),
+        "reports engine id `somebody-else` but the configuration loads it as `fx-id-mismatch`",
+    );
+}
+
+#[test]
+fn library_built_for_api_2() {
+    assert_load_fault(
+        "fx-api2",
+        &fixture("fx-api2"),
+        "was built for engine API 2.0.0",
+    );
+}
+
+#[test]
+fn legacy_id_is_reserved_for_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config_for(dir.path(), "legacy", &fixture("rampart-window"), "");
+    let out = rampart(&["config", "check", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("`legacy` is built in"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn panic_inside_assemble_quarantines_and_legacy_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let slot = slot_for(
+        dir.path(),
+        "fx-panic-assemble",
+        &fixture("fx-panic-assemble"),
+        "",
+    );
+    assert_eq!(slot.active().id(), "fx-panic-assemble");
+    let result = slot.assemble(assemble_params(6)).unwrap();
+    assert_eq!(result.messages.len(), 6, "legacy served the call");
+    let line = quarantine_reason(&slot);
+    assert!(
+        line.contains("during assemble") && line.contains("fixture assemble exploded"),
+        "{line}"
+    );
+    assert_eq!(slot.active().id(), "legacy");
+
+    let required = slot_for(
+        dir.path(),
+        "fx-panic-assemble",
+        &fixture("fx-panic-assemble"),
+        "required = true",
+    );
+    match required.assemble(assemble_params(6)) {
+        Err(SlotCallError::Required(e)) => assert!(e.to_string().contains("panicked"), "{e}"),
+        other => panic!("expected a required-engine failure, got {other:?}"),
+    }
+    let cfg = config_for(
+        dir.path(),
+        "fx-panic-assemble",
+        &fixture("fx-panic-assemble"),
+        "required = true",
+    );
+    let out = rampart(&["engines", "probe", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("fixture assemble exploded"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_call_that_hangs_past_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("cancelled");
+    let extra = format!(
+        "[plugins.engines.fx-hang.config]\ncancelMarker = \"{}\"",
+        marker.display()
+    );
+    let slot = slot_for(dir.path(), "fx-hang", &fixture("fx-hang"), &extra);
+    let started = Instant::now();
+    let result = slot.assemble(assemble_params(3)).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the host stopped waiting"
+    );
+    assert_eq!(result.messages.len(), 3, "legacy served the call");
+    let line = quarantine_reason(&slot);
+    assert!(
+        line.contains("timeout") && line.contains("callTimeoutMs"),
+        "{line}"
+    );
+    // The engine saw the cancellation the host raised.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !marker.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        marker.exists(),
+        "the hung call never observed its cancel flag"
+    );
+
+    let cfg = config_for(
+        dir.path(),
+        "fx-hang",
+        &fixture("fx-hang"),
+        "required = true",
+    );
+    let out = rampart(&["engines", "probe", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("timeout"), "{}", text(&out));
+}
+
+#[test]
+fn two_engines_in_one_process_stay_distinct() {
+    let dir_a = tempfile::tempdir().unwrap();
+    let dir_b = tempfile::tempdir().unwrap();
+    let window = slot_for(dir_a.path(), "window", &fixture("rampart-window"), "");
+    let minimal = slot_for(dir_b.path(), "fx-minimal", &fixture("fx-minimal"), "");
+    assert_eq!(window.active().id(), "window");
+    assert_eq!(minimal.active().id(), "fx-minimal");
+    let a = window.assemble(assemble_params(10)).unwrap();
+    let b = minimal.assemble(assemble_params(10)).unwrap();
+    assert_eq!(a.messages.len(), 10, "20k tokens of budget keep all ten");
+    assert_eq!(b.messages.len(), 1, "fx-minimal keeps only the newest");
+    // Loading window again gives a working, separate instance of the same library.
+    let again = slot_for(dir_a.path(), "window", &fixture("rampart-window"), "");
+    assert_eq!(
+        again.assemble(assemble_params(10)).unwrap().messages.len(),
+        10
+    );
+}
+
+#[test]
+fn methods_the_engine_does_not_know_fall_back_to_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let slot = slot_for(dir.path(), "fx-minimal", &fixture("fx-minimal"), "");
+    let engine = slot.active();
+    // A method from some future API version.
+    let err = engine
+        .call_json("summarize_v9", "{\"depth\": 3}")
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert_eq!(
+        slot.call("summarize_v9", |e| e.call_json("summarize_v9", "{}"))
+            .unwrap(),
+        None
+    );
+    // Optional methods it did not implement: the host uses its defaults and keeps the engine.
+    slot.after_turn(AfterTurnParams {
+        session: SessionRef {
+            session_id: "s".into(),
+            ..Default::default()
+        },
+        messages: history(4),
+        pre_prompt_message_count: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let maintained = slot.maintain(Default::default()).unwrap();
+    assert!(!maintained.changed);
+    let boot = slot.bootstrap(Default::default()).unwrap();
+    assert!(!boot.bootstrapped);
+    assert_eq!(
+        slot.state(),
+        SlotState::Active,
+        "unsupported is not a failure"
+    );
+    // Fields from the future in the parameters are ignored, not rejected.
+    let answer = engine
+        .call_json(
+            "assemble",
+            r#"{"sessionId":"s","messages":[],"fromTheFuture":{"x":1}}"#,
+        )
+        .unwrap();
+    assert!(answer.contains("\"messages\":[]"), "{answer}");
+}
+
+#[test]
+fn engines_check_reports_or_explains() {
+    let ok = rampart(&[
+        "engines",
+        "check",
+        fixture("rampart-window").to_str().unwrap(),
+    ]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    let t = text(&ok);
+    assert!(
+        t.contains("id:          window") && t.contains("api version: 1.0.0"),
+        "{t}"
+    );
+
+    let legacy = rampart(&[
+        "engines",
+        "check",
+        fixture("rampart-legacy-engine").to_str().unwrap(),
+    ]);
+    assert!(
+        text(&legacy).contains("id:          legacy"),
+        "{}",
+        text(&legacy)
+    );
+
+    for (lib, why) in [
+        (fixture("fx-not-abi"), "not a Rampart engine"),
+        (fixture("fx-api2"), "built for engine API 2.0.0"),
+        (fixture("fx-ctor-panic"), "fixture constructor exploded"),
+    ] {
+        let out = rampart(&["engines", "check", lib.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let t = text(&out);
+        assert!(
+            t.contains(why) && t.contains(lib.file_name().unwrap().to_str().unwrap()),
+            "{t}"
+        );
+    }
+    let missing = rampart(&["engines", "check", "/nonexistent/libnothing.so"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing).contains("/nonexistent/libnothing.so` does not exist"));
+}
