@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
@@ -21,7 +21,8 @@ use crate::ffi::{
     FfiHost_TO, FfiHostBox,
 };
 use crate::host::{Host, HostApi, LogLevel};
-use crate::protocol::{Empty, method};
+use crate::protocol::{Empty, Feature, method};
+use crate::wire::{EngineTable, with_engine_table};
 
 /// Exports `$engine` (a type implementing [`crate::EngineFactory`]) as a Rampart engine
 /// library. Put it once in the crate root of a `cdylib` crate.
@@ -88,6 +89,7 @@ extern "C" fn new_engine_fn<E: EngineFactory>(
             engine,
             host,
             host_handle,
+            table: Mutex::new(EngineTable::new()),
         };
         Ok(FfiEngine_TO::from_value(exported, TD_Opaque))
     });
@@ -126,6 +128,56 @@ pub fn dispatch(
     method_name: &str,
     payload: &str,
 ) -> Result<String, EngineError> {
+    dispatch_in(engine, cx, method_name, payload, None)
+}
+
+/// [`dispatch`] with an interning table (see [`crate::wire`]): message lists in the request may
+/// refer to messages the engine already holds, and the answer may refer to the request's.
+pub fn dispatch_in(
+    engine: &dyn ContextEngine,
+    cx: &CallContext<'_>,
+    method_name: &str,
+    payload: &str,
+    mut table: Option<&mut EngineTable>,
+) -> Result<String, EngineError> {
+    let m = method_name;
+    let mut call = |payload: &str| -> Option<Result<String, EngineError>> {
+        let table = table.as_deref_mut();
+        Some(match m {
+            method::BOOTSTRAP => run(m, payload, table, |p| engine.bootstrap(cx, p)),
+            method::INGEST => run(m, payload, table, |p| engine.ingest(cx, p)),
+            method::INGEST_BATCH => run(m, payload, table, |p| engine.ingest_batch(cx, p)),
+            method::ASSEMBLE => run(m, payload, table, |p| engine.assemble(cx, p)),
+            method::COMPACT => run(m, payload, table, |p| engine.compact(cx, p)),
+            method::MAINTAIN => run(m, payload, table, |p| engine.maintain(cx, p)),
+            method::AFTER_TURN => run(m, payload, table, |p| engine.after_turn(cx, p)),
+            method::PREPARE_SUBAGENT_SPAWN => {
+                run(m, payload, table, |p| engine.prepare_subagent_spawn(cx, p))
+            }
+            method::ON_SUBAGENT_ENDED => run(m, payload, table, |p| {
+                engine.on_subagent_ended(cx, p).map(|()| Empty {})
+            }),
+            method::DISPOSE => run(m, payload, table, |_: Empty| {
+                engine.dispose().map(|()| Empty {})
+            }),
+            _ => return None,
+        })
+    };
+    call(payload).unwrap_or_else(|| Err(EngineError::unsupported(m)))
+}
+
+/// Decodes, calls, encodes; the table (when given) is active only while decoding and encoding,
+/// never while the engine's own code runs.
+fn run<P, R>(
+    m: &str,
+    payload: &str,
+    table: Option<&mut EngineTable>,
+    f: impl FnOnce(P) -> Result<R, EngineError>,
+) -> Result<String, EngineError>
+where
+    P: for<'de> serde::Deserialize<'de>,
+    R: serde::Serialize,
+{
     fn parse<T: for<'de> serde::Deserialize<'de>>(
         m: &str,
         payload: &str,
@@ -141,27 +193,15 @@ pub fn dispatch(
         serde_json::to_string(value)
             .map_err(|e| EngineError::engine(format!("could not encode the result of `{m}`: {e}")))
     }
-    let m = method_name;
-    match m {
-        method::BOOTSTRAP => encode(m, &engine.bootstrap(cx, parse(m, payload)?)?),
-        method::INGEST => encode(m, &engine.ingest(cx, parse(m, payload)?)?),
-        method::INGEST_BATCH => encode(m, &engine.ingest_batch(cx, parse(m, payload)?)?),
-        method::ASSEMBLE => encode(m, &engine.assemble(cx, parse(m, payload)?)?),
-        method::COMPACT => encode(m, &engine.compact(cx, parse(m, payload)?)?),
-        method::MAINTAIN => encode(m, &engine.maintain(cx, parse(m, payload)?)?),
-        method::AFTER_TURN => encode(m, &engine.after_turn(cx, parse(m, payload)?)?),
-        method::PREPARE_SUBAGENT_SPAWN => {
-            encode(m, &engine.prepare_subagent_spawn(cx, parse(m, payload)?)?)
+    match table {
+        None => encode(m, &f(parse(m, payload)?)?),
+        Some(table) => {
+            table.begin();
+            let params = with_engine_table(table, || parse(m, payload))?;
+            table.commit_request();
+            let result = f(params)?;
+            with_engine_table(table, || encode(m, &result))
         }
-        method::ON_SUBAGENT_ENDED => {
-            engine.on_subagent_ended(cx, parse(m, payload)?)?;
-            encode(m, &Empty {})
-        }
-        method::DISPOSE => {
-            engine.dispose()?;
-            encode(m, &Empty {})
-        }
-        other => Err(EngineError::unsupported(other)),
     }
 }
 
@@ -170,6 +210,8 @@ struct Exported<E> {
     engine: E,
     host: FfiHostBox,
     host_handle: Host,
+    /// Messages received from the host, by id (see [`crate::wire`]).
+    table: Mutex<EngineTable>,
 }
 
 /// The per-call context seen through the ABI.
@@ -189,7 +231,18 @@ impl CancelFlag for FfiCancel<'_> {
 impl<E: ContextEngine> FfiEngine for Exported<E> {
     fn info(&self) -> RResult<RString, FfiError> {
         let result = guard("info", || {
-            serde_json::to_string(&self.engine.info())
+            let mut info = self.engine.info();
+            // The SDK, not the engine author, provides these; announce them.
+            for feature in [
+                Feature::MessageRefs,
+                Feature::PanicGuard,
+                Feature::TracingBridge,
+            ] {
+                if !info.protocol.supports(&feature) {
+                    info.protocol.features.push(feature);
+                }
+            }
+            serde_json::to_string(&info)
                 .map_err(|e| EngineError::engine(format!("could not encode engine info: {e}")))
         });
         to_ffi(result.map(RString::from))
@@ -209,11 +262,18 @@ impl<E: ContextEngine> FfiEngine for Exported<E> {
         let result = tracing_bridge::with_call_host(&self.host, || {
             guard(method_name.as_str(), || {
                 let cx = CallContext::new(&self.host_handle, &cancel, deadline);
-                dispatch(
+                // Calls are serialized by the host; a poisoned lock only means an earlier call
+                // panicked, and the next full request rebuilds the table anyway.
+                let mut table = match self.table.lock() {
+                    Ok(t) => t,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                dispatch_in(
                     &self.engine,
                     &cx,
                     method_name.as_str(),
                     payload_json.as_str(),
+                    Some(&mut table),
                 )
             })
         });

@@ -27,12 +27,14 @@ pub mod message;
 pub mod pairing;
 pub mod protocol;
 pub mod tokens;
+pub mod wire;
 
 pub use engine::{CallContext, CancelFlag, ContextEngine, EngineFactory, EngineInit};
 pub use error::{EngineError, ErrorKind};
 pub use host::{Host, HostApi, LogLevel};
 pub use message::AgentMessage;
 pub use protocol::{EngineInfo, ProtocolInfo};
+pub use wire::{MessageList, SharedMessage};
 
 /// Re-exported so `export_engine!` can name abi_stable without the engine crate depending on it.
 #[doc(hidden)]

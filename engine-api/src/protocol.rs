@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::AgentMessage;
+use crate::wire::{MessageList, SharedMessage};
 
 /// The protocol name both sides put in their handshake.
 pub const PROTOCOL_NAME: &str = "rampart-engine";
@@ -119,6 +119,9 @@ pub enum Feature {
     TracingBridge,
     /// The engine catches panics at every entry point and reports them as errors.
     PanicGuard,
+    /// The engine understands interned message lists (see [`crate::wire`]). The SDK announces
+    /// it for every engine exported with `export_engine!`.
+    MessageRefs,
     /// A feature this build does not know; kept so a handshake never fails on novelty.
     #[serde(other)]
     Unknown,
@@ -199,7 +202,7 @@ pub struct IngestParams {
     #[serde(flatten)]
     pub session: SessionRef,
     /// The message that arrived.
-    pub message: Option<AgentMessage>,
+    pub message: Option<SharedMessage>,
     /// True for heartbeat turns, which engines usually keep out of long-term state.
     pub is_heartbeat: bool,
 }
@@ -213,7 +216,7 @@ pub struct IngestResult {
     /// A message to persist instead of the original (for example a capped tool result). The
     /// host persists this one; the engine is responsible for keeping the original reachable.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub replacement: Option<AgentMessage>,
+    pub replacement: Option<SharedMessage>,
 }
 
 /// Parameters of `ingest_batch`.
@@ -224,7 +227,7 @@ pub struct IngestBatchParams {
     #[serde(flatten)]
     pub session: SessionRef,
     /// The messages, oldest first.
-    pub messages: Vec<AgentMessage>,
+    pub messages: MessageList,
     /// True for heartbeat turns.
     pub is_heartbeat: bool,
 }
@@ -237,7 +240,7 @@ pub struct IngestBatchResult {
     pub ingested_count: u64,
     /// Replacements by position in the batch; shorter than the batch (or empty) when the later
     /// messages are kept as they are.
-    pub replacements: Vec<Option<AgentMessage>>,
+    pub replacements: Vec<Option<SharedMessage>>,
 }
 
 /// Parameters of `assemble`.
@@ -247,8 +250,10 @@ pub struct AssembleParams {
     /// The session being assembled.
     #[serde(flatten)]
     pub session: SessionRef,
-    /// The history of the active branch after the host's hygiene, oldest first.
-    pub messages: Vec<AgentMessage>,
+    /// The history of the active branch after the host's hygiene, oldest first. Shared, so an
+    /// engine that keeps a message costs nothing and an engine in a library receives unchanged
+    /// messages by id (see [`crate::wire`]).
+    pub messages: MessageList,
     /// How many tokens the assembled messages may use, when the host knows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_budget: Option<u64>,
@@ -266,8 +271,9 @@ pub struct AssembleParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 pub struct AssembleResult {
-    /// The messages to send, oldest first.
-    pub messages: Vec<AgentMessage>,
+    /// The messages to send, oldest first. Return the `Arc`s you were given for messages you
+    /// keep unchanged: they cross back by id.
+    pub messages: MessageList,
     /// The engine's estimate of their tokens; 0 means "not estimated, the caller counts".
     pub estimated_tokens: u64,
     /// Text the host prepends to the system prompt.
@@ -372,7 +378,7 @@ pub struct AfterTurnParams {
     #[serde(flatten)]
     pub session: SessionRef,
     /// Every message of the attempt, including the new ones.
-    pub messages: Vec<AgentMessage>,
+    pub messages: MessageList,
     /// How many of `messages` existed before the prompt; the rest are new.
     pub pre_prompt_message_count: u64,
     /// The summary of a compaction that ran inside the turn, if any.

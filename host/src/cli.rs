@@ -299,7 +299,7 @@ fn engines_probe(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resu
             session_id: "probe".into(),
             ..Default::default()
         },
-        messages: history.clone(),
+        messages: history.iter().cloned().map(std::sync::Arc::new).collect(),
         token_budget: Some(400),
         ..Default::default()
     };

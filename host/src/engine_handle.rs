@@ -14,12 +14,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rampart_engine_api::export::{HostCallCtx, call_ctx_ref, dispatch};
 use rampart_engine_api::ffi::FfiEngineBox;
+use rampart_engine_api::protocol::Feature;
 use rampart_engine_api::protocol::{
     AfterTurnParams, AfterTurnResult, AssembleParams, AssembleResult, BootstrapParams,
     BootstrapResult, CompactParams, CompactResult, Empty, IngestBatchParams, IngestBatchResult,
     IngestParams, IngestResult, MaintainParams, PrepareSubagentSpawnParams,
     PrepareSubagentSpawnResult, SubagentEndedParams, TranscriptRewriteResult, method,
 };
+use rampart_engine_api::wire::{HostTable, STALE_REF, with_host_table};
 use rampart_engine_api::{CallContext, ContextEngine, EngineError, EngineInfo, ErrorKind, Host};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -49,6 +51,9 @@ enum Backend {
     },
     Library {
         engine: Arc<FfiEngineBox>,
+        /// Which messages the engine already holds, when it speaks interned lists
+        /// (`Feature::MessageRefs`); `None` sends every message in full.
+        table: Option<Arc<Mutex<HostTable>>>,
     },
 }
 
@@ -91,8 +96,13 @@ impl EngineHandle {
         path: PathBuf,
         call_timeout: Duration,
     ) -> Self {
+        let table = info
+            .protocol
+            .supports(&Feature::MessageRefs)
+            .then(|| Arc::new(Mutex::new(HostTable::new())));
         let backend = Backend::Library {
             engine: Arc::new(engine),
+            table,
         };
         Self::new(info, EngineOrigin::Library(path), backend, call_timeout)
     }
@@ -216,25 +226,25 @@ impl EngineHandle {
                     rampart_engine_api::export::guard(method_name, || direct(&*engine, &cx, params))
                 })
             }
-            Backend::Library { engine } => {
-                let engine = engine.clone();
+            Backend::Library { engine, table } => {
+                let (engine, table) = (engine.clone(), table.clone());
                 self.run(method_name, move |ctx| {
-                    let payload = serde_json::to_string(&params)
-                        .map_err(|e| EngineError::invalid_params(method_name, e))?;
-                    let answer = engine
-                        .call(
-                            method_name.into(),
-                            payload.as_str().into(),
-                            call_ctx_ref(ctx),
-                        )
-                        .into_result()
-                        .map_err(EngineError::from)?;
-                    serde_json::from_str(answer.as_str()).map_err(|e| {
-                        EngineError::new(
-                            ErrorKind::Incompatible,
-                            format!("the engine's answer to `{method_name}` does not decode: {e}"),
-                        )
-                    })
+                    let Some(table) = table else {
+                        return call_library(&engine, ctx, method_name, &params, None);
+                    };
+                    let mut table = match table.lock() {
+                        Ok(t) => t,
+                        Err(poisoned) => poisoned.into_inner(),
+                    };
+                    match call_library(&engine, ctx, method_name, &params, Some(&mut table)) {
+                        // The engine lost messages it should hold (it was rebuilt, or an
+                        // earlier call failed half-way): send everything once more in full.
+                        Err(e) if e.message.contains(STALE_REF) => {
+                            table.forget();
+                            call_library(&engine, ctx, method_name, &params, Some(&mut table))
+                        }
+                        other => other,
+                    }
                 })
             }
         }
@@ -253,7 +263,7 @@ impl EngineHandle {
                     rampart_engine_api::export::guard(&m, || dispatch(&*engine, &cx, &m, &p))
                 })
             }
-            Backend::Library { engine } => {
+            Backend::Library { engine, .. } => {
                 let engine = engine.clone();
                 self.run(method_name, move |ctx| {
                     engine
@@ -328,7 +338,7 @@ impl EngineHandle {
                     rampart_engine_api::export::guard(method::DISPOSE, || engine.dispose())
                 })
             }
-            Backend::Library { engine } => {
+            Backend::Library { engine, .. } => {
                 let engine = engine.clone();
                 self.run(method::DISPOSE, move |_| {
                     engine.shutdown().into_result().map_err(EngineError::from)
@@ -336,4 +346,47 @@ impl EngineHandle {
             }
         }
     }
+}
+
+/// One call across the ABI: encode, call, decode. With a table, message lists are interned and
+/// the table learns what the engine now holds (or forgets everything when the call fails).
+fn call_library<P: Serialize, R: DeserializeOwned>(
+    engine: &FfiEngineBox,
+    ctx: &HostCallCtx,
+    method_name: &str,
+    params: &P,
+    table: Option<&mut HostTable>,
+) -> Result<R, EngineError> {
+    let encode =
+        || serde_json::to_string(params).map_err(|e| EngineError::invalid_params(method_name, e));
+    let call = |payload: String| {
+        engine
+            .call(
+                method_name.into(),
+                payload.as_str().into(),
+                call_ctx_ref(ctx),
+            )
+            .into_result()
+            .map_err(EngineError::from)
+    };
+    let decode = |answer: &str| {
+        serde_json::from_str(answer).map_err(|e| {
+            EngineError::new(
+                ErrorKind::Incompatible,
+                format!("the engine's answer to `{method_name}` does not decode: {e}"),
+            )
+        })
+    };
+    let Some(table) = table else {
+        return decode(call(encode()?)?.as_str());
+    };
+    table.begin();
+    let result = with_host_table(table, encode)
+        .and_then(call)
+        .and_then(|answer| with_host_table(table, || decode(answer.as_str())));
+    match &result {
+        Ok(_) => table.commit(),
+        Err(_) => table.forget(),
+    }
+    result
 }

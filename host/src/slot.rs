@@ -310,7 +310,7 @@ impl EngineSlot {
             .unwrap_or_default();
         self.ingest_batch(IngestBatchParams {
             session: params.session,
-            messages: new,
+            messages: new.into(),
             is_heartbeat: params.is_heartbeat,
         })?;
         Ok(())

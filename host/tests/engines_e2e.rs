@@ -390,3 +390,111 @@ fn engines_check_reports_or_explains() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(text(&missing).contains("/nonexistent/libnothing.so` does not exist"));
 }
+
+#[test]
+fn library_and_linked_window_agree_turn_after_turn() {
+    use rampart_engine_api::Host;
+    use rampart_host::engine_handle::EngineHandle;
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let slot = slot_for(
+        dir.path(),
+        "window",
+        &fixture("rampart-window"),
+        "[plugins.engines.window.config]\nkeepRecentTokens = 1500",
+    );
+    let library = slot.active();
+    let services = rampart_host::services::HostServices::new("window", EventSink::tracing_only());
+    let linked = EngineHandle::linked(
+        Arc::new(rampart_window::WindowEngine::new(1500)),
+        Host::new(Arc::new(services)),
+        Duration::from_secs(10),
+    );
+    // A growing history, as turns append to it: unchanged messages are the same allocations.
+    let mut messages = history(40).to_vec();
+    for turn in 0..5 {
+        let params = AssembleParams {
+            messages: messages.clone().into(),
+            ..assemble_params(0)
+        };
+        let a = library.assemble(params.clone()).unwrap();
+        let b = linked.assemble(params).unwrap();
+        assert_eq!(a.messages, b.messages, "turn {turn}");
+        assert_eq!(a.estimated_tokens, b.estimated_tokens, "turn {turn}");
+        // What came back across the ABI are the host's own messages, not copies.
+        let offset = messages.len() - a.messages.len();
+        for (i, m) in a.messages.iter().enumerate() {
+            assert!(
+                Arc::ptr_eq(m, &messages[offset + i]),
+                "turn {turn}, message {i} was copied"
+            );
+        }
+        messages.extend(history(3 + turn).iter().cloned());
+    }
+    assert_eq!(slot.state(), SlotState::Active);
+}
+
+#[test]
+fn the_readme_example_engine_builds_loads_and_works() {
+    // The fixture is the README's code block, verbatim.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let fixture_src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/fx-readme-keep-last/src/lib.rs"
+    ))
+    .unwrap();
+    let code = fixture_src.split_once("\n\n").unwrap().1;
+    assert!(
+        readme.contains(code),
+        "README example and fixture differ; copy the README block"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let slot = slot_for(
+        dir.path(),
+        "keep-last",
+        &fixture("fx-readme-keep-last"),
+        "[plugins.engines.keep-last.config]\nkeep = 3",
+    );
+    assert_eq!(slot.active().id(), "keep-last");
+    let out = slot.assemble(assemble_params(10)).unwrap();
+    assert_eq!(out.messages[..], history(10)[7..]);
+}
+
+#[test]
+fn an_id_found_twice_in_the_search_paths_is_refused_naming_both() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let name = format!(
+        "{}window{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    std::fs::copy(fixture("rampart-window"), a.path().join(&name)).unwrap();
+    std::fs::copy(fixture("rampart-window"), b.path().join(&name)).unwrap();
+    let cfg = write_config(
+        a.path(),
+        &format!(
+            "[plugins]\nsearchPaths = [\"{}\", \"{}\"]\n[plugins.slots]\ncontextEngine = \"window\"\n",
+            a.path().display(),
+            b.path().display()
+        ),
+    );
+    let cfg = config::load(&config::locate(Some(&cfg)).unwrap()).unwrap();
+    let slot = EngineSlot::resolve(&cfg, &EventSink::tracing_only()).unwrap();
+    let line = quarantine_reason(&slot);
+    assert!(
+        line.contains(&a.path().join(&name).display().to_string()),
+        "{line}"
+    );
+    assert!(
+        line.contains(&b.path().join(&name).display().to_string()),
+        "{line}"
+    );
+    // With only one of them, the id resolves by search path.
+    std::fs::remove_file(b.path().join(&name)).unwrap();
+    let slot = EngineSlot::resolve(&cfg, &EventSink::tracing_only()).unwrap();
+    assert_eq!(slot.active().id(), "window");
+}

@@ -89,7 +89,7 @@ impl ContextEngine for WindowEngine {
     fn assemble(
         &self,
         _cx: &CallContext<'_>,
-        mut p: AssembleParams,
+        p: AssembleParams,
     ) -> Result<AssembleResult, EngineError> {
         let budget = match p.token_budget {
             Some(b) => b.min(self.keep_recent_tokens),
@@ -101,7 +101,7 @@ impl ContextEngine for WindowEngine {
         for unit in units.iter().rev() {
             let cost: u64 = p.messages[unit.clone()]
                 .iter()
-                .map(estimate_message_tokens)
+                .map(|m| estimate_message_tokens(m))
                 .sum();
             let is_newest = unit.end == p.messages.len();
             if used + cost > budget && !is_newest {
@@ -113,7 +113,7 @@ impl ContextEngine for WindowEngine {
                 break;
             }
         }
-        let kept = p.messages.split_off(first_kept);
+        let kept = p.messages[first_kept..].to_vec().into();
         Ok(AssembleResult {
             messages: kept,
             estimated_tokens: used,
@@ -165,18 +165,24 @@ mod tests {
         .unwrap()
     }
 
-    fn assemble(engine: &WindowEngine, messages: Vec<AgentMessage>) -> AssembleResult {
+    fn assemble(engine: &WindowEngine, messages: Vec<AgentMessage>) -> Vec<AgentMessage> {
+        assemble_full(engine, messages).0
+    }
+
+    fn assemble_full(
+        engine: &WindowEngine,
+        messages: Vec<AgentMessage>,
+    ) -> (Vec<AgentMessage>, u64) {
         let host = Host::new(Arc::new(NullHost));
         let cx = CallContext::new(&host, &NeverCancelled, None);
-        engine
-            .assemble(
-                &cx,
-                AssembleParams {
-                    messages,
-                    ..Default::default()
-                },
-            )
-            .unwrap()
+        let messages = messages.into_iter().map(Arc::new).collect();
+        let params = AssembleParams {
+            messages,
+            ..Default::default()
+        };
+        let out = engine.assemble(&cx, params).unwrap();
+        let kept = out.messages.iter().map(|m| (**m).clone()).collect();
+        (kept, out.estimated_tokens)
     }
 
     #[test]
@@ -185,9 +191,9 @@ mod tests {
             .map(|i| AgentMessage::user_text(format!("{i}").repeat(40), 0))
             .collect();
         // Each message is 10 tokens; a budget of 35 keeps the newest 3.
-        let out = assemble(&WindowEngine::new(35), msgs.clone());
-        assert_eq!(out.messages, msgs[7..].to_vec());
-        assert_eq!(out.estimated_tokens, 30);
+        let (out, tokens) = assemble_full(&WindowEngine::new(35), msgs.clone());
+        assert_eq!(out, msgs[7..].to_vec());
+        assert_eq!(tokens, 30);
     }
 
     #[test]
@@ -201,9 +207,9 @@ mod tests {
         // The result alone would fit a budget of 21 with the last user message; its call must
         // come too, and together they do not fit, so only the last message is kept.
         let out = assemble(&WindowEngine::new(21), msgs.clone());
-        assert_eq!(out.messages, msgs[3..].to_vec());
+        assert_eq!(out, msgs[3..].to_vec());
         let out = assemble(&WindowEngine::new(100), msgs.clone());
-        assert_eq!(out.messages, msgs);
+        assert_eq!(out, msgs);
     }
 
     #[test]
@@ -213,7 +219,7 @@ mod tests {
             AgentMessage::user_text("b".repeat(400), 0),
         ];
         let out = assemble(&WindowEngine::new(10), msgs.clone());
-        assert_eq!(out.messages, msgs[1..].to_vec());
+        assert_eq!(out, msgs[1..].to_vec());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use rampart_engine_api::AgentMessage;
+use rampart_engine_api::{AgentMessage, MessageList};
 
 /// The path of the cdylib of crate `name`, built by cargo because it is a dev-dependency.
 /// It sits next to the test binary (`target/<profile>/deps`), whatever the target dir or profile.
@@ -70,7 +70,7 @@ pub fn text(out: &Output) -> String {
 }
 
 /// A history of `n` alternating user/assistant messages of about 100 tokens each.
-pub fn history(n: usize) -> Vec<AgentMessage> {
+pub fn history(n: usize) -> MessageList {
     (0..n)
         .map(|i| {
             if i % 2 == 0 {
@@ -85,5 +85,6 @@ pub fn history(n: usize) -> Vec<AgentMessage> {
                 )
             }
         })
+        .map(std::sync::Arc::new)
         .collect()
 }

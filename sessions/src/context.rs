@@ -1,0 +1,460 @@
+//! What the model sees: the messages of the active branch, with the last compaction applied
+//! (pi's `buildSessionContext`).
+//!
+//! The rules, in pi's order:
+//! 1. Pick the leaf: an explicit `null` leaf gives no messages; an unknown id (or none) means
+//!    the last entry in the file.
+//! 2. Walk parent links from the leaf to the root. A parent id that names nothing ends the walk.
+//! 3. On that path, the last `thinking_level_change` gives the thinking level (default `off`);
+//!    the last `model_change` or assistant message gives the model.
+//! 4. Only the **last** compaction on the path counts. If there is one, the context is its
+//!    summary (as a `compactionSummary` message), then the path entries from its
+//!    `firstKeptEntryId` up to the compaction, then everything after it. Earlier compactions
+//!    are ordinary (message-less) entries.
+//! 5. Only `message`, `custom_message` (as a `custom` message) and `branch_summary` (as a
+//!    `branchSummary` message, when its summary is not empty) produce messages.
+//!
+//! Messages that are in the file are lent, not cloned ([`Cow::Borrowed`]): a 100 MB session
+//! would otherwise be held twice while the context is in use.
+#![warn(missing_docs)]
+
+use std::borrow::Cow;
+
+use rampart_engine_api::message::{
+    AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, Extra,
+};
+
+use crate::entry::{Entry, EntryBody};
+use crate::ids::iso_to_millis;
+use crate::tree::SessionTree;
+
+/// The thinking level when the branch never set one (pi's default).
+pub const DEFAULT_THINKING_LEVEL: &str = "off";
+
+/// Which leaf to build the context for, mirroring the three cases of pi's `leafId` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeafSelector<'a> {
+    /// The tree's current leaf (what a running session uses).
+    Current,
+    /// pi's `undefined`: the last entry in the file.
+    Last,
+    /// pi's `null`: nothing selected, so no messages.
+    Null,
+    /// A specific entry; an id that does not exist falls back to the last entry, as in pi.
+    Id(&'a str),
+}
+
+/// The model a branch last used: from the last `model_change` or assistant message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRef {
+    /// The provider (`anthropic`, `ollama`, …).
+    pub provider: String,
+    /// The model id at that provider.
+    pub model_id: String,
+}
+
+/// The model-facing view of one branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionContext<'a> {
+    /// The messages, oldest first. Borrowed from the tree where they are stored verbatim;
+    /// owned where they are synthesised (summaries, custom messages).
+    pub messages: Vec<Cow<'a, AgentMessage>>,
+    /// The branch's thinking level (`off` when never set).
+    pub thinking_level: String,
+    /// The branch's model, if it ever named one.
+    pub model: Option<ModelRef>,
+    /// The id of the compaction that was applied, if any; engines use it to know where the
+    /// summary came from.
+    pub compaction_id: Option<String>,
+    /// The id of the leaf the context was built for (`None` for an empty context).
+    pub leaf_id: Option<String>,
+}
+
+impl SessionContext<'_> {
+    /// The messages as owned values, detached from the tree (for sending across threads or
+    /// the engine boundary).
+    pub fn into_messages(self) -> Vec<AgentMessage> {
+        self.messages.into_iter().map(Cow::into_owned).collect()
+    }
+
+    fn empty() -> Self {
+        Self {
+            messages: Vec::new(),
+            thinking_level: DEFAULT_THINKING_LEVEL.to_owned(),
+            model: None,
+            compaction_id: None,
+            leaf_id: None,
+        }
+    }
+}
+
+/// Builds the context of the branch ending at `leaf`.
+pub fn build_session_context<'a>(
+    tree: &'a SessionTree,
+    leaf: LeafSelector<'_>,
+) -> SessionContext<'a> {
+    let last = tree.len().checked_sub(1);
+    let leaf = match leaf {
+        LeafSelector::Current => tree.leaf_index(),
+        LeafSelector::Last => last,
+        LeafSelector::Null => None,
+        LeafSelector::Id(id) => tree.index_of(id).or(last),
+    };
+    let Some(leaf) = leaf else {
+        return SessionContext::empty();
+    };
+    let entries = tree.entries();
+    let path = tree.path_to(leaf);
+
+    let mut context = SessionContext::empty();
+    context.leaf_id = Some(entries[leaf].id.clone());
+    let mut compaction_at = None;
+    for (position, &index) in path.iter().enumerate() {
+        match &entries[index].body {
+            EntryBody::ThinkingLevelChange(change) => {
+                context.thinking_level.clone_from(&change.thinking_level);
+            }
+            EntryBody::ModelChange(change) => {
+                context.model = Some(ModelRef {
+                    provider: change.provider.clone(),
+                    model_id: change.model_id.clone(),
+                });
+            }
+            EntryBody::Message(m) => {
+                if let AgentMessage::Assistant(assistant) = &m.message {
+                    context.model = Some(ModelRef {
+                        provider: assistant.provider.clone(),
+                        model_id: assistant.model.clone(),
+                    });
+                }
+            }
+            EntryBody::Compaction(_) => compaction_at = Some(position),
+            _ => {}
+        }
+    }
+
+    let mut messages = Vec::with_capacity(path.len() + 1);
+    match compaction_at {
+        Some(position) => {
+            let entry = &entries[path[position]];
+            if let EntryBody::Compaction(compaction) = &entry.body {
+                messages.push(Cow::Owned(AgentMessage::CompactionSummary(
+                    CompactionSummaryMessage {
+                        summary: compaction.summary.clone(),
+                        tokens_before: compaction.tokens_before,
+                        timestamp: entry_millis(entry),
+                        extra: Extra::new(),
+                    },
+                )));
+                // Kept entries: from `firstKeptEntryId` up to the compaction. If that id is not
+                // on the path before the compaction, nothing before it is kept (pi's behaviour).
+                let before = &path[..position];
+                if let Some(first_kept) = before
+                    .iter()
+                    .position(|&index| entries[index].id == compaction.first_kept_entry_id)
+                {
+                    for &index in &before[first_kept..] {
+                        push_message(&mut messages, &entries[index]);
+                    }
+                }
+                context.compaction_id = Some(entry.id.clone());
+            }
+            for &index in &path[position + 1..] {
+                push_message(&mut messages, &entries[index]);
+            }
+        }
+        None => {
+            for &index in &path {
+                push_message(&mut messages, &entries[index]);
+            }
+        }
+    }
+    context.messages = messages;
+    context
+}
+
+/// Adds the message `entry` contributes, if any (rule 5 of the module docs).
+fn push_message<'a>(messages: &mut Vec<Cow<'a, AgentMessage>>, entry: &'a Entry) {
+    match &entry.body {
+        EntryBody::Message(m) => messages.push(Cow::Borrowed(&m.message)),
+        EntryBody::CustomMessage(custom) => {
+            messages.push(Cow::Owned(AgentMessage::Custom(CustomMessage {
+                custom_type: custom.custom_type.clone(),
+                content: custom.content.clone(),
+                display: custom.display,
+                details: custom.details.clone(),
+                timestamp: entry_millis(entry),
+                extra: Extra::new(),
+            })));
+        }
+        EntryBody::BranchSummary(summary) if !summary.summary.is_empty() => {
+            messages.push(Cow::Owned(AgentMessage::BranchSummary(
+                BranchSummaryMessage {
+                    summary: summary.summary.clone(),
+                    from_id: summary.from_id.clone(),
+                    timestamp: entry_millis(entry),
+                    extra: Extra::new(),
+                },
+            )));
+        }
+        _ => {}
+    }
+}
+
+/// The entry's time in Unix ms for synthesised messages. pi would produce `NaN` for an
+/// unparsable timestamp; 0 is the closest a `u64` can say "unknown".
+fn entry_millis(entry: &Entry) -> u64 {
+    iso_to_millis(&entry.timestamp).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    //! pi's reference cases for `buildSessionContext` (behaviour reference §13 item 13), plus
+    //! the settings and message-kind rules.
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::entry::{
+        BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry, ModelChangeEntry,
+        ThinkingLevelChangeEntry,
+    };
+    use rampart_engine_api::message::Content;
+
+    fn entry(id: &str, parent: Option<&str>, body: EntryBody) -> Entry {
+        Entry {
+            id: id.into(),
+            parent_id: parent.map(str::to_owned),
+            timestamp: "2026-01-01T00:00:00.000Z".into(),
+            body,
+        }
+    }
+
+    fn user(id: &str, parent: Option<&str>, text: &str) -> Entry {
+        entry(
+            id,
+            parent,
+            EntryBody::from_message(AgentMessage::user_text(text, 1)),
+        )
+    }
+
+    fn assistant(id: &str, parent: Option<&str>, text: &str) -> Entry {
+        entry(
+            id,
+            parent,
+            EntryBody::from_message(AgentMessage::assistant_text(
+                text, "api", "prov", "model-a", 2,
+            )),
+        )
+    }
+
+    fn compaction(id: &str, parent: &str, first_kept: &str, summary: &str) -> Entry {
+        entry(
+            id,
+            Some(parent),
+            EntryBody::Compaction(CompactionEntry {
+                summary: summary.into(),
+                first_kept_entry_id: first_kept.into(),
+                tokens_before: 1000,
+                details: None,
+                from_hook: None,
+                extra: Extra::new(),
+            }),
+        )
+    }
+
+    fn tree(entries: Vec<Entry>) -> SessionTree {
+        SessionTree::from_entries(entries).0
+    }
+
+    fn summary_of(message: &AgentMessage) -> &str {
+        match message {
+            AgentMessage::CompactionSummary(s) => &s.summary,
+            other => panic!("not a compaction summary: {other:?}"),
+        }
+    }
+
+    fn text_of(message: &AgentMessage) -> String {
+        serde_json::to_value(message).unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// u1, a1, u2, a2, compaction(keep u2), u3, a3 gives 5 messages, the first a summary.
+    #[test]
+    fn reference_single_compaction() {
+        let t = tree(vec![
+            user("u1", None, "u1"),
+            assistant("a1", Some("u1"), "a1"),
+            user("u2", Some("a1"), "u2"),
+            assistant("a2", Some("u2"), "a2"),
+            compaction("c1", "a2", "u2", "First summary"),
+            user("u3", Some("c1"), "u3"),
+            assistant("a3", Some("u3"), "a3"),
+        ]);
+        let ctx = build_session_context(&t, LeafSelector::Last);
+        assert_eq!(ctx.messages.len(), 5);
+        assert_eq!(summary_of(&ctx.messages[0]), "First summary");
+        let texts: Vec<_> = ctx.messages[1..].iter().map(|m| text_of(m)).collect();
+        assert_eq!(texts, ["u2", "a2", "u3", "a3"]);
+        assert_eq!(ctx.compaction_id.as_deref(), Some("c1"));
+    }
+
+    /// With two compactions only the latest counts (5 messages, "Second summary").
+    #[test]
+    fn reference_only_the_latest_compaction_counts() {
+        let t = tree(vec![
+            user("u1", None, "u1"),
+            assistant("a1", Some("u1"), "a1"),
+            compaction("c1", "a1", "u1", "First summary"),
+            user("u2", Some("c1"), "u2"),
+            assistant("b", Some("u2"), "b"),
+            compaction("c2", "b", "u2", "Second summary"),
+            user("u3", Some("c2"), "u3"),
+            assistant("a3", Some("u3"), "a3"),
+        ]);
+        let ctx = build_session_context(&t, LeafSelector::Current);
+        assert_eq!(ctx.messages.len(), 5);
+        assert_eq!(summary_of(&ctx.messages[0]), "Second summary");
+        let texts: Vec<_> = ctx.messages[1..].iter().map(|m| text_of(m)).collect();
+        assert_eq!(texts, ["u2", "b", "u3", "a3"]);
+    }
+
+    /// `firstKeptEntryId` = the first entry gives the summary plus all 4 messages.
+    #[test]
+    fn reference_first_kept_is_the_first_entry() {
+        let t = tree(vec![
+            user("u1", None, "u1"),
+            assistant("a1", Some("u1"), "a1"),
+            user("u2", Some("a1"), "u2"),
+            assistant("a2", Some("u2"), "a2"),
+            compaction("c1", "a2", "u1", "Summary"),
+        ]);
+        let ctx = build_session_context(&t, LeafSelector::Last);
+        assert_eq!(ctx.messages.len(), 5);
+        assert_eq!(summary_of(&ctx.messages[0]), "Summary");
+        let texts: Vec<_> = ctx.messages[1..].iter().map(|m| text_of(m)).collect();
+        assert_eq!(texts, ["u1", "a1", "u2", "a2"]);
+    }
+
+    /// A broken parent chain gives only the orphan (1 message).
+    #[test]
+    fn reference_broken_parent_chain() {
+        let t = tree(vec![
+            user("u1", None, "u1"),
+            assistant("a1", Some("u1"), "a1"),
+            user("u2", Some("missing"), "orphan"),
+        ]);
+        let ctx = build_session_context(&t, LeafSelector::Last);
+        assert_eq!(ctx.messages.len(), 1);
+        assert_eq!(text_of(&ctx.messages[0]), "orphan");
+    }
+
+    /// An unknown leaf id uses the last entry.
+    #[test]
+    fn reference_unknown_leaf_uses_the_last_entry() {
+        let t = tree(vec![
+            user("u1", None, "u1"),
+            assistant("a1", Some("u1"), "a1"),
+            user("u2", Some("u1"), "other branch"),
+        ]);
+        let ctx = build_session_context(&t, LeafSelector::Id("nope"));
+        assert_eq!(ctx.leaf_id.as_deref(), Some("u2"));
+        let texts: Vec<_> = ctx.messages.iter().map(|m| text_of(m)).collect();
+        assert_eq!(texts, ["u1", "other branch"]);
+        let ctx = build_session_context(&t, LeafSelector::Id("a1"));
+        assert_eq!(ctx.messages.len(), 2);
+    }
+
+    #[test]
+    fn null_leaf_and_empty_session_give_nothing() {
+        let t = tree(vec![user("u1", None, "u1")]);
+        let ctx = build_session_context(&t, LeafSelector::Null);
+        assert!(ctx.messages.is_empty());
+        assert_eq!(ctx.thinking_level, "off");
+        let empty = SessionTree::new();
+        assert!(
+            build_session_context(&empty, LeafSelector::Last)
+                .messages
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn settings_and_message_kinds() {
+        let t = tree(vec![
+            entry(
+                "m",
+                None,
+                EntryBody::ModelChange(ModelChangeEntry {
+                    provider: "p0".into(),
+                    model_id: "m0".into(),
+                    extra: Extra::new(),
+                }),
+            ),
+            entry(
+                "t",
+                Some("m"),
+                EntryBody::ThinkingLevelChange(ThinkingLevelChangeEntry {
+                    thinking_level: "high".into(),
+                    extra: Extra::new(),
+                }),
+            ),
+            assistant("a", Some("t"), "hi"),
+            entry(
+                "cm",
+                Some("a"),
+                EntryBody::CustomMessage(CustomMessageEntry {
+                    custom_type: "note".into(),
+                    content: Content::Text("injected".into()),
+                    display: false,
+                    details: None,
+                    extra: Extra::new(),
+                }),
+            ),
+            entry(
+                "bs",
+                Some("cm"),
+                EntryBody::BranchSummary(BranchSummaryEntry {
+                    from_id: "a".into(),
+                    summary: "went elsewhere".into(),
+                    details: None,
+                    from_hook: None,
+                    extra: Extra::new(),
+                }),
+            ),
+            entry(
+                "bs2",
+                Some("bs"),
+                EntryBody::BranchSummary(BranchSummaryEntry {
+                    from_id: "a".into(),
+                    summary: String::new(),
+                    details: None,
+                    from_hook: None,
+                    extra: Extra::new(),
+                }),
+            ),
+            entry(
+                "me",
+                Some("bs2"),
+                EntryBody::Message(MessageEntry {
+                    message: AgentMessage::user_text("last", 3),
+                    extra: Extra::new(),
+                }),
+            ),
+        ]);
+        let ctx = build_session_context(&t, LeafSelector::Current);
+        assert_eq!(ctx.thinking_level, "high");
+        assert_eq!(
+            ctx.model,
+            Some(ModelRef {
+                provider: "prov".into(),
+                model_id: "model-a".into()
+            })
+        );
+        let roles: Vec<_> = ctx.messages.iter().map(|m| m.role().to_owned()).collect();
+        assert_eq!(roles, ["assistant", "custom", "branchSummary", "user"]);
+        assert_eq!(ctx.messages[1].timestamp(), Some(1_767_225_600_000));
+        assert!(matches!(ctx.messages[0], Cow::Borrowed(_)));
+    }
+}

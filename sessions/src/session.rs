@@ -1,0 +1,688 @@
+//! A session file opened for writing: the tree in memory, appends on disk, under the lock.
+//!
+//! # Appends
+//!
+//! Each entry is one line written with **one** `write` of `json + "\n"` to a file opened with
+//! `O_APPEND`, so concurrent appenders never interleave inside a line and a crash leaves at
+//! most one torn last line (which the next load quarantines). Durability follows
+//! [`FsyncPolicy`].
+//!
+//! # Catching up before an append
+//!
+//! Other processes may append to the same session (a second gateway, a CLI, an engine in a
+//! child process). Every append therefore runs under the session's write lock and first reads
+//! whatever the file gained since this process last looked, from the byte offset it had
+//! reached:
+//!
+//! * the new entries join the tree, so new ids are checked against them and `parentId`
+//!   links can point at them;
+//! * if this process's leaf was the last entry it knew of (it was following the
+//!   conversation), the leaf moves to the file's new last entry, so the next entry continues
+//!   the shared history instead of forking it; if it had branched on purpose, the leaf stays;
+//! * an unterminated last line seen under the lock cannot be an append in progress, so it is
+//!   quarantined as torn, and the next write starts with a newline to end it;
+//! * if the file was replaced (another inode at the path) or truncated, nothing is written:
+//!   the caller gets [`SessionError::Conflict`] and must open the session again.
+#![warn(missing_docs)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rampart_engine_api::message::{AgentMessage, Content};
+use rampart_engine_api::protocol::TranscriptRewriteResult;
+use serde_json::Value;
+
+use crate::context::{LeafSelector, SessionContext, build_session_context};
+use crate::entry::{
+    BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, Entry, EntryBody, Extra,
+    LabelEntry, ModelChangeEntry, SessionHeader, SessionInfoEntry, ThinkingLevelChangeEntry,
+};
+use crate::error::{Result, SessionError};
+use crate::fsutil::{self, Place};
+use crate::load::{self, Cursor, LoadOptions, LoadReport, TailPolicy};
+use crate::lock::{LockGuard, SessionLock};
+use crate::migrate;
+use crate::rewrite::plan_rewrite;
+use crate::tree::SessionTree;
+
+/// When appended entries are forced to stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FsyncPolicy {
+    /// After every append: no acknowledged entry is lost even on power failure, at the cost
+    /// of one disk flush per entry.
+    Always,
+    /// When the caller says a turn is complete ([`Session::sync`]). A crash of this process
+    /// loses nothing (the data is in the OS); a power cut can lose the current turn only.
+    #[default]
+    PerTurn,
+    /// Never explicitly; the OS writes back when it likes. For tests and scratch sessions.
+    Never,
+}
+
+/// Knobs of an open session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Durability of appends.
+    pub fsync: FsyncPolicy,
+    /// How long an append waits for another process's write lock before failing with an
+    /// error that names that process.
+    pub lock_timeout: Duration,
+    /// How lines are read (line limit, corrupt-line sidecars).
+    pub load: LoadOptions,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            fsync: FsyncPolicy::default(),
+            lock_timeout: Duration::from_secs(10),
+            load: LoadOptions::default(),
+        }
+    }
+}
+
+/// Which file this process is appending to, to notice when the path starts naming another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId {
+    #[cfg(unix)]
+    dev: u64,
+    #[cfg(unix)]
+    ino: u64,
+}
+
+impl FileId {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            Self {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            Self {}
+        }
+    }
+}
+
+/// What an append or refresh learned about other writers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Entries other processes appended since this process last read the file.
+    pub new_entries: usize,
+    /// Whether the leaf moved to the file's new last entry because of them.
+    pub leaf_followed: bool,
+}
+
+/// An open session file (see the module docs).
+#[derive(Debug)]
+pub struct Session {
+    path: PathBuf,
+    header: SessionHeader,
+    tree: SessionTree,
+    options: SessionOptions,
+    /// Opened read + append: reads for catching up, `O_APPEND` writes for entries.
+    file: File,
+    identity: FileId,
+    cursor: Cursor,
+    lock: SessionLock,
+    /// Written since the last fsync.
+    unsynced: bool,
+    /// Everything noticed since open (the load plus every catch-up).
+    report: LoadReport,
+}
+
+impl Session {
+    /// Creates a new session file at `path` holding only `header`; fails if the path exists
+    /// (an existing session is never overwritten).
+    pub fn create(path: &Path, header: SessionHeader, options: SessionOptions) -> Result<Self> {
+        let line = header
+            .to_json_line()
+            .map_err(|e| SessionError::InvalidRequest {
+                path: path.into(),
+                problem: format!("the session header cannot be written as JSON: {e}"),
+            })?;
+        fsutil::write_atomically(path, Place::CreateNew, |out| {
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")
+        })
+        .map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                SessionError::InvalidRequest {
+                    path: path.into(),
+                    problem: "a file already exists there; open it instead, or choose another path"
+                        .into(),
+                }
+            } else {
+                SessionError::io(path, "create", e)
+            }
+        })?;
+        Self::open(path, options)
+    }
+
+    /// Opens an existing session for reading and appending.
+    ///
+    /// A v1/v2 file is migrated first: the v3 result replaces it atomically and the original
+    /// is kept beside it (see `migrate`). An incomplete last line is looked at again under the
+    /// write lock and quarantined if it is torn. Needs write access; for read-only access use
+    /// [`load::load_file`].
+    pub fn open(path: &Path, options: SessionOptions) -> Result<Self> {
+        let lock = SessionLock::open(path)?;
+        let (file, mut loaded) = open_and_load(path, &options.load)?;
+        if let Some(from_version) = loaded.report.migration.as_ref().map(|m| m.from_version) {
+            // Migrate under the lock, from a fresh read, so two processes opening the same
+            // old file do not both migrate it.
+            let guard = lock.acquire(options.lock_timeout)?;
+            let (_, fresh) = open_and_load(path, &options.load)?;
+            let migration = match fresh.report.migration {
+                Some(migration) => {
+                    let kept = migrate::persist(
+                        path,
+                        from_version,
+                        &fresh.header,
+                        fresh.tree.entries().iter(),
+                    )
+                    .map_err(|e| SessionError::io(path, "write the migrated (v3) session", e))?;
+                    tracing::info!(
+                        file = %path.display(),
+                        from_version,
+                        original_kept_at = %kept.display(),
+                        entries = fresh.tree.len(),
+                        "migrated the session to format v3; the original is kept beside it"
+                    );
+                    Some(migrate::MigrationReport {
+                        written_to: Some(path.to_owned()),
+                        original_kept_at: Some(kept),
+                        ..migration
+                    })
+                }
+                None => None,
+            };
+            drop(guard);
+            let (new_file, reloaded) = open_and_load(path, &options.load)?;
+            let mut report = reloaded.report.clone();
+            report.migration = migration;
+            // Lines quarantined from the original are not in the new file; keep them in the
+            // report so the caller still hears about them.
+            report.corrupt_lines = loaded.report.corrupt_lines;
+            loaded = load::Loaded { report, ..reloaded };
+            return Self::finish_open(path, options, lock, new_file, loaded);
+        }
+        Self::finish_open(path, options, lock, file, loaded)
+    }
+
+    fn finish_open(
+        path: &Path,
+        options: SessionOptions,
+        lock: SessionLock,
+        file: File,
+        loaded: load::Loaded,
+    ) -> Result<Self> {
+        let identity = FileId::of(
+            &file
+                .metadata()
+                .map_err(|e| SessionError::io(path, "read the metadata of", e))?,
+        );
+        let pending = loaded.report.pending_tail.is_some();
+        let mut session = Self {
+            path: path.to_owned(),
+            header: loaded.header,
+            tree: loaded.tree,
+            options,
+            file,
+            identity,
+            cursor: loaded.cursor,
+            lock,
+            unsynced: false,
+            report: loaded.report,
+        };
+        if pending {
+            // Decide now whether the tail is torn, so the open reports it.
+            session.refresh()?;
+        }
+        Ok(session)
+    }
+
+    /// The session file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The header.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The entry tree (read-only; change it through the methods here so the file follows).
+    pub fn tree(&self) -> &SessionTree {
+        &self.tree
+    }
+
+    /// All entries in file order.
+    pub fn entries(&self) -> &[Entry] {
+        self.tree.entries()
+    }
+
+    /// What the load and later catch-ups noticed (corrupt lines, migration, …).
+    pub fn report(&self) -> &LoadReport {
+        &self.report
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &SessionOptions {
+        &self.options
+    }
+
+    /// The leaf's id (`None` after [`Session::reset_leaf`]).
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.tree.leaf_id()
+    }
+
+    /// The model context of the current branch.
+    pub fn context(&self) -> SessionContext<'_> {
+        build_session_context(&self.tree, LeafSelector::Current)
+    }
+
+    /// The model context for another leaf.
+    pub fn context_at(&self, leaf: LeafSelector<'_>) -> SessionContext<'_> {
+        build_session_context(&self.tree, leaf)
+    }
+
+    /// Moves the leaf to entry `id`; the next append starts a branch there. In memory only:
+    /// the file records branches through the `parentId` of what is appended next.
+    pub fn branch(&mut self, id: &str) -> Result<()> {
+        if self.tree.branch(id) {
+            Ok(())
+        } else {
+            Err(SessionError::UnknownEntry {
+                path: self.path.clone(),
+                id: id.to_owned(),
+            })
+        }
+    }
+
+    /// Clears the leaf: the context is empty and the next append is a new root.
+    pub fn reset_leaf(&mut self) {
+        self.tree.reset_leaf();
+    }
+
+    /// Appends an entry with this body at the leaf; returns the new entry's id.
+    pub fn append(&mut self, body: EntryBody) -> Result<String> {
+        let mut ids = self.append_all(vec![body])?;
+        ids.pop().ok_or_else(|| SessionError::InvalidRequest {
+            path: self.path.clone(),
+            problem: "the append produced no entry".into(),
+        })
+    }
+
+    /// Appends several entries in order, as one write under one lock; returns their ids.
+    pub fn append_all(&mut self, bodies: Vec<EntryBody>) -> Result<Vec<String>> {
+        if bodies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (_guard, _) = self.lock()?;
+        let mut planned: Vec<Entry> = Vec::with_capacity(bodies.len());
+        for body in bodies {
+            let id = crate::ids::new_entry_id(|candidate| {
+                self.tree.contains_id(candidate) || planned.iter().any(|e| e.id == candidate)
+            });
+            let parent = match planned.last() {
+                Some(previous) => Some(previous.id.clone()),
+                None => self.tree.leaf_id().map(str::to_owned),
+            };
+            planned.push(Entry::new(id, parent, body));
+        }
+        self.write_locked(planned)
+    }
+
+    /// Appends a `message` entry.
+    pub fn append_message(&mut self, message: AgentMessage) -> Result<String> {
+        self.append(EntryBody::from_message(message))
+    }
+
+    /// Appends a `compaction` entry: context before `first_kept_entry_id` is replaced by
+    /// `summary` from now on.
+    pub fn append_compaction(
+        &mut self,
+        summary: impl Into<String>,
+        first_kept_entry_id: impl Into<String>,
+        tokens_before: u64,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String> {
+        self.append(EntryBody::Compaction(CompactionEntry {
+            summary: summary.into(),
+            first_kept_entry_id: first_kept_entry_id.into(),
+            tokens_before,
+            details,
+            from_hook,
+            extra: Extra::new(),
+        }))
+    }
+
+    /// Appends a `model_change` entry.
+    pub fn append_model_change(
+        &mut self,
+        provider: impl Into<String>,
+        model_id: impl Into<String>,
+    ) -> Result<String> {
+        self.append(EntryBody::ModelChange(ModelChangeEntry {
+            provider: provider.into(),
+            model_id: model_id.into(),
+            extra: Extra::new(),
+        }))
+    }
+
+    /// Appends a `thinking_level_change` entry.
+    pub fn append_thinking_level_change(&mut self, level: impl Into<String>) -> Result<String> {
+        self.append(EntryBody::ThinkingLevelChange(ThinkingLevelChangeEntry {
+            thinking_level: level.into(),
+            extra: Extra::new(),
+        }))
+    }
+
+    /// Appends a `custom` entry (extension state, never sent to the model).
+    pub fn append_custom(
+        &mut self,
+        custom_type: impl Into<String>,
+        data: Option<Value>,
+    ) -> Result<String> {
+        self.append(EntryBody::Custom(CustomEntry {
+            custom_type: custom_type.into(),
+            data,
+            extra: Extra::new(),
+        }))
+    }
+
+    /// Appends a `custom_message` entry (an extension's message the model sees).
+    pub fn append_custom_message(
+        &mut self,
+        custom_type: impl Into<String>,
+        content: Content,
+        display: bool,
+        details: Option<Value>,
+    ) -> Result<String> {
+        self.append(EntryBody::CustomMessage(CustomMessageEntry {
+            custom_type: custom_type.into(),
+            content,
+            display,
+            details,
+            extra: Extra::new(),
+        }))
+    }
+
+    /// Appends a `label` on entry `target_id` (`None` clears it). The target must exist.
+    pub fn append_label(&mut self, target_id: &str, label: Option<String>) -> Result<String> {
+        if !self.tree.contains_id(target_id) {
+            return Err(SessionError::UnknownEntry {
+                path: self.path.clone(),
+                id: target_id.to_owned(),
+            });
+        }
+        self.append(EntryBody::Label(LabelEntry {
+            target_id: target_id.to_owned(),
+            label,
+            extra: Extra::new(),
+        }))
+    }
+
+    /// Appends a `session_info` entry (a display name).
+    pub fn append_session_info(&mut self, name: Option<String>) -> Result<String> {
+        self.append(EntryBody::SessionInfo(SessionInfoEntry {
+            name,
+            extra: Extra::new(),
+        }))
+    }
+
+    /// pi's `branchWithSummary`: moves the leaf to `from` (a new root for `None`) and appends
+    /// a `branch_summary` there.
+    pub fn branch_with_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: impl Into<String>,
+        details: Option<Value>,
+        from_hook: Option<bool>,
+    ) -> Result<String> {
+        match from {
+            Some(id) => self.branch(id)?,
+            None => self.reset_leaf(),
+        }
+        self.append(EntryBody::BranchSummary(BranchSummaryEntry {
+            from_id: from.unwrap_or("root").to_owned(),
+            summary: summary.into(),
+            details,
+            from_hook,
+            extra: Extra::new(),
+        }))
+    }
+
+    /// Replaces messages on the active branch by appending a new branch (see `rewrite`). The
+    /// original entries stay in the file.
+    pub fn rewrite(
+        &mut self,
+        replacements: &[(String, AgentMessage)],
+    ) -> Result<TranscriptRewriteResult> {
+        let (_guard, _) = self.lock()?;
+        let plan = match plan_rewrite(&self.tree, replacements) {
+            Ok(plan) => plan,
+            Err(unchanged) => return Ok(unchanged),
+        };
+        let count = plan.entries.len();
+        self.write_locked(plan.entries)?;
+        tracing::info!(
+            file = %self.path.display(),
+            rewritten = plan.result.rewritten_entries,
+            reappended = count,
+            bytes_freed = plan.result.bytes_freed,
+            "rewrote the active branch as a new branch; the old entries stay in the file"
+        );
+        Ok(plan.result)
+    }
+
+    /// Forces appended entries to stable storage (the end of a turn under
+    /// [`FsyncPolicy::PerTurn`]). Cheap when nothing was written since the last sync.
+    pub fn sync(&mut self) -> Result<()> {
+        if self.unsynced {
+            self.file
+                .sync_data()
+                .map_err(|e| SessionError::io(&self.path, "sync", e))?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// Reads entries other processes appended since this process last looked (under the
+    /// lock, so a torn last line is recognised as such).
+    pub fn refresh(&mut self) -> Result<CatchUp> {
+        let (_guard, caught_up) = self.lock()?;
+        Ok(caught_up)
+    }
+
+    /// Writes the whole session (header and every entry in file order) to a **new** file at
+    /// `target`, atomically; fails if `target` exists.
+    pub fn save_as(&self, target: &Path) -> Result<()> {
+        save_session(target, &self.header, &self.tree)
+    }
+
+    /// Takes the write lock and catches up with other writers.
+    fn lock(&mut self) -> Result<(LockGuard, CatchUp)> {
+        let guard = self.lock.acquire(self.options.lock_timeout)?;
+        let caught_up = self.catch_up_locked()?;
+        Ok((guard, caught_up))
+    }
+
+    /// The catch-up described in the module docs. Caller holds the lock.
+    fn catch_up_locked(&mut self) -> Result<CatchUp> {
+        let meta = self
+            .file
+            .metadata()
+            .map_err(|e| SessionError::io(&self.path, "read the metadata of", e))?;
+        match std::fs::metadata(&self.path) {
+            Ok(at_path) if FileId::of(&at_path) == self.identity => {}
+            Ok(_) => {
+                return Err(SessionError::Conflict {
+                    path: self.path.clone(),
+                    problem: "the path now names a different file (it was replaced, e.g. by a migration or another tool)".into(),
+                });
+            }
+            Err(error) => {
+                return Err(SessionError::Conflict {
+                    path: self.path.clone(),
+                    problem: format!("the file is no longer at its path ({error})"),
+                });
+            }
+        }
+        let len = meta.len();
+        if len < self.cursor.offset {
+            return Err(SessionError::Conflict {
+                path: self.path.clone(),
+                problem: format!(
+                    "it is {len} bytes long, shorter than the {} bytes already read: it was truncated",
+                    self.cursor.offset
+                ),
+            });
+        }
+        if len == self.cursor.offset {
+            return Ok(CatchUp::default());
+        }
+        let before = self.tree.len();
+        let was_following = self.tree.leaf_index() == before.checked_sub(1);
+        load::catch_up(
+            &self.file,
+            &self.path,
+            len,
+            &mut self.cursor,
+            &self.options.load,
+            &mut self.tree,
+            &mut self.report,
+        )
+        .map_err(|e| SessionError::io(&self.path, "read", e))?;
+        let new_entries = self.tree.len() - before;
+        let leaf_followed = was_following && new_entries > 0;
+        if leaf_followed {
+            self.tree.set_leaf_index(self.tree.len().checked_sub(1));
+        }
+        if new_entries > 0 {
+            tracing::debug!(
+                file = %self.path.display(),
+                new_entries,
+                leaf_followed,
+                "caught up with entries appended by another process"
+            );
+        }
+        Ok(CatchUp {
+            new_entries,
+            leaf_followed,
+        })
+    }
+
+    /// Writes `entries` (already linked to the leaf and to each other) in one write, then adds
+    /// them to the tree. Caller holds the lock and has caught up.
+    fn write_locked(&mut self, entries: Vec<Entry>) -> Result<Vec<String>> {
+        let mut buf = Vec::new();
+        // End an unterminated last line first, so the new entry starts a line of its own.
+        let ended_tail = self.cursor.mid_line;
+        if ended_tail {
+            buf.push(b'\n');
+        }
+        for entry in &entries {
+            serde_json::to_writer(&mut buf, entry).map_err(|e| SessionError::InvalidRequest {
+                path: self.path.clone(),
+                problem: format!(
+                    "entry of type `{}` cannot be written as JSON: {e}",
+                    entry.entry_type()
+                ),
+            })?;
+            buf.push(b'\n');
+        }
+        // One `write` of whole lines: with `O_APPEND` the kernel places it at the end as a
+        // unit. `write_all` only loops if the OS accepts part of it (a full disk), in which
+        // case the next catch-up quarantines the partial line.
+        if let Err(error) = (&self.file).write_all(&buf) {
+            return Err(SessionError::io(&self.path, "append to", error));
+        }
+        self.unsynced = true;
+        if self.options.fsync == FsyncPolicy::Always {
+            self.sync()?;
+        }
+        let first_line = self.cursor.next_line + u64::from(ended_tail);
+        self.cursor.offset += buf.len() as u64;
+        self.cursor.mid_line = false;
+        self.cursor.next_line = first_line + entries.len() as u64;
+        self.report.bytes = self.cursor.offset;
+        self.report.lines = self.cursor.next_line - 1;
+        let mut ids = Vec::with_capacity(entries.len());
+        for (line, entry) in (first_line..).zip(entries) {
+            ids.push(entry.id.clone());
+            self.tree.attach(entry);
+            let index = self.tree.len() - 1;
+            self.tree.set_line(index, line);
+        }
+        self.report.entries = self.tree.len();
+        Ok(ids)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Under `PerTurn` a caller that forgot the last `sync` still gets one.
+        if self.options.fsync != FsyncPolicy::Never
+            && self.unsynced
+            && let Err(error) = self.file.sync_data()
+        {
+            tracing::warn!(file = %self.path.display(), %error, "could not sync the session file on close");
+        }
+    }
+}
+
+/// Opens `path` read + append and loads it from that same handle (so the content and the
+/// handle are the same file even if the path is replaced meanwhile).
+fn open_and_load(path: &Path, options: &LoadOptions) -> Result<(File, load::Loaded)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| SessionError::io(path, "open for appending", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| SessionError::io(path, "read the size of", e))?
+        .len();
+    let mut loaded = load::load_source(&file, path, len, options, TailPolicy::MaybeInFlight)?;
+    load::record_corrupt(path, &file, &mut loaded.report, 0, options);
+    Ok((file, loaded))
+}
+
+/// Writes `header` and every entry of `tree` (file order) to a new file at `target`,
+/// atomically; fails if `target` exists, so nobody's file is overwritten.
+pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -> Result<()> {
+    let header_line = header
+        .to_json_line()
+        .map_err(|e| SessionError::InvalidRequest {
+            path: target.into(),
+            problem: format!("the header cannot be written as JSON: {e}"),
+        })?;
+    fsutil::write_atomically(target, Place::CreateNew, |out| {
+        out.write_all(header_line.as_bytes())?;
+        out.write_all(b"\n")?;
+        for entry in tree.entries() {
+            serde_json::to_writer(&mut *out, entry)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+    .map_err(|e| {
+        if e.kind() == io::ErrorKind::AlreadyExists {
+            SessionError::InvalidRequest {
+                path: target.into(),
+                problem: "a file already exists there; choose another path (existing files are never overwritten)".into(),
+            }
+        } else {
+            SessionError::io(target, "write", e)
+        }
+    })
+}

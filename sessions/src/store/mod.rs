@@ -1,0 +1,609 @@
+//! The session registry, `sessions.json`: which sessions exist, where their transcripts are,
+//! and their token and compaction counters.
+//!
+//! The file is OpenClaw-compatible (`~/.openclaw/agents/<agentId>/sessions/sessions.json`):
+//! a JSON object from a lower-cased session key to an entry, pretty-printed with two-space
+//! indentation. Rules, and why:
+//!
+//! - **Atomic writes** (temp file, fsync, rename, directory fsync): a crash or a concurrent
+//!   reader never sees a torn registry.
+//! - **Read-modify-write under a cross-process lock** on the `sessions.json.lock` sidecar, with
+//!   the file re-read inside the lock: two processes updating counters never lose an
+//!   increment. The lock is an OS advisory lock, so a crashed process never leaves it stale
+//!   (which is why OpenClaw's "minimum hold time" for lock files has no equivalent here).
+//! - **No-op updates do not touch the disk**: an update whose map is unchanged, or whose text
+//!   equals the file's, is skipped, so a user's formatting survives read-only use and
+//!   watchers are not woken for nothing.
+//! - **A malformed file is never overwritten**: every operation fails with the file, line and
+//!   column, and tells the user to fix or move it.
+//! - **Unknown fields are kept** verbatim (see [`SessionEntry::extra`]).
+
+mod disk;
+mod types;
+
+use std::cell::RefCell;
+use std::collections::btree_map::Entry;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub use types::{CompactionCheckpoint, CompactionSnapshot, SessionEntry, SessionMap, UsageSample};
+
+use disk::FileLock;
+
+/// The registry's file name inside a sessions directory (OpenClaw's name, so a directory can
+/// be shared or migrated as is).
+pub const REGISTRY_FILE_NAME: &str = "sessions.json";
+
+/// The lock sidecar's file name, next to the registry.
+pub const LOCK_FILE_NAME: &str = "sessions.json.lock";
+
+/// How long an update waits for another process's update before giving up, unless changed
+/// with [`SessionStore::with_lock_timeout`]. Updates hold the lock for milliseconds; 30 s
+/// means a peer is hung, and the user should hear about it rather than wait forever.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The platform's default sessions directory (`<data dir>/rampart/sessions`, e.g.
+/// `~/.local/share/rampart/sessions` on Linux).
+///
+/// `None` when the platform has no home directory (some containers and service accounts);
+/// callers then require `--sessions-dir`.
+pub fn default_sessions_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "rampart").map(|dirs| dirs.data_dir().join("sessions"))
+}
+
+/// The registry's canonical form of a session key: lower-cased, as OpenClaw's
+/// `normalizeStoreSessionKey` does, so `Agent:Main` and `agent:main` are one session.
+///
+/// Nothing else is changed (no trimming): a key is an identifier the user chose, and only the
+/// case-folding rule is shared with OpenClaw.
+pub fn normalize_key(key: &str) -> String {
+    key.to_lowercase()
+}
+
+/// The current time as Unix milliseconds, the unit of `updatedAt` and `createdAt`.
+pub fn now_unix_ms() -> u64 {
+    u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0)
+}
+
+/// Everything that can go wrong with the registry. Each message names the file and says what
+/// to do, because the user is the one who has to act.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The sessions directory could not be created.
+    #[error(
+        "cannot create the sessions directory `{}`: {source}. Check its permissions, or pass \
+         --sessions-dir to use another directory",
+        dir.display()
+    )]
+    CreateDir {
+        /// The directory.
+        dir: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// The registry exists but could not be read.
+    #[error(
+        "cannot read the session registry `{}`: {source}. Check that the file is readable by \
+         this user",
+        path.display()
+    )]
+    Read {
+        /// The registry file.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// The registry is not a JSON object of valid session entries. It is left untouched.
+    #[error(
+        "the session registry `{}` is malformed at line {line}, column {column}: {reason}. \
+         Rampart will not overwrite it; fix the file, or move it aside to start a new registry",
+        path.display()
+    )]
+    Malformed {
+        /// The registry file.
+        path: PathBuf,
+        /// 1-based line of the problem.
+        line: usize,
+        /// 1-based column of the problem.
+        column: usize,
+        /// What was wrong there.
+        reason: String,
+    },
+    /// Writing the new registry failed; the previous file is still in place.
+    #[error(
+        "cannot write the session registry `{}`: {source}. The previous file is unchanged; \
+         check free disk space and the directory's permissions",
+        path.display()
+    )]
+    Write {
+        /// The file being written (the registry, or a backup next to it).
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// The lock sidecar could not be opened or locked.
+    #[error(
+        "cannot lock `{}`: {source}. Check that the sessions directory is writable and on a \
+         filesystem that supports file locks",
+        path.display()
+    )]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// Another process held the lock for longer than the timeout.
+    #[error(
+        "gave up after {waited:?} waiting for `{}`: another process is updating the session \
+         registry and has not finished. If a rampart process is hung, stop it, then retry",
+        path.display()
+    )]
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How long this process waited.
+        waited: Duration,
+    },
+    /// An update closure tried to start another update of the same registry, which would wait
+    /// for a lock its own thread holds.
+    #[error(
+        "a registry update of `{}` was started from inside another update of the same \
+         registry; this would deadlock. Make the change inside the outer update's closure",
+        path.display()
+    )]
+    ReentrantUpdate {
+        /// The registry file.
+        path: PathBuf,
+    },
+    /// The key names no session in the registry.
+    #[error(
+        "no session `{key}` in `{}`; register it (SessionStore::upsert) before recording \
+         usage or compactions for it",
+        path.display()
+    )]
+    UnknownSession {
+        /// The normalised key.
+        key: String,
+        /// The registry file.
+        path: PathBuf,
+    },
+    /// The map could not be turned into JSON (not expected: every value is JSON already).
+    #[error("cannot serialise the session registry `{}`: {source}", path.display())]
+    Serialize {
+        /// The registry file.
+        path: PathBuf,
+        /// What serde_json said.
+        source: serde_json::Error,
+    },
+}
+
+/// A handle on one sessions directory's registry.
+///
+/// Holds no cached copy: every read goes to the file, every update re-reads it under the
+/// lock, so several handles and several processes can share a directory safely. `Sync`, so
+/// threads may share one handle by reference.
+#[derive(Debug)]
+pub struct SessionStore {
+    dir: PathBuf,
+    path: PathBuf,
+    lock_path: PathBuf,
+    lock_timeout: Duration,
+    /// Writes performed through this handle; lets tests and diagnostics prove that no-op
+    /// updates skip the disk without relying on mtime granularity.
+    writes: AtomicU64,
+}
+
+/// What was on disk: the merged map, the exact text (for the unchanged-text check) and how
+/// many mixed-case duplicates were merged away (for the backup before the first write).
+struct Loaded {
+    map: SessionMap,
+    text: Option<String>,
+    merged: usize,
+}
+
+thread_local! {
+    /// Lock files whose update is running on this thread; detects a nested update that would
+    /// otherwise wait out the lock timeout on itself.
+    static UPDATING: RefCell<Vec<PathBuf>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks an update as running on this thread, for [`UPDATING`].
+struct ReentryGuard {
+    lock_path: PathBuf,
+}
+
+impl ReentryGuard {
+    fn enter(lock_path: &Path, registry: &Path) -> Result<Self, StoreError> {
+        UPDATING.with(|held| {
+            let mut held = held.borrow_mut();
+            if held.iter().any(|p| p == lock_path) {
+                return Err(StoreError::ReentrantUpdate {
+                    path: registry.to_owned(),
+                });
+            }
+            held.push(lock_path.to_owned());
+            Ok(Self {
+                lock_path: lock_path.to_owned(),
+            })
+        })
+    }
+}
+
+impl Drop for ReentryGuard {
+    fn drop(&mut self) {
+        UPDATING.with(|held| {
+            let mut held = held.borrow_mut();
+            if let Some(at) = held.iter().rposition(|p| *p == self.lock_path) {
+                held.remove(at);
+            }
+        });
+    }
+}
+
+impl SessionStore {
+    /// Opens the registry in `dir`, creating the directory if needed (not the file: that
+    /// appears with the first real update).
+    ///
+    /// Reads the registry once so a malformed file is reported now, at startup, rather than
+    /// in the middle of a turn.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+            dir: dir.clone(),
+            source,
+        })?;
+        let store = Self {
+            path: dir.join(REGISTRY_FILE_NAME),
+            lock_path: dir.join(LOCK_FILE_NAME),
+            dir,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            writes: AtomicU64::new(0),
+        };
+        let loaded = store.load_from_disk()?;
+        tracing::debug!(
+            registry = %store.path.display(),
+            sessions = loaded.map.len(),
+            "opened session registry"
+        );
+        Ok(store)
+    }
+
+    /// Changes how long updates wait for another process's lock.
+    #[must_use]
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// The sessions directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The registry file (`<dir>/sessions.json`).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many times this handle has replaced the registry file.
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    /// Where `entry`'s transcript lives: `sessionFile` resolved against the sessions
+    /// directory, or OpenClaw's default `<dir>/<sessionId>.jsonl` when it is absent.
+    pub fn session_file_path(&self, entry: &SessionEntry) -> PathBuf {
+        match &entry.session_file {
+            // `join` keeps an absolute path as is.
+            Some(file) => self.dir.join(file),
+            None => self.dir.join(format!("{}.jsonl", entry.session_id)),
+        }
+    }
+
+    /// A snapshot of the whole registry, read without the lock (writes are atomic renames,
+    /// so a reader always sees one complete version).
+    pub fn load(&self) -> Result<SessionMap, StoreError> {
+        Ok(self.load_from_disk()?.map)
+    }
+
+    /// The entry for `key` (any case), if registered.
+    pub fn get(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
+        Ok(self.load()?.remove(&normalize_key(key)))
+    }
+
+    /// All sessions, most recently updated first (ties by key, so the order is stable).
+    pub fn list(&self) -> Result<Vec<(String, SessionEntry)>, StoreError> {
+        let mut all: Vec<_> = self.load()?.into_iter().collect();
+        all.sort_by(|(ka, a), (kb, b)| b.updated_at.cmp(&a.updated_at).then_with(|| ka.cmp(kb)));
+        Ok(all)
+    }
+
+    /// Read-modify-write: locks the registry against other processes and threads, re-reads
+    /// it, runs `change` on the map, and writes the result atomically unless nothing changed.
+    ///
+    /// Keys the closure inserts in mixed case are lower-cased (merging by newest `updatedAt`
+    /// if that collides). `change` must not call `update` on the same registry (that returns
+    /// [`StoreError::ReentrantUpdate`]); reading with `get`/`list` inside it is fine but sees
+    /// the file, not the closure's pending changes. If `change` panics nothing is written.
+    pub fn update<R>(&self, change: impl FnOnce(&mut SessionMap) -> R) -> Result<R, StoreError> {
+        let _reentry = ReentryGuard::enter(&self.lock_path, &self.path)?;
+        let _lock = FileLock::acquire(&self.lock_path, self.lock_timeout)?;
+        let loaded = self.load_from_disk()?;
+        let mut map = loaded.map.clone();
+        let result = change(&mut map);
+        normalize_map_keys(&self.path, &mut map);
+
+        if map == loaded.map {
+            tracing::trace!(registry = %self.path.display(), "registry unchanged; not rewritten");
+            return Ok(result);
+        }
+        let text = serde_json::to_string_pretty(&map).map_err(|source| StoreError::Serialize {
+            path: self.path.clone(),
+            source,
+        })?;
+        if loaded.text.as_deref() == Some(text.as_str()) {
+            tracing::trace!(registry = %self.path.display(), "registry text unchanged; not rewritten");
+            return Ok(result);
+        }
+        if loaded.merged > 0
+            && let Some(original) = &loaded.text
+        {
+            self.backup_before_merge(original, loaded.merged)?;
+        }
+        disk::write_atomic(&self.path, &text)?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            registry = %self.path.display(),
+            sessions = map.len(),
+            bytes = text.len(),
+            "session registry written"
+        );
+        Ok(result)
+    }
+
+    /// Registers or replaces the entry for `key`; returns the previous entry.
+    ///
+    /// Unknown fields of the previous entry that `entry` does not set are carried over: a
+    /// caller that builds an entry from scratch must not wipe the routing and UI fields
+    /// another program (OpenClaw) keeps there. Known fields are replaced as given.
+    pub fn upsert(
+        &self,
+        key: &str,
+        mut entry: SessionEntry,
+    ) -> Result<Option<SessionEntry>, StoreError> {
+        let key = normalize_key(key);
+        self.update(move |map| {
+            let previous = map.get(&key).cloned();
+            if let Some(previous) = &previous {
+                for (field, value) in &previous.extra {
+                    entry
+                        .extra
+                        .entry(field.clone())
+                        .or_insert_with(|| value.clone());
+                }
+            }
+            map.insert(key, entry);
+            previous
+        })
+    }
+
+    /// Records the usage of a finished run, right away, so status displays never show the
+    /// previous run's numbers (OpenClaw #66483). Returns the updated entry.
+    ///
+    /// Sets `inputTokens`, `outputTokens`, `cacheRead`, `cacheWrite` to the run's values,
+    /// `totalTokens` to `context_used` (marked fresh), `contextTokens` to the window when
+    /// given, and bumps `updatedAt`.
+    pub fn record_usage(&self, key: &str, usage: UsageSample) -> Result<SessionEntry, StoreError> {
+        self.modify_entry(key, |entry| {
+            entry.input_tokens = Some(usage.input);
+            entry.output_tokens = Some(usage.output);
+            entry.cache_read = Some(usage.cache_read);
+            entry.cache_write = Some(usage.cache_write);
+            entry.total_tokens = Some(usage.context_used);
+            entry.total_tokens_fresh = Some(true);
+            if let Some(window) = usage.context_window {
+                entry.context_tokens = Some(window);
+            }
+        })
+    }
+
+    /// Records a finished compaction: increments `compactionCount`, appends the checkpoint
+    /// and recomputes the counters at once (OpenClaw #14979: the registry kept the
+    /// pre-compaction total until the next run). Returns the updated entry.
+    ///
+    /// With `tokensAfter` known, `totalTokens` becomes it (fresh) and the last run's
+    /// input/output/cache counters are cleared: they describe a prompt that no longer exists,
+    /// and a display reading them would show the old size (#66483). Without it,
+    /// `totalTokens` is kept but marked stale (`totalTokensFresh: false`).
+    pub fn record_compaction(
+        &self,
+        key: &str,
+        checkpoint: CompactionCheckpoint,
+    ) -> Result<SessionEntry, StoreError> {
+        self.modify_entry(key, move |entry| {
+            entry.compaction_count = entry.compaction_count.saturating_add(1);
+            match checkpoint.tokens_after {
+                Some(after) => {
+                    entry.total_tokens = Some(after);
+                    entry.total_tokens_fresh = Some(true);
+                    entry.input_tokens = None;
+                    entry.output_tokens = None;
+                    entry.cache_read = None;
+                    entry.cache_write = None;
+                }
+                None => {
+                    if entry.total_tokens.is_some() {
+                        entry.total_tokens_fresh = Some(false);
+                    }
+                }
+            }
+            entry.compaction_checkpoints.push(checkpoint);
+        })
+    }
+
+    /// Applies `change` to an existing entry and bumps its `updatedAt` (never backwards, so a
+    /// clock step cannot make an active session look older than it was).
+    fn modify_entry(
+        &self,
+        key: &str,
+        change: impl FnOnce(&mut SessionEntry),
+    ) -> Result<SessionEntry, StoreError> {
+        let key = normalize_key(key);
+        let updated = self.update(|map| {
+            let entry = map.get_mut(&key)?;
+            change(entry);
+            entry.updated_at = entry.updated_at.max(now_unix_ms());
+            Some(entry.clone())
+        })?;
+        updated.ok_or_else(|| StoreError::UnknownSession {
+            key,
+            path: self.path.clone(),
+        })
+    }
+
+    fn load_from_disk(&self) -> Result<Loaded, StoreError> {
+        let text = disk::read_text(&self.path)?;
+        let pairs = match &text {
+            Some(text) => disk::parse(&self.path, text)?,
+            None => Vec::new(),
+        };
+        let mut map = SessionMap::new();
+        let mut merged = 0;
+        for (raw_key, entry) in pairs {
+            if insert_merging(&self.path, &mut map, &raw_key, entry) {
+                merged += 1;
+            }
+        }
+        Ok(Loaded { map, text, merged })
+    }
+
+    /// Keeps the file as it was before the first write that drops merged duplicates, so the
+    /// losing entries can still be recovered by hand.
+    fn backup_before_merge(&self, original: &str, merged: usize) -> Result<(), StoreError> {
+        let backup = self.dir.join(format!(
+            "{REGISTRY_FILE_NAME}.premerge-{}.bak",
+            now_unix_ms()
+        ));
+        disk::write_atomic(&backup, original)?;
+        tracing::warn!(
+            registry = %self.path.display(),
+            backup = %backup.display(),
+            merged,
+            "registry had mixed-case duplicate keys; merged them, original kept as a backup"
+        );
+        Ok(())
+    }
+}
+
+/// Inserts under the normalised key; on a collision keeps the newer `updatedAt` (the earlier
+/// one on a tie) and warns. Returns whether an entry was merged away.
+fn insert_merging(path: &Path, map: &mut SessionMap, raw_key: &str, entry: SessionEntry) -> bool {
+    let key = normalize_key(raw_key);
+    match map.entry(key) {
+        Entry::Vacant(slot) => {
+            slot.insert(entry);
+            false
+        }
+        Entry::Occupied(mut slot) => {
+            let (kept, dropped) = if entry.updated_at > slot.get().updated_at {
+                let old = slot.insert(entry);
+                (slot.get().clone(), old)
+            } else {
+                (slot.get().clone(), entry)
+            };
+            tracing::warn!(
+                registry = %path.display(),
+                key = %slot.key(),
+                raw_key,
+                kept_session_id = %kept.session_id,
+                kept_updated_at = kept.updated_at,
+                dropped_session_id = %dropped.session_id,
+                dropped_updated_at = dropped.updated_at,
+                "two registry entries differ only in key case; keeping the newer one"
+            );
+            true
+        }
+    }
+}
+
+/// Lower-cases keys a closure inserted in mixed case.
+fn normalize_map_keys(path: &Path, map: &mut SessionMap) {
+    let odd: Vec<String> = map
+        .keys()
+        .filter(|k| normalize_key(k) != **k)
+        .cloned()
+        .collect();
+    for raw_key in odd {
+        if let Some(entry) = map.remove(&raw_key) {
+            insert_merging(path, map, &raw_key, entry);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn keys_are_lower_cased_only() {
+        assert_eq!(normalize_key("Agent:Main: Topic"), "agent:main: topic");
+        assert_eq!(normalize_key("ÄB"), "äb");
+    }
+
+    #[test]
+    fn default_dir_ends_in_sessions() {
+        if let Some(dir) = default_sessions_dir() {
+            assert!(dir.ends_with("sessions"));
+        }
+    }
+
+    #[test]
+    fn malformed_error_has_position_once() {
+        let err = disk::parse(
+            Path::new("/x/sessions.json"),
+            "{\n  \"a\": {\"sessionId\": 1}\n}",
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert_eq!(text.matches("line 2").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn whitespace_file_is_empty_registry() {
+        assert!(disk::parse(Path::new("s.json"), " \n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn closure_inserted_mixed_case_keys_are_normalised() {
+        let mut map = SessionMap::new();
+        map.insert("a".into(), SessionEntry::new("old", 1));
+        map.insert("A".into(), SessionEntry::new("new", 2));
+        normalize_map_keys(Path::new("s.json"), &mut map);
+        assert_eq!(map.len(), 1);
+        assert_eq!(map["a"].session_id, "new");
+    }
+
+    #[test]
+    fn session_file_resolution() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let mut entry = SessionEntry::new("abc", 1);
+        assert_eq!(
+            store.session_file_path(&entry),
+            dir.path().join("abc.jsonl")
+        );
+        entry.session_file = Some("sub/x.jsonl".into());
+        assert_eq!(
+            store.session_file_path(&entry),
+            dir.path().join("sub/x.jsonl")
+        );
+        let abs = dir.path().join("elsewhere.jsonl");
+        entry.session_file = Some(abs.to_string_lossy().into_owned());
+        assert_eq!(store.session_file_path(&entry), abs);
+    }
+}

@@ -1,0 +1,399 @@
+//! The session tree in memory: entries in file order, an id index, resolved parent links and
+//! the leaf (where the next entry attaches).
+//!
+//! Entries are kept once, in a `Vec` in file order, and everything else refers to them by
+//! index: the id map, the parent links (resolved once, so walking a 30,000-entry branch is
+//! pointer chasing, not string hashing) and the leaf. Nothing here touches the disk; `Session`
+//! pairs a tree with its file.
+//!
+//! pi's rules, which this follows:
+//! * after a load the leaf is the **last entry in the file** (not the deepest one);
+//! * when two entries share an id, lookups find the **later** one (pi keeps a `Map` filled in
+//!   file order), and the load report lists the duplicate;
+//! * a parent id that names no entry ends the walk towards the root there.
+#![warn(missing_docs)]
+
+use std::collections::HashMap;
+
+use crate::entry::{BranchSummaryEntry, Entry, EntryBody, Extra};
+
+/// The tree of one session's entries plus its current leaf.
+#[derive(Debug, Clone, Default)]
+pub struct SessionTree {
+    /// Entries in file order: the order they were appended, which is also the order they
+    /// are saved in.
+    entries: Vec<Entry>,
+    /// 1-based file line of each entry (0 for entries not yet written), so reports can point
+    /// at the line.
+    lines: Vec<u64>,
+    /// Id to index; for duplicated ids, the later entry (pi's semantics).
+    by_id: HashMap<String, usize>,
+    /// Resolved `parent_id` of each entry; `None` for roots and for parents that do not exist.
+    parents: Vec<Option<usize>>,
+    /// Entries whose parent id named nothing when they were added; re-resolved when entries
+    /// arrive later (an out-of-order file), so such links heal instead of staying broken.
+    unresolved: usize,
+    /// Where the next entry attaches; `None` means "start a new root".
+    leaf: Option<usize>,
+}
+
+/// An id that appears on more than one entry; lookups find the last one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateId {
+    /// The repeated id.
+    pub id: String,
+    /// The file line of the earlier entry, now shadowed.
+    pub shadowed_line: u64,
+    /// The file line of the entry that lookups find.
+    pub line: u64,
+}
+
+impl SessionTree {
+    /// An empty tree (a session with only its header).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A tree of `entries` in the given (file) order, leaf at the last entry, plus the ids
+    /// that were repeated.
+    pub fn from_entries(entries: impl IntoIterator<Item = Entry>) -> (Self, Vec<DuplicateId>) {
+        let mut tree = Self::new();
+        let mut duplicates = Vec::new();
+        for entry in entries {
+            if let Some(duplicate) = tree.push(entry, 0) {
+                duplicates.push(duplicate);
+            }
+        }
+        tree.finish_bulk_load();
+        (tree, duplicates)
+    }
+
+    /// Adds `entry` at the end of the file order (without moving the leaf) and returns the
+    /// duplicate it created, if its id was already taken. `line` is its file line (0 if
+    /// unknown).
+    pub(crate) fn push(&mut self, entry: Entry, line: u64) -> Option<DuplicateId> {
+        let index = self.entries.len();
+        let parent = match &entry.parent_id {
+            Some(parent_id) => {
+                let found = self.by_id.get(parent_id).copied();
+                if found.is_none() {
+                    self.unresolved += 1;
+                }
+                found
+            }
+            None => None,
+        };
+        let duplicate = self
+            .by_id
+            .insert(entry.id.clone(), index)
+            .map(|shadowed| DuplicateId {
+                id: entry.id.clone(),
+                shadowed_line: self.lines[shadowed],
+                line,
+            });
+        self.entries.push(entry);
+        self.lines.push(line);
+        self.parents.push(parent);
+        duplicate
+    }
+
+    /// Re-resolves dangling parent links and puts the leaf on the last entry, as pi does after
+    /// reading a file. Called once after a batch of `push`es.
+    pub(crate) fn finish_bulk_load(&mut self) {
+        self.resolve_dangling();
+        self.leaf = self.entries.len().checked_sub(1);
+    }
+
+    /// Resolves parent links that named nothing when their entry was added. Cheap when there
+    /// are none, which is the normal case.
+    pub(crate) fn resolve_dangling(&mut self) {
+        if self.unresolved == 0 {
+            return;
+        }
+        let mut still = 0;
+        for (index, entry) in self.entries.iter().enumerate() {
+            if self.parents[index].is_some() {
+                continue;
+            }
+            if let Some(parent_id) = &entry.parent_id {
+                match self.by_id.get(parent_id) {
+                    Some(&parent) if parent != index => self.parents[index] = Some(parent),
+                    _ => still += 1,
+                }
+            }
+        }
+        self.unresolved = still;
+    }
+
+    /// All entries in file order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the session has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry with this id (the later one if the id is duplicated).
+    pub fn get(&self, id: &str) -> Option<&Entry> {
+        self.by_id.get(id).map(|&index| &self.entries[index])
+    }
+
+    /// The file-order index of the entry with this id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    /// Whether an entry with this id exists; new ids are checked against this.
+    pub fn contains_id(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    /// The 1-based file line of the entry at `index` (0 if it was never written).
+    pub fn line_of(&self, index: usize) -> u64 {
+        self.lines.get(index).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn set_line(&mut self, index: usize, line: u64) {
+        if let Some(slot) = self.lines.get_mut(index) {
+            *slot = line;
+        }
+    }
+
+    /// The resolved parent of the entry at `index`.
+    pub fn parent_index(&self, index: usize) -> Option<usize> {
+        self.parents.get(index).copied().flatten()
+    }
+
+    /// The index of the leaf; `None` after [`SessionTree::reset_leaf`] or in an empty session.
+    pub fn leaf_index(&self) -> Option<usize> {
+        self.leaf
+    }
+
+    /// The leaf entry, where the next entry attaches.
+    pub fn leaf(&self) -> Option<&Entry> {
+        self.leaf.map(|index| &self.entries[index])
+    }
+
+    /// The leaf's id.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf().map(|entry| entry.id.as_str())
+    }
+
+    /// Moves the leaf to the entry with this id, so the next entry starts a branch there.
+    /// Returns `false` (and changes nothing) if there is no such entry.
+    pub fn branch(&mut self, id: &str) -> bool {
+        match self.by_id.get(id) {
+            Some(&index) => {
+                self.leaf = Some(index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Clears the leaf: the next entry becomes a new root and the current context is empty.
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    pub(crate) fn set_leaf_index(&mut self, leaf: Option<usize>) {
+        self.leaf = leaf.filter(|&index| index < self.entries.len());
+    }
+
+    /// The indices from the root down to `index` (inclusive). The walk stops at a parent id
+    /// that names nothing, and at a cycle (which only a hand-edited file can contain).
+    pub fn path_to(&self, index: usize) -> Vec<usize> {
+        let mut path = Vec::new();
+        if index >= self.entries.len() {
+            return path;
+        }
+        let mut current = Some(index);
+        while let Some(at) = current {
+            path.push(at);
+            if path.len() > self.entries.len() {
+                tracing::warn!(
+                    entry = %self.entries[index].id,
+                    "parent links form a cycle; the branch is cut where the cycle starts"
+                );
+                path.pop();
+                break;
+            }
+            current = self.parents[at];
+        }
+        path.reverse();
+        path
+    }
+
+    /// The entries from the root to the current leaf (the active branch), empty when the leaf
+    /// is reset.
+    pub fn active_branch(&self) -> Vec<&Entry> {
+        match self.leaf {
+            Some(leaf) => self
+                .path_to(leaf)
+                .into_iter()
+                .map(|index| &self.entries[index])
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// The children of the entry with this id, in file order (a linear scan: used for
+    /// navigation UIs, not on hot paths).
+    pub fn children(&self, id: &str) -> Vec<&Entry> {
+        let Some(&index) = self.by_id.get(id) else {
+            return Vec::new();
+        };
+        self.parents
+            .iter()
+            .enumerate()
+            .filter(|(_, parent)| **parent == Some(index))
+            .map(|(child, _)| &self.entries[child])
+            .collect()
+    }
+
+    /// A fresh entry id that no entry of this tree uses.
+    pub fn new_entry_id(&self) -> String {
+        crate::ids::new_entry_id(|candidate| self.by_id.contains_key(candidate))
+    }
+
+    /// Builds (but does not add) the next entry: a fresh id, the leaf as parent, the current
+    /// time.
+    pub fn next_entry(&self, body: EntryBody) -> Entry {
+        Entry::new(self.new_entry_id(), self.leaf_id().map(str::to_owned), body)
+    }
+
+    /// Adds `entry` after the leaf and makes it the leaf. In-memory only: `Session` writes the
+    /// entry first and calls this once the write succeeded.
+    pub fn attach(&mut self, entry: Entry) -> &Entry {
+        if let Some(duplicate) = self.push(entry, 0) {
+            tracing::warn!(id = %duplicate.id, "an appended entry reuses an existing id");
+        }
+        let index = self.entries.len() - 1;
+        self.leaf = Some(index);
+        &self.entries[index]
+    }
+
+    /// Appends `body` at the leaf in memory (a fresh id, the leaf as parent) and returns the
+    /// new entry. The file-backed equivalent is `Session::append`.
+    pub fn append(&mut self, body: EntryBody) -> &Entry {
+        let entry = self.next_entry(body);
+        self.attach(entry)
+    }
+
+    /// pi's `branchWithSummary`: moves the leaf to `from` (or resets it for `None`) and
+    /// appends a `branch_summary` there, in memory. Returns `None` if `from` does not exist.
+    pub fn branch_with_summary(
+        &mut self,
+        from: Option<&str>,
+        summary: impl Into<String>,
+    ) -> Option<&Entry> {
+        match from {
+            Some(id) => {
+                if !self.branch(id) {
+                    return None;
+                }
+            }
+            None => self.reset_leaf(),
+        }
+        let body = EntryBody::BranchSummary(BranchSummaryEntry {
+            from_id: from.unwrap_or("root").to_owned(),
+            summary: summary.into(),
+            details: None,
+            from_hook: None,
+            extra: Extra::new(),
+        });
+        Some(self.append(body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::entry::{OtherEntry, ThinkingLevelChangeEntry};
+
+    fn other(id: &str, parent: Option<&str>) -> Entry {
+        Entry {
+            id: id.into(),
+            parent_id: parent.map(str::to_owned),
+            timestamp: "t".into(),
+            body: EntryBody::Other(OtherEntry {
+                entry_type: "x".into(),
+                fields: Extra::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn leaf_is_last_entry_and_paths_walk_to_root() {
+        let (tree, dups) = SessionTree::from_entries([
+            other("a", None),
+            other("b", Some("a")),
+            other("c", Some("a")),
+        ]);
+        assert!(dups.is_empty());
+        assert_eq!(tree.leaf_id(), Some("c"));
+        let ids: Vec<_> = tree.active_branch().iter().map(|e| e.id.clone()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert_eq!(tree.children("a").len(), 2);
+    }
+
+    #[test]
+    fn forward_references_resolve_and_missing_parents_stop_the_walk() {
+        let (tree, _) = SessionTree::from_entries([
+            other("b", Some("a")),
+            other("a", None),
+            other("c", Some("zzz")),
+            other("d", Some("b")),
+        ]);
+        assert_eq!(tree.path_to(3).len(), 3);
+        assert_eq!(tree.path_to(2).len(), 1);
+    }
+
+    #[test]
+    fn duplicates_resolve_to_the_later_entry() {
+        let (tree, dups) =
+            SessionTree::from_entries([other("a", None), other("a", None), other("b", Some("a"))]);
+        assert_eq!(dups.len(), 1);
+        assert_eq!(tree.index_of("a"), Some(1));
+        assert_eq!(tree.path_to(2), vec![1, 2]);
+    }
+
+    #[test]
+    fn cycles_terminate() {
+        let (tree, _) = SessionTree::from_entries([other("a", Some("b")), other("b", Some("a"))]);
+        assert_eq!(tree.path_to(1).len(), 2);
+    }
+
+    #[test]
+    fn append_branch_and_reset() {
+        let mut tree = SessionTree::new();
+        let level = |l: &str| {
+            EntryBody::ThinkingLevelChange(ThinkingLevelChangeEntry {
+                thinking_level: l.into(),
+                extra: Extra::new(),
+            })
+        };
+        let a = tree.append(level("a")).id.clone();
+        let b = tree.append(level("b")).id.clone();
+        assert_eq!(tree.get(&b).unwrap().parent_id.as_deref(), Some(a.as_str()));
+        assert!(tree.branch(&a));
+        let c = tree.append(level("c")).id.clone();
+        assert_eq!(tree.get(&c).unwrap().parent_id.as_deref(), Some(a.as_str()));
+        assert!(!tree.branch("nope"));
+        tree.reset_leaf();
+        assert!(tree.active_branch().is_empty());
+        let d = tree.append(level("d")).id.clone();
+        assert_eq!(tree.get(&d).unwrap().parent_id, None);
+        let summary = tree.branch_with_summary(Some(&b), "s").unwrap();
+        assert_eq!(summary.parent_id.as_deref(), Some(b.as_str()));
+    }
+}
