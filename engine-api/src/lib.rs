@@ -11,7 +11,9 @@
 //! - [`protocol`]: the handshake and the parameters/results of every engine method;
 //! - [`engine`]: the [`ContextEngine`] trait and the per-call context;
 //! - [`host`]: [`Host`], the services an engine may call back;
-//! - [`tokens`], [`pairing`]: the shared token estimate and tool-call pairing helpers;
+//! - [`tokens`], [`pairing`]: the shared token counter and tool-call pairing helpers;
+//! - [`hygiene`]: the transcript passes the host runs before every request;
+//! - [`guards`]: the context-window guard, tool-result caps, truncation plans, the precheck;
 //! - [`error`]: [`EngineError`] and its exhaustive [`ErrorKind`] classification;
 //! - [`ffi`]: the frozen abi_stable surface (hosts use it; engine authors never need to);
 //! - [`export`]: what `export_engine!` expands to: panic guards, dispatch, tracing bridge.
@@ -22,7 +24,9 @@ pub mod engine;
 pub mod error;
 pub mod export;
 pub mod ffi;
+pub mod guards;
 pub mod host;
+pub mod hygiene;
 pub mod message;
 pub mod pairing;
 pub mod protocol;

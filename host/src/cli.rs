@@ -30,6 +30,9 @@ pub struct GlobalArgs {
     /// The plugins.toml to use (else $RAMPART_CONFIG, ./plugins.toml, the user config dir).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Where sessions and sessions.json live (default: the platform data directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub sessions_dir: Option<PathBuf>,
     /// How log lines on stderr look. RUST_LOG sets what is logged.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -53,6 +56,46 @@ pub enum Command {
     /// Inspect the configuration.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Sessions: list, show, import and export transcripts.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+/// `rampart sessions …`
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List the sessions in the sessions directory, newest first.
+    List,
+    /// Show the messages of a session's active branch (or of the branch ending at LEAF).
+    Show {
+        /// A registry key, a session id, or a session file.
+        id: String,
+        /// Show the branch that ends at this entry id instead of the current leaf.
+        #[arg(long, value_name = "LEAF")]
+        branch: Option<String>,
+        /// Print the messages as a JSON array in pi's message format.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a transcript (pi v1–v3, Claude Code, Codex, OpenAI messages, SWE-agent, OpenHands).
+    Import {
+        /// The transcript; its format is detected from its content.
+        file: PathBuf,
+        /// The registry key to file it under (default: the file name without extension).
+        #[arg(long = "as", value_name = "KEY")]
+        key: Option<String>,
+    },
+    /// Export a session.
+    Export {
+        /// A registry key, a session id, or a session file.
+        id: String,
+        /// The format.
+        #[arg(long, value_enum)]
+        format: crate::sessions_cmd::ExportFormat,
+        /// Write here instead of standard output (required for `pi`).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// `rampart engines …`
@@ -97,6 +140,24 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Engines(EnginesCommand::Check { path }) => engines_check(&path, out),
         Command::Engines(EnginesCommand::Probe) => engines_probe(cli.global.config, out),
         Command::Config(ConfigCommand::Check) => config_check(cli.global.config, out),
+        Command::Sessions(cmd) => {
+            use crate::sessions_cmd as s;
+            let store = s::open_store(cli.global.sessions_dir.as_deref())?;
+            match cmd {
+                SessionsCommand::List => s::list(&store, out),
+                SessionsCommand::Show { id, branch, json } => {
+                    s::show(&store, &id, branch.as_deref(), json, out)
+                }
+                SessionsCommand::Import { file, key } => {
+                    s::import(&store, &file, key.as_deref(), out)
+                }
+                SessionsCommand::Export {
+                    id,
+                    format,
+                    out: target,
+                } => s::export(&store, &id, format, target.as_deref(), out),
+            }
+        }
     }
 }
 

@@ -6,4 +6,7 @@ pub mod config;
 pub mod engine_handle;
 pub mod loader;
 pub mod services;
+pub mod session_export;
+pub mod session_import;
+pub mod sessions_cmd;
 pub mod slot;

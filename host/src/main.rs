@@ -10,6 +10,15 @@ fn main() {
     let mut stdout = std::io::stdout().lock();
     let code = match run(cli, &mut stdout) {
         Ok(code) => code,
+        // A closed pipe (`rampart … | head`) is the reader's choice, not an error.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            0
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             2

@@ -14,15 +14,20 @@
 //! 5. Only `message`, `custom_message` (as a `custom` message) and `branch_summary` (as a
 //!    `branchSummary` message, when its summary is not empty) produce messages.
 //!
-//! Messages that are in the file are lent, not cloned ([`Cow::Borrowed`]): a 100 MB session
-//! would otherwise be held twice while the context is in use.
+//! Every message is shared, never copied: a `message` entry's message is the `Arc` the tree
+//! stores, and a synthesised one (summary, custom message) is made once per entry and kept by
+//! the tree. Building a context therefore costs O(entries on the branch), not O(bytes of
+//! history), and building it again for an unchanged tree returns the very same allocations,
+//! which is what lets the engine ABI send only what changed between turns (see
+//! `rampart_engine_api::wire`).
 #![warn(missing_docs)]
 
-use std::borrow::Cow;
+use std::sync::Arc;
 
 use rampart_engine_api::message::{
     AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, Extra,
 };
+use rampart_engine_api::wire::{MessageList, SharedMessage};
 
 use crate::entry::{Entry, EntryBody};
 use crate::ids::iso_to_millis;
@@ -55,10 +60,12 @@ pub struct ModelRef {
 
 /// The model-facing view of one branch.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionContext<'a> {
-    /// The messages, oldest first. Borrowed from the tree where they are stored verbatim;
-    /// owned where they are synthesised (summaries, custom messages).
-    pub messages: Vec<Cow<'a, AgentMessage>>,
+pub struct SessionContext {
+    /// The messages, oldest first, shared with the tree: a stored message is the entry's own
+    /// `Arc`, a synthesised one the `Arc` the tree keeps for its entry. So the context does not
+    /// hold the history twice, and contexts built from an unchanged tree are pointer-equal
+    /// message by message.
+    pub messages: Vec<SharedMessage>,
     /// The branch's thinking level (`off` when never set).
     pub thinking_level: String,
     /// The branch's model, if it ever named one.
@@ -70,11 +77,18 @@ pub struct SessionContext<'a> {
     pub leaf_id: Option<String>,
 }
 
-impl SessionContext<'_> {
-    /// The messages as owned values, detached from the tree (for sending across threads or
-    /// the engine boundary).
-    pub fn into_messages(self) -> Vec<AgentMessage> {
-        self.messages.into_iter().map(Cow::into_owned).collect()
+impl SessionContext {
+    /// The messages as the list engines receive, keeping the context. Copies one handle per
+    /// message (a reference count), never a message; prefer [`SessionContext::into_list`]
+    /// when the context is not needed afterwards.
+    pub fn message_list(&self) -> MessageList {
+        self.messages.clone().into()
+    }
+
+    /// The messages as the list engines receive, without copying anything: the `Vec` becomes
+    /// the list.
+    pub fn into_list(self) -> MessageList {
+        self.messages.into()
     }
 
     fn empty() -> Self {
@@ -89,10 +103,7 @@ impl SessionContext<'_> {
 }
 
 /// Builds the context of the branch ending at `leaf`.
-pub fn build_session_context<'a>(
-    tree: &'a SessionTree,
-    leaf: LeafSelector<'_>,
-) -> SessionContext<'a> {
+pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> SessionContext {
     let last = tree.len().checked_sub(1);
     let leaf = match leaf {
         LeafSelector::Current => tree.leaf_index(),
@@ -108,44 +119,53 @@ pub fn build_session_context<'a>(
 
     let mut context = SessionContext::empty();
     context.leaf_id = Some(entries[leaf].id.clone());
+    // The last of each setting on the path wins, so look from the leaf back and take the first
+    // of each: that clones one model name instead of one per assistant message on the branch.
+    let mut thinking_level = None;
+    let mut model = None;
     let mut compaction_at = None;
-    for (position, &index) in path.iter().enumerate() {
+    for (position, &index) in path.iter().enumerate().rev() {
         match &entries[index].body {
-            EntryBody::ThinkingLevelChange(change) => {
-                context.thinking_level.clone_from(&change.thinking_level);
+            EntryBody::ThinkingLevelChange(change) if thinking_level.is_none() => {
+                thinking_level = Some(&change.thinking_level);
             }
-            EntryBody::ModelChange(change) => {
-                context.model = Some(ModelRef {
-                    provider: change.provider.clone(),
-                    model_id: change.model_id.clone(),
-                });
+            EntryBody::ModelChange(change) if model.is_none() => {
+                model = Some((&change.provider, &change.model_id));
             }
-            EntryBody::Message(m) => {
-                if let AgentMessage::Assistant(assistant) = &m.message {
-                    context.model = Some(ModelRef {
-                        provider: assistant.provider.clone(),
-                        model_id: assistant.model.clone(),
-                    });
+            EntryBody::Message(m) if model.is_none() => {
+                if let AgentMessage::Assistant(assistant) = &*m.message {
+                    model = Some((&assistant.provider, &assistant.model));
                 }
             }
-            EntryBody::Compaction(_) => compaction_at = Some(position),
+            EntryBody::Compaction(_) if compaction_at.is_none() => compaction_at = Some(position),
             _ => {}
         }
+        if thinking_level.is_some() && model.is_some() && compaction_at.is_some() {
+            break;
+        }
     }
+    if let Some(level) = thinking_level {
+        context.thinking_level.clone_from(level);
+    }
+    context.model = model.map(|(provider, model_id)| ModelRef {
+        provider: provider.clone(),
+        model_id: model_id.clone(),
+    });
 
     let mut messages = Vec::with_capacity(path.len() + 1);
     match compaction_at {
         Some(position) => {
-            let entry = &entries[path[position]];
+            let at = path[position];
+            let entry = &entries[at];
             if let EntryBody::Compaction(compaction) = &entry.body {
-                messages.push(Cow::Owned(AgentMessage::CompactionSummary(
-                    CompactionSummaryMessage {
+                messages.extend(tree.synthesized_message(at, || {
+                    AgentMessage::CompactionSummary(CompactionSummaryMessage {
                         summary: compaction.summary.clone(),
                         tokens_before: compaction.tokens_before,
                         timestamp: entry_millis(entry),
                         extra: Extra::new(),
-                    },
-                )));
+                    })
+                }));
                 // Kept entries: from `firstKeptEntryId` up to the compaction. If that id is not
                 // on the path before the compaction, nothing before it is kept (pi's behaviour).
                 let before = &path[..position];
@@ -154,18 +174,18 @@ pub fn build_session_context<'a>(
                     .position(|&index| entries[index].id == compaction.first_kept_entry_id)
                 {
                     for &index in &before[first_kept..] {
-                        push_message(&mut messages, &entries[index]);
+                        push_message(&mut messages, tree, index);
                     }
                 }
                 context.compaction_id = Some(entry.id.clone());
             }
             for &index in &path[position + 1..] {
-                push_message(&mut messages, &entries[index]);
+                push_message(&mut messages, tree, index);
             }
         }
         None => {
             for &index in &path {
-                push_message(&mut messages, &entries[index]);
+                push_message(&mut messages, tree, index);
             }
         }
     }
@@ -173,29 +193,32 @@ pub fn build_session_context<'a>(
     context
 }
 
-/// Adds the message `entry` contributes, if any (rule 5 of the module docs).
-fn push_message<'a>(messages: &mut Vec<Cow<'a, AgentMessage>>, entry: &'a Entry) {
+/// Adds the message the entry at `index` contributes, if any (rule 5 of the module docs).
+fn push_message(messages: &mut Vec<SharedMessage>, tree: &SessionTree, index: usize) {
+    let entry = &tree.entries()[index];
     match &entry.body {
-        EntryBody::Message(m) => messages.push(Cow::Borrowed(&m.message)),
+        EntryBody::Message(m) => messages.push(Arc::clone(&m.message)),
         EntryBody::CustomMessage(custom) => {
-            messages.push(Cow::Owned(AgentMessage::Custom(CustomMessage {
-                custom_type: custom.custom_type.clone(),
-                content: custom.content.clone(),
-                display: custom.display,
-                details: custom.details.clone(),
-                timestamp: entry_millis(entry),
-                extra: Extra::new(),
-            })));
+            messages.extend(tree.synthesized_message(index, || {
+                AgentMessage::Custom(CustomMessage {
+                    custom_type: custom.custom_type.clone(),
+                    content: custom.content.clone(),
+                    display: custom.display,
+                    details: custom.details.clone(),
+                    timestamp: entry_millis(entry),
+                    extra: Extra::new(),
+                })
+            }));
         }
         EntryBody::BranchSummary(summary) if !summary.summary.is_empty() => {
-            messages.push(Cow::Owned(AgentMessage::BranchSummary(
-                BranchSummaryMessage {
+            messages.extend(tree.synthesized_message(index, || {
+                AgentMessage::BranchSummary(BranchSummaryMessage {
                     summary: summary.summary.clone(),
                     from_id: summary.from_id.clone(),
                     timestamp: entry_millis(entry),
                     extra: Extra::new(),
-                },
-            )));
+                })
+            }));
         }
         _ => {}
     }
@@ -438,7 +461,7 @@ mod tests {
                 "me",
                 Some("bs2"),
                 EntryBody::Message(MessageEntry {
-                    message: AgentMessage::user_text("last", 3),
+                    message: Arc::new(AgentMessage::user_text("last", 3)),
                     extra: Extra::new(),
                 }),
             ),
@@ -455,6 +478,76 @@ mod tests {
         let roles: Vec<_> = ctx.messages.iter().map(|m| m.role().to_owned()).collect();
         assert_eq!(roles, ["assistant", "custom", "branchSummary", "user"]);
         assert_eq!(ctx.messages[1].timestamp(), Some(1_767_225_600_000));
-        assert!(matches!(ctx.messages[0], Cow::Borrowed(_)));
+        // A stored message is the entry's own allocation, not a copy.
+        let stored = t.get("a").unwrap().body.shared_message().unwrap();
+        assert!(Arc::ptr_eq(&ctx.messages[0], stored));
+    }
+
+    /// Building the context of an unchanged tree twice hands out the same allocations, the
+    /// synthesised messages (compaction summary, custom message, branch summary) included:
+    /// the engine ABI relies on pointer identity to send only what changed.
+    #[test]
+    fn contexts_of_an_unchanged_tree_share_every_message() {
+        let mut t = tree(vec![
+            user("u1", None, "u1"),
+            assistant("a1", Some("u1"), "a1"),
+            compaction("c1", "a1", "u1", "Summary"),
+            entry(
+                "cm",
+                Some("c1"),
+                EntryBody::CustomMessage(CustomMessageEntry {
+                    custom_type: "note".into(),
+                    content: Content::Text("injected".into()),
+                    display: true,
+                    details: None,
+                    extra: Extra::new(),
+                }),
+            ),
+            entry(
+                "bs",
+                Some("cm"),
+                EntryBody::BranchSummary(BranchSummaryEntry {
+                    from_id: "a1".into(),
+                    summary: "went elsewhere".into(),
+                    details: None,
+                    from_hook: None,
+                    extra: Extra::new(),
+                }),
+            ),
+            user("u2", Some("bs"), "u2"),
+        ]);
+        let first = build_session_context(&t, LeafSelector::Current);
+        let second = build_session_context(&t, LeafSelector::Current);
+        let roles: Vec<_> = first.messages.iter().map(|m| m.role().to_owned()).collect();
+        assert_eq!(
+            roles,
+            [
+                "compactionSummary",
+                "user",
+                "assistant",
+                "custom",
+                "branchSummary",
+                "user"
+            ]
+        );
+        assert_eq!(first.messages.len(), second.messages.len());
+        for (a, b) in first.messages.iter().zip(&second.messages) {
+            assert!(Arc::ptr_eq(a, b), "not shared: {a:?}");
+        }
+
+        // The lists engines receive share them too, and growing the branch keeps the prefix.
+        let before = first.into_list();
+        t.append(EntryBody::from_message(AgentMessage::user_text("u3", 9)));
+        let after = build_session_context(&t, LeafSelector::Current).message_list();
+        assert_eq!(after.len(), before.len() + 1);
+        for (a, b) in before.iter().zip(after.iter()) {
+            assert!(Arc::ptr_eq(a, b), "not shared after an append: {a:?}");
+        }
+
+        // A message appended already shared is handed out as that same allocation.
+        let shared: SharedMessage = Arc::new(AgentMessage::user_text("u4", 10));
+        t.append(EntryBody::from_shared(Arc::clone(&shared)));
+        let ctx = build_session_context(&t, LeafSelector::Current);
+        assert!(Arc::ptr_eq(ctx.messages.last().unwrap(), &shared));
     }
 }

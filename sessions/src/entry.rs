@@ -21,7 +21,10 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use std::sync::Arc;
+
 use rampart_engine_api::message::{AgentMessage, Content};
+use rampart_engine_api::wire::SharedMessage;
 
 /// Fields an entry or header carries that this model does not name; kept so they survive a
 /// round trip.
@@ -114,9 +117,6 @@ pub struct Entry {
 }
 
 /// The type-specific part of an entry, tagged in JSON by the entry's `type`.
-// Nearly every entry is a message, so boxing the large variant would cost an allocation per
-// entry to shrink only the rare small ones.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum EntryBody {
     /// `message`: one conversation message; the only source of model context besides
@@ -162,6 +162,12 @@ impl EntryBody {
 
     /// The message of a `message` entry.
     pub fn message(&self) -> Option<&AgentMessage> {
+        self.shared_message().map(|m| &**m)
+    }
+
+    /// The shared handle of a `message` entry's message: clone it (a reference count, not a
+    /// copy) to hand the message to engines as the same allocation every time.
+    pub fn shared_message(&self) -> Option<&SharedMessage> {
         match self {
             Self::Message(m) => Some(&m.message),
             _ => None,
@@ -170,6 +176,13 @@ impl EntryBody {
 
     /// A `message` body for `message`, with no extra fields.
     pub fn from_message(message: AgentMessage) -> Self {
+        Self::from_shared(Arc::new(message))
+    }
+
+    /// A `message` body for a message that is already shared (say, one the host has already
+    /// handed to engines), with no extra fields. The entry keeps that very allocation, so the
+    /// contexts built from the tree later return it and engines see it as unchanged.
+    pub fn from_shared(message: SharedMessage) -> Self {
         Self::Message(MessageEntry {
             message,
             extra: Extra::new(),
@@ -180,8 +193,12 @@ impl EntryBody {
 /// Body of a `message` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageEntry {
-    /// The message, in the engine API's lossless model.
-    pub message: AgentMessage,
+    /// The message, in the engine API's lossless model. Shared rather than owned so that the
+    /// context of a branch hands out this allocation instead of a copy: building the context
+    /// costs O(messages), not O(bytes of history), and a message that did not change between
+    /// turns is pointer-equal between turns, which is how the engine ABI recognises it.
+    /// (Serialised as the message itself: serde's `rc` feature writes an `Arc<T>` as `T`.)
+    pub message: SharedMessage,
     /// Entry-level fields this model does not name, kept for a lossless round trip.
     #[serde(flatten)]
     pub extra: Extra,

@@ -24,6 +24,7 @@
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -143,7 +144,7 @@ pub(crate) fn v2_to_v3(entries: &mut [(u64, Entry)], report: &mut MigrationRepor
     for (_, entry) in entries.iter_mut() {
         match &mut entry.body {
             EntryBody::Message(MessageEntry { message, .. }) => {
-                let AgentMessage::Other(raw) = &*message else {
+                let AgentMessage::Other(raw) = &**message else {
                     continue;
                 };
                 if raw.get("role").and_then(Value::as_str) != Some("hookMessage") {
@@ -154,10 +155,12 @@ pub(crate) fn v2_to_v3(entries: &mut [(u64, Entry)], report: &mut MigrationRepor
                 let value = Value::Object(renamed);
                 // A renamed message that does not fit the `custom` model stays verbatim
                 // (with its new role) rather than being lost.
-                *message = AgentMessage::deserialize(&value).unwrap_or_else(|_| match value {
-                    Value::Object(map) => AgentMessage::Other(map),
-                    _ => AgentMessage::Other(serde_json::Map::new()),
-                });
+                *message = Arc::new(AgentMessage::deserialize(&value).unwrap_or_else(
+                    |_| match value {
+                        Value::Object(map) => AgentMessage::Other(map),
+                        _ => AgentMessage::Other(serde_json::Map::new()),
+                    },
+                ));
                 report.hook_messages_renamed += 1;
             }
             EntryBody::Other(other) if other.entry_type == "message" => {

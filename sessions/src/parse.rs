@@ -11,6 +11,7 @@
 //! last-one-wins meaning JavaScript's `JSON.parse` gives them.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -179,9 +180,10 @@ pub(crate) fn typed_body(
     match entry_type.as_str() {
         "message" => {
             if let Some(message) = message {
+                // Shared from the moment it is parsed: contexts hand out this allocation.
                 return (
                     EntryBody::Message(MessageEntry {
-                        message,
+                        message: Arc::new(message),
                         extra: rest,
                     }),
                     None,
@@ -194,7 +196,7 @@ pub(crate) fn typed_body(
                         rest.remove("message");
                         return (
                             EntryBody::Message(MessageEntry {
-                                message,
+                                message: Arc::new(message),
                                 extra: rest,
                             }),
                             None,

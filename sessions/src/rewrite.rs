@@ -20,9 +20,11 @@
 #![warn(missing_docs)]
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use rampart_engine_api::message::AgentMessage;
 use rampart_engine_api::protocol::TranscriptRewriteResult;
+use rampart_engine_api::wire::SharedMessage;
 
 use crate::entry::{Entry, EntryBody, MessageEntry};
 use crate::tree::SessionTree;
@@ -46,9 +48,13 @@ pub struct RewritePlan {
 
 /// Plans a rewrite of `tree`'s active branch. `Err` carries the "nothing changed" result with
 /// its reason.
+///
+/// Replacements are shared messages (what engines return), and the planned entries keep
+/// them, and the unchanged messages they re-append, as the same allocations: a rewrite copies
+/// no message, and engines see the untouched ones as unchanged.
 pub fn plan_rewrite(
     tree: &SessionTree,
-    replacements: &[(String, AgentMessage)],
+    replacements: &[(String, SharedMessage)],
 ) -> Result<RewritePlan, TranscriptRewriteResult> {
     let unchanged = |reason: &str| TranscriptRewriteResult {
         changed: false,
@@ -67,7 +73,7 @@ pub fn plan_rewrite(
         return Err(unchanged(REASON_EMPTY_SESSION));
     }
     // Later replacements for the same id win, like assignments would.
-    let wanted: HashMap<&str, &AgentMessage> = replacements
+    let wanted: HashMap<&str, &SharedMessage> = replacements
         .iter()
         .map(|(id, message)| (id.as_str(), message))
         .collect();
@@ -96,7 +102,7 @@ pub fn plan_rewrite(
                     bytes_freed += json_len(&m.message).saturating_sub(json_len(replacement));
                     rewritten += 1;
                     EntryBody::Message(MessageEntry {
-                        message: replacement.clone(),
+                        message: Arc::clone(replacement),
                         extra: m.extra.clone(),
                     })
                 }
@@ -149,7 +155,7 @@ pub fn rewrite_in_memory(
     tree: &mut SessionTree,
     replacements: &[(String, AgentMessage)],
 ) -> TranscriptRewriteResult {
-    match plan_rewrite(tree, replacements) {
+    match plan_rewrite(tree, &share(replacements)) {
         Ok(plan) => {
             for entry in plan.entries {
                 tree.attach(entry);
@@ -158,6 +164,14 @@ pub fn rewrite_in_memory(
         }
         Err(unchanged) => unchanged,
     }
+}
+
+/// Owned replacements as shared ones (one copy each, which the entries then keep).
+pub(crate) fn share(replacements: &[(String, AgentMessage)]) -> Vec<(String, SharedMessage)> {
+    replacements
+        .iter()
+        .map(|(id, message)| (id.clone(), Arc::new(message.clone())))
+        .collect()
 }
 
 fn json_len(message: &AgentMessage) -> u64 {
@@ -252,6 +266,22 @@ mod tests {
         // The old branch is still intact.
         let old = build_session_context(&tree, LeafSelector::Id(&u3));
         assert_eq!(old.messages.len(), 3);
+        // Messages the rewrite did not replace (u3) are re-appended as the same allocations;
+        // ctx is [summary, small, u3], old is [u1, big, u3].
+        assert!(Arc::ptr_eq(&ctx.messages[2], &old.messages[2]));
+        assert!(!Arc::ptr_eq(&ctx.messages[1], &old.messages[1]));
+    }
+
+    #[test]
+    fn shared_replacements_are_kept_as_given() {
+        let mut tree = SessionTree::new();
+        let a = tree.append(user("a")).id.clone();
+        let replacement: SharedMessage = Arc::new(AgentMessage::user_text("A", 1));
+        let plan = plan_rewrite(&tree, &[(a, Arc::clone(&replacement))]).unwrap();
+        assert!(Arc::ptr_eq(
+            plan.entries[0].body.shared_message().unwrap(),
+            &replacement
+        ));
     }
 
     #[test]

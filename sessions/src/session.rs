@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use rampart_engine_api::message::{AgentMessage, Content};
 use rampart_engine_api::protocol::TranscriptRewriteResult;
+use rampart_engine_api::wire::SharedMessage;
 use serde_json::Value;
 
 use crate::context::{LeafSelector, SessionContext, build_session_context};
@@ -283,13 +284,14 @@ impl Session {
         self.tree.leaf_id()
     }
 
-    /// The model context of the current branch.
-    pub fn context(&self) -> SessionContext<'_> {
+    /// The model context of the current branch. Its messages share the tree's allocations,
+    /// so this is cheap enough to call every turn (see `context`).
+    pub fn context(&self) -> SessionContext {
         build_session_context(&self.tree, LeafSelector::Current)
     }
 
     /// The model context for another leaf.
-    pub fn context_at(&self, leaf: LeafSelector<'_>) -> SessionContext<'_> {
+    pub fn context_at(&self, leaf: LeafSelector<'_>) -> SessionContext {
         build_session_context(&self.tree, leaf)
     }
 
@@ -343,6 +345,14 @@ impl Session {
     /// Appends a `message` entry.
     pub fn append_message(&mut self, message: AgentMessage) -> Result<String> {
         self.append(EntryBody::from_message(message))
+    }
+
+    /// Appends a `message` entry for a message that is already shared, keeping that
+    /// allocation: a host that has already put the message in an engine's list appends it
+    /// here without a copy, and the next context hands back the same `Arc`, so engines see
+    /// nothing new.
+    pub fn append_shared(&mut self, message: SharedMessage) -> Result<String> {
+        self.append(EntryBody::from_shared(message))
     }
 
     /// Appends a `compaction` entry: context before `first_kept_entry_id` is replaced by
@@ -466,6 +476,16 @@ impl Session {
     pub fn rewrite(
         &mut self,
         replacements: &[(String, AgentMessage)],
+    ) -> Result<TranscriptRewriteResult> {
+        self.rewrite_shared(&crate::rewrite::share(replacements))
+    }
+
+    /// [`Session::rewrite`] with shared replacements (what engines return): the new entries
+    /// keep those allocations, and the unchanged messages they re-append stay the same
+    /// allocations too, so a rewrite copies no message.
+    pub fn rewrite_shared(
+        &mut self,
+        replacements: &[(String, SharedMessage)],
     ) -> Result<TranscriptRewriteResult> {
         let (_guard, _) = self.lock()?;
         let plan = match plan_rewrite(&self.tree, replacements) {

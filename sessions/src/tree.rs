@@ -14,6 +14,10 @@
 #![warn(missing_docs)]
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use rampart_engine_api::message::AgentMessage;
+use rampart_engine_api::wire::SharedMessage;
 
 use crate::entry::{BranchSummaryEntry, Entry, EntryBody, Extra};
 
@@ -35,6 +39,13 @@ pub struct SessionTree {
     unresolved: usize,
     /// Where the next entry attaches; `None` means "start a new root".
     leaf: Option<usize>,
+    /// The model-facing message each entry that is not a `message` entry stands for (a
+    /// compaction's summary, a branch summary, a custom message), made the first time a
+    /// context needs it and kept. Entries never change once in the tree, so the message stays
+    /// right, and every later context hands out the same allocation: engines then see it as
+    /// unchanged (the ABI compares messages by pointer) and a turn costs no copy of it.
+    /// Empty cells cost 16 bytes per entry; nothing is built for entries no context reaches.
+    synthesized: Vec<OnceLock<SharedMessage>>,
 }
 
 /// An id that appears on more than one entry; lookups find the last one.
@@ -94,7 +105,21 @@ impl SessionTree {
         self.entries.push(entry);
         self.lines.push(line);
         self.parents.push(parent);
+        self.synthesized.push(OnceLock::new());
         duplicate
+    }
+
+    /// The message synthesised for the entry at `index`, made by `make` the first time and the
+    /// same `Arc` every time after (see the `synthesized` field). `None` if `index` is out of
+    /// range.
+    pub(crate) fn synthesized_message(
+        &self,
+        index: usize,
+        make: impl FnOnce() -> AgentMessage,
+    ) -> Option<SharedMessage> {
+        self.synthesized
+            .get(index)
+            .map(|cell| Arc::clone(cell.get_or_init(|| Arc::new(make()))))
     }
 
     /// Re-resolves dangling parent links and puts the leaf on the last entry, as pi does after

@@ -1,0 +1,1 @@
+//! Context-window and tool-result guards (in progress).

@@ -1,0 +1,1 @@
+//! Transcript hygiene passes (in progress).

@@ -1,0 +1,246 @@
+//! The `rampart sessions …` commands: list, show, import, export.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use rampart_engine_api::AgentMessage;
+use rampart_sessions::store::{SessionStore, default_sessions_dir, normalize_key};
+use rampart_sessions::{LeafSelector, LoadOptions, load_file, save_session};
+
+use crate::session_export::{to_markdown, to_openai_messages};
+use crate::session_import::import_into;
+
+/// Output formats of `sessions export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// The whole session tree as a pi JSONL v3 file.
+    Pi,
+    /// The active branch as an OpenAI chat-completions `messages` array.
+    Openai,
+    /// The active branch as Markdown.
+    Markdown,
+}
+
+/// Opens the registry in `dir`, or in the platform data directory.
+pub fn open_store(dir: Option<&Path>) -> anyhow::Result<SessionStore> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => default_sessions_dir().context(
+            "no platform data directory is known here; pass --sessions-dir DIR to choose one",
+        )?,
+    };
+    Ok(SessionStore::open(&dir)?)
+}
+
+/// Finds a session by registry key, by session id, or as a path to a session file.
+fn resolve(store: &SessionStore, id: &str) -> anyhow::Result<PathBuf> {
+    if let Some(entry) = store.get(&normalize_key(id))? {
+        return Ok(store.session_file_path(&entry));
+    }
+    if let Some((_, entry)) = store.list()?.into_iter().find(|(_, e)| e.session_id == id) {
+        return Ok(store.session_file_path(&entry));
+    }
+    let path = Path::new(id);
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let keys: Vec<String> = store.list()?.into_iter().map(|(k, _)| k).collect();
+    bail!(
+        "no session `{id}` in {} (keys: {}); give a key, a session id or a session file path",
+        store.path().display(),
+        if keys.is_empty() {
+            "none yet; import one with `rampart sessions import FILE`".to_string()
+        } else {
+            keys.join(", ")
+        }
+    )
+}
+
+/// `sessions list`.
+pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let sessions = store.list()?;
+    writeln!(out, "sessions: {}", store.path().display())?;
+    if sessions.is_empty() {
+        writeln!(
+            out,
+            "no sessions yet; import one with `rampart sessions import FILE`"
+        )?;
+        return Ok(0);
+    }
+    let width = sessions
+        .iter()
+        .map(|(k, _)| k.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    writeln!(
+        out,
+        "{:width$}  {:36}  {:24}  {:>11}  FILE",
+        "KEY", "SESSION ID", "UPDATED", "COMPACTIONS"
+    )?;
+    for (key, entry) in sessions {
+        let updated = chrono_iso(entry.updated_at);
+        writeln!(
+            out,
+            "{key:width$}  {:36}  {updated:24}  {:>11}  {}",
+            entry.session_id,
+            entry.compaction_count,
+            store.session_file_path(&entry).display()
+        )?;
+    }
+    Ok(0)
+}
+
+fn chrono_iso(unix_ms: u64) -> String {
+    let secs = (unix_ms / 1000) as i64;
+    let nanos = ((unix_ms % 1000) * 1_000_000) as u32;
+    chrono::DateTime::from_timestamp(secs, nanos)
+        .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+        .unwrap_or_else(|| unix_ms.to_string())
+}
+
+/// `sessions show`.
+pub fn show(
+    store: &SessionStore,
+    id: &str,
+    branch: Option<&str>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let path = resolve(store, id)?;
+    let loaded = load_file(&path, &LoadOptions::default())?;
+    if let Some(leaf) = branch
+        && loaded.tree.get(leaf).is_none()
+    {
+        bail!(
+            "entry `{leaf}` is not in {}; `--branch` takes an entry id",
+            path.display()
+        );
+    }
+    let selector = branch.map_or(LeafSelector::Current, LeafSelector::Id);
+    let context = rampart_sessions::build_session_context(&loaded.tree, selector);
+    let messages: Vec<&AgentMessage> = context.messages.iter().map(|m| &**m).collect();
+    if as_json {
+        serde_json::to_writer_pretty(&mut *out, &messages)?;
+        writeln!(out)?;
+        return Ok(0);
+    }
+    writeln!(out, "session: {} ({})", loaded.header.id, path.display())?;
+    writeln!(
+        out,
+        "entries: {}, leaf: {}, messages on the branch: {}, thinking: {}{}",
+        loaded.tree.len(),
+        context.leaf_id.as_deref().unwrap_or("none"),
+        messages.len(),
+        context.thinking_level,
+        context
+            .model
+            .as_ref()
+            .map(|m| format!(", model: {}/{}", m.provider, m.model_id))
+            .unwrap_or_default()
+    )?;
+    for c in &loaded.report.corrupt_lines {
+        writeln!(
+            out,
+            "warning: line {} could not be read: {}",
+            c.line, c.reason
+        )?;
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let tokens = rampart_engine_api::tokens::estimate_message_tokens(m);
+        let text = preview(m);
+        writeln!(out, "{i:>5}  {:<17} {tokens:>7} tok  {text}", m.role())?;
+    }
+    Ok(0)
+}
+
+/// The first line of a message, shortened, for listings.
+fn preview(message: &AgentMessage) -> String {
+    let value = crate::session_export::to_openai_message(message);
+    let mut text = match value.get("content") {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    if let Some(calls) = value.get("tool_calls").and_then(|c| c.as_array()) {
+        let names: Vec<&str> = calls
+            .iter()
+            .filter_map(|c| c["function"]["name"].as_str())
+            .collect();
+        text = format!("{text} [calls: {}]", names.join(", "));
+    }
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut short: String = line.chars().take(100).collect();
+    if line.chars().count() > 100 {
+        short.push('…');
+    }
+    short
+}
+
+/// `sessions import`.
+pub fn import(
+    store: &SessionStore,
+    file: &Path,
+    key: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let outcomes = match import_into(store, file, key) {
+        Ok(o) => o,
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            return Ok(1);
+        }
+    };
+    for o in outcomes {
+        writeln!(
+            out,
+            "imported {} ({}) as `{}`: {} entries → {}",
+            file.display(),
+            o.format,
+            o.key,
+            o.entries,
+            o.file.display()
+        )?;
+        for w in o.warnings.iter().take(20) {
+            writeln!(out, "  note: {w}")?;
+        }
+        if o.warnings.len() > 20 {
+            writeln!(out, "  … and {} more notes", o.warnings.len() - 20)?;
+        }
+    }
+    Ok(0)
+}
+
+/// `sessions export`.
+pub fn export(
+    store: &SessionStore,
+    id: &str,
+    format: ExportFormat,
+    target: Option<&Path>,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let path = resolve(store, id)?;
+    let loaded = load_file(&path, &LoadOptions::default())?;
+    if format == ExportFormat::Pi {
+        let Some(target) = target else {
+            bail!("--format pi writes a file: give it with --out FILE");
+        };
+        save_session(target, &loaded.header, &loaded.tree)?;
+        writeln!(out, "wrote {}", target.display())?;
+        return Ok(0);
+    }
+    let context = rampart_sessions::build_session_context(&loaded.tree, LeafSelector::Current);
+    let messages = context.messages.iter().map(|m| &**m);
+    let text = match format {
+        ExportFormat::Openai => serde_json::to_string_pretty(&to_openai_messages(messages))?,
+        _ => to_markdown(&format!("Session {}", loaded.header.id), messages),
+    };
+    match target {
+        Some(t) => {
+            std::fs::write(t, text).with_context(|| format!("cannot write {}", t.display()))?;
+            writeln!(out, "wrote {}", t.display())?;
+        }
+        None => writeln!(out, "{text}")?,
+    }
+    Ok(0)
+}

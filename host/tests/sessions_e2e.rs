@@ -1,0 +1,219 @@
+//! End to end: `rampart sessions import|list|show|export` on the real transcripts in
+//! ../shared/data/sessions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use rampart_sessions::{LoadOptions, load_file};
+
+fn data_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sessions");
+    assert!(
+        dir.is_dir(),
+        "the shared test data is missing: expected {} (CI checks shared/ out beside the repo)",
+        dir.display()
+    );
+    dir
+}
+
+fn transcripts() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![data_dir()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.file_name().unwrap().to_string_lossy().to_string();
+                if name != "README.md" && !name.ends_with(".meta.json") {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    out.sort();
+    assert!(
+        out.len() >= 30,
+        "expected the full corpus, found {}",
+        out.len()
+    );
+    out
+}
+
+fn sessions(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["sessions", "--sessions-dir", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    rampart(&all)
+}
+
+#[test]
+fn every_transcript_imports_and_loads_cleanly() {
+    let store = tempfile::tempdir().unwrap();
+    for (i, file) in transcripts().iter().enumerate() {
+        let key = format!("t{i}");
+        let out = sessions(
+            store.path(),
+            &["import", file.to_str().unwrap(), "--as", &key],
+        );
+        assert!(out.status.success(), "{}: {}", file.display(), text(&out));
+        // Every session file written loads with no corrupt line.
+        for line in String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("imported"))
+        {
+            let written = line.rsplit("→ ").next().unwrap().trim();
+            let loaded = load_file(Path::new(written), &LoadOptions::default()).unwrap();
+            assert!(loaded.report.corrupt_lines.is_empty(), "{written}");
+            assert!(loaded.tree.len() > 0, "{written} is empty");
+        }
+    }
+    let list = sessions(store.path(), &["list"]);
+    assert!(list.status.success());
+    assert!(
+        text(&list).contains("t0 ") && text(&list).contains("t5 "),
+        "{}",
+        text(&list)
+    );
+}
+
+#[test]
+fn pi_v3_import_round_trips_entry_by_entry() {
+    let store = tempfile::tempdir().unwrap();
+    let source =
+        data_dir().join("openclaw-linux2010/main__8d0416c9-a2b4-43d0-a16d-755e39f36d39.jsonl");
+    let out = sessions(
+        store.path(),
+        &["import", source.to_str().unwrap(), "--as", "Main"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let written = store
+        .path()
+        .join("8d0416c9-a2b4-43d0-a16d-755e39f36d39.jsonl");
+    let original: Vec<serde_json::Value> = std::fs::read_to_string(&source)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let copy: Vec<serde_json::Value> = std::fs::read_to_string(&written)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(original.len(), copy.len());
+    for (i, (a, b)) in original.iter().zip(&copy).enumerate() {
+        assert_eq!(a, b, "line {}", i + 1);
+    }
+    // The key is case-insensitive and the same key cannot be imported twice.
+    let again = sessions(
+        store.path(),
+        &["import", source.to_str().unwrap(), "--as", "MAIN"],
+    );
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again).contains("already exists"), "{}", text(&again));
+}
+
+#[test]
+fn show_and_export_the_active_branch() {
+    let store = tempfile::tempdir().unwrap();
+    let source =
+        data_dir().join("openclaw-linux2010/main__8a7d4bc6-2a83-4509-894a-88a52483a1d4.jsonl");
+    assert!(
+        sessions(
+            store.path(),
+            &["import", source.to_str().unwrap(), "--as", "s"]
+        )
+        .status
+        .success()
+    );
+
+    let json = sessions(store.path(), &["show", "s", "--json"]);
+    assert!(json.status.success(), "{}", text(&json));
+    let messages: Vec<serde_json::Value> = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(!messages.is_empty());
+    assert!(messages.iter().all(|m| m["role"].is_string()));
+
+    let human = sessions(store.path(), &["show", "s"]);
+    assert!(
+        text(&human).contains(&format!("messages on the branch: {}", messages.len())),
+        "{}",
+        text(&human)
+    );
+
+    let openai = sessions(store.path(), &["export", "s", "--format", "openai"]);
+    assert!(openai.status.success(), "{}", text(&openai));
+    let chat: Vec<serde_json::Value> = serde_json::from_slice(&openai.stdout).unwrap();
+    assert_eq!(chat.len(), messages.len());
+    // Every tool message answers a call made by an earlier assistant message.
+    let mut calls = std::collections::HashSet::new();
+    for m in &chat {
+        if let Some(list) = m["tool_calls"].as_array() {
+            for c in list {
+                calls.insert(c["id"].as_str().unwrap().to_string());
+            }
+        }
+        if m["role"] == "tool" {
+            assert!(calls.contains(m["tool_call_id"].as_str().unwrap()), "{m}");
+        }
+    }
+
+    let md = sessions(store.path(), &["export", "s", "--format", "markdown"]);
+    assert!(text(&md).contains("## User") && text(&md).contains("## Assistant"));
+
+    let copy = store.path().join("copy.jsonl");
+    let pi = sessions(
+        store.path(),
+        &[
+            "export",
+            "s",
+            "--format",
+            "pi",
+            "--out",
+            copy.to_str().unwrap(),
+        ],
+    );
+    assert!(pi.status.success(), "{}", text(&pi));
+    let loaded = load_file(&copy, &LoadOptions::default()).unwrap();
+    assert_eq!(loaded.header.id, "8a7d4bc6-2a83-4509-894a-88a52483a1d4");
+
+    // An older branch can be shown by its leaf.
+    let first_entry = loaded.tree.entries()[3].id.clone();
+    let branch = sessions(
+        store.path(),
+        &["show", "s", "--json", "--branch", &first_entry],
+    );
+    let early: Vec<serde_json::Value> = serde_json::from_slice(&branch.stdout).unwrap();
+    assert!(early.len() < messages.len());
+    let missing = sessions(store.path(), &["show", "s", "--branch", "ffffffff"]);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing).contains("`ffffffff` is not in"),
+        "{}",
+        text(&missing)
+    );
+}
+
+#[test]
+fn unknown_formats_and_sessions_get_clear_errors() {
+    let store = tempfile::tempdir().unwrap();
+    let csv = store.path().join("data.csv");
+    std::fs::write(&csv, "a,b,c\n1,2,3\n").unwrap();
+    let out = sessions(store.path(), &["import", csv.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let t = text(&out);
+    assert!(
+        t.contains("data.csv") && t.contains("Claude Code") && t.contains("SWE-agent"),
+        "{t}"
+    );
+
+    let missing = sessions(store.path(), &["show", "nope"]);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing).contains("no session `nope`"),
+        "{}",
+        text(&missing)
+    );
+}
