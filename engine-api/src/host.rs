@@ -25,6 +25,9 @@ pub mod service {
     pub const SESSION_REWRITE: &str = "session.rewrite";
     /// The host's clock in Unix milliseconds (tests pin it).
     pub const CLOCK_NOW: &str = "clock.now";
+    /// Keep a full original (for example an uncapped tool result) in the host's
+    /// content-addressed blob store, so shortening it loses nothing.
+    pub const BLOBS_PUT: &str = "blobs.put";
 }
 
 /// Severity of a log line, shared by both sides of the ABI.
@@ -154,6 +157,12 @@ impl Host {
         self.call(service::SESSION_REWRITE, request)
     }
 
+    /// Stores `content` in the host's blob store and returns its reference (`sha256:<hex>`),
+    /// which a shortened message should name so the original can be found.
+    pub fn put_blob(&self, request: &BlobPutRequest) -> Result<BlobRef, EngineError> {
+        self.call(service::BLOBS_PUT, request)
+    }
+
     /// The host's clock in Unix milliseconds. Falls back to the system clock when the host does
     /// not offer one, because every host has a clock.
     pub fn now_ms(&self) -> u64 {
@@ -165,6 +174,29 @@ impl Host {
                 .unwrap_or(0),
         }
     }
+}
+
+/// Parameters of `blobs.put`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BlobPutRequest {
+    /// The session the content belongs to, for the host's bookkeeping.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// What the content is (`text/plain`, `application/json`, …).
+    pub media_type: String,
+    /// The content, as text (tool outputs are text in pi's format).
+    pub content: String,
+}
+
+/// Answer of `blobs.put`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BlobRef {
+    /// The reference, `sha256:<64 hex digits>`.
+    pub reference: String,
+    /// Bytes stored.
+    pub bytes: u64,
 }
 
 /// Answer of `clock.now`.

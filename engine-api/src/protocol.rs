@@ -205,6 +205,10 @@ pub struct IngestParams {
     pub message: Option<SharedMessage>,
     /// True for heartbeat turns, which engines usually keep out of long-term state.
     pub is_heartbeat: bool,
+    /// The model the session runs on, so an engine can size caps to its window (added in 1.0;
+    /// absent from hosts that do not know it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
 }
 
 /// Result of `ingest`.
@@ -230,6 +234,9 @@ pub struct IngestBatchParams {
     pub messages: MessageList,
     /// True for heartbeat turns.
     pub is_heartbeat: bool,
+    /// The model the session runs on (see [`IngestParams::model`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
 }
 
 /// Result of `ingest_batch`.

@@ -1,10 +1,12 @@
 //! The library behind the `rampart` binary: configuration, the engine loader, the
 //! `contextEngine` slot with its failure policy, and the services engines call back.
 
+pub mod blobs;
 pub mod cli;
 pub mod config;
 pub mod engine_handle;
 pub mod loader;
+pub mod persist;
 pub mod services;
 pub mod session_export;
 pub mod session_import;

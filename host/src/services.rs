@@ -9,7 +9,9 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use rampart_engine_api::host::{ClockReading, EngineEvent, service};
+use rampart_engine_api::host::{BlobPutRequest, BlobRef, ClockReading, EngineEvent, service};
+
+use crate::blobs::BlobStore;
 use rampart_engine_api::{EngineError, ErrorKind, HostApi, LogLevel};
 
 /// Where engine events go besides `tracing`: a JSON-lines writer (`--events FILE`).
@@ -70,6 +72,7 @@ impl EventSink {
 pub struct HostServices {
     engine_id: String,
     events: EventSink,
+    blobs: Option<BlobStore>,
 }
 
 impl HostServices {
@@ -78,7 +81,14 @@ impl HostServices {
         Self {
             engine_id: engine_id.into(),
             events,
+            blobs: None,
         }
+    }
+
+    /// Offers `blobs.put`, storing into `blobs`.
+    pub fn with_blobs(mut self, blobs: BlobStore) -> Self {
+        self.blobs = Some(blobs);
+        self
     }
 }
 
@@ -120,6 +130,25 @@ impl HostApi for HostServices {
                     .unwrap_or(0);
                 serde_json::to_string(&ClockReading { unix_ms })
                     .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
+            }
+            service::BLOBS_PUT => {
+                let Some(blobs) = &self.blobs else {
+                    return Err(EngineError::new(
+                        ErrorKind::Unsupported,
+                        "this host has no blob store (no sessions directory); keep the original \
+                         yourself or do not shorten",
+                    ));
+                };
+                let request: BlobPutRequest = serde_json::from_str(payload_json)
+                    .map_err(|e| EngineError::invalid_params(method, e))?;
+                let reference = blobs
+                    .put(request.content.as_bytes())
+                    .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))?;
+                serde_json::to_string(&BlobRef {
+                    reference,
+                    bytes: request.content.len() as u64,
+                })
+                .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
             }
             service::LLM_COMPLETE | service::SESSION_READ | service::SESSION_REWRITE => {
                 Err(EngineError::new(

@@ -19,6 +19,7 @@ use rampart_engine_api::protocol::{
 use rampart_engine_api::{EngineError, ErrorKind, Host, LogLevel};
 use rampart_legacy::{LEGACY_ID, LegacyEngine};
 
+use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::engine_handle::EngineHandle;
 use crate::loader::{LoadRequest, load_engine};
@@ -78,19 +79,46 @@ impl std::fmt::Debug for EngineSlot {
     }
 }
 
-/// Builds the linked-in legacy engine with its config table.
-pub fn legacy_handle(config: &Config, events: &EventSink) -> EngineHandle {
-    let legacy_config = config
-        .engines
-        .get(LEGACY_ID)
-        .map(|e| e.config.clone())
+/// The legacy engine's config: `agents.defaults` (OpenClaw's home for context limits) with
+/// `plugins.engines.legacy.config` laid over it, key by key.
+pub fn legacy_config(config: &Config) -> serde_json::Value {
+    let mut merged = config
+        .agents
+        .get("defaults")
+        .and_then(|d| serde_json::to_value(d).ok())
+        .filter(serde_json::Value::is_object)
         .unwrap_or_else(|| serde_json::json!({}));
-    let host = Host::new(Arc::new(HostServices::new(LEGACY_ID, events.clone())));
-    EngineHandle::linked(
-        Arc::new(LegacyEngine::new(legacy_config)),
-        host,
-        config.call_timeout,
-    )
+    if let (Some(base), Some(serde_json::Value::Object(over))) = (
+        merged.as_object_mut(),
+        config.engines.get(LEGACY_ID).map(|e| &e.config),
+    ) {
+        for (k, v) in over {
+            base.insert(k.clone(), v.clone());
+        }
+    }
+    merged
+}
+
+/// Builds the linked-in legacy engine. A bad legacy config is reported and the defaults used:
+/// the built-in engine must always be there to fall back on.
+pub fn legacy_handle(
+    config: &Config,
+    events: &EventSink,
+    blobs: Option<BlobStore>,
+) -> EngineHandle {
+    let mut services = HostServices::new(LEGACY_ID, events.clone());
+    if let Some(blobs) = blobs {
+        services = services.with_blobs(blobs);
+    }
+    let host = Host::new(Arc::new(services));
+    let engine = match LegacyEngine::new(legacy_config(config), Some(host.clone())) {
+        Ok(engine) => engine,
+        Err(e) => {
+            tracing::error!(engine = LEGACY_ID, error = %e, "legacy engine config rejected; using its defaults");
+            LegacyEngine::with_defaults(Some(host.clone()))
+        }
+    };
+    EngineHandle::linked(Arc::new(engine), host, config.call_timeout)
 }
 
 /// The most verbose level the host's subscriber records, handed to engines.
@@ -108,7 +136,16 @@ impl EngineSlot {
     /// Resolves `plugins.slots.contextEngine`. A failure to resolve, load or construct the
     /// engine quarantines it (or, when it is required, returns the error).
     pub fn resolve(config: &Config, events: &EventSink) -> Result<Self, RequiredEngineFailed> {
-        let legacy = Arc::new(legacy_handle(config, events));
+        Self::resolve_with(config, events, None)
+    }
+
+    /// [`EngineSlot::resolve`] with a blob store, which engines reach through `blobs.put`.
+    pub fn resolve_with(
+        config: &Config,
+        events: &EventSink,
+        blobs: Option<BlobStore>,
+    ) -> Result<Self, RequiredEngineFailed> {
+        let legacy = Arc::new(legacy_handle(config, events, blobs.clone()));
         let id = config.context_engine.clone();
         let required = config.engines.get(&id).is_some_and(|e| e.required);
         let mut slot = EngineSlot {
@@ -135,7 +172,7 @@ impl EngineSlot {
             }
             return Ok(slot);
         }
-        match resolve_and_load(config, &id, events) {
+        match resolve_and_load(config, &id, events, blobs) {
             Ok(handle) => {
                 tracing::info!(engine = %id, origin = %handle.origin(), version = %handle.info().version, "context engine loaded");
                 slot.configured = Some(Arc::new(handle));
@@ -258,6 +295,7 @@ impl EngineSlot {
                 session: params.session.clone(),
                 message: Some(message.clone()),
                 is_heartbeat: params.is_heartbeat,
+                model: params.model.clone(),
             })?;
             result.ingested_count += u64::from(r.ingested);
             result.replacements.push(r.replacement);
@@ -312,6 +350,7 @@ impl EngineSlot {
             session: params.session,
             messages: new.into(),
             is_heartbeat: params.is_heartbeat,
+            model: None,
         })?;
         Ok(())
     }
@@ -345,6 +384,7 @@ fn resolve_and_load(
     config: &Config,
     id: &str,
     events: &EventSink,
+    blobs: Option<BlobStore>,
 ) -> Result<EngineHandle, (&'static str, String)> {
     let path = match config.resolve_engine_path(id) {
         Ok(Some(path)) => path,
@@ -361,7 +401,10 @@ fn resolve_and_load(
         verify_id: true,
         path,
         config: entry_config,
-        services: Arc::new(HostServices::new(id, events.clone())),
+        services: Arc::new(match blobs {
+            Some(b) => HostServices::new(id, events.clone()).with_blobs(b),
+            None => HostServices::new(id, events.clone()),
+        }),
         load_timeout: config.load_timeout,
         call_timeout: config.call_timeout,
         max_log_level: Some(host_max_log_level()),

@@ -1,43 +1,114 @@
 //! `legacy`: the built-in context engine, owned by the host.
 //!
-//! At this stage it behaves as OpenClaw's legacy engine (reference §2.2): `ingest` stores
-//! nothing (the session store persists messages), `assemble` passes the host's messages through
-//! unchanged with `estimatedTokens: 0` ("the caller counts"), and `compact` reports that no
-//! compaction runtime is present yet instead of pretending it compacted. The four layers of the
-//! defence arrive in later work and live here.
+//! It behaves as OpenClaw's legacy engine (reference §2.2): `assemble` passes the host's
+//! messages through unchanged with `estimatedTokens: 0` ("the caller counts"), and `compact`
+//! reports that no compaction runtime is present yet instead of pretending it compacted.
+//!
+//! Layer 2 of the defence lives in `ingest`: a tool result larger than
+//! `min(window · 0.3 · 4, contextLimits.toolResultMaxChars)` (at least 2,000 characters kept) is
+//! capped before it reaches the session. Unlike OpenClaw, the full original is kept: it goes to
+//! the host's blob store first, and the capped message names the blob. When the host has no blob
+//! store, nothing is capped at ingest (the session keeps the full result and the in-memory
+//! guards shorten what the model sees): losing the user's data is never the fallback.
 //!
 //! The crate is an rlib linked into the host; `rampart-legacy-engine` wraps it as a cdylib so the
 //! same engine can also be loaded through the ABI (a library may export only one engine header,
 //! which is why the export lives in that separate crate).
 
+use std::sync::Arc;
+
+use rampart_engine_api::guards::tool_result::{DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest};
+use rampart_engine_api::host::BlobPutRequest;
+use rampart_engine_api::message::{Content, ContentBlock};
 use rampart_engine_api::protocol::{
     AssembleParams, AssembleResult, CompactParams, CompactResult, EngineInfo, IngestParams,
     IngestResult, ProtocolInfo,
 };
 use rampart_engine_api::{
-    CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, Host,
+    AgentMessage, CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, ErrorKind,
+    Host, LogLevel,
 };
 
 /// The id no plugin may take.
 pub const LEGACY_ID: &str = "legacy";
 
+/// OpenClaw's default window when nothing says otherwise (`DEFAULT_CONTEXT_TOKENS`).
+pub const DEFAULT_CONTEXT_TOKENS: u64 = 200_000;
+
 /// OpenClaw's legacy engine.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LegacyEngine {
-    _config: serde_json::Value,
+    host: Option<Host>,
+    tool_result_max_chars: usize,
+    context_tokens: Option<u64>,
 }
 
 impl LegacyEngine {
-    /// Builds the engine with its `plugins.engines.legacy.config` table.
-    pub fn new(config: serde_json::Value) -> Self {
-        Self { _config: config }
+    /// Builds the engine from its config: the host's `agents.defaults` table with
+    /// `plugins.engines.legacy.config` laid over it, under OpenClaw's key names
+    /// (`contextLimits.toolResultMaxChars`, `contextTokens`). `host` gives it the blob store.
+    pub fn new(config: serde_json::Value, host: Option<Host>) -> Result<Self, EngineError> {
+        let positive = |pointer: &str| -> Result<Option<u64>, EngineError> {
+            match config.pointer(pointer) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(v) => match v.as_u64() {
+                    Some(n) if n > 0 => Ok(Some(n)),
+                    _ => Err(EngineError::new(
+                        ErrorKind::InvalidParams,
+                        format!(
+                            "`{}` must be a positive integer, found {v}",
+                            pointer.trim_start_matches('/').replace('/', ".")
+                        ),
+                    )),
+                },
+            }
+        };
+        let tool_result_max_chars = positive("/contextLimits/toolResultMaxChars")?
+            .map_or(DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, |n| n as usize);
+        Ok(Self {
+            host,
+            tool_result_max_chars,
+            context_tokens: positive("/contextTokens")?,
+        })
+    }
+
+    /// The engine with every setting at its default.
+    pub fn with_defaults(host: Option<Host>) -> Self {
+        Self {
+            host,
+            tool_result_max_chars: DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS,
+            context_tokens: None,
+        }
+    }
+
+    /// The per-result cap in characters before the window share applies.
+    pub fn tool_result_max_chars(&self) -> usize {
+        self.tool_result_max_chars
     }
 }
 
 impl EngineFactory for LegacyEngine {
-    fn create(init: EngineInit, _host: Host) -> Result<Self, EngineError> {
-        Ok(Self::new(init.config))
+    fn create(init: EngineInit, host: Host) -> Result<Self, EngineError> {
+        Self::new(init.config, Some(host))
     }
+}
+
+/// The text of a tool result's text blocks, as it will be stored in the blob.
+fn tool_result_text(message: &AgentMessage) -> Option<String> {
+    let AgentMessage::ToolResult(m) = message else {
+        return None;
+    };
+    Some(match &m.content {
+        Content::Text(t) => t.clone(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })
 }
 
 impl ContextEngine for LegacyEngine {
@@ -51,10 +122,73 @@ impl ContextEngine for LegacyEngine {
         }
     }
 
-    fn ingest(&self, _cx: &CallContext<'_>, _p: IngestParams) -> Result<IngestResult, EngineError> {
+    fn ingest(&self, cx: &CallContext<'_>, p: IngestParams) -> Result<IngestResult, EngineError> {
+        let Some(message) = p.message else {
+            return Ok(IngestResult::default());
+        };
+        let window = p
+            .model
+            .as_ref()
+            .and_then(|m| m.context_window)
+            .or(self.context_tokens)
+            .unwrap_or(DEFAULT_CONTEXT_TOKENS);
+        // Cheap test first: most messages are not oversized tool results.
+        if cap_at_ingest(&message, window, self.tool_result_max_chars, None).is_none() {
+            return Ok(IngestResult::default());
+        }
+        let Some(host) = &self.host else {
+            return Ok(IngestResult::default());
+        };
+        let Some(original) = tool_result_text(&message) else {
+            return Ok(IngestResult::default());
+        };
+        let stored = host.put_blob(&BlobPutRequest {
+            session_id: Some(p.session.session_id.clone()),
+            media_type: "text/plain".into(),
+            content: original,
+        });
+        let reference = match stored {
+            Ok(r) => r.reference,
+            Err(e) => {
+                // Keeping the whole result beats losing it; say why it was not capped.
+                cx.host().log(
+                    LogLevel::Warn,
+                    "rampart::legacy",
+                    &format!(
+                        "tool result not capped at ingest: the original could not be kept ({e})"
+                    ),
+                    &serde_json::Value::Null,
+                );
+                return Ok(IngestResult::default());
+            }
+        };
+        let Some((capped, report)) = cap_at_ingest(
+            &message,
+            window,
+            self.tool_result_max_chars,
+            Some(&reference),
+        ) else {
+            return Ok(IngestResult::default());
+        };
+        cx.host().log(
+            LogLevel::Info,
+            "rampart::legacy",
+            "tool result capped at ingest",
+            &serde_json::json!({
+                "capChars": report.cap_chars,
+                "originalChars": report.original_chars,
+                "omittedChars": report.omitted_chars,
+                "blob": reference,
+            }),
+        );
+        let _ = host.emit_event(&rampart_engine_api::host::EngineEvent {
+            kind: "ingest_cap".into(),
+            session_id: Some(p.session.session_id.clone()),
+            data: serde_json::to_value(&report).unwrap_or_default(),
+        });
         Ok(IngestResult {
             ingested: false,
-            replacement: None,
+            replacement: Some(Arc::new(capped)),
         })
     }
 

@@ -1,8 +1,11 @@
 //! `window`: a sliding-window context engine, written as an outsider would, against
 //! `rampart-engine-api` alone.
 //!
-//! `assemble` keeps the newest messages whose estimated tokens fit the budget: the smaller of
-//! `keepRecentTokens` (config, default 20,000) and the host's token budget. It never separates a
+//! `assemble` keeps the newest messages whose tokens fit the budget: the smaller of
+//! `keepRecentTokens` (config, default 20,000) and the host's token budget. Tokens are counted
+//! with the shared [`TokenCounter`], in the mode the `tokenizer` config key names (`estimate`,
+//! the default, or `o200k_base` / `cl100k_base` for exact counts); the counter remembers each
+//! message's figure, so an unchanged history is not recounted on the next turn. It never separates a
 //! tool call from its results (it selects whole units from
 //! [`rampart_engine_api::pairing::tool_units`]) and it changes nothing in the session: `ingest`
 //! stores nothing and `compact` never compacts. When even the newest unit is larger than the
@@ -15,7 +18,7 @@ use rampart_engine_api::protocol::{
     IngestResult, ProtocolInfo,
 };
 use rampart_engine_api::serde_json;
-use rampart_engine_api::tokens::estimate_message_tokens;
+use rampart_engine_api::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::{
     CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, Host,
 };
@@ -30,35 +33,68 @@ pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 #[derive(Debug, Clone)]
 pub struct WindowEngine {
     keep_recent_tokens: u64,
+    counter: TokenCounter,
 }
 
 impl WindowEngine {
-    /// An engine keeping at most `keep_recent_tokens` tokens of recent history.
+    /// An engine keeping at most `keep_recent_tokens` tokens of recent history, as estimated.
     pub fn new(keep_recent_tokens: u64) -> Self {
-        Self { keep_recent_tokens }
+        Self::with_counter(keep_recent_tokens, TokenCounter::estimate())
     }
 
-    /// Reads `keepRecentTokens` from the engine's config table; anything but a positive integer
-    /// is refused with a message naming the key.
+    /// An engine counting with `counter` (and sharing its memo with whoever else holds it).
+    pub fn with_counter(keep_recent_tokens: u64, counter: TokenCounter) -> Self {
+        Self {
+            keep_recent_tokens,
+            counter,
+        }
+    }
+
+    /// Reads `keepRecentTokens` and `tokenizer` from the engine's config table. Anything but a
+    /// positive integer for the first, or one of `estimate`, `o200k_base`, `cl100k_base` for
+    /// the second, is refused with a message naming the key.
     pub fn from_config(config: &serde_json::Value) -> Result<Self, EngineError> {
-        match config.get("keepRecentTokens") {
-            None => Ok(Self::new(DEFAULT_KEEP_RECENT_TOKENS)),
+        let invalid = |message: String| {
+            EngineError::new(rampart_engine_api::ErrorKind::InvalidParams, message)
+        };
+        let keep_recent_tokens = match config.get("keepRecentTokens") {
+            None => DEFAULT_KEEP_RECENT_TOKENS,
             Some(v) => match v.as_u64() {
-                Some(n) if n > 0 => Ok(Self::new(n)),
-                _ => Err(EngineError::new(
-                    rampart_engine_api::ErrorKind::InvalidParams,
-                    format!(
+                Some(n) if n > 0 => n,
+                _ => {
+                    return Err(invalid(format!(
                         "plugins.engines.window.config.keepRecentTokens must be a positive \
                          integer, found {v}"
-                    ),
-                )),
+                    )));
+                }
             },
-        }
+        };
+        let mode = match config.get("tokenizer") {
+            None => CountMode::Estimate,
+            Some(v) => match v.as_str().map(str::parse::<CountMode>) {
+                Some(Ok(mode @ (CountMode::Estimate | CountMode::Exact(_)))) => mode,
+                _ => {
+                    return Err(invalid(format!(
+                        "plugins.engines.window.config.tokenizer must be \"estimate\", \
+                         \"o200k_base\" or \"cl100k_base\", found {v}"
+                    )));
+                }
+            },
+        };
+        Ok(Self::with_counter(
+            keep_recent_tokens,
+            TokenCounter::new(mode),
+        ))
     }
 
     /// The budget in effect.
     pub fn keep_recent_tokens(&self) -> u64 {
         self.keep_recent_tokens
+    }
+
+    /// The counter the engine measures messages with.
+    pub fn counter(&self) -> &TokenCounter {
+        &self.counter
     }
 }
 
@@ -99,10 +135,7 @@ impl ContextEngine for WindowEngine {
         let mut used = 0u64;
         let mut first_kept = p.messages.len();
         for unit in units.iter().rev() {
-            let cost: u64 = p.messages[unit.clone()]
-                .iter()
-                .map(|m| estimate_message_tokens(m))
-                .sum();
+            let cost = self.counter.count_total(&p.messages[unit.clone()]);
             let is_newest = unit.end == p.messages.len();
             if used + cost > budget && !is_newest {
                 break;
@@ -220,6 +253,80 @@ mod tests {
         ];
         let out = assemble(&WindowEngine::new(10), msgs.clone());
         assert_eq!(out, msgs[1..].to_vec());
+    }
+
+    #[test]
+    fn tokenizer_config_selects_the_counter() {
+        let mode = |config| WindowEngine::from_config(&config).unwrap().counter().mode();
+        assert_eq!(mode(serde_json::json!({})), CountMode::Estimate);
+        assert_eq!(
+            mode(serde_json::json!({"tokenizer": "estimate"})),
+            CountMode::Estimate
+        );
+        assert_eq!(
+            mode(serde_json::json!({"tokenizer": "o200k_base"})),
+            CountMode::Exact(rampart_engine_api::tokens::Encoding::O200kBase)
+        );
+        assert_eq!(
+            mode(serde_json::json!({"tokenizer": "cl100k_base"})),
+            CountMode::Exact(rampart_engine_api::tokens::Encoding::Cl100kBase)
+        );
+        for bad in [
+            serde_json::json!({"tokenizer": "gpt2"}),
+            serde_json::json!({"tokenizer": "calibrated"}),
+            serde_json::json!({"tokenizer": 4}),
+        ] {
+            let err = WindowEngine::from_config(&bad).unwrap_err();
+            assert!(err.message.contains("tokenizer"), "{err}");
+            assert!(err.message.contains("o200k_base"), "{err}");
+        }
+    }
+
+    #[test]
+    fn exact_counts_decide_what_fits() {
+        // 40 CJK characters: 40 estimated tokens (each weighs 4 chars), fewer exact ones.
+        let cjk = "上下文窗口是有限资源".repeat(4);
+        let msgs = vec![
+            AgentMessage::user_text(cjk.clone(), 0),
+            AgentMessage::user_text(cjk, 0),
+        ];
+        let estimate = WindowEngine::new(60);
+        let (out, tokens) = assemble_full(&estimate, msgs.clone());
+        assert_eq!((out.len(), tokens), (1, 40));
+        let exact = WindowEngine::from_config(&serde_json::json!({
+            "keepRecentTokens": 60, "tokenizer": "o200k_base"
+        }))
+        .unwrap();
+        if exact.counter().is_exact() {
+            let (out, tokens) = assemble_full(&exact, msgs);
+            assert_eq!(out.len(), 2);
+            assert_eq!(
+                tokens,
+                2 * exact
+                    .counter()
+                    .count_text(&"上下文窗口是有限资源".repeat(4))
+            );
+        }
+    }
+
+    #[test]
+    fn a_repeated_history_is_counted_once() {
+        let engine = WindowEngine::new(1_000);
+        let host = Host::new(Arc::new(NullHost));
+        let cx = CallContext::new(&host, &NeverCancelled, None);
+        let messages: rampart_engine_api::MessageList = (0..10)
+            .map(|i| Arc::new(AgentMessage::user_text(format!("message {i}"), 0)))
+            .collect::<Vec<_>>()
+            .into();
+        for _ in 0..3 {
+            let params = AssembleParams {
+                messages: messages.clone(),
+                ..Default::default()
+            };
+            engine.assemble(&cx, params).unwrap();
+        }
+        let stats = engine.counter().memo_stats();
+        assert_eq!((stats.misses, stats.hits), (10, 20));
     }
 
     #[test]

@@ -1,0 +1,174 @@
+//! The per-turn hygiene pipeline against the targets in `shared/PERFORMANCE.md` (≤ 0.5 ms on
+//! the 200k-token session, ≤ 1 ms on the 1M-token one).
+//!
+//! Run with `cargo bench -p rampart-engine-api --bench hygiene`. Cases, per preset:
+//!
+//! - `turn/<preset>`: what a turn pays: `hygiene::run` with the default policy, then the token
+//!   estimate of the result (the per-call `tokens::estimate_message_tokens`, summed);
+//! - `run/<preset>`: `hygiene::run` alone on the clean history (every pass returns its input);
+//! - `estimate/<preset>`: the token estimate alone;
+//! - `run_repairing/<preset>`: `hygiene::run` on the history with one stray tool result in the
+//!   middle, so the repair builds a new list (sharing every message).
+//!
+//! Inputs come from `shared/bench/gen_session.py --preset …`, generated once into
+//! `<target dir>/bench-inputs/session-<preset>.jsonl` (needs python3). Only `message` entries
+//! are used, in file order, as a context builder would hand them over.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use criterion::Criterion;
+use rampart_engine_api::hygiene::{self, HygienePolicy};
+use rampart_engine_api::message::AgentMessage;
+use rampart_engine_api::tokens::estimate_message_tokens;
+use rampart_engine_api::wire::MessageList;
+use serde::Deserialize;
+
+/// The target directory this bench was built into, where inputs are cached.
+fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    // `<target>/release/deps/hygiene-<hash>`
+    let exe = std::env::current_exe().expect("the bench knows its own path");
+    exe.parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+fn input_file(preset: &str) -> PathBuf {
+    let dir = target_dir().join("bench-inputs");
+    let path = dir.join(format!("session-{preset}.jsonl"));
+    if !path.exists() {
+        std::fs::create_dir_all(&dir).expect("create the bench input directory");
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_session.py");
+        let status = Command::new("python3")
+            .arg(&script)
+            .args(["--preset", preset, "--out"])
+            .arg(&path)
+            .status()
+            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+        assert!(status.success(), "{} failed: {status}", script.display());
+    }
+    path
+}
+
+#[derive(Deserialize)]
+struct Entry {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    message: Option<AgentMessage>,
+}
+
+fn load(preset: &str) -> MessageList {
+    let path = input_file(preset);
+    let text = std::fs::read_to_string(&path).expect("read the bench input");
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .filter_map(|line| {
+            let entry: Entry = serde_json::from_str(line).expect("a session entry");
+            (entry.kind == "message").then_some(entry.message).flatten()
+        })
+        .map(Arc::new)
+        .collect()
+}
+
+fn estimate(list: &MessageList) -> u64 {
+    list.iter().map(|m| estimate_message_tokens(m)).sum()
+}
+
+/// The history with a tool result that answers nothing, halfway through.
+fn with_stray_result(list: &MessageList) -> MessageList {
+    let mut messages = list.to_vec();
+    let at = messages.len() / 2;
+    messages.insert(
+        at,
+        Arc::new(AgentMessage::tool_result(
+            "stray",
+            "read",
+            "late output",
+            false,
+            0,
+        )),
+    );
+    messages.into()
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let policy = HygienePolicy::default();
+    for preset in ["200k", "1m"] {
+        let history = load(preset);
+        let (clean, report) = hygiene::run(&history, &policy);
+        // The generated sessions are clean: the measured turn is the common, unchanged case.
+        assert!(
+            MessageList::same_list(&clean, &history),
+            "bench input {preset} needed repair: {report:?}"
+        );
+        eprintln!(
+            "{preset}: {} messages, {} estimated tokens",
+            history.len(),
+            estimate(&history)
+        );
+        let dirty = with_stray_result(&history);
+
+        let mut group = c.benchmark_group("hygiene");
+        group.bench_function(format!("turn/{preset}"), |b| {
+            b.iter(|| {
+                let (list, report) = hygiene::run(black_box(&history), &policy);
+                black_box(report);
+                black_box(estimate(&list))
+            })
+        });
+        group.bench_function(format!("run/{preset}"), |b| {
+            b.iter(|| hygiene::run(black_box(&history), &policy))
+        });
+        group.bench_function(format!("estimate/{preset}"), |b| {
+            b.iter(|| estimate(black_box(&history)))
+        });
+        group.bench_function(format!("run_repairing/{preset}"), |b| {
+            b.iter(|| hygiene::run(black_box(&dirty), &policy))
+        });
+        if std::env::var_os("HYGIENE_BENCH_PASSES").is_some() {
+            use rampart_engine_api::hygiene::*;
+            let l = &history;
+            group.bench_function(format!("pass_sanitize/{preset}"), |b| {
+                b.iter(|| sanitize_tool_call_inputs(black_box(l), &SanitizeOptions::default()))
+            });
+            group.bench_function(format!("pass_pairing/{preset}"), |b| {
+                b.iter(|| {
+                    repair_tool_use_result_pairing(black_box(l), ErroredAssistantPolicy::Drop)
+                })
+            });
+            group.bench_function(format!("pass_images/{preset}"), |b| {
+                b.iter(|| prune_processed_history_images(black_box(l)))
+            });
+            group.bench_function(format!("pass_usage/{preset}"), |b| {
+                b.iter(|| strip_stale_usage_before_latest_compaction(black_box(l)))
+            });
+            group.bench_function(format!("pass_anthropic/{preset}"), |b| {
+                b.iter(|| validate_anthropic_turns(black_box(l)))
+            });
+            group.bench_function(format!("pass_gemini/{preset}"), |b| {
+                b.iter(|| validate_gemini_turns(black_box(l)))
+            });
+            group.bench_function(format!("pass_touch/{preset}"), |b| {
+                b.iter(|| {
+                    black_box(l)
+                        .iter()
+                        .filter(|m| matches!(m.as_ref(), AgentMessage::User(_)))
+                        .count()
+                })
+            });
+        }
+        group.finish();
+    }
+    c.final_summary();
+}

@@ -1,0 +1,211 @@
+//! Putting messages into a session the way a turn does, and shrinking a session's tool results.
+//!
+//! `ingest_and_append` is the one road into a session file: the engine's `ingest` sees the
+//! message first and may replace it (the legacy engine caps an oversized tool result there,
+//! keeping the original in the blob store), then the result is appended.
+//!
+//! `truncate_tool_results_in_session` is the in-session truncation of reference §4.2: the
+//! oversized and aggregate plans, applied through the session's branch-and-reappend rewrite, so
+//! the originals stay in the file on the abandoned branch.
+
+use rampart_engine_api::guards::persistence::{PersistenceGuard, PersistenceOptions};
+use rampart_engine_api::guards::tool_result::plan_session_truncation_capped;
+use rampart_engine_api::message::{Content, ContentBlock};
+use rampart_engine_api::protocol::{IngestParams, ModelRef, SessionRef, TranscriptRewriteResult};
+use rampart_engine_api::{AgentMessage, SharedMessage};
+use rampart_sessions::entry::EntryBody;
+use rampart_sessions::{Session, SessionError};
+
+use crate::blobs::BlobStore;
+use crate::slot::{EngineSlot, SlotCallError};
+
+/// Why a message could not be persisted.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    /// The engine failed in a way the slot could not absorb (a required engine).
+    #[error(transparent)]
+    Engine(#[from] SlotCallError),
+    /// The session file could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The original of a capped result could not be kept, so nothing was written.
+    #[error(transparent)]
+    Blob(crate::blobs::BlobError),
+}
+
+/// What happened to one message on its way in.
+#[derive(Debug, Clone)]
+pub struct Persisted {
+    /// The entry id it was stored under.
+    pub entry_id: String,
+    /// True when the engine replaced it (for example capped it).
+    pub replaced: bool,
+}
+
+/// Runs `message` through the engine's `ingest`, then appends what comes out.
+pub fn ingest_and_append(
+    slot: &EngineSlot,
+    session: &mut Session,
+    message: SharedMessage,
+    model: Option<ModelRef>,
+) -> Result<Persisted, PersistError> {
+    let result = slot.ingest(IngestParams {
+        session: session_ref(session),
+        message: Some(message.clone()),
+        is_heartbeat: false,
+        model,
+    })?;
+    let replaced = result.replacement.is_some();
+    let stored = result.replacement.unwrap_or(message);
+    let entry_id = session.append_shared(stored)?;
+    Ok(Persisted { entry_id, replaced })
+}
+
+/// The persistence guard in front of a session (reference §4.3): pending tool calls get a
+/// synthetic error result when the transcript moves on without their results, and a tool result
+/// too large for the window is capped, with its original in the blob store. Calls of aborted or
+/// errored turns get no synthetic result.
+#[derive(Debug)]
+pub struct SessionWriter {
+    guard: PersistenceGuard,
+    blobs: Option<BlobStore>,
+}
+
+impl SessionWriter {
+    /// A writer for a model with `context_window` tokens. Without a blob store nothing is
+    /// capped here: the original could not be kept, and losing it is never the fallback.
+    pub fn new(
+        context_window: u64,
+        tool_result_max_chars: usize,
+        blobs: Option<BlobStore>,
+    ) -> Self {
+        let opts = PersistenceOptions {
+            context_window_tokens: if blobs.is_some() { context_window } else { 0 },
+            tool_result_max_chars: if blobs.is_some() {
+                tool_result_max_chars
+            } else {
+                usize::MAX
+            },
+            ..PersistenceOptions::default()
+        };
+        Self {
+            guard: PersistenceGuard::new(opts),
+            blobs,
+        }
+    }
+
+    /// Runs `message` through the engine's `ingest` and the guard, then appends what comes out
+    /// (possibly synthetic results first). Returns the entry ids written, in order.
+    pub fn append(
+        &mut self,
+        slot: &EngineSlot,
+        session: &mut Session,
+        message: SharedMessage,
+        model: Option<ModelRef>,
+    ) -> Result<Vec<String>, PersistError> {
+        let result = slot.ingest(IngestParams {
+            session: session_ref(session),
+            message: Some(message.clone()),
+            is_heartbeat: false,
+            model,
+        })?;
+        let message = result.replacement.unwrap_or(message);
+        let mut reference = None;
+        if self.guard.would_cap(&message)
+            && let Some(blobs) = &self.blobs
+        {
+            let text = full_text(&message);
+            reference = Some(blobs.put(text.as_bytes()).map_err(PersistError::Blob)?);
+        }
+        let out = self
+            .guard
+            .on_message_with_ref((*message).clone(), reference.as_deref());
+        let mut ids = Vec::with_capacity(out.messages.len());
+        for m in out.messages {
+            ids.push(session.append_message(m)?);
+        }
+        Ok(ids)
+    }
+
+    /// Ends a turn: pending calls get their synthetic results now.
+    pub fn finish_turn(&mut self, session: &mut Session) -> Result<Vec<String>, PersistError> {
+        let mut ids = Vec::new();
+        for m in self.guard.flush() {
+            ids.push(session.append_message(m)?);
+        }
+        session.sync()?;
+        Ok(ids)
+    }
+}
+
+fn session_ref(session: &Session) -> SessionRef {
+    SessionRef {
+        session_id: session.header().id.clone(),
+        session_key: None,
+        session_file: Some(session.path().display().to_string()),
+    }
+}
+
+fn full_text(message: &AgentMessage) -> String {
+    match message {
+        AgentMessage::ToolResult(m) => match &m.content {
+            Content::Text(t) => t.clone(),
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        },
+        _ => String::new(),
+    }
+}
+
+/// Truncates the tool results of the active branch that are oversized for `context_window`
+/// tokens, or that together exceed the aggregate budget, by rewriting them on a new branch.
+pub fn truncate_tool_results_in_session(
+    session: &mut Session,
+    context_window: u64,
+    tool_result_max_chars: usize,
+) -> Result<TranscriptRewriteResult, SessionError> {
+    // The message entries of the active branch, with their ids.
+    let branch: Vec<(String, &AgentMessage)> = session
+        .tree()
+        .active_branch()
+        .into_iter()
+        .filter_map(|e| match &e.body {
+            EntryBody::Message(m) => Some((e.id.clone(), &*m.message)),
+            _ => None,
+        })
+        .collect();
+    if branch.is_empty() {
+        return Ok(TranscriptRewriteResult {
+            reason: Some("empty session".into()),
+            ..Default::default()
+        });
+    }
+    let messages: Vec<&AgentMessage> = branch.iter().map(|(_, m)| *m).collect();
+    let plan = plan_session_truncation_capped(&messages, context_window, tool_result_max_chars);
+    if plan.is_empty() {
+        return Ok(TranscriptRewriteResult {
+            reason: plan.skip_reason.map(str::to_string),
+            ..Default::default()
+        });
+    }
+    let replacements: Vec<(String, AgentMessage)> = plan
+        .edits
+        .iter()
+        .map(|(i, m)| (branch[*i].0.clone(), m.clone()))
+        .collect();
+    let result = session.rewrite(&replacements)?;
+    tracing::info!(
+        session = %session.header().id,
+        truncated = plan.edits.len(),
+        bytes_freed = result.bytes_freed,
+        "{}",
+        plan.log_line()
+    );
+    Ok(result)
+}
