@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod engine_handle;
 pub mod loader;
+pub mod models;
 pub mod persist;
 pub mod services;
 pub mod session_export;

@@ -68,7 +68,7 @@ fn every_transcript_imports_and_loads_cleanly() {
             let written = line.rsplit("→ ").next().unwrap().trim();
             let loaded = load_file(Path::new(written), &LoadOptions::default()).unwrap();
             assert!(loaded.report.corrupt_lines.is_empty(), "{written}");
-            assert!(loaded.tree.len() > 0, "{written} is empty");
+            assert!(!loaded.tree.is_empty(), "{written} is empty");
         }
     }
     let list = sessions(store.path(), &["list"]);
