@@ -5,10 +5,15 @@
 //!
 //! - `turn/<preset>`: what a turn pays: `hygiene::run` with the default policy, then the token
 //!   estimate of the result (the per-call `tokens::estimate_message_tokens`, summed);
+//! - `turn_memo/<preset>`: the same turn with the memoised `tokens::TokenCounter` (Estimate
+//!   mode, memo warmed by one earlier turn), which is what the per-call estimator is being
+//!   replaced with;
 //! - `run/<preset>`: `hygiene::run` alone on the clean history (every pass returns its input);
 //! - `estimate/<preset>`: the token estimate alone;
 //! - `run_repairing/<preset>`: `hygiene::run` on the history with one stray tool result in the
-//!   middle, so the repair builds a new list (sharing every message).
+//!   middle, so the repair builds a new list (sharing every message);
+//! - `pass/<name>/<preset>`: single passes on the clean history, to see where a turn goes
+//!   (`anthropic` and `gemini` are not in the default policy).
 //!
 //! Inputs come from `shared/bench/gen_session.py --preset …`, generated once into
 //! `<target dir>/bench-inputs/session-<preset>.jsonl` (needs python3). Only `message` entries
@@ -21,9 +26,13 @@ use std::process::Command;
 use std::sync::Arc;
 
 use criterion::Criterion;
-use rampart_engine_api::hygiene::{self, HygienePolicy};
+use rampart_engine_api::hygiene::{
+    self, ErroredAssistantPolicy, HygienePolicy, SanitizeOptions, prune_processed_history_images,
+    repair_tool_use_result_pairing, sanitize_tool_call_inputs, validate_anthropic_turns,
+    validate_gemini_turns,
+};
 use rampart_engine_api::message::AgentMessage;
-use rampart_engine_api::tokens::estimate_message_tokens;
+use rampart_engine_api::tokens::{TokenCounter, estimate_message_tokens};
 use rampart_engine_api::wire::MessageList;
 use serde::Deserialize;
 
@@ -127,6 +136,15 @@ fn main() {
                 black_box(estimate(&list))
             })
         });
+        let counter = TokenCounter::estimate();
+        counter.count_total(&history);
+        group.bench_function(format!("turn_memo/{preset}"), |b| {
+            b.iter(|| {
+                let (list, report) = hygiene::run(black_box(&history), &policy);
+                black_box(report);
+                black_box(counter.count_total(&list))
+            })
+        });
         group.bench_function(format!("run/{preset}"), |b| {
             b.iter(|| hygiene::run(black_box(&history), &policy))
         });
@@ -136,38 +154,22 @@ fn main() {
         group.bench_function(format!("run_repairing/{preset}"), |b| {
             b.iter(|| hygiene::run(black_box(&dirty), &policy))
         });
-        if std::env::var_os("HYGIENE_BENCH_PASSES").is_some() {
-            use rampart_engine_api::hygiene::*;
-            let l = &history;
-            group.bench_function(format!("pass_sanitize/{preset}"), |b| {
-                b.iter(|| sanitize_tool_call_inputs(black_box(l), &SanitizeOptions::default()))
-            });
-            group.bench_function(format!("pass_pairing/{preset}"), |b| {
-                b.iter(|| {
-                    repair_tool_use_result_pairing(black_box(l), ErroredAssistantPolicy::Drop)
-                })
-            });
-            group.bench_function(format!("pass_images/{preset}"), |b| {
-                b.iter(|| prune_processed_history_images(black_box(l)))
-            });
-            group.bench_function(format!("pass_usage/{preset}"), |b| {
-                b.iter(|| strip_stale_usage_before_latest_compaction(black_box(l)))
-            });
-            group.bench_function(format!("pass_anthropic/{preset}"), |b| {
-                b.iter(|| validate_anthropic_turns(black_box(l)))
-            });
-            group.bench_function(format!("pass_gemini/{preset}"), |b| {
-                b.iter(|| validate_gemini_turns(black_box(l)))
-            });
-            group.bench_function(format!("pass_touch/{preset}"), |b| {
-                b.iter(|| {
-                    black_box(l)
-                        .iter()
-                        .filter(|m| matches!(m.as_ref(), AgentMessage::User(_)))
-                        .count()
-                })
-            });
-        }
+        let h = &history;
+        group.bench_function(format!("pass/sanitize/{preset}"), |b| {
+            b.iter(|| sanitize_tool_call_inputs(black_box(h), &SanitizeOptions::default()))
+        });
+        group.bench_function(format!("pass/pairing/{preset}"), |b| {
+            b.iter(|| repair_tool_use_result_pairing(black_box(h), ErroredAssistantPolicy::Drop))
+        });
+        group.bench_function(format!("pass/images/{preset}"), |b| {
+            b.iter(|| prune_processed_history_images(black_box(h)))
+        });
+        group.bench_function(format!("pass/anthropic/{preset}"), |b| {
+            b.iter(|| validate_anthropic_turns(black_box(h)))
+        });
+        group.bench_function(format!("pass/gemini/{preset}"), |b| {
+            b.iter(|| validate_gemini_turns(black_box(h)))
+        });
         group.finish();
     }
     c.final_summary();

@@ -164,7 +164,7 @@ fn english(rng: &mut Rng, out: &mut String) {
         let n = 6 + rng.below(14);
         for w in 0..n {
             let word = rng.pick(WORDS);
-            if w == 0 && s % 2 == 0 {
+            if w == 0 && s.is_multiple_of(2) {
                 let mut chars = word.chars();
                 if let Some(first) = chars.next() {
                     out.extend(first.to_uppercase());
@@ -201,7 +201,7 @@ fn code(rng: &mut Rng, out: &mut String) {
         out.push_str(&format!(
             "{{\"path\":\"/srv/app/src/{a}/{b}.rs\",\"line\":{n},\"sha\":\"{hash:016x}\",\
              \"ok\":{}}}\n",
-            n % 2 == 0
+            n.is_multiple_of(2)
         ));
     }
 }
@@ -219,7 +219,7 @@ fn cjk(rng: &mut Rng, out: &mut String) {
 
 /// About 1 MB: by bytes roughly half English prose, a third code and JSON, the rest CJK.
 fn mixed_text() -> String {
-    let mut rng = Rng(0x5EED_0F_7E57);
+    let mut rng = Rng(0x005E_ED0F_7E57);
     let mut out = String::with_capacity(1 << 20);
     while out.len() < 1_000_000 {
         match rng.below(10) {

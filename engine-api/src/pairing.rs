@@ -107,7 +107,10 @@ impl PassReport for PairingReport {
     }
 }
 
+/// Marks a call without a result in its span.
 const NO_RESULT: usize = usize::MAX;
+/// Calls whose first-result positions live on the stack.
+const INLINE_FIRST: usize = 8;
 
 /// Puts every tool result right after the assistant turn that called it, in call order, and
 /// makes the transcript one a provider accepts:
@@ -176,7 +179,7 @@ pub(crate) fn repair(
         let drop_results = errored && policy == ErroredAssistantPolicy::Drop;
 
         // First result in the span for each call; the common case fits on the stack.
-        let mut inline = [NO_RESULT; 8];
+        let mut inline = [NO_RESULT; INLINE_FIRST];
         let mut spilled = Vec::new();
         let first: &mut [usize] = if calls.len() <= inline.len() {
             &mut inline[..calls.len()]
@@ -234,18 +237,27 @@ pub(crate) fn repair(
         }
 
         for (j, message) in messages.iter().enumerate().take(end).skip(i + 1) {
-            match message.as_ref() {
-                // The kept result of a call (already placed), found without comparing ids.
-                AgentMessage::ToolResult(_) if first.contains(&j) => {
-                    if drop_results {
-                        report.dropped_errored_results += 1;
-                    }
+            let AgentMessage::ToolResult(r) = message.as_ref() else {
+                out.keep(j);
+                continue;
+            };
+            // Whether this is the kept result of a call (already placed above). For the usual
+            // handful of calls, comparing positions is cheaper than comparing ids again.
+            let kept = if first.len() <= INLINE_FIRST {
+                first.contains(&j)
+            } else {
+                calls
+                    .position(&r.tool_call_id)
+                    .is_some_and(|k| first[k] == j)
+            };
+            if kept {
+                if drop_results {
+                    report.dropped_errored_results += 1;
                 }
-                AgentMessage::ToolResult(r) => match calls.position(&r.tool_call_id) {
-                    Some(_) => report.dropped_duplicates += 1,
-                    None => report.dropped_orphans += 1,
-                },
-                _ => out.keep(j),
+            } else if calls.position(&r.tool_call_id).is_some() {
+                report.dropped_duplicates += 1;
+            } else {
+                report.dropped_orphans += 1;
             }
         }
         i = end;

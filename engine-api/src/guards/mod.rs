@@ -12,8 +12,9 @@
 //!   stop it when the context is too big (layer 2);
 //! - [`persistence`]: what the host writes when appending: synthetic results for calls left
 //!   without one, and capped results;
-//! - [`precheck`]: estimate the request before sending it and choose between truncating tool
-//!   results and compacting.
+//! - [`precheck`](mod@precheck): estimate the request before sending it and choose between
+//!   truncating tool results and compacting.
+#![warn(missing_docs)]
 
 pub mod persistence;
 pub mod precheck;

@@ -122,7 +122,8 @@ impl PrecheckOutcome {
 ///
 /// - `min_prompt = min(8000, max(1, floor(budget · 0.5)))`;
 /// - `effective_reserve = min(reserve, max(0, budget − min_prompt))`;
-/// - `prompt_budget = max(1, budget − effective_reserve)`, `overflow = max(0, est − prompt_budget)`;
+/// - `prompt_budget = max(1, budget − effective_reserve)`;
+/// - `overflow = max(0, est − prompt_budget)`;
 /// - no overflow: [`Route::Fits`]; nothing reducible: [`Route::CompactOnly`]; reducible chars
 ///   `≥ max(overflow·4 + 512·4, ceil(overflow·4·1.5))`: [`Route::TruncateToolResultsOnly`];
 ///   else [`Route::CompactThenTruncate`].

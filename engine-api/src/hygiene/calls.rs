@@ -7,6 +7,8 @@
 //! answering a `toolUse` block is paired instead of being dropped as an orphan.
 //! [`crate::pairing::tool_units`] predates this and still looks at `toolCall` blocks only.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use crate::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
@@ -87,7 +89,12 @@ pub(crate) struct Calls<'a> {
     len: usize,
     /// All calls, once there are more than fit inline.
     spilled: Vec<CallRef<'a>>,
+    /// Positions by id, once there are so many calls that linear lookups would be quadratic.
+    index: HashMap<&'a str, usize>,
 }
+
+/// From this many calls on, lookups go through a hash map.
+const INDEXED_CALLS: usize = 32;
 
 impl<'a> Calls<'a> {
     pub(crate) fn new() -> Self {
@@ -95,6 +102,7 @@ impl<'a> Calls<'a> {
             inline: [CallRef { id: "", name: "" }; INLINE_CALLS],
             len: 0,
             spilled: Vec::new(),
+            index: HashMap::new(),
         }
     }
 
@@ -102,6 +110,7 @@ impl<'a> Calls<'a> {
     pub(crate) fn fill(&mut self, assistant: &'a AssistantMessage) {
         self.len = 0;
         self.spilled.clear();
+        self.index.clear();
         for call in assistant.content.iter().filter_map(call_ref) {
             if call.id.is_empty() || self.position(call.id).is_some() {
                 continue;
@@ -115,6 +124,12 @@ impl<'a> Calls<'a> {
                 self.spilled.push(call);
             }
             self.len += 1;
+            if self.len == INDEXED_CALLS {
+                let calls = self.as_slice().iter().enumerate().map(|(k, c)| (c.id, k));
+                self.index = calls.collect();
+            } else if self.len > INDEXED_CALLS {
+                self.index.insert(call.id, self.len - 1);
+            }
         }
     }
 
@@ -134,10 +149,13 @@ impl<'a> Calls<'a> {
         self.len == 0
     }
 
-    /// Where `id` is in the list. Linear: the lists are short, and a pathological message with
-    /// hundreds of calls costs quadratic time only on that message.
+    /// Where `id` is in the list: a linear search over the usual handful of calls, a hash
+    /// lookup for a turn with dozens (so no message makes a pass quadratic).
     #[inline]
     pub(crate) fn position(&self, id: &str) -> Option<usize> {
+        if self.len >= INDEXED_CALLS {
+            return self.index.get(id).copied();
+        }
         self.as_slice().iter().position(|c| c.id == id)
     }
 }
@@ -218,4 +236,61 @@ pub(crate) fn next_assistant<M: std::borrow::Borrow<AgentMessage>>(
                 .position(|m| matches!(m.borrow(), AgentMessage::Assistant(_)))
         })
         .map_or(messages.len(), |p| from + p)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::hygiene::test_support::assistant_blocks;
+
+    #[test]
+    fn calls_are_distinct_in_order_inline_and_spilled() {
+        for n in [0usize, 3, 8, 9, 31, 32, 33, 100] {
+            let mut blocks = Vec::new();
+            for k in 0..n {
+                let call = |id: String| serde_json::json!({"type": "toolCall", "id": id, "name": "read", "arguments": {}});
+                blocks.push(call(format!("c{k}")));
+                // A repeated id and an empty one are skipped.
+                blocks.push(call(format!("c{}", k / 2)));
+                blocks.push(call(String::new()));
+            }
+            let message = assistant_blocks(blocks, "toolUse");
+            let crate::message::AgentMessage::Assistant(a) = &message else {
+                panic!("not an assistant")
+            };
+            let mut calls = Calls::new();
+            calls.fill(a);
+            assert_eq!(calls.len(), n);
+            for k in 0..n {
+                assert_eq!(calls.as_slice()[k].id, format!("c{k}"));
+                assert_eq!(calls.position(&format!("c{k}")), Some(k), "{n} calls");
+            }
+            assert_eq!(calls.position("nope"), None);
+            // Refilling with a short list forgets the long one.
+            let short = assistant_blocks(
+                vec![
+                    serde_json::json!({"type": "toolCall", "id": "x", "name": "read", "arguments": {}}),
+                ],
+                "toolUse",
+            );
+            let crate::message::AgentMessage::Assistant(short) = &short else {
+                panic!("not an assistant")
+            };
+            calls.fill(short);
+            assert_eq!(calls.len(), 1);
+            assert_eq!(calls.position("x"), Some(0));
+            assert_eq!(calls.position("c0"), None);
+        }
+    }
+
+    #[test]
+    fn blank_means_empty_or_whitespace() {
+        assert!(is_blank(""));
+        assert!(is_blank(" \t"));
+        assert!(is_blank("\u{3000}"));
+        assert!(!is_blank("a"));
+        assert!(!is_blank(" a"));
+        assert!(!is_blank("é"));
+    }
 }

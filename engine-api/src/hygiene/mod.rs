@@ -74,7 +74,8 @@ pub enum Provider {
     /// OpenAI chat completions (and compatible servers): user-first ordering and both
     /// validations, since servers behind that API enforce either rule.
     OpenAiCompletions,
-    /// Everything else (OpenAI responses, the simulator, …): pairing repair only.
+    /// Everything else (OpenAI responses, the simulator, …): the common passes only, no
+    /// provider-specific turn validation.
     #[default]
     Other,
 }
