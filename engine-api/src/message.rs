@@ -576,6 +576,22 @@ impl Content {
             Self::Blocks(blocks) => blocks,
         }
     }
+
+    /// The text of the content: the string, or the text blocks joined with newlines (images
+    /// and other blocks are not text). What a blob keeps when a result is shortened.
+    pub fn joined_text(&self) -> String {
+        match self {
+            Self::Text(t) => t.clone(),
+            Self::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
 }
 
 impl ContentBlock {

@@ -10,7 +10,6 @@
 
 use rampart_engine_api::guards::persistence::{PersistenceGuard, PersistenceOptions};
 use rampart_engine_api::guards::tool_result::plan_session_truncation_capped;
-use rampart_engine_api::message::{Content, ContentBlock};
 use rampart_engine_api::protocol::{IngestParams, ModelRef, SessionRef, TranscriptRewriteResult};
 use rampart_engine_api::{AgentMessage, SharedMessage};
 use rampart_sessions::entry::EntryBody;
@@ -148,17 +147,7 @@ fn session_ref(session: &Session) -> SessionRef {
 
 fn full_text(message: &AgentMessage) -> String {
     match message {
-        AgentMessage::ToolResult(m) => match &m.content {
-            Content::Text(t) => t.clone(),
-            Content::Blocks(blocks) => blocks
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-        },
+        AgentMessage::ToolResult(m) => m.content.joined_text(),
         _ => String::new(),
     }
 }

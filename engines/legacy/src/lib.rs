@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use rampart_engine_api::guards::tool_result::{DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest};
 use rampart_engine_api::host::BlobPutRequest;
-use rampart_engine_api::message::{Content, ContentBlock};
 use rampart_engine_api::protocol::{
     AssembleParams, AssembleResult, CompactParams, CompactResult, EngineInfo, IngestParams,
     IngestResult, ProtocolInfo,
@@ -93,22 +92,12 @@ impl EngineFactory for LegacyEngine {
     }
 }
 
-/// The text of a tool result's text blocks, as it will be stored in the blob.
+/// The text of a tool result, as it will be stored in the blob.
 fn tool_result_text(message: &AgentMessage) -> Option<String> {
-    let AgentMessage::ToolResult(m) = message else {
-        return None;
-    };
-    Some(match &m.content {
-        Content::Text(t) => t.clone(),
-        Content::Blocks(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-    })
+    match message {
+        AgentMessage::ToolResult(m) => Some(m.content.joined_text()),
+        _ => None,
+    }
 }
 
 impl ContextEngine for LegacyEngine {
