@@ -212,10 +212,3 @@ pub trait ContextEngine: Send + Sync + 'static {
         Ok(())
     }
 }
-
-/// Logs through the host from inside an engine without building a `tracing` event: handy in
-/// code that has a [`CallContext`] but runs linked into the host.
-pub fn log(cx: &CallContext<'_>, level: LogLevel, message: &str) {
-    cx.host()
-        .log(level, "engine", message, &serde_json::Value::Null);
-}

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, RBox, RErr, ROk, RResult, RStr, RString};
+use abi_stable::std_types::{RArc, RErr, ROk, RResult, RStr, RString};
 
 use crate::engine::{CallContext, CancelFlag, ContextEngine, EngineFactory, EngineInit};
 use crate::error::{EngineError, ErrorKind};
@@ -198,7 +198,6 @@ where
         Some(table) => {
             table.begin();
             let params = with_engine_table(table, || parse(m, payload))?;
-            table.commit_request();
             let result = f(params)?;
             with_engine_table(table, || encode(m, &result))
         }
@@ -376,10 +375,6 @@ impl crate::ffi::FfiCallCtx for HostCallCtx {
         self.deadline_unix_ms
     }
 }
-
-/// Keeps `RBox` in the import list meaningful for readers: engines are owned boxes.
-#[doc(hidden)]
-pub type OwnedEngine = crate::ffi::FfiEngine_TO<'static, RBox<()>>;
 
 /// Forwards the engine's `tracing` events to the host's `log` service. Each library has its own
 /// copy of `tracing`'s globals, so without this bridge an engine's events would vanish.

@@ -179,9 +179,6 @@ impl EngineTable {
         self.request = None;
     }
 
-    /// Kept for symmetry with the host: the engine adopts a list as soon as it decodes it.
-    pub fn commit_request(&mut self) {}
-
     /// How many messages the engine holds.
     pub fn len(&self) -> usize {
         self.held.as_ref().map_or(0, |(_, l)| l.len())

@@ -45,8 +45,17 @@ fn text_of(message: &AgentMessage) -> String {
     }
 }
 
-#[test]
-fn a_5mb_tool_result_is_capped_and_its_original_kept_byte_for_byte() {
+/// A sessions directory with a blob store, the default slot (legacy) wired to it, and a new
+/// session file.
+struct Setup {
+    dir: tempfile::TempDir,
+    blobs: BlobStore,
+    slot: EngineSlot,
+    path: std::path::PathBuf,
+    session: Session,
+}
+
+fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let blobs = BlobStore::in_sessions_dir(dir.path());
     let slot = EngineSlot::resolve_with(
@@ -56,8 +65,26 @@ fn a_5mb_tool_result_is_capped_and_its_original_kept_byte_for_byte() {
     )
     .unwrap();
     let path = dir.path().join("s.jsonl");
-    let mut session =
+    let session =
         Session::create(&path, SessionHeader::new("/tmp"), SessionOptions::default()).unwrap();
+    Setup {
+        dir,
+        blobs,
+        slot,
+        path,
+        session,
+    }
+}
+
+#[test]
+fn a_5mb_tool_result_is_capped_and_its_original_kept_byte_for_byte() {
+    let Setup {
+        dir: _dir,
+        blobs,
+        slot,
+        path,
+        mut session,
+    } = setup();
     session
         .append_message(AgentMessage::user_text("show me the log", 0))
         .unwrap();
@@ -120,17 +147,13 @@ fn a_5mb_tool_result_is_capped_and_its_original_kept_byte_for_byte() {
 
 #[test]
 fn small_results_and_other_messages_pass_untouched() {
-    let dir = tempfile::tempdir().unwrap();
-    let blobs = BlobStore::in_sessions_dir(dir.path());
-    let slot = EngineSlot::resolve_with(
-        &Config::default(),
-        &EventSink::tracing_only(),
-        Some(blobs.clone()),
-    )
-    .unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut session =
-        Session::create(&path, SessionHeader::new("/tmp"), SessionOptions::default()).unwrap();
+    let Setup {
+        dir: _dir,
+        blobs,
+        slot,
+        mut session,
+        ..
+    } = setup();
     let small = Arc::new(AgentMessage::tool_result("c", "read", "tiny", false, 0));
     let p = ingest_and_append(&slot, &mut session, small.clone(), None).unwrap();
     assert!(!p.replaced);
@@ -139,10 +162,12 @@ fn small_results_and_other_messages_pass_untouched() {
 
 #[test]
 fn session_tool_results_are_truncated_on_a_new_branch_and_the_originals_stay() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut session =
-        Session::create(&path, SessionHeader::new("/tmp"), SessionOptions::default()).unwrap();
+    let Setup {
+        dir: _dir,
+        path,
+        mut session,
+        ..
+    } = setup();
     session
         .append_message(AgentMessage::user_text("go", 0))
         .unwrap();
@@ -200,17 +225,13 @@ fn session_tool_results_are_truncated_on_a_new_branch_and_the_originals_stay() {
 #[test]
 fn pending_calls_get_synthetic_results_at_persistence_except_for_errored_turns() {
     use rampart_host::persist::SessionWriter;
-    let dir = tempfile::tempdir().unwrap();
-    let blobs = BlobStore::in_sessions_dir(dir.path());
-    let slot = EngineSlot::resolve_with(
-        &Config::default(),
-        &EventSink::tracing_only(),
-        Some(blobs.clone()),
-    )
-    .unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mut session =
-        Session::create(&path, SessionHeader::new("/tmp"), SessionOptions::default()).unwrap();
+    let Setup {
+        dir: _dir,
+        blobs,
+        slot,
+        path,
+        mut session,
+    } = setup();
     let mut writer = SessionWriter::new(128_000, 40_000, Some(blobs));
     writer
         .append(
