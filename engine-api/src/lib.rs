@@ -28,6 +28,8 @@ pub mod guards;
 pub mod host;
 pub mod hygiene;
 pub mod message;
+pub mod pruning;
+pub mod overflow;
 pub mod pairing;
 pub mod protocol;
 pub mod tokens;

@@ -8,6 +8,7 @@ pub mod engine_handle;
 pub mod loader;
 pub mod models;
 pub mod persist;
+pub mod providers;
 pub mod services;
 pub mod session_export;
 pub mod session_import;

@@ -1,0 +1,249 @@
+//! Model providers: the one place a request leaves the host.
+//!
+//! Every provider takes the same [`ModelRequest`] (pi messages after the hygiene choke point)
+//! and answers with a pi assistant message plus the provider's usage, or a typed
+//! [`ProviderError`]. The classification matters more than the text: the run loop compacts on
+//! [`ProviderErrorKind::ContextOverflow`], retries only [`ProviderErrorKind::Transient`] and
+//! [`ProviderErrorKind::RateLimited`], and stops with a clear message on everything else. A
+//! rate limit that mentions tokens ("tokens per minute") is never an overflow: compacting would
+//! not help and would destroy history for nothing.
+//!
+//! - [`sim`]: the embedded simulator, the default model. No network.
+//! - [`openai`]: chat completions (`/v1/chat/completions`), streaming with usage; any
+//!   OpenAI-compatible server (llama.cpp, vLLM, Ollama) through `baseUrl`.
+//! - [`anthropic`]: the messages API (`/v1/messages`), streaming.
+
+use std::time::Duration;
+
+use rampart_engine_api::message::AssistantMessage;
+use rampart_engine_api::wire::SharedMessage;
+
+pub mod anthropic;
+pub mod openai;
+pub mod registry;
+pub mod sim;
+
+/// Which wire protocol a provider speaks (`models.providers.<id>.api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiKind {
+    /// The embedded simulator (`"sim"`).
+    Sim,
+    /// OpenAI chat completions (`"openai-completions"`, also accepted: `"openai"`).
+    OpenAiCompletions,
+    /// Anthropic messages (`"anthropic-messages"`, also accepted: `"anthropic"`).
+    AnthropicMessages,
+}
+
+/// One `[models.providers.<id>]` table, parsed and checked. Built by [`registry`]; every
+/// provider is constructed from one of these, so a key means the same thing everywhere.
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    /// The table key, e.g. `openai` or `local-llama`.
+    pub id: String,
+    /// `api`.
+    pub api: ApiKind,
+    /// `baseUrl`, without a trailing slash; e.g. `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    /// `apiKeyEnv`: the name of the environment variable holding the key. The key itself is
+    /// never read from the config file, so it cannot end up in a repository or a log.
+    pub api_key_env: Option<String>,
+    /// `timeoutSeconds` (default 120): one attempt's limit.
+    pub timeout: Duration,
+    /// `maxRetries` (default 3): retries of 429 and 5xx answers, with exponential back-off.
+    pub max_retries: u32,
+    /// `retryBaseMs` (default 500): the first back-off; doubles per retry, capped at 30 s.
+    pub retry_base: Duration,
+    /// The provider's `models` entries.
+    pub models: Vec<crate::models::ModelEntry>,
+    /// `overflowWording` (sim only): whose overflow error text the simulator answers with.
+    pub overflow_wording: Option<String>,
+}
+
+/// One request to a model: what the run loop hands a provider after hygiene, assemble and the
+/// precheck. Providers translate it to their wire format and never change the messages' meaning.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    /// The provider's model id (the part after `provider/`).
+    pub model: String,
+    /// The system prompt, with the engine's `systemPromptAddition` already prepended.
+    pub system: Option<String>,
+    /// The conversation in pi's message format.
+    pub messages: Vec<SharedMessage>,
+    /// An upper bound on the answer's tokens; `None` lets the provider pick.
+    pub max_tokens: Option<u64>,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone)]
+pub struct ModelResponse {
+    /// The answer as a pi assistant message: `api`, `provider` and `model` are filled, `usage`
+    /// carries the provider's reported counts (input, output, cache read/write).
+    pub message: AssistantMessage,
+    /// How many transient failures were retried before this answer.
+    pub retries: u32,
+}
+
+/// The exhaustive classification of provider failures. The run loop branches on this, never on
+/// error text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderErrorKind {
+    /// The prompt does not fit the model's window: compact or truncate, then retry.
+    ContextOverflow,
+    /// 429 or a throttling message, still failing after the retries.
+    RateLimited,
+    /// A 5xx, a dropped connection or a stream that ended early, still failing after the
+    /// retries.
+    Transient,
+    /// 401/403: the key is wrong or lacks access.
+    Auth,
+    /// The environment variable named for the API key is unset or empty.
+    MissingApiKey,
+    /// The server could not be reached at all (DNS, refused connection).
+    Unreachable,
+    /// No answer within the configured timeout.
+    Timeout,
+    /// Any other 4xx: the request itself is wrong.
+    BadRequest,
+    /// The server answered something this client cannot read.
+    InvalidResponse,
+    /// The caller cancelled the request.
+    Cancelled,
+}
+
+/// A failed model request. Every variant names the provider so that a person reading it knows
+/// which config entry to fix; none carries an API key.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProviderError {
+    /// The provider said the prompt is too large for the model.
+    #[error("{provider}: context overflow: {message}")]
+    ContextOverflow {
+        /// The provider id from the config.
+        provider: String,
+        /// The provider's error text, as received.
+        message: String,
+        /// The prompt size the provider reported in its error text, when it did.
+        observed_tokens: Option<u64>,
+    },
+    /// Rate limited after all retries.
+    #[error("{provider}: rate limited (HTTP {status}) after {retries} retries: {message}")]
+    RateLimited {
+        /// The provider id.
+        provider: String,
+        /// The HTTP status (429 usually).
+        status: u16,
+        /// The provider's text.
+        message: String,
+        /// Retries made.
+        retries: u32,
+    },
+    /// A transient failure after all retries.
+    #[error("{provider}: server error{} after {retries} retries: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Transient {
+        /// The provider id.
+        provider: String,
+        /// The HTTP status, when there was a response.
+        status: Option<u16>,
+        /// What failed.
+        message: String,
+        /// Retries made.
+        retries: u32,
+    },
+    /// The key was refused.
+    #[error("{provider}: the API key was refused (HTTP {status}): {message}. Check the key in ${env_var}.")]
+    Auth {
+        /// The provider id.
+        provider: String,
+        /// 401 or 403.
+        status: u16,
+        /// The provider's text.
+        message: String,
+        /// The environment variable the key came from.
+        env_var: String,
+    },
+    /// No key in the environment.
+    #[error(
+        "{provider}: no API key: the environment variable ${env_var} is not set. Set it, or change `models.providers.{provider}.apiKeyEnv` in the config."
+    )]
+    MissingApiKey {
+        /// The provider id.
+        provider: String,
+        /// The variable that should hold the key.
+        env_var: String,
+    },
+    /// Could not connect.
+    #[error(
+        "{provider}: cannot reach {url}: {message}. Is the server running, and is `models.providers.{provider}.baseUrl` right?"
+    )]
+    Unreachable {
+        /// The provider id.
+        provider: String,
+        /// The URL tried.
+        url: String,
+        /// The connection error.
+        message: String,
+    },
+    /// Timed out.
+    #[error(
+        "{provider}: no answer within {}s (`models.providers.{provider}.timeoutSeconds`)",
+        after.as_secs()
+    )]
+    Timeout {
+        /// The provider id.
+        provider: String,
+        /// The timeout that expired.
+        after: Duration,
+    },
+    /// Any other 4xx.
+    #[error("{provider}: request rejected (HTTP {status}): {message}")]
+    BadRequest {
+        /// The provider id.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's text.
+        message: String,
+    },
+    /// Unreadable answer.
+    #[error("{provider}: unreadable answer: {message}")]
+    InvalidResponse {
+        /// The provider id.
+        provider: String,
+        /// What could not be read.
+        message: String,
+    },
+    /// Cancelled by the caller.
+    #[error("{provider}: request cancelled")]
+    Cancelled {
+        /// The provider id.
+        provider: String,
+    },
+}
+
+impl ProviderError {
+    /// The classification the run loop branches on.
+    pub fn kind(&self) -> ProviderErrorKind {
+        match self {
+            ProviderError::ContextOverflow { .. } => ProviderErrorKind::ContextOverflow,
+            ProviderError::RateLimited { .. } => ProviderErrorKind::RateLimited,
+            ProviderError::Transient { .. } => ProviderErrorKind::Transient,
+            ProviderError::Auth { .. } => ProviderErrorKind::Auth,
+            ProviderError::MissingApiKey { .. } => ProviderErrorKind::MissingApiKey,
+            ProviderError::Unreachable { .. } => ProviderErrorKind::Unreachable,
+            ProviderError::Timeout { .. } => ProviderErrorKind::Timeout,
+            ProviderError::BadRequest { .. } => ProviderErrorKind::BadRequest,
+            ProviderError::InvalidResponse { .. } => ProviderErrorKind::InvalidResponse,
+            ProviderError::Cancelled { .. } => ProviderErrorKind::Cancelled,
+        }
+    }
+}
+
+/// A model backend. Implementations are blocking: the run loop is synchronous and a turn waits
+/// for its answer anyway; streaming is read incrementally inside `complete`.
+pub trait Provider: Send + Sync {
+    /// The provider id from the config (`sim`, `openai`, a user's name for a local server).
+    fn id(&self) -> &str;
+
+    /// Sends one request and waits for the whole answer, retrying transient failures.
+    fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError>;
+}
