@@ -19,6 +19,7 @@ use rampart_engine_api::message::AssistantMessage;
 use rampart_engine_api::wire::SharedMessage;
 
 pub mod anthropic;
+pub mod http;
 pub mod openai;
 pub mod registry;
 pub mod sim;

@@ -1,0 +1,1 @@
+//! PLACEHOLDER: shared HTTP plumbing (lands with the providers work).
