@@ -24,6 +24,7 @@ pub(crate) mod builder;
 pub(crate) mod calls;
 mod history;
 mod sanitize;
+mod tool_ids;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod turns;
@@ -38,6 +39,9 @@ pub use self::history::{
 pub use self::sanitize::{
     DetailsReport, MAX_TOOL_NAME_LEN, SanitizeOptions, SanitizeReport, ToolAllowlist,
     is_valid_tool_name, sanitize_tool_call_inputs, strip_tool_result_details,
+};
+pub use self::tool_ids::{
+    DEFAULT_TOOL_ID, SANITIZED_TOOL_ID, ToolIdMode, ToolIdReport, sanitize_tool_call_ids,
 };
 pub use self::turns::{
     AnthropicTurnsReport, BOOTSTRAP_USER_TEXT, GeminiTurnsReport, OMITTED_CALLS_TEXT,
@@ -112,6 +116,8 @@ pub struct HygienePolicy {
     pub validate_anthropic: bool,
     /// Apply [`validate_gemini_turns`].
     pub validate_gemini: bool,
+    /// Rewrite tool-call ids to this grammar ([`sanitize_tool_call_ids`]); `None` keeps them.
+    pub tool_call_id_mode: Option<ToolIdMode>,
     /// Apply [`prune_processed_history_images`].
     pub prune_images: bool,
     /// Apply [`strip_stale_usage_before_latest_compaction`].
@@ -144,6 +150,13 @@ impl HygienePolicy {
             fix_assistant_first: first,
             validate_anthropic: anthropic,
             validate_gemini: gemini,
+            // Google and Anthropic reject ids outside `[A-Za-z0-9_-]`-like grammars, and ids
+            // from other providers (`call_…|…`, `functions.x:0`) reach them in replayed or
+            // imported transcripts.
+            tool_call_id_mode: match provider {
+                Provider::Anthropic | Provider::Gemini => Some(ToolIdMode::Strict),
+                _ => None,
+            },
             prune_images: true,
             strip_stale_usage: true,
             strip_details: false,
@@ -169,6 +182,8 @@ pub struct HygieneReport {
     pub anthropic: AnthropicTurnsReport,
     /// [`validate_gemini_turns`].
     pub gemini: GeminiTurnsReport,
+    /// [`sanitize_tool_call_ids`].
+    pub tool_ids: ToolIdReport,
     /// [`prune_processed_history_images`].
     pub images: ImagePruneReport,
     /// [`strip_stale_usage_before_latest_compaction`].
@@ -190,6 +205,7 @@ impl HygieneReport {
             || self.turn_ordering.changed()
             || self.anthropic.changed()
             || self.gemini.changed()
+            || self.tool_ids.changed()
             || self.images.changed()
             || self.stale_usage.changed()
             || self.details.changed()
@@ -220,7 +236,7 @@ fn step<R: PassReport>(
 /// 2. until nothing changes: [`limit_history_turns`], the pairing repair again (now dropping
 ///    errored turns' results, which providers would see as orphans), then as the policy says
 ///    [`sanitize_google_turn_ordering`], [`validate_anthropic_turns`], [`validate_gemini_turns`];
-/// 3. [`prune_processed_history_images`], [`strip_stale_usage_before_latest_compaction`],
+/// 3. [`sanitize_tool_call_ids`], [`prune_processed_history_images`], [`strip_stale_usage_before_latest_compaction`],
 ///    [`strip_tool_result_details`] as the policy says.
 ///
 /// Why the loop: the validations run after the limit and the second repair, on the transcript's
@@ -284,6 +300,11 @@ pub fn run(input: &MessageList, policy: &HygienePolicy) -> (MessageList, Hygiene
         }
     }
 
+    // After the loop: pairing is decided on the original ids, and the mapping is injective, so
+    // renaming cannot unpair anything or give the loop more work.
+    if let Some(mode) = policy.tool_call_id_mode {
+        list = step(list, &mut report.tool_ids, |l| sanitize_tool_call_ids(l, mode));
+    }
     if policy.prune_images {
         list = step(list, &mut report.images, prune_processed_history_images);
     }
