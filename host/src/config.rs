@@ -130,6 +130,26 @@ pub struct Config {
     pub models: toml::Table,
     /// The free-form top-level `agents` table; its schema is defined by later work.
     pub agents: toml::Table,
+    /// Where each key under `models` and `agents` was written, as `(line, column)`, by dotted
+    /// key with `[i]` for array items (`models.providers.sim.models[0].contextWindow`). The
+    /// modules that give those tables meaning check them later, and their errors must still
+    /// point at the line.
+    pub key_positions: BTreeMap<String, (usize, usize)>,
+}
+
+impl Config {
+    /// Where `key` (dotted, `[i]` for array items) was written; falls back to the nearest
+    /// enclosing key that was recorded, so a missing key points at its table.
+    pub fn position_of(&self, key: &str) -> Option<(usize, usize)> {
+        let mut k = key;
+        loop {
+            if let Some(p) = self.key_positions.get(k) {
+                return Some(*p);
+            }
+            let cut = k.rfind(['.', '['])?;
+            k = &k[..cut];
+        }
+    }
 }
 
 impl Default for Config {
@@ -145,6 +165,7 @@ impl Default for Config {
             engines: BTreeMap::new(),
             models: toml::Table::new(),
             agents: toml::Table::new(),
+            key_positions: BTreeMap::new(),
         }
     }
 }
@@ -433,8 +454,10 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         text,
         file,
         errors: Vec::new(),
+        positions: BTreeMap::new(),
     };
-    let config = v.config(root.get_ref());
+    let mut config = v.config(root.get_ref());
+    config.key_positions = std::mem::take(&mut v.positions);
     match v.errors.into_iter().min_by_key(|(offset, _)| *offset) {
         Some((_, err)) => Err(err),
         None => Ok(config),
@@ -615,6 +638,8 @@ struct Validator<'a> {
     text: &'a str,
     file: &'a Path,
     errors: Vec<(usize, ConfigError)>,
+    /// Positions of the free-form keys, see [`Config::key_positions`].
+    positions: BTreeMap<String, (usize, usize)>,
 }
 
 impl Validator<'_> {
@@ -889,6 +914,8 @@ impl Validator<'_> {
     }
 
     fn toml_value(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<toml::Value> {
+        let position = self.at(&value.span());
+        self.positions.insert(key.to_owned(), position);
         Some(match value.get_ref() {
             DeValue::String(s) => toml::Value::String(s.to_string()),
             DeValue::Integer(_) => toml::Value::Integer(self.integer(key, value)?),

@@ -31,7 +31,8 @@ use crate::config::Config;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{file}: `{key}` {problem}")]
 pub struct ModelsConfigError {
-    /// The config file, or "built-in defaults".
+    /// Where: the config file with the key's `:line:column` when it was written there (the
+    /// nearest enclosing table's when the key is missing), or "built-in defaults".
     pub file: String,
     /// The dotted key.
     pub key: String,
@@ -75,16 +76,23 @@ fn file_of(config: &Config) -> String {
         .unwrap_or_else(|| "built-in defaults".to_string())
 }
 
-fn err(config: &Config, key: &str, problem: impl Into<String>) -> ModelsConfigError {
+/// A models/agents error located at `key`, so an editor can jump to it.
+pub(crate) fn err(config: &Config, key: &str, problem: impl Into<String>) -> ModelsConfigError {
+    let file = match config.position_of(key) {
+        Some((line, column)) if config.source_file.is_some() => {
+            format!("{}:{line}:{column}", file_of(config))
+        }
+        _ => file_of(config),
+    };
     ModelsConfigError {
-        file: file_of(config),
+        file,
         key: key.to_string(),
         problem: problem.into(),
     }
 }
 
 /// A value as a person reads it in an error: its type and, for scalars, the value.
-fn describe(v: &toml::Value) -> String {
+pub(crate) fn describe(v: &toml::Value) -> String {
     match v {
         toml::Value::String(s) => format!("string {s:?}"),
         toml::Value::Integer(i) => format!("integer {i}"),
@@ -96,7 +104,7 @@ fn describe(v: &toml::Value) -> String {
     }
 }
 
-fn number(
+pub(crate) fn number(
     config: &Config,
     key: &str,
     v: Option<&toml::Value>,
@@ -199,7 +207,7 @@ pub fn agent_defaults(config: &Config) -> Result<AgentDefaults, ModelsConfigErro
 }
 
 /// Provider ids compare without case and punctuation, so `z-ai` matches `z.ai`.
-fn normalize_provider(p: &str) -> String {
+pub(crate) fn normalize_provider(p: &str) -> String {
     p.chars()
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())
@@ -472,5 +480,16 @@ mod tests {
             e.to_string().contains("models.providers.sim.models[0].id"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn errors_point_at_the_line_of_the_key_or_its_table() {
+        let c = cfg("# models\n[agents.defaults]\ncontextTokens = \"lots\"\n");
+        let e = agent_defaults(&c).unwrap_err();
+        assert!(e.to_string().starts_with("plugins.toml:3:17: "), "{e}");
+        // A missing key points at its table entry.
+        let c = cfg("\n\n[[models.providers.sim.models]]\ncontextWindow = 5\n");
+        let e = model_entry(&c, "sim", "x").unwrap_err();
+        assert!(e.to_string().starts_with("plugins.toml:3:"), "{e}");
     }
 }
