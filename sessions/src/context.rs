@@ -66,6 +66,11 @@ pub struct SessionContext {
     /// hold the history twice, and contexts built from an unchanged tree are pointer-equal
     /// message by message.
     pub messages: Vec<SharedMessage>,
+    /// For each message, the index in the tree's entries of the entry it came from (the
+    /// compaction entry for the summary). Indices, not ids, so building a context allocates no
+    /// strings; `tree.entries()[i].id` is the entry id a compaction's `firstKeptEntryId`
+    /// names.
+    pub entry_indices: Vec<usize>,
     /// The branch's thinking level (`off` when never set).
     pub thinking_level: String,
     /// The branch's model, if it ever named one.
@@ -94,6 +99,7 @@ impl SessionContext {
     fn empty() -> Self {
         Self {
             messages: Vec::new(),
+            entry_indices: Vec::new(),
             thinking_level: DEFAULT_THINKING_LEVEL.to_owned(),
             model: None,
             compaction_id: None,
@@ -153,19 +159,23 @@ pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> Sess
     });
 
     let mut messages = Vec::with_capacity(path.len() + 1);
+    let mut indices = Vec::with_capacity(path.len() + 1);
     match compaction_at {
         Some(position) => {
             let at = path[position];
             let entry = &entries[at];
             if let EntryBody::Compaction(compaction) = &entry.body {
-                messages.extend(tree.synthesized_message(at, || {
+                if let Some(summary) = tree.synthesized_message(at, || {
                     AgentMessage::CompactionSummary(CompactionSummaryMessage {
                         summary: compaction.summary.clone(),
                         tokens_before: compaction.tokens_before,
                         timestamp: entry_millis(entry),
                         extra: Extra::new(),
                     })
-                }));
+                }) {
+                    messages.push(summary);
+                    indices.push(at);
+                }
                 // Kept entries: from `firstKeptEntryId` up to the compaction. If that id is not
                 // on the path before the compaction, nothing before it is kept (pi's behaviour).
                 let before = &path[..position];
@@ -174,27 +184,42 @@ pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> Sess
                     .position(|&index| entries[index].id == compaction.first_kept_entry_id)
                 {
                     for &index in &before[first_kept..] {
-                        push_message(&mut messages, tree, index);
+                        push_message(&mut messages, &mut indices, tree, index);
                     }
                 }
                 context.compaction_id = Some(entry.id.clone());
             }
             for &index in &path[position + 1..] {
-                push_message(&mut messages, tree, index);
+                push_message(&mut messages, &mut indices, tree, index);
             }
         }
         None => {
             for &index in &path {
-                push_message(&mut messages, tree, index);
+                push_message(&mut messages, &mut indices, tree, index);
             }
         }
     }
     context.messages = messages;
+    context.entry_indices = indices;
     context
 }
 
 /// Adds the message the entry at `index` contributes, if any (rule 5 of the module docs).
-fn push_message(messages: &mut Vec<SharedMessage>, tree: &SessionTree, index: usize) {
+fn push_message(
+    messages: &mut Vec<SharedMessage>,
+    indices: &mut Vec<usize>,
+    tree: &SessionTree,
+    index: usize,
+) {
+    let before = messages.len();
+    push_entry_message(messages, tree, index);
+    if messages.len() > before {
+        indices.push(index);
+    }
+}
+
+/// Adds the message the entry at `index` contributes, if any.
+fn push_entry_message(messages: &mut Vec<SharedMessage>, tree: &SessionTree, index: usize) {
     let entry = &tree.entries()[index];
     match &entry.body {
         EntryBody::Message(m) => messages.push(Arc::clone(&m.message)),
@@ -321,6 +346,13 @@ mod tests {
         let texts: Vec<_> = ctx.messages[1..].iter().map(|m| text_of(m)).collect();
         assert_eq!(texts, ["u2", "a2", "u3", "a3"]);
         assert_eq!(ctx.compaction_id.as_deref(), Some("c1"));
+        // Each message knows its entry: the summary its compaction, the rest their own.
+        let ids: Vec<_> = ctx
+            .entry_indices
+            .iter()
+            .map(|&i| t.entries()[i].id.as_str())
+            .collect();
+        assert_eq!(ids, ["c1", "u2", "a2", "u3", "a3"]);
     }
 
     /// With two compactions only the latest counts (5 messages, "Second summary").
