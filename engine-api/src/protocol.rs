@@ -311,6 +311,18 @@ pub struct CompactParams {
     pub custom_instructions: Option<String>,
     /// Open record of runtime facts (trigger, attempt, …); engines read what they know.
     pub runtime_context: serde_json::Value,
+    /// The branch as the model sees it (after the last compaction), oldest first: what there
+    /// is to compact. Sent with the call, rather than fetched through `session.read`, so a
+    /// compaction works on exactly the history that overflowed and costs no extra round trip;
+    /// unchanged messages cross the ABI by id. Empty from hosts older than 1.1.
+    pub messages: MessageList,
+    /// The session entry id of each of `messages` (same length), so the engine can name the
+    /// first kept entry (`firstKeptEntryId`). The summary of an earlier compaction carries
+    /// that compaction's entry id.
+    pub entry_ids: Vec<String>,
+    /// The window of the chat model the compacted context must fit, in tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
 }
 
 /// Details of a compaction that happened.

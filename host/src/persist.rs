@@ -68,6 +68,22 @@ pub fn ingest_and_append(
 pub struct SessionWriter {
     guard: PersistenceGuard,
     blobs: Option<BlobStore>,
+    caps: Vec<CapRecord>,
+}
+
+/// A tool result capped on its way into the session, for the run loop's `ingest_cap` event.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapRecord {
+    /// The tool whose result was capped.
+    pub tool_name: String,
+    /// Who capped it: `engine` (its `ingest` returned a replacement) or `persistence` (the
+    /// host's guard).
+    pub by: &'static str,
+    /// Characters of the original text.
+    pub original_chars: usize,
+    /// The blob holding the original, when the host stored it.
+    pub blob: Option<String>,
 }
 
 impl SessionWriter {
@@ -90,6 +106,7 @@ impl SessionWriter {
         Self {
             guard: PersistenceGuard::new(opts),
             blobs,
+            caps: Vec::new(),
         }
     }
 
@@ -108,13 +125,30 @@ impl SessionWriter {
             is_heartbeat: false,
             model,
         })?;
+        if let (Some(_), AgentMessage::ToolResult(r)) = (&result.replacement, &*message) {
+            self.caps.push(CapRecord {
+                tool_name: r.tool_name.clone(),
+                by: "engine",
+                original_chars: full_text(&message).chars().count(),
+                blob: None,
+            });
+        }
         let message = result.replacement.unwrap_or(message);
         let mut reference = None;
         if self.guard.would_cap(&message)
             && let Some(blobs) = &self.blobs
         {
             let text = full_text(&message);
-            reference = Some(blobs.put(text.as_bytes()).map_err(PersistError::Blob)?);
+            let blob = blobs.put(text.as_bytes()).map_err(PersistError::Blob)?;
+            if let AgentMessage::ToolResult(r) = &*message {
+                self.caps.push(CapRecord {
+                    tool_name: r.tool_name.clone(),
+                    by: "persistence",
+                    original_chars: text.chars().count(),
+                    blob: Some(blob.clone()),
+                });
+            }
+            reference = Some(blob);
         }
         let out = self
             .guard
@@ -124,6 +158,11 @@ impl SessionWriter {
             ids.push(session.append_message(m)?);
         }
         Ok(ids)
+    }
+
+    /// The tool results capped since the last call.
+    pub fn take_caps(&mut self) -> Vec<CapRecord> {
+        std::mem::take(&mut self.caps)
     }
 
     /// Ends a turn: pending calls get their synthetic results now.

@@ -76,7 +76,8 @@ impl From<ContextOverflow> for EngineError {
 }
 
 /// What [`guard_tool_loop`] did.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct ToolLoopReport {
     /// `max(1024, floor(window · 4 · 0.9))`.
     pub max_context_chars: usize,

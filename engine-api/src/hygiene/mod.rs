@@ -24,9 +24,9 @@ pub(crate) mod builder;
 pub(crate) mod calls;
 mod history;
 mod sanitize;
-mod tool_ids;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod tool_ids;
 mod turns;
 
 use serde::{Deserialize, Serialize};
@@ -303,7 +303,9 @@ pub fn run(input: &MessageList, policy: &HygienePolicy) -> (MessageList, Hygiene
     // After the loop: pairing is decided on the original ids, and the mapping is injective, so
     // renaming cannot unpair anything or give the loop more work.
     if let Some(mode) = policy.tool_call_id_mode {
-        list = step(list, &mut report.tool_ids, |l| sanitize_tool_call_ids(l, mode));
+        list = step(list, &mut report.tool_ids, |l| {
+            sanitize_tool_call_ids(l, mode)
+        });
     }
     if policy.prune_images {
         list = step(list, &mut report.images, prune_processed_history_images);

@@ -152,10 +152,7 @@ fn plan(list: &MessageList, mode: ToolIdMode) -> HashMap<String, String> {
 /// Rewrites tool-call ids (in assistant calls and in tool results alike) that `mode` rejects.
 ///
 /// Returns the input list itself when every id is already valid.
-pub fn sanitize_tool_call_ids(
-    list: &MessageList,
-    mode: ToolIdMode,
-) -> (MessageList, ToolIdReport) {
+pub fn sanitize_tool_call_ids(list: &MessageList, mode: ToolIdMode) -> (MessageList, ToolIdReport) {
     let mapping = plan(list, mode);
     if mapping.is_empty() {
         return (list.clone(), ToolIdReport::default());
@@ -239,7 +236,10 @@ mod tests {
     #[test]
     fn strict_uses_the_fallback_names_and_never_merges_two_ids() {
         let input = list(vec![
-            calls(&[("___", "a"), ("", "b"), ("a-1", "c"), ("a_1", "d")], "toolUse"),
+            calls(
+                &[("___", "a"), ("", "b"), ("a-1", "c"), ("a_1", "d")],
+                "toolUse",
+            ),
             result("___", "a"),
             result("", "b"),
             result("a-1", "c"),
@@ -251,7 +251,10 @@ mod tests {
         assert_eq!(ids[1], DEFAULT_TOOL_ID);
         assert_eq!(ids[2], "a1");
         assert_eq!(ids[3], "a12");
-        assert_eq!(result_ids(&out), ids.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            result_ids(&out),
+            ids.iter().map(String::as_str).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -271,17 +274,26 @@ mod tests {
     #[test]
     fn strict9_gives_nine_alphanumerics_and_keeps_valid_ones() {
         let input = list(vec![
-            calls(&[("call_0123456789", "x"), ("abcDEF123", "y"), ("s", "z")], "toolUse"),
+            calls(
+                &[("call_0123456789", "x"), ("abcDEF123", "y"), ("s", "z")],
+                "toolUse",
+            ),
             result("call_0123456789", "x"),
             result("abcDEF123", "y"),
             result("s", "z"),
         ]);
         let (out, report) = sanitize_tool_call_ids(&input, ToolIdMode::Strict9);
         let ids = call_ids(&out);
-        assert!(ids.iter().all(|id| is_valid(id, ToolIdMode::Strict9)), "{ids:?}");
+        assert!(
+            ids.iter().all(|id| is_valid(id, ToolIdMode::Strict9)),
+            "{ids:?}"
+        );
         assert_eq!(ids[1], "abcDEF123");
         assert_eq!(report.ids_rewritten, 2);
-        assert_eq!(result_ids(&out), ids.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            result_ids(&out),
+            ids.iter().map(String::as_str).collect::<Vec<_>>()
+        );
         // Deterministic: the same transcript gets the same ids every turn.
         let (again, _) = sanitize_tool_call_ids(&input, ToolIdMode::Strict9);
         assert_eq!(call_ids(&again), ids);

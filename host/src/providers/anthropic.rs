@@ -1,17 +1,59 @@
-//! PLACEHOLDER: lands with the HTTP providers work.
+//! Anthropic messages (`POST {baseUrl}/messages`), streamed.
+//!
+//! The conversion from pi messages lives here because Anthropic's shape differs from OpenAI's
+//! in ways that matter: tool results are blocks inside a *user* turn, roles must alternate, and
+//! thinking is only accepted back with the signature Anthropic gave it.
 
+use std::collections::BTreeMap;
+
+use rampart_engine_api::AgentMessage;
+use rampart_engine_api::message::{
+    AssistantMessage, Content, ContentBlock, Extra, StopReason, TextContent, ThinkingContent,
+    ToolCall, Usage,
+};
+use rampart_engine_api::wire::SharedMessage;
+use reqwest::blocking::Response;
+use serde_json::{Map, Value, json};
+
+use super::http::{
+    self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
+};
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
+use crate::session_export::to_openai_message;
 
-/// PLACEHOLDER.
+/// Where requests go when the config names no `baseUrl`.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
+
+/// The `api` value written into answers, as pi names this wire format.
+pub const API: &str = "anthropic-messages";
+
+/// The API version this reader understands; Anthropic requires the header.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// `max_tokens` when the request sets none: Anthropic requires the field, and this is enough
+/// for a turn without starving the context window.
+pub const DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// A provider speaking the Anthropic messages API.
 #[derive(Debug)]
 pub struct AnthropicProvider {
     settings: ProviderSettings,
+    http: HttpClient,
+    url: String,
 }
 
 impl AnthropicProvider {
-    /// Builds the provider from its settings.
+    /// Builds the provider from its settings. The API key is not read here but on each request,
+    /// so a configured provider without a key only fails when it is actually used.
     pub fn new(settings: ProviderSettings) -> Result<Self, ProviderError> {
-        Ok(Self { settings })
+        let http = HttpClient::new(&settings, AuthStyle::Header("x-api-key"))?;
+        let base = settings.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+        let url = format!("{}/messages", base.trim_end_matches('/'));
+        Ok(Self {
+            settings,
+            http,
+            url,
+        })
     }
 }
 
@@ -20,9 +62,557 @@ impl Provider for AnthropicProvider {
         &self.settings.id
     }
 
-    fn complete(&self, _request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        Err(ProviderError::Cancelled {
-            provider: self.settings.id.clone(),
+    fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let body = request_body(request);
+        let headers = [
+            ("anthropic-version", ANTHROPIC_VERSION),
+            ("content-type", "application/json"),
+        ];
+        let (answer, retries) = self
+            .http
+            .post(&self.url, &request.model, &headers, &body, read)?;
+        Ok(ModelResponse {
+            message: answer.into_message(&self.settings.id, &request.model),
+            retries,
         })
+    }
+}
+
+/// The JSON body of a streamed messages request. Public so that tests and tools can show
+/// exactly what would be sent.
+pub fn request_body(request: &ModelRequest) -> Value {
+    let mut body = json!({
+        "model": request.model,
+        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": to_anthropic_messages(&request.messages),
+        "stream": true,
+    });
+    if let Some(system) = &request.system {
+        body["system"] = json!(system);
+    }
+    body
+}
+
+// ---------------------------------------------------------------------------
+// pi messages → Anthropic messages
+// ---------------------------------------------------------------------------
+
+/// The conversation as Anthropic `messages`: strictly alternating user and assistant turns.
+/// Consecutive messages that land on the same side (several tool results, a tool result and
+/// the next user prompt) are merged into one turn, and messages with nothing Anthropic accepts
+/// are left out rather than sent empty, which Anthropic rejects.
+pub fn to_anthropic_messages(messages: &[SharedMessage]) -> Vec<Value> {
+    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in messages {
+        let (role, blocks) = convert(message);
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, mut blocks)| {
+            if role == "user" {
+                // Anthropic wants a turn's tool results before anything else in it.
+                blocks.sort_by_key(|b| b["type"] != "tool_result");
+            }
+            json!({"role": role, "content": blocks})
+        })
+        .collect()
+}
+
+/// One pi message as a side and its Anthropic content blocks.
+fn convert(message: &AgentMessage) -> (&'static str, Vec<Value>) {
+    match message {
+        AgentMessage::User(m) => ("user", content_blocks(&m.content)),
+        AgentMessage::Assistant(m) => ("assistant", assistant_blocks(m)),
+        AgentMessage::ToolResult(m) => {
+            let mut result = json!({
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id,
+                "is_error": m.is_error,
+            });
+            let content = content_blocks(&m.content);
+            if !content.is_empty() {
+                result["content"] = Value::Array(content);
+            }
+            ("user", vec![result])
+        }
+        // Roles Anthropic lacks are shown as user text, worded exactly as the OpenAI export
+        // words them, so the model reads the same transcript whichever API it is behind.
+        other => {
+            let text = to_openai_message(other)["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            ("user", text_block(&text).into_iter().collect())
+        }
+    }
+}
+
+/// A text block, or nothing for empty text: Anthropic rejects empty text blocks.
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+/// User-side content: text and images; other block kinds have no Anthropic form.
+fn content_blocks(content: &Content) -> Vec<Value> {
+    match content {
+        Content::Text(text) => text_block(text).into_iter().collect(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text(t) => text_block(&t.text),
+                ContentBlock::Image(i) => Some(json!({
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": i.mime_type, "data": i.data},
+                })),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+    message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(t) => text_block(&t.text),
+            ContentBlock::Thinking(t) => thinking_block(t),
+            ContentBlock::ToolCall(c) => Some(json!({
+                "type": "tool_use",
+                "id": c.id,
+                "name": c.name,
+                "input": tool_input(&c.arguments),
+            })),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Thinking goes back only with its signature: Anthropic rejects unsigned thinking (and
+/// thinking from another provider has no Anthropic signature). pi marks redacted thinking with
+/// `redacted: true` and keeps the opaque data in the signature field.
+fn thinking_block(thinking: &ThinkingContent) -> Option<Value> {
+    let signature = thinking
+        .thinking_signature
+        .as_deref()
+        .filter(|s| !s.is_empty())?;
+    if thinking.extra.get("redacted") == Some(&Value::Bool(true)) {
+        return Some(json!({"type": "redacted_thinking", "data": signature}));
+    }
+    Some(json!({"type": "thinking", "thinking": thinking.thinking, "signature": signature}))
+}
+
+/// `tool_use.input` must be an object. Arguments kept as a raw string (they did not parse when
+/// the call arrived) are wrapped rather than dropped, so the model still sees what it sent.
+fn tool_input(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(_) => arguments.clone(),
+        Value::Null => json!({}),
+        other => json!({"input": other}),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The answer
+// ---------------------------------------------------------------------------
+
+/// Reads a 2xx answer: a stream normally, a whole JSON message from proxies that ignore
+/// `stream: true`.
+fn read(response: Response) -> Result<Answer, Failure> {
+    if content_type(&response) == "application/json" {
+        let value = read_json(response)?;
+        check_error(&value)?;
+        return Answer::from_json(&value);
+    }
+    let mut answer = Answer::default();
+    for event in SseReader::new(response) {
+        let event = event?;
+        if event.data.trim().is_empty() {
+            continue;
+        }
+        let value = parse_event_json(&event.data)?;
+        check_error(&value)?;
+        let kind = event
+            .event
+            .as_deref()
+            .or_else(|| value.get("type").and_then(Value::as_str))
+            .unwrap_or_default();
+        if kind == "message_stop" {
+            return Ok(answer);
+        }
+        answer.apply(kind, &value)?;
+    }
+    Err(Failure::Dropped(
+        "the stream ended before message_stop".to_owned(),
+    ))
+}
+
+/// An `error` event or body is classified like the HTTP error its type stands for
+/// (`overloaded_error` → 529, retried; a "prompt is too long" text → overflow).
+fn check_error(value: &Value) -> Result<(), Failure> {
+    let is_error = value.get("type").and_then(Value::as_str) == Some("error");
+    let Some(error) = value.get("error").filter(|_| is_error) else {
+        return Ok(());
+    };
+    let status = error
+        .get("type")
+        .and_then(Value::as_str)
+        .and_then(http::status_for_error_type)
+        .unwrap_or(500);
+    Err(Failure::Api {
+        status,
+        body: value.to_string(),
+        retry_after: None,
+    })
+}
+
+/// A content block being assembled from stream events.
+#[derive(Debug)]
+enum PartialBlock {
+    Text(String),
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    RedactedThinking(String),
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+        input: Value,
+    },
+}
+
+/// The answer as it accumulates, event by event.
+#[derive(Debug, Default)]
+struct Answer {
+    blocks: BTreeMap<u64, PartialBlock>,
+    stop_reason: Option<String>,
+    usage: Usage,
+    model: Option<String>,
+}
+
+impl Answer {
+    fn apply(&mut self, kind: &str, event: &Value) -> Result<(), Failure> {
+        match kind {
+            "message_start" => {
+                let message = event.get("message").unwrap_or(&Value::Null);
+                if let Some(model) = message.get("model").and_then(Value::as_str) {
+                    self.model = Some(model.to_owned());
+                }
+                self.add_usage(message.get("usage"));
+            }
+            "content_block_start" => {
+                let block = event.get("content_block").unwrap_or(&Value::Null);
+                if let Some(partial) = start_block(block) {
+                    self.blocks.insert(index(event)?, partial);
+                }
+            }
+            "content_block_delta" => {
+                let delta = event.get("delta").unwrap_or(&Value::Null);
+                if let Some(block) = self.blocks.get_mut(&index(event)?) {
+                    apply_delta(block, delta);
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                self.add_usage(event.get("usage"));
+            }
+            // `content_block_stop` needs nothing: blocks are finished when the message is.
+            // `ping` and unknown events are ignored, as Anthropic's versioning policy asks.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Usage fields are cumulative where they appear, so the latest value wins.
+    fn add_usage(&mut self, usage: Option<&Value>) {
+        let Some(usage) = usage else { return };
+        let field = |name: &str| usage.get(name).and_then(Value::as_u64);
+        if let Some(n) = field("input_tokens") {
+            self.usage.input = n;
+        }
+        if let Some(n) = field("output_tokens") {
+            self.usage.output = n;
+        }
+        if let Some(n) = field("cache_read_input_tokens") {
+            self.usage.cache_read = n;
+        }
+        if let Some(n) = field("cache_creation_input_tokens") {
+            self.usage.cache_write = n;
+        }
+    }
+
+    /// A non-streamed answer, read into the same accumulator so both paths end alike.
+    fn from_json(value: &Value) -> Result<Self, Failure> {
+        let blocks = value
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| Failure::Invalid(format!("the answer has no content: {value}")))?;
+        let mut answer = Answer::default();
+        answer.apply("message_start", &json!({"message": value}))?;
+        for (i, block) in blocks.iter().enumerate() {
+            if let Some(partial) = start_block(block) {
+                answer.blocks.insert(i as u64, partial);
+            }
+        }
+        answer.stop_reason = value
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok(answer)
+    }
+
+    fn into_message(self, provider: &str, requested_model: &str) -> AssistantMessage {
+        let content: Vec<ContentBlock> = self.blocks.into_values().filter_map(finish).collect();
+        let (stop_reason, error_message) = stop_reason(self.stop_reason.as_deref());
+        let mut usage = self.usage;
+        usage.total_tokens =
+            Some(usage.input + usage.output + usage.cache_read + usage.cache_write);
+        let model = if requested_model.is_empty() {
+            self.model.unwrap_or_default()
+        } else {
+            requested_model.to_owned()
+        };
+        AssistantMessage {
+            content,
+            api: API.to_owned(),
+            provider: provider.to_owned(),
+            model,
+            usage,
+            stop_reason,
+            timestamp: http::now_ms(),
+            error_message,
+            extra: Extra::new(),
+        }
+    }
+}
+
+fn index(event: &Value) -> Result<u64, Failure> {
+    event
+        .get("index")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| Failure::Invalid(format!("a content block event has no index: {event}")))
+}
+
+fn start_block(block: &Value) -> Option<PartialBlock> {
+    let text = |key: &str| {
+        block
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Some(match block.get("type").and_then(Value::as_str)? {
+        "text" => PartialBlock::Text(text("text")),
+        "thinking" => PartialBlock::Thinking {
+            text: text("thinking"),
+            signature: text("signature"),
+        },
+        "redacted_thinking" => PartialBlock::RedactedThinking(text("data")),
+        "tool_use" => PartialBlock::ToolUse {
+            id: text("id"),
+            name: text("name"),
+            json: String::new(),
+            input: block.get("input").cloned().unwrap_or_else(|| json!({})),
+        },
+        _ => return None,
+    })
+}
+
+fn apply_delta(block: &mut PartialBlock, delta: &Value) {
+    let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+    match (block, delta.get("type").and_then(Value::as_str)) {
+        (PartialBlock::Text(buffer), Some("text_delta")) => buffer.push_str(text("text")),
+        (PartialBlock::Thinking { text: buffer, .. }, Some("thinking_delta")) => {
+            buffer.push_str(text("thinking"));
+        }
+        (PartialBlock::Thinking { signature, .. }, Some("signature_delta")) => {
+            signature.push_str(text("signature"));
+        }
+        (PartialBlock::ToolUse { json, .. }, Some("input_json_delta")) => {
+            json.push_str(text("partial_json"));
+        }
+        _ => {}
+    }
+}
+
+/// A finished block as pi content. Tool input streamed as JSON fragments replaces the empty
+/// `input` of `content_block_start`; fragments that do not parse are kept as a string so the
+/// turn survives and the tool can report the bad input.
+fn finish(block: PartialBlock) -> Option<ContentBlock> {
+    Some(match block {
+        PartialBlock::Text(text) if text.is_empty() => return None,
+        PartialBlock::Text(text) => ContentBlock::Text(TextContent {
+            text,
+            text_signature: None,
+            extra: Extra::new(),
+        }),
+        PartialBlock::Thinking { text, signature } => ContentBlock::Thinking(ThinkingContent {
+            thinking: text,
+            thinking_signature: (!signature.is_empty()).then_some(signature),
+            extra: Extra::new(),
+        }),
+        PartialBlock::RedactedThinking(data) => {
+            let mut extra = Map::new();
+            extra.insert("redacted".to_owned(), Value::Bool(true));
+            ContentBlock::Thinking(ThinkingContent {
+                thinking: String::new(),
+                thinking_signature: Some(data),
+                extra,
+            })
+        }
+        PartialBlock::ToolUse {
+            id,
+            name,
+            json,
+            input,
+        } => {
+            let arguments = if json.trim().is_empty() {
+                input
+            } else {
+                serde_json::from_str(&json).unwrap_or(Value::String(json))
+            };
+            ContentBlock::ToolCall(ToolCall {
+                id,
+                name,
+                arguments,
+                thought_signature: None,
+                extra: Extra::new(),
+            })
+        }
+    })
+}
+
+/// pi's stop reason for Anthropic's.
+fn stop_reason(reason: Option<&str>) -> (StopReason, Option<String>) {
+    match reason {
+        Some("max_tokens") => (StopReason::Length, None),
+        Some("tool_use") => (StopReason::ToolUse, None),
+        Some("refusal") => (
+            StopReason::Error,
+            Some("the model refused to answer".to_owned()),
+        ),
+        // end_turn, stop_sequence, pause_turn: the turn is over.
+        _ => (StopReason::Stop, None),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn assistant(content: Value) -> SharedMessage {
+        Arc::new(
+            serde_json::from_value(json!({
+                "role": "assistant", "content": content,
+                "api": "x", "provider": "x", "model": "m",
+                "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                "stopReason": "toolUse", "timestamp": 0
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn unsigned_thinking_is_dropped_and_signed_thinking_kept() {
+        let messages = vec![
+            Arc::new(AgentMessage::user_text("hi", 0)),
+            assistant(json!([
+                {"type": "thinking", "thinking": "unsigned"},
+                {"type": "thinking", "thinking": "signed", "thinkingSignature": "sig"},
+                {"type": "text", "text": "hello"}
+            ])),
+        ];
+        let out = to_anthropic_messages(&messages);
+        assert_eq!(
+            out[1]["content"],
+            json!([
+                {"type": "thinking", "thinking": "signed", "signature": "sig"},
+                {"type": "text", "text": "hello"}
+            ])
+        );
+    }
+
+    #[test]
+    fn summaries_become_user_text_and_merge_with_the_next_prompt() {
+        let summary: SharedMessage = Arc::new(
+            serde_json::from_value(json!({
+                "role": "compactionSummary", "summary": "S", "tokensBefore": 10, "timestamp": 0
+            }))
+            .unwrap(),
+        );
+        let out = to_anthropic_messages(&[summary, Arc::new(AgentMessage::user_text("next", 0))]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(
+            out[0]["content"][0]["text"],
+            "Summary of the earlier conversation:\n\nS"
+        );
+        assert_eq!(out[0]["content"][1]["text"], "next");
+    }
+
+    #[test]
+    fn events_assemble_text_tool_use_and_usage() {
+        let mut answer = Answer::default();
+        let events = [
+            (
+                "message_start",
+                json!({"message": {"model": "claude", "usage": {"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+            ),
+            (
+                "content_block_start",
+                json!({"index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "read", "input": {}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a\":"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"index": 1, "delta": {"type": "input_json_delta", "partial_json": "1}"}}),
+            ),
+            (
+                "message_delta",
+                json!({"delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}}),
+            ),
+        ];
+        for (kind, event) in events {
+            answer.apply(kind, &event).unwrap();
+        }
+        let message = answer.into_message("anthropic", "claude-x");
+        assert_eq!(message.stop_reason, StopReason::ToolUse);
+        assert_eq!(
+            (
+                message.usage.input,
+                message.usage.output,
+                message.usage.cache_read
+            ),
+            (10, 7, 5)
+        );
+        match &message.content[1] {
+            ContentBlock::ToolCall(c) => assert_eq!(c.arguments, json!({"a": 1})),
+            other => panic!("expected a tool call, got {other:?}"),
+        }
     }
 }

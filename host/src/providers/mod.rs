@@ -151,7 +151,9 @@ pub enum ProviderError {
         retries: u32,
     },
     /// The key was refused.
-    #[error("{provider}: the API key was refused (HTTP {status}): {message}. Check the key in ${env_var}.")]
+    #[error(
+        "{provider}: the API key was refused (HTTP {status}): {message}. Check the key in ${env_var}."
+    )]
     Auth {
         /// The provider id.
         provider: String,

@@ -1,17 +1,50 @@
-//! PLACEHOLDER: lands with the HTTP providers work.
+//! OpenAI chat completions (`POST {baseUrl}/chat/completions`), streamed with usage.
+//!
+//! The same code serves every OpenAI-compatible server (llama.cpp, vLLM, Ollama), so the
+//! reader is lenient where those servers differ: a plain JSON answer to a streamed request, a
+//! missing `[DONE]` after a `finish_reason`, tool calls without ids, reasoning in
+//! `reasoning_content`.
 
+use std::collections::BTreeMap;
+
+use rampart_engine_api::message::{
+    AssistantMessage, ContentBlock, Extra, StopReason, ThinkingContent, ToolCall, Usage,
+};
+use reqwest::blocking::Response;
+use serde_json::{Value, json};
+
+use super::http::{
+    self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
+};
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
+use crate::session_export::to_openai_message;
 
-/// PLACEHOLDER.
+/// Where requests go when the config names no `baseUrl`.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The `api` value written into answers, as pi names this wire format.
+pub const API: &str = "openai-completions";
+
+/// A provider speaking OpenAI chat completions.
 #[derive(Debug)]
 pub struct OpenAiProvider {
     settings: ProviderSettings,
+    http: HttpClient,
+    url: String,
 }
 
 impl OpenAiProvider {
-    /// Builds the provider from its settings.
+    /// Builds the provider from its settings. The API key is not read here but on each request,
+    /// so a configured provider without a key only fails when it is actually used.
     pub fn new(settings: ProviderSettings) -> Result<Self, ProviderError> {
-        Ok(Self { settings })
+        let http = HttpClient::new(&settings, AuthStyle::Bearer)?;
+        let base = settings.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
+        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+        Ok(Self {
+            settings,
+            http,
+            url,
+        })
     }
 }
 
@@ -20,9 +53,320 @@ impl Provider for OpenAiProvider {
         &self.settings.id
     }
 
-    fn complete(&self, _request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        Err(ProviderError::Cancelled {
-            provider: self.settings.id.clone(),
+    fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let body = request_body(request);
+        let (answer, retries) = self
+            .http
+            .post(&self.url, &request.model, &[], &body, read)?;
+        Ok(ModelResponse {
+            message: answer.into_message(&self.settings.id, &request.model),
+            retries,
         })
+    }
+}
+
+/// The JSON body of a streamed chat-completions request. Public so that tests and tools can
+/// show exactly what would be sent.
+pub fn request_body(request: &ModelRequest) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(system) = &request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    messages.extend(request.messages.iter().map(|m| to_openai_message(m)));
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if let Some(max) = request.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    body
+}
+
+/// Reads a 2xx answer: a stream normally, a whole JSON object from servers that ignore
+/// `stream: true`.
+fn read(response: Response) -> Result<Answer, Failure> {
+    if content_type(&response) == "application/json" {
+        let value = read_json(response)?;
+        check_error(&value)?;
+        return Answer::from_json(&value);
+    }
+    read_stream(response)
+}
+
+fn read_stream(response: Response) -> Result<Answer, Failure> {
+    let mut answer = Answer::default();
+    for event in SseReader::new(response) {
+        let event = event?;
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            return Ok(answer);
+        }
+        if data.is_empty() {
+            continue;
+        }
+        let chunk = parse_event_json(data)?;
+        check_error(&chunk)?;
+        answer.apply_chunk(&chunk);
+    }
+    // Some compatible servers close after the last chunk without `[DONE]`; a finish reason
+    // proves the answer itself is complete.
+    if answer.finish_reason.is_some() {
+        Ok(answer)
+    } else {
+        Err(Failure::Dropped(
+            "the stream ended before the answer was complete".to_owned(),
+        ))
+    }
+}
+
+/// An `{"error": …}` object (in a stream or a whole answer) is classified like an HTTP error
+/// with the status its code or type stands for.
+fn check_error(value: &Value) -> Result<(), Failure> {
+    let Some(error) = value.get("error").filter(|e| !e.is_null()) else {
+        return Ok(());
+    };
+    let numeric = error
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..600).contains(c));
+    let named = || {
+        ["type", "code"]
+            .iter()
+            .filter_map(|k| error.get(*k).and_then(Value::as_str))
+            .find_map(http::status_for_error_type)
+    };
+    Err(Failure::Api {
+        status: numeric.or_else(named).unwrap_or(500),
+        body: value.to_string(),
+        retry_after: None,
+    })
+}
+
+/// A tool call being assembled from stream fragments.
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// The answer as it accumulates, chunk by chunk.
+#[derive(Debug, Default)]
+struct Answer {
+    text: String,
+    reasoning: String,
+    calls: BTreeMap<u64, PartialCall>,
+    finish_reason: Option<String>,
+    usage: Option<Value>,
+    model: Option<String>,
+}
+
+impl Answer {
+    fn apply_chunk(&mut self, chunk: &Value) {
+        if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(usage.clone());
+        }
+        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+            return;
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta") else {
+            return;
+        };
+        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+            self.text.push_str(text);
+        }
+        // `reasoning_content` is DeepSeek's and vLLM's name, `reasoning` Ollama's and OpenRouter's.
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(text) = delta.get(key).and_then(Value::as_str) {
+                self.reasoning.push_str(text);
+            }
+        }
+        for (position, call) in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let index = call
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(position as u64);
+            let partial = self.calls.entry(index).or_default();
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                partial.id.push_str(id);
+            }
+            let function = call.get("function");
+            if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
+                partial.name.push_str(name);
+            }
+            match function.and_then(|f| f.get("arguments")) {
+                Some(Value::String(fragment)) => partial.arguments.push_str(fragment),
+                // Some servers send the arguments already parsed.
+                Some(other) if !other.is_null() => partial.arguments.push_str(&other.to_string()),
+                _ => {}
+            }
+        }
+    }
+
+    /// A non-streamed answer, read into the same accumulator so both paths end alike.
+    fn from_json(value: &Value) -> Result<Self, Failure> {
+        let choice = value
+            .get("choices")
+            .and_then(|c| c.get(0))
+            .ok_or_else(|| Failure::Invalid(format!("the answer has no choices: {value}")))?;
+        let message = choice.get("message").cloned().unwrap_or(Value::Null);
+        let chunk = json!({
+            "model": value.get("model"),
+            "usage": value.get("usage"),
+            "choices": [{"delta": message, "finish_reason": choice.get("finish_reason")}],
+        });
+        let mut answer = Answer::default();
+        answer.apply_chunk(&chunk);
+        answer
+            .finish_reason
+            .get_or_insert_with(|| "stop".to_owned());
+        Ok(answer)
+    }
+
+    fn into_message(self, provider: &str, requested_model: &str) -> AssistantMessage {
+        let mut content = Vec::new();
+        if !self.reasoning.is_empty() {
+            content.push(ContentBlock::Thinking(ThinkingContent {
+                thinking: self.reasoning,
+                thinking_signature: None,
+                extra: Extra::new(),
+            }));
+        }
+        if !self.text.is_empty() {
+            content.push(ContentBlock::text(self.text));
+        }
+        let has_calls = !self.calls.is_empty();
+        for (index, call) in self.calls {
+            content.push(ContentBlock::ToolCall(ToolCall {
+                // Pairing needs an id; some local servers omit it.
+                id: if call.id.is_empty() {
+                    format!("call_{index}")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: parse_arguments(&call.arguments),
+                thought_signature: None,
+                extra: Extra::new(),
+            }));
+        }
+        let (stop_reason, error_message) = stop_reason(self.finish_reason.as_deref(), has_calls);
+        let model = if requested_model.is_empty() {
+            self.model.unwrap_or_default()
+        } else {
+            requested_model.to_owned()
+        };
+        AssistantMessage {
+            content,
+            api: API.to_owned(),
+            provider: provider.to_owned(),
+            model,
+            usage: usage(self.usage.as_ref()),
+            stop_reason,
+            timestamp: http::now_ms(),
+            error_message,
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// The arguments as JSON. Text that does not parse is kept as a string rather than failing the
+/// turn: the tool can still report the bad input to the model, which then corrects itself.
+fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// pi's stop reason for OpenAI's `finish_reason`. A turn with tool calls is `toolUse` whatever
+/// the server said, because some servers say `stop` and the run loop must still run the tools.
+fn stop_reason(finish: Option<&str>, has_calls: bool) -> (StopReason, Option<String>) {
+    match finish {
+        Some("length") => (StopReason::Length, None),
+        Some("content_filter") => (
+            StopReason::Error,
+            Some("the provider's content filter stopped the answer".to_owned()),
+        ),
+        _ if has_calls => (StopReason::ToolUse, None),
+        Some("tool_calls" | "function_call") => (StopReason::ToolUse, None),
+        _ => (StopReason::Stop, None),
+    }
+}
+
+/// pi's usage from OpenAI's: cached prompt tokens are split out of `prompt_tokens`, because pi
+/// counts `input` as the uncached part only.
+fn usage(raw: Option<&Value>) -> Usage {
+    let Some(raw) = raw else {
+        return Usage::default();
+    };
+    let count = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let prompt = count(raw.get("prompt_tokens"));
+    let completion = count(raw.get("completion_tokens"));
+    let cached = count(raw.pointer("/prompt_tokens_details/cached_tokens")).min(prompt);
+    Usage {
+        input: prompt - cached,
+        output: completion,
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: Some(prompt + completion),
+        ..Usage::default()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_assemble_into_calls_and_bad_arguments_survive() {
+        let mut answer = Answer::default();
+        for chunk in [
+            json!({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read","arguments":"{\"pa"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\":\"a\"}"}}]}}]}),
+            json!({"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"x","arguments":"{oops"}}]}}]}),
+            json!({"choices":[{"delta":{},"finish_reason":"tool_calls"}]}),
+        ] {
+            answer.apply_chunk(&chunk);
+        }
+        let message = answer.into_message("p", "m");
+        let calls: Vec<&ToolCall> = message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls[0].arguments, json!({"path": "a"}));
+        assert_eq!(calls[1].arguments, json!("{oops"));
+        assert_eq!(message.stop_reason, StopReason::ToolUse);
+    }
+
+    #[test]
+    fn in_stream_errors_carry_the_status_their_type_means() {
+        let failure =
+            check_error(&json!({"error": {"message": "slow down", "type": "rate_limit_exceeded"}}));
+        assert!(matches!(failure, Err(Failure::Api { status: 429, .. })));
+        let failure = check_error(&json!({"error": {"message": "boom", "code": 503}}));
+        assert!(matches!(failure, Err(Failure::Api { status: 503, .. })));
+        assert!(check_error(&json!({"error": null, "choices": []})).is_ok());
     }
 }

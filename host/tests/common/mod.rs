@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests: finding the engine libraries cargo built next to the
 //! test binary, writing configs, and running the `rampart` binary.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+pub mod loopback;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -38,11 +39,13 @@ pub fn write_config(dir: &Path, body: &str) -> PathBuf {
 }
 
 /// A config selecting `id`, loaded from `path`, with extra lines inside its engine table.
+/// The call deadline is short enough for the hang fixture and long enough for a panic to
+/// unwind with a backtrace on a loaded debug build (500 ms was not).
 pub fn config_for(dir: &Path, id: &str, path: &Path, extra: &str) -> PathBuf {
     write_config(
         dir,
         &format!(
-            "[plugins]\ncallTimeoutMs = 500\nloadTimeoutMs = 5000\n[plugins.slots]\n\
+            "[plugins]\ncallTimeoutMs = 3000\nloadTimeoutMs = 5000\n[plugins.slots]\n\
              contextEngine = \"{id}\"\n[plugins.engines.{id}]\npath = \"{}\"\n{extra}\n",
             path.display()
         ),

@@ -1,0 +1,811 @@
+//! The run loop: one user turn through the four layers to a model and back into the session.
+//!
+//! Each attempt (reference §1):
+//! 1. layer 1, the window guard, with failover down the agent's model list (no request for a
+//!    blocked model);
+//! 2. the active branch from the session, with the last compaction applied;
+//! 3. the hygiene choke point, then `engine.assemble` (its failure is logged and the hygiene
+//!    output used), then the choke point again on whatever the engine returned;
+//! 4. layer 2's in-memory tool-loop guard;
+//! 5. the precheck, which may truncate tool results in the session or send the attempt into
+//!    overflow recovery before anything is sent;
+//! 6. the request.
+//!
+//! On an overflow (from the provider, the tool-loop guard or the precheck): up to 3
+//! compactions, retrying only when something was compacted; then one in-session tool-result
+//! truncation pass; then an error the user can act on. Every decision is an event
+//! ([`events::EventKind`]).
+
+pub mod events;
+mod recovery;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rampart_engine_api::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
+use rampart_engine_api::guards::tool_loop::guard_tool_loop;
+use rampart_engine_api::guards::tool_result::estimate_tool_result_reduction_potential_capped;
+use rampart_engine_api::guards::window::WindowNumbers;
+use rampart_engine_api::hygiene::{self, HygienePolicy};
+use rampart_engine_api::message::{AgentMessage, Usage};
+use rampart_engine_api::overflow::CONTEXT_OVERFLOW_USER_MESSAGE;
+use rampart_engine_api::protocol::{
+    AfterTurnParams, AssembleParams, MaintainParams, ModelRef, SessionRef,
+};
+use rampart_engine_api::tokens::{CountMode, TokenCounter};
+use rampart_engine_api::wire::{MessageList, SharedMessage};
+use rampart_sessions::Session;
+use rampart_sessions::store::SessionStore;
+use serde_json::json;
+
+use crate::blobs::BlobStore;
+use crate::config::Config;
+use crate::models::{GuardError, ModelsConfigError, guard_models};
+use crate::persist::{PersistError, SessionWriter};
+use crate::providers::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
+use crate::slot::EngineSlot;
+
+pub use events::{EventKind, RecordedEvent, RunEvents};
+
+/// OpenClaw's compaction reserve floor (`reserveTokensFloor`): the precheck keeps this much
+/// of the window free for the answer and for compaction.
+pub const DEFAULT_RESERVE_TOKENS: u64 = 20_000;
+
+/// The default tool-result cap (`contextLimits.toolResultMaxChars`), as the legacy engine uses.
+pub const DEFAULT_TOOL_RESULT_MAX_CHARS: usize = 400_000;
+
+/// The model used when the config names none: the embedded simulator.
+pub const DEFAULT_MODEL: &str = "sim/default";
+
+/// A provider as the run loop needs it.
+#[derive(Clone)]
+pub struct ResolvedProvider {
+    /// The backend.
+    pub provider: Arc<dyn Provider>,
+    /// The wire family, which picks the hygiene policy.
+    pub family: hygiene::Provider,
+    /// How prompts to this model are counted (the model's `tokenizer`).
+    pub count_mode: CountMode,
+}
+
+/// Where the run loop finds providers; implemented by the provider registry, and by tests.
+pub trait ModelSource {
+    /// The provider for `provider/model`.
+    fn resolve(&self, provider: &str, model: &str) -> Result<ResolvedProvider, TurnError>;
+
+    /// What the provider knows of the model's window (the guard's "model" source).
+    fn reported_window(&self, provider: &str, model: &str) -> WindowNumbers {
+        let _ = (provider, model);
+        WindowNumbers::default()
+    }
+}
+
+impl ModelSource for crate::providers::registry::Providers {
+    fn resolve(&self, provider: &str, model: &str) -> Result<ResolvedProvider, TurnError> {
+        let name = format!("{provider}/{model}");
+        let backend = self
+            .provider(provider)
+            .map_err(|e| TurnError::UnknownModel {
+                name: name.clone(),
+                problem: e.to_string(),
+            })?;
+        let settings = self.settings(provider);
+        let family = match settings.map(|s| s.api) {
+            Some(crate::providers::ApiKind::OpenAiCompletions) => {
+                hygiene::Provider::OpenAiCompletions
+            }
+            Some(crate::providers::ApiKind::AnthropicMessages) => hygiene::Provider::Anthropic,
+            _ => hygiene::Provider::Other,
+        };
+        let entry = settings.and_then(|s| s.models.iter().find(|m| m.id == model));
+        let count_mode = match entry.and_then(|m| m.tokenizer.as_deref()) {
+            Some(name) => name.parse().map_err(|e| TurnError::UnknownModel {
+                name: name.to_string(),
+                problem: format!("its `tokenizer`: {e}"),
+            })?,
+            None => CountMode::for_model(model),
+        };
+        Ok(ResolvedProvider {
+            provider: backend,
+            family,
+            count_mode,
+        })
+    }
+
+    fn reported_window(&self, provider: &str, model: &str) -> WindowNumbers {
+        self.settings(provider)
+            .and_then(|s| s.models.iter().find(|m| m.id == model))
+            .map(|m| WindowNumbers {
+                context_tokens: m.context_tokens,
+                context_window: m.context_window,
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// The knobs of a run that do not change between turns.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// `provider/model` names: the primary first, then the fallbacks.
+    pub candidates: Vec<String>,
+    /// The system prompt before the engine's addition.
+    pub system_prompt: Option<String>,
+    /// Tokens the precheck keeps free.
+    pub reserve_tokens: u64,
+    /// `contextLimits.toolResultMaxChars`.
+    pub tool_result_max_chars: usize,
+    /// `historyLimit`: user turns of history to send (`None`: all).
+    pub history_limit: Option<i64>,
+    /// An upper bound on the answer's tokens.
+    pub max_output_tokens: Option<u64>,
+}
+
+impl RunSettings {
+    /// The settings of `agents.defaults`: its model list (the simulator when none is named),
+    /// its tool-result cap and the compaction reserve.
+    pub fn from_config(config: &Config) -> Result<Self, ModelsConfigError> {
+        let defaults = crate::models::agent_defaults(config)?;
+        let mut candidates = vec![
+            defaults
+                .primary
+                .clone()
+                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+        ];
+        candidates.extend(defaults.fallbacks.iter().cloned());
+        Ok(Self {
+            candidates,
+            system_prompt: None,
+            reserve_tokens: DEFAULT_RESERVE_TOKENS,
+            tool_result_max_chars: defaults
+                .tool_result_max_chars
+                .map_or(DEFAULT_TOOL_RESULT_MAX_CHARS, |c| c as usize),
+            history_limit: None,
+            max_output_tokens: None,
+        })
+    }
+}
+
+/// Which kind of give-up a context overflow ended in (the reference's `meta.error.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverflowKind {
+    /// The prompt did not fit and nothing more could be removed.
+    ContextOverflow,
+    /// The compaction itself failed on an overflow.
+    CompactionFailure,
+}
+
+/// Why a turn ended without an answer. Each variant says what the user can do.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// Every model the agent may use was blocked by the window guard; nothing was sent.
+    #[error("{message}")]
+    Blocked {
+        /// The reference's block message of the last model tried.
+        message: String,
+        /// One line per blocked model.
+        blocked: Vec<String>,
+    },
+    /// The prompt could not be made to fit.
+    #[error("{message}")]
+    ContextOverflow {
+        /// `context_overflow` or `compaction_failure`.
+        kind: OverflowKind,
+        /// The user-facing text.
+        message: String,
+        /// The last overflow text seen (provider error or precheck).
+        cause: String,
+    },
+    /// The provider failed for a reason other than an overflow.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The configuration is wrong.
+    #[error(transparent)]
+    Config(#[from] ModelsConfigError),
+    /// The session could not be read or written.
+    #[error(transparent)]
+    Persist(#[from] PersistError),
+    /// A model name the config does not know.
+    #[error("unknown model `{name}`: {problem}")]
+    UnknownModel {
+        /// `provider/model`.
+        name: String,
+        /// What is wrong and what exists.
+        problem: String,
+    },
+}
+
+impl TurnError {
+    /// The kind a `--json` consumer reads.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Blocked { .. } => "window_too_small",
+            Self::ContextOverflow {
+                kind: OverflowKind::ContextOverflow,
+                ..
+            } => "context_overflow",
+            Self::ContextOverflow {
+                kind: OverflowKind::CompactionFailure,
+                ..
+            } => "compaction_failure",
+            Self::Provider(_) => "provider",
+            Self::Config(_) | Self::UnknownModel { .. } => "config",
+            Self::Persist(_) => "session",
+        }
+    }
+}
+
+/// Exactly what the model received, for `--requests-out` and for audits.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRecord {
+    /// The turn number, from 1.
+    pub turn: u64,
+    /// The attempt within the turn, from 1.
+    pub attempt: u32,
+    /// `provider/model`.
+    pub model: String,
+    /// The model's window.
+    pub window: u64,
+    /// The prompt's tokens: the provider's usage when it answered, else the host's count.
+    pub prompt_tokens: u64,
+    /// The system prompt sent.
+    pub system: Option<String>,
+    /// The messages sent, in pi's format.
+    pub messages: Vec<SharedMessage>,
+}
+
+/// What one turn did.
+#[derive(Debug, Clone)]
+pub struct TurnReport {
+    /// `provider/model` that answered.
+    pub model: String,
+    /// Its window.
+    pub window: u64,
+    /// Attempts made (1 when the first request succeeded).
+    pub attempts: u32,
+    /// Prompt tokens of the answered request, from the provider's usage.
+    pub prompt_tokens: u64,
+    /// The host's count of the same request before sending it.
+    pub estimated_tokens: u64,
+    /// Compactions that compacted during the turn.
+    pub compactions: u32,
+    /// In-session truncation passes that changed something.
+    pub truncation_passes: u32,
+    /// The answer, as persisted.
+    pub reply: SharedMessage,
+    /// Every request sent during the turn, in order.
+    pub requests: Vec<RequestRecord>,
+}
+
+/// The loop's state across turns of one session: token memos, the persistence guard, the
+/// turn counter.
+pub struct Runner<'a> {
+    config: &'a Config,
+    slot: &'a EngineSlot,
+    models: &'a dyn ModelSource,
+    settings: RunSettings,
+    events: RunEvents,
+    blobs: Option<BlobStore>,
+    registry: Option<(&'a SessionStore, String)>,
+    counters: HashMap<CountMode, Arc<TokenCounter>>,
+    writer: Option<(u64, SessionWriter)>,
+    turn: u64,
+}
+
+impl std::fmt::Debug for Runner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("settings", &self.settings)
+            .field("turn", &self.turn)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The state of one attempt's overflow handling, kept across attempts of a turn.
+#[derive(Debug, Default)]
+pub(crate) struct Recovery {
+    pub(crate) overflow_compactions: u32,
+    pub(crate) compacted: u32,
+    pub(crate) truncation_tried: bool,
+    pub(crate) truncation_passes: u32,
+}
+
+/// A request ready to send, with the figures behind it.
+struct Prepared {
+    list: MessageList,
+    system: Option<String>,
+    estimated: u64,
+}
+
+/// What the precheck and the guards decided for an attempt.
+enum Decision {
+    Send(Prepared),
+    /// Retry the attempt: the precheck truncated tool results in the session.
+    Retry,
+    /// Treat as an overflow with this text.
+    Overflow {
+        text: String,
+        compact_then_truncate: bool,
+    },
+}
+
+impl<'a> Runner<'a> {
+    /// A runner over `slot`'s engine and `models`' providers, publishing to `events`.
+    pub fn new(
+        config: &'a Config,
+        slot: &'a EngineSlot,
+        models: &'a dyn ModelSource,
+        settings: RunSettings,
+        events: RunEvents,
+    ) -> Self {
+        Self {
+            config,
+            slot,
+            models,
+            settings,
+            events,
+            blobs: None,
+            registry: None,
+            counters: HashMap::new(),
+            writer: None,
+            turn: 0,
+        }
+    }
+
+    /// Keeps originals of capped tool results in `blobs` (without a store nothing is capped at
+    /// persistence: an original that cannot be kept is never dropped).
+    pub fn with_blobs(mut self, blobs: BlobStore) -> Self {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// Updates `key`'s entry in `store` after every answer and compaction.
+    pub fn with_registry(mut self, store: &'a SessionStore, key: impl Into<String>) -> Self {
+        self.registry = Some((store, key.into()));
+        self
+    }
+
+    /// The events recorded so far (drained).
+    pub fn events(&self) -> &RunEvents {
+        &self.events
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &RunSettings {
+        &self.settings
+    }
+
+    fn counter(&mut self, mode: CountMode) -> Arc<TokenCounter> {
+        self.counters
+            .entry(mode)
+            .or_insert_with(|| Arc::new(TokenCounter::new(mode)))
+            .clone()
+    }
+
+    fn writer(&mut self, window: u64) -> &mut SessionWriter {
+        let stale = !matches!(&self.writer, Some((w, _)) if *w == window);
+        if stale {
+            let writer = SessionWriter::new(
+                window,
+                self.settings.tool_result_max_chars,
+                self.blobs.clone(),
+            );
+            self.writer = Some((window, writer));
+        }
+        match &mut self.writer {
+            Some((_, writer)) => writer,
+            None => unreachable!("the writer was just set"),
+        }
+    }
+
+    /// Layer 1 over the candidate list. Emits a block event per skipped model and a warning
+    /// when the chosen one is small.
+    fn guard(&self) -> Result<(String, u64), TurnError> {
+        let models = self.models;
+        match guard_models(self.config, &self.settings.candidates, |p, m| {
+            models.reported_window(p, m)
+        }) {
+            Ok(chosen) => {
+                for line in &chosen.skipped {
+                    self.events
+                        .emit(EventKind::GuardBlock, json!({ "line": line }));
+                }
+                if chosen.warned {
+                    self.events.emit(
+                        EventKind::GuardWarn,
+                        json!({ "model": chosen.name, "window": chosen.window.tokens }),
+                    );
+                }
+                Ok((chosen.name, chosen.window.tokens))
+            }
+            Err(GuardError::Blocked(all)) => {
+                for line in &all.blocked {
+                    self.events
+                        .emit(EventKind::GuardBlock, json!({ "line": line }));
+                }
+                self.events.emit(
+                    EventKind::GiveUp,
+                    json!({ "kind": "window_too_small", "message": all.message }),
+                );
+                Err(TurnError::Blocked {
+                    message: all.message,
+                    blocked: all.blocked,
+                })
+            }
+            Err(GuardError::Config(e)) => Err(e.into()),
+        }
+    }
+
+    /// Appends a message through the engine's `ingest` and the persistence guard (a tool
+    /// result too large for the window is capped, its original kept in the blob store).
+    /// Runs the window guard first, since the cap depends on the model's window.
+    pub fn append(
+        &mut self,
+        session: &mut Session,
+        message: AgentMessage,
+    ) -> Result<Vec<String>, TurnError> {
+        let (name, window) = self.guard()?;
+        let model = model_ref(&name, window);
+        let slot = self.slot;
+        let writer = self.writer(window);
+        let ids = writer.append(slot, session, Arc::new(message), Some(model))?;
+        for cap in writer.take_caps() {
+            self.events.emit(EventKind::IngestCap, json!(cap));
+        }
+        Ok(ids)
+    }
+
+    /// Ends a turn of appends: pending tool calls get their synthetic results, the file is
+    /// synced.
+    pub fn finish_turn(&mut self, session: &mut Session) -> Result<Vec<String>, TurnError> {
+        match &mut self.writer {
+            Some((_, writer)) => Ok(writer.finish_turn(session)?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// One user turn: appends `user` (when given), then runs attempts until the model answers
+    /// or recovery gives up. The answer is appended to the session.
+    pub fn run_turn(
+        &mut self,
+        session: &mut Session,
+        user: Option<AgentMessage>,
+    ) -> Result<TurnReport, TurnError> {
+        self.turn += 1;
+        if let Some(user) = user {
+            self.append(session, user)?;
+        }
+        let mut recovery = Recovery::default();
+        let mut requests = Vec::new();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let (name, window) = self.guard()?;
+            let (provider_id, model_id) = name.split_once('/').unwrap_or(("", name.as_str()));
+            let resolved = self.models.resolve(provider_id, model_id)?;
+            let counter = self.counter(resolved.count_mode);
+            let model = model_ref(&name, window);
+
+            let decision = self.prepare(session, &resolved, &counter, &model, window)?;
+            let prepared = match decision {
+                Decision::Send(p) => p,
+                Decision::Retry => {
+                    recovery.truncation_passes += 1;
+                    self.events.emit(
+                        EventKind::Retry,
+                        json!({ "attempt": attempt, "after": "truncation" }),
+                    );
+                    continue;
+                }
+                Decision::Overflow {
+                    text,
+                    compact_then_truncate,
+                } => {
+                    self.recover(
+                        session,
+                        &mut recovery,
+                        &model,
+                        window,
+                        &text,
+                        None,
+                        compact_then_truncate,
+                        attempt,
+                    )?;
+                    continue;
+                }
+            };
+
+            let request = ModelRequest {
+                model: model_id.to_string(),
+                system: prepared.system.clone(),
+                messages: prepared.list.iter().cloned().collect(),
+                max_tokens: self.settings.max_output_tokens,
+            };
+            self.events.emit(
+                EventKind::Request,
+                json!({
+                    "turn": self.turn, "attempt": attempt, "model": name, "window": window,
+                    "estimatedTokens": prepared.estimated, "messages": request.messages.len(),
+                }),
+            );
+            let mut record = RequestRecord {
+                turn: self.turn,
+                attempt,
+                model: name.clone(),
+                window,
+                prompt_tokens: prepared.estimated,
+                system: prepared.system.clone(),
+                messages: request.messages.clone(),
+            };
+            match resolved.provider.complete(&request) {
+                Ok(response) => {
+                    let usage = &response.message.usage;
+                    let prompt_tokens = prompt_tokens_of(usage);
+                    record.prompt_tokens = prompt_tokens;
+                    requests.push(record);
+                    self.events.emit(
+                        EventKind::Response,
+                        json!({
+                            "turn": self.turn, "attempt": attempt, "promptTokens": prompt_tokens,
+                            "outputTokens": usage.output, "retries": response.retries,
+                        }),
+                    );
+                    let reply = self.finish_attempt(
+                        session,
+                        response.message,
+                        &model,
+                        window,
+                        prompt_tokens,
+                        &prepared,
+                    )?;
+                    return Ok(TurnReport {
+                        model: name,
+                        window,
+                        attempts: attempt,
+                        prompt_tokens,
+                        estimated_tokens: prepared.estimated,
+                        compactions: recovery.compacted,
+                        truncation_passes: recovery.truncation_passes,
+                        reply,
+                        requests,
+                    });
+                }
+                Err(e) if e.kind() == ProviderErrorKind::ContextOverflow => {
+                    requests.push(record);
+                    let (text, observed) = match &e {
+                        ProviderError::ContextOverflow {
+                            message,
+                            observed_tokens,
+                            ..
+                        } => (message.clone(), *observed_tokens),
+                        other => (other.to_string(), None),
+                    };
+                    self.recover(
+                        session,
+                        &mut recovery,
+                        &model,
+                        window,
+                        &text,
+                        observed,
+                        false,
+                        attempt,
+                    )?;
+                }
+                Err(e) => {
+                    requests.push(record);
+                    self.events.emit(
+                        EventKind::GiveUp,
+                        json!({ "kind": "provider", "errorKind": e.kind(), "message": e.to_string() }),
+                    );
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+
+    /// Steps 2–5 of an attempt: history, hygiene, assemble, hygiene, tool-loop guard,
+    /// precheck.
+    fn prepare(
+        &mut self,
+        session: &mut Session,
+        resolved: &ResolvedProvider,
+        counter: &TokenCounter,
+        model: &ModelRef,
+        window: u64,
+    ) -> Result<Decision, TurnError> {
+        let history = session.context().into_list();
+        let mut policy = HygienePolicy::for_provider(resolved.family);
+        policy.history_limit = self.settings.history_limit;
+        let (clean, report) = hygiene::run(&history, &policy);
+        if report.changed() {
+            self.events.emit(
+                EventKind::Hygiene,
+                json!({ "stage": "history", "report": report }),
+            );
+        }
+
+        let assembled = self.slot.assemble(AssembleParams {
+            session: session_ref(session),
+            messages: clean.clone(),
+            token_budget: Some(window),
+            model: Some(model.clone()),
+            available_tools: Vec::new(),
+            prompt: None,
+        });
+        let (list, addition) = match assembled {
+            Ok(result) => (result.messages, result.system_prompt_addition),
+            Err(e) => {
+                tracing::warn!(
+                    engine = self.slot.configured_id(),
+                    error = %e,
+                    "context engine assemble failed, using pipeline messages: {e}"
+                );
+                self.events.emit(
+                    EventKind::AssembleFailed,
+                    json!({ "engine": self.slot.configured_id(), "error": e.to_string() }),
+                );
+                (clean.clone(), None)
+            }
+        };
+        // The choke point again, on whatever the engine returned: an engine that dropped or
+        // reordered messages must not be able to send the provider a broken transcript.
+        let (list, report) = if MessageList::same_list(&list, &clean) {
+            (list, Default::default())
+        } else {
+            hygiene::run(&list, &policy)
+        };
+        if report.changed() {
+            self.events.emit(
+                EventKind::Hygiene,
+                json!({ "stage": "assembled", "report": report }),
+            );
+        }
+        let system = match (addition, &self.settings.system_prompt) {
+            (Some(a), Some(s)) if !a.is_empty() => Some(format!("{a}\n\n{s}")),
+            (Some(a), None) if !a.is_empty() => Some(a),
+            (_, s) => s.clone(),
+        };
+
+        let list = match guard_tool_loop(&list, window) {
+            Ok((list, report)) => {
+                if !report.truncated.is_empty() {
+                    self.events
+                        .emit(EventKind::ToolLoopTruncation, json!({ "report": report }));
+                }
+                list
+            }
+            Err(overflow) => {
+                return Ok(Decision::Overflow {
+                    text: overflow.to_string(),
+                    compact_then_truncate: false,
+                });
+            }
+        };
+
+        let system_tokens = system.as_deref().map_or(0, |s| counter.count_text(s));
+        let raw = counter.count_total(&list) + system_tokens;
+        let estimated = (raw as f64 * PRE_PROMPT_SAFETY_FACTOR).ceil() as u64;
+        let potential = estimate_tool_result_reduction_potential_capped(
+            &list,
+            window,
+            self.settings.tool_result_max_chars,
+        );
+        let outcome = precheck(&PrecheckInput {
+            estimated_tokens: estimated,
+            budget_tokens: window,
+            reserve_tokens: self.settings.reserve_tokens,
+            tool_result_reducible_chars: potential.max_reducible_chars as u64,
+        });
+        self.events.emit(
+            EventKind::PrecheckRoute,
+            json!({
+                "route": outcome.route.as_str(), "estimated": estimated, "window": window,
+                "overflowTokens": outcome.overflow_tokens,
+            }),
+        );
+        use rampart_engine_api::guards::precheck::Route;
+        match outcome.route {
+            Route::Fits => Ok(Decision::Send(Prepared {
+                list,
+                system,
+                estimated: raw,
+            })),
+            Route::TruncateToolResultsOnly => {
+                if self.truncate_in_session(session, window)? {
+                    Ok(Decision::Retry)
+                } else {
+                    Ok(Decision::Overflow {
+                        text: outcome.error_message().unwrap_or_default().to_string(),
+                        compact_then_truncate: false,
+                    })
+                }
+            }
+            Route::CompactOnly | Route::CompactThenTruncate => Ok(Decision::Overflow {
+                text: outcome.error_message().unwrap_or_default().to_string(),
+                compact_then_truncate: outcome.route == Route::CompactThenTruncate,
+            }),
+        }
+    }
+
+    /// After an answer: persist it, tell the engine, update the registry.
+    fn finish_attempt(
+        &mut self,
+        session: &mut Session,
+        reply: rampart_engine_api::message::AssistantMessage,
+        model: &ModelRef,
+        window: u64,
+        prompt_tokens: u64,
+        prepared: &Prepared,
+    ) -> Result<SharedMessage, TurnError> {
+        let usage = reply.usage.clone();
+        let reply: SharedMessage = Arc::new(AgentMessage::Assistant(reply));
+        let slot = self.slot;
+        let writer = self.writer(window);
+        writer.append(slot, session, reply.clone(), Some(model.clone()))?;
+        session.sync().map_err(PersistError::from)?;
+
+        let mut messages: Vec<SharedMessage> = prepared.list.iter().cloned().collect();
+        let pre_prompt = messages.len() as u64;
+        messages.push(reply.clone());
+        if let Err(e) = self.slot.after_turn(AfterTurnParams {
+            session: session_ref(session),
+            messages: messages.into(),
+            pre_prompt_message_count: pre_prompt,
+            auto_compaction_summary: None,
+            is_heartbeat: false,
+            token_budget: Some(window),
+            runtime_context: json!({}),
+        }) {
+            tracing::warn!(error = %e, "after_turn failed; the turn is kept");
+        }
+        if let Err(e) = self.slot.maintain(MaintainParams {
+            session: session_ref(session),
+            reason: Some("turn".to_string()),
+            runtime_context: json!({}),
+        }) {
+            tracing::warn!(error = %e, "maintain failed; the turn is kept");
+        }
+        if let Some((store, key)) = &self.registry {
+            let sample = rampart_sessions::store::UsageSample {
+                input: usage.input,
+                output: usage.output,
+                cache_read: usage.cache_read,
+                cache_write: usage.cache_write,
+                context_used: prompt_tokens + usage.output,
+                context_window: Some(window),
+            };
+            if let Err(e) = store.record_usage(key, sample) {
+                tracing::warn!(error = %e, key, "could not update the session registry");
+            }
+        }
+        Ok(reply)
+    }
+}
+
+/// What the provider counted as the prompt: fresh input plus cache reads and writes.
+fn prompt_tokens_of(usage: &Usage) -> u64 {
+    usage.input + usage.cache_read + usage.cache_write
+}
+
+fn model_ref(name: &str, window: u64) -> ModelRef {
+    let (provider, id) = name.split_once('/').unwrap_or(("", name));
+    ModelRef {
+        provider: provider.to_string(),
+        id: id.to_string(),
+        context_window: Some(window),
+    }
+}
+
+pub(crate) fn session_ref(session: &Session) -> SessionRef {
+    SessionRef {
+        session_id: session.header().id.clone(),
+        session_key: None,
+        session_file: Some(session.path().display().to_string()),
+    }
+}
+
+/// The user-facing text of a give-up on overflow.
+pub fn overflow_user_message() -> &'static str {
+    CONTEXT_OVERFLOW_USER_MESSAGE
+}

@@ -1,0 +1,284 @@
+//! Overflow recovery (reference §7.4): compaction through the engine, then one in-session
+//! tool-result truncation pass, then an error the user can act on.
+//!
+//! Why this order: compaction keeps the meaning of the whole history in a summary, while
+//! truncation only shortens tool outputs, which cannot help when the conversation itself is too
+//! long; and giving up is the last resort, with a message that says what to do.
+
+use std::time::Instant;
+
+use rampart_engine_api::guards::tool_result::session_likely_has_oversized_tool_results;
+use rampart_engine_api::overflow::{CONTEXT_OVERFLOW_USER_MESSAGE, is_compaction_failure_error};
+use rampart_engine_api::protocol::{CompactParams, CompactResult, ModelRef};
+use rampart_sessions::Session;
+use rampart_sessions::store::{CompactionCheckpoint, CompactionSnapshot};
+use serde_json::json;
+
+use super::{EventKind, OverflowKind, Recovery, Runner, TurnError, session_ref};
+use crate::persist::{PersistError, truncate_tool_results_in_session};
+
+/// Compactions one turn may run for overflows (`MAX_OVERFLOW_COMPACTION_ATTEMPTS`).
+pub const MAX_OVERFLOW_COMPACTION_ATTEMPTS: u32 = 3;
+
+impl Runner<'_> {
+    /// Handles one overflow. `Ok(())` means "retry the attempt"; an error ends the turn.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn recover(
+        &mut self,
+        session: &mut Session,
+        recovery: &mut Recovery,
+        model: &ModelRef,
+        window: u64,
+        text: &str,
+        observed_tokens: Option<u64>,
+        compact_then_truncate: bool,
+        attempt: u32,
+    ) -> Result<(), TurnError> {
+        self.events.emit(
+            EventKind::Overflow,
+            json!({
+                "attempt": attempt, "message": text, "observedTokens": observed_tokens,
+                "window": window,
+            }),
+        );
+        let compaction_failure = is_compaction_failure_error(text);
+        if !compaction_failure && recovery.overflow_compactions < MAX_OVERFLOW_COMPACTION_ATTEMPTS {
+            recovery.overflow_compactions += 1;
+            let result = self.compact(
+                session,
+                model,
+                window,
+                observed_tokens,
+                "overflow",
+                recovery.overflow_compactions,
+            );
+            match result {
+                Ok(true) => {
+                    recovery.compacted += 1;
+                    if compact_then_truncate && self.truncate_in_session(session, window)? {
+                        recovery.truncation_passes += 1;
+                    }
+                    self.events.emit(
+                        EventKind::Retry,
+                        json!({ "attempt": attempt, "after": "compaction" }),
+                    );
+                    return Ok(());
+                }
+                Ok(false) => {}
+                Err(reason) => {
+                    tracing::warn!(
+                        session = %session.header().id,
+                        "auto-compaction failed for {}: {reason}",
+                        session.header().id
+                    );
+                }
+            }
+        }
+        if !recovery.truncation_tried {
+            recovery.truncation_tried = true;
+            let history = session.context().messages;
+            if session_likely_has_oversized_tool_results(&history, window)
+                && self.truncate_in_session(session, window)?
+            {
+                recovery.truncation_passes += 1;
+                self.events.emit(
+                    EventKind::Retry,
+                    json!({ "attempt": attempt, "after": "truncation" }),
+                );
+                return Ok(());
+            }
+        }
+        let kind = if compaction_failure {
+            OverflowKind::CompactionFailure
+        } else {
+            OverflowKind::ContextOverflow
+        };
+        self.events.emit(
+            EventKind::GiveUp,
+            json!({ "kind": kind, "message": CONTEXT_OVERFLOW_USER_MESSAGE, "cause": text }),
+        );
+        Err(TurnError::ContextOverflow {
+            kind,
+            message: CONTEXT_OVERFLOW_USER_MESSAGE.to_string(),
+            cause: text.to_string(),
+        })
+    }
+
+    /// One in-session tool-result truncation pass; true when it changed the session.
+    pub(super) fn truncate_in_session(
+        &mut self,
+        session: &mut Session,
+        window: u64,
+    ) -> Result<bool, TurnError> {
+        let result =
+            truncate_tool_results_in_session(session, window, self.settings.tool_result_max_chars)
+                .map_err(PersistError::from)?;
+        let changed = result.changed;
+        self.events.emit(
+            EventKind::TruncationPass,
+            json!({
+                "changed": changed, "rewritten": result.rewritten_entries,
+                "bytesFreed": result.bytes_freed, "reason": result.reason,
+            }),
+        );
+        Ok(changed)
+    }
+
+    /// Asks the engine to compact and, when it did, appends the compaction entry and updates
+    /// the registry. `Ok(false)`: nothing compacted (with the reason logged); `Err`: failed.
+    /// The session is only written after a successful compaction, so a failure leaves it as
+    /// it was.
+    pub(crate) fn compact(
+        &mut self,
+        session: &mut Session,
+        model: &ModelRef,
+        window: u64,
+        observed_tokens: Option<u64>,
+        reason: &str,
+        attempt: u32,
+    ) -> Result<bool, String> {
+        let context = session.context();
+        let entry_ids = context
+            .entry_indices
+            .iter()
+            .map(|&i| session.entries()[i].id.clone())
+            .collect();
+        let started = Instant::now();
+        self.events.emit(
+            EventKind::CompactionStart,
+            json!({ "reason": reason, "attempt": attempt, "observedTokens": observed_tokens }),
+        );
+        let result = self.slot.compact(CompactParams {
+            session: session_ref(session),
+            token_budget: Some(window),
+            force: true,
+            current_token_count: observed_tokens,
+            compaction_target: Some("budget".to_string()),
+            custom_instructions: None,
+            runtime_context: json!({ "trigger": reason, "attempt": attempt }),
+            messages: context.into_list(),
+            entry_ids,
+            model: Some(model.clone()),
+        });
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let outcome = match result {
+            Ok(r) => r,
+            Err(e) => {
+                self.emit_compaction_end(reason, duration_ms, None, Some(&e.to_string()));
+                return Err(e.to_string());
+            }
+        };
+        let persisted = self.persist_compaction(session, &outcome, reason);
+        let failure = match (&outcome, &persisted) {
+            (_, Err(e)) => Some(e.clone()),
+            (CompactResult { ok: false, .. }, _) => Some(
+                outcome
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "compaction failed".to_string()),
+            ),
+            _ => None,
+        };
+        self.emit_compaction_end(reason, duration_ms, Some(&outcome), failure.as_deref());
+        if let Some(failure) = failure {
+            return Err(failure);
+        }
+        if !outcome.compacted {
+            tracing::info!(
+                session = %session.header().id,
+                "auto-compaction failed for {}: {}",
+                session.header().id,
+                outcome.reason.as_deref().unwrap_or("nothing to compact")
+            );
+        }
+        Ok(outcome.compacted)
+    }
+
+    fn persist_compaction(
+        &mut self,
+        session: &mut Session,
+        outcome: &CompactResult,
+        reason: &str,
+    ) -> Result<(), String> {
+        let Some(result) = outcome.result.as_ref().filter(|_| outcome.compacted) else {
+            return Ok(());
+        };
+        let (Some(summary), Some(first_kept)) = (&result.summary, &result.first_kept_entry_id)
+        else {
+            // An engine that keeps its own store reports what it did without a summary for
+            // the transcript; there is nothing for the host to append.
+            return Ok(());
+        };
+        let details = (!result.details.is_null()).then(|| result.details.clone());
+        let leaf_before = session.leaf_id().map(str::to_string);
+        let entry_id = session
+            .append_compaction(
+                summary.clone(),
+                first_kept.clone(),
+                result.tokens_before,
+                details,
+                None,
+            )
+            .map_err(|e| format!("could not append the compaction entry: {e}"))?;
+        session
+            .sync()
+            .map_err(|e| format!("could not sync the session: {e}"))?;
+        if let Some((store, key)) = &self.registry {
+            let checkpoint = CompactionCheckpoint {
+                checkpoint_id: entry_id.clone(),
+                session_key: key.clone(),
+                session_id: session.header().id.clone(),
+                created_at: rampart_sessions::store::now_unix_ms(),
+                reason: reason.to_string(),
+                tokens_before: Some(result.tokens_before),
+                tokens_after: result.tokens_after,
+                summary: None,
+                first_kept_entry_id: Some(first_kept.clone()),
+                pre_compaction: CompactionSnapshot {
+                    session_id: session.header().id.clone(),
+                    session_file: Some(session.path().display().to_string()),
+                    leaf_id: leaf_before,
+                    ..Default::default()
+                },
+                post_compaction: CompactionSnapshot {
+                    session_id: session.header().id.clone(),
+                    session_file: Some(session.path().display().to_string()),
+                    leaf_id: Some(entry_id.clone()),
+                    entry_id: Some(entry_id.clone()),
+                    ..Default::default()
+                },
+                extra: Default::default(),
+            };
+            if let Err(e) = store.record_compaction(key, checkpoint) {
+                tracing::warn!(error = %e, key, "could not record the compaction in the registry");
+            }
+        }
+        Ok(())
+    }
+
+    fn emit_compaction_end(
+        &self,
+        reason: &str,
+        duration_ms: u64,
+        outcome: Option<&CompactResult>,
+        error: Option<&str>,
+    ) {
+        let result = outcome.and_then(|o| o.result.as_ref());
+        let details = result.map(|r| &r.details);
+        self.events.emit(
+            EventKind::CompactionEnd,
+            json!({
+                "reason": reason,
+                "compacted": outcome.is_some_and(|o| o.compacted),
+                "tokensBefore": result.map(|r| r.tokens_before),
+                "tokensAfter": result.and_then(|r| r.tokens_after),
+                "durationMs": duration_ms,
+                "summaryChars": result.and_then(|r| r.summary.as_ref()).map(|s| s.chars().count()),
+                "fallbackLevel": details.and_then(|d| d.get("fallbackLevel")).cloned(),
+                "parts": details.and_then(|d| d.get("parts")).cloned(),
+                "error": error,
+                "why": outcome.and_then(|o| o.reason.clone()),
+            }),
+        );
+    }
+}
