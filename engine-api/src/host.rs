@@ -234,6 +234,15 @@ pub struct LlmRequest {
     /// An upper bound on the answer's tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// The model to ask, as `provider/model` (for compaction: the `compactionModel` the host
+    /// put in [`crate::protocol::CompactParams`]). `None` lets the host pick by `purpose`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How long the engine will wait, in milliseconds. The host ends the provider request by
+    /// then, retries and back-off included, so a compaction that gives up leaves nothing
+    /// running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
 }
 
 /// The host model's answer.

@@ -28,10 +28,10 @@ pub mod guards;
 pub mod host;
 pub mod hygiene;
 pub mod message;
-pub mod pruning;
 pub mod overflow;
 pub mod pairing;
 pub mod protocol;
+pub mod pruning;
 pub mod tokens;
 pub mod wire;
 

@@ -272,6 +272,16 @@ pub struct AssembleParams {
     /// The user's prompt for this turn, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// When the provider's prompt cache was last written for this session (Unix ms), from the
+    /// session's last `openclaw.cache-ttl` custom entry. Cache-aware strategies (context
+    /// pruning's TTL gate) only rewrite history once that cache has expired, since rewriting
+    /// it earlier throws away cached tokens the user already paid for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_touched_at: Option<u64>,
+    /// The host's clock for this turn (Unix ms). A replay runs on recorded time, so engines
+    /// use this rather than the wall clock for time-based decisions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub now_ms: Option<u64>,
 }
 
 /// Result of `assemble`.
@@ -320,9 +330,15 @@ pub struct CompactParams {
     /// first kept entry (`firstKeptEntryId`). The summary of an earlier compaction carries
     /// that compaction's entry id.
     pub entry_ids: Vec<String>,
-    /// The window of the chat model the compacted context must fit, in tokens.
+    /// The chat model (with its window) the compacted context must fit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelRef>,
+    /// The model summaries come from through `llm.complete` (`agents.defaults.compaction.model`,
+    /// else the chat model when it is a real one), with its window, so the engine can size
+    /// each summarisation request to fit it. `None`: no model can summarise (the simulator);
+    /// the engine uses its embedded summariser.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_model: Option<ModelRef>,
 }
 
 /// Details of a compaction that happened.

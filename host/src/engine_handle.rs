@@ -156,9 +156,19 @@ impl EngineHandle {
         what: &str,
         job: impl FnOnce(&HostCallCtx) -> Result<R, EngineError> + Send + 'static,
     ) -> Result<R, EngineError> {
+        self.run_within(what, self.call_timeout, job)
+    }
+
+    /// [`Self::run`] with a deadline of its own (compaction, which may take minutes).
+    fn run_within<R: Send + 'static>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        job: impl FnOnce(&HostCallCtx) -> Result<R, EngineError> + Send + 'static,
+    ) -> Result<R, EngineError> {
         let cancel = Arc::new(AtomicBool::new(false));
         let deadline_unix_ms = SystemTime::now()
-            .checked_add(self.call_timeout)
+            .checked_add(timeout)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
@@ -184,7 +194,7 @@ impl EngineHandle {
             ));
         }
         let started = Instant::now();
-        match rx.recv_timeout(self.call_timeout) {
+        match rx.recv_timeout(timeout) {
             Ok(result) => result,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 cancel.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -218,17 +228,32 @@ impl EngineHandle {
         P: Serialize + Send + 'static,
         R: DeserializeOwned + Send + 'static,
     {
+        self.invoke_within(method_name, self.call_timeout, params, direct)
+    }
+
+    /// [`Self::invoke`] with its own deadline.
+    fn invoke_within<P, R>(
+        &self,
+        method_name: &'static str,
+        timeout: Duration,
+        params: P,
+        direct: fn(&dyn ContextEngine, &CallContext<'_>, P) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError>
+    where
+        P: Serialize + Send + 'static,
+        R: DeserializeOwned + Send + 'static,
+    {
         match &self.backend {
             Backend::Linked { engine, host } => {
                 let (engine, host) = (engine.clone(), host.clone());
-                self.run(method_name, move |ctx| {
+                self.run_within(method_name, timeout, move |ctx| {
                     let cx = CallContext::new(&host, &*ctx.cancel, Some(ctx.deadline_unix_ms));
                     rampart_engine_api::export::guard(method_name, || direct(&*engine, &cx, params))
                 })
             }
             Backend::Library { engine, table } => {
                 let (engine, table) = (engine.clone(), table.clone());
-                self.run(method_name, move |ctx| {
+                self.run_within(method_name, timeout, move |ctx| {
                     let Some(table) = table else {
                         return call_library(&engine, ctx, method_name, &params, None);
                     };
@@ -299,6 +324,17 @@ impl EngineHandle {
     /// `compact`.
     pub fn compact(&self, p: CompactParams) -> Result<CompactResult, EngineError> {
         self.invoke(method::COMPACT, p, |e, cx, p| e.compact(cx, p))
+    }
+
+    /// `compact` with a deadline of its own: a compaction waits on summaries and may take
+    /// minutes, far beyond the usual call deadline. The engine enforces the compaction's
+    /// timeout itself; this deadline is the host's backstop.
+    pub fn compact_within(
+        &self,
+        p: CompactParams,
+        timeout: Duration,
+    ) -> Result<CompactResult, EngineError> {
+        self.invoke_within(method::COMPACT, timeout, p, |e, cx, p| e.compact(cx, p))
     }
 
     /// `maintain`.

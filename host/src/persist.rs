@@ -77,8 +77,7 @@ pub struct SessionWriter {
 pub struct CapRecord {
     /// The tool whose result was capped.
     pub tool_name: String,
-    /// Who capped it: `engine` (its `ingest` returned a replacement) or `persistence` (the
-    /// host's guard).
+    /// Who capped it: `persistence`, the host's guard (an engine reports its own caps).
     pub by: &'static str,
     /// Characters of the original text.
     pub original_chars: usize,
@@ -125,14 +124,8 @@ impl SessionWriter {
             is_heartbeat: false,
             model,
         })?;
-        if let (Some(_), AgentMessage::ToolResult(r)) = (&result.replacement, &*message) {
-            self.caps.push(CapRecord {
-                tool_name: r.tool_name.clone(),
-                by: "engine",
-                original_chars: full_text(&message).chars().count(),
-                blob: None,
-            });
-        }
+        // An engine that caps reports it itself (`ingest_cap` from the engine); this records
+        // only what the host's own guard caps, so nothing is counted twice.
         let message = result.replacement.unwrap_or(message);
         let mut reference = None;
         if self.guard.would_cap(&message)

@@ -9,15 +9,31 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use rampart_engine_api::host::{BlobPutRequest, BlobRef, ClockReading, EngineEvent, service};
+use rampart_engine_api::host::{
+    BlobPutRequest, BlobRef, ClockReading, EngineEvent, LlmRequest, LlmResponse, service,
+};
 
 use crate::blobs::BlobStore;
 use rampart_engine_api::{EngineError, ErrorKind, HostApi, LogLevel};
 
-/// Where engine events go besides `tracing`: a JSON-lines writer (`--events FILE`).
+/// Where engine events go besides `tracing`: a JSON-lines writer (`--events FILE`), and a
+/// recording the run loop reads back (the replay's per-turn tags).
 #[derive(Clone, Default)]
 pub struct EventSink {
     writer: Option<Arc<Mutex<Box<dyn Write + Send>>>>,
+    /// Shared by every clone, so recording can start after engines got their copies.
+    recording: Arc<Mutex<Option<Vec<RecordedEvent>>>>,
+}
+
+/// One event as recorded: who said it, what kind, and its figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedEvent {
+    /// `host` or the engine id.
+    pub source: String,
+    /// The kind, in its wire spelling.
+    pub kind: String,
+    /// The event's figures.
+    pub data: serde_json::Value,
 }
 
 impl std::fmt::Debug for EventSink {
@@ -38,7 +54,27 @@ impl EventSink {
     pub fn to_writer(writer: Box<dyn Write + Send>) -> Self {
         Self {
             writer: Some(Arc::new(Mutex::new(writer))),
+            recording: Arc::default(),
         }
+    }
+
+    /// Starts keeping every event from now on, from the host and from every engine holding a
+    /// clone of this sink, until [`EventSink::drain`] takes them.
+    pub fn start_recording(&self) {
+        if let Ok(mut r) = self.recording.lock()
+            && r.is_none()
+        {
+            *r = Some(Vec::new());
+        }
+    }
+
+    /// Takes the events recorded since the last call (none unless recording was started).
+    pub fn drain(&self) -> Vec<RecordedEvent> {
+        self.recording
+            .lock()
+            .ok()
+            .and_then(|mut r| r.as_mut().map(std::mem::take))
+            .unwrap_or_default()
     }
 
     /// Records `event` from `engine`.
@@ -51,6 +87,15 @@ impl EventSink {
             data = %event.data,
             "event"
         );
+        if let Ok(mut r) = self.recording.lock()
+            && let Some(kept) = r.as_mut()
+        {
+            kept.push(RecordedEvent {
+                source: engine.to_string(),
+                kind: event.kind.clone(),
+                data: event.data.clone(),
+            });
+        }
         if let Some(writer) = &self.writer {
             let line = serde_json::json!({
                 "engine": engine,
@@ -67,12 +112,31 @@ impl EventSink {
     }
 }
 
+/// What answers an engine's `llm.complete`: the host's providers. A trait so the services do
+/// not depend on how providers are configured, and tests can script the answers.
+pub trait LlmService: Send + Sync {
+    /// Completes `request`. Errors keep the provider's text (an overflow must stay
+    /// recognisable) and use [`ErrorKind::Timeout`] and [`ErrorKind::Cancelled`] for those.
+    fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, EngineError>;
+}
+
 /// The services bound to one engine.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HostServices {
     engine_id: String,
     events: EventSink,
     blobs: Option<BlobStore>,
+    llm: Option<Arc<dyn LlmService>>,
+}
+
+impl std::fmt::Debug for HostServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostServices")
+            .field("engine_id", &self.engine_id)
+            .field("blobs", &self.blobs.is_some())
+            .field("llm", &self.llm.is_some())
+            .finish()
+    }
 }
 
 impl HostServices {
@@ -82,7 +146,14 @@ impl HostServices {
             engine_id: engine_id.into(),
             events,
             blobs: None,
+            llm: None,
         }
+    }
+
+    /// Offers `llm.complete`, answered by `llm`.
+    pub fn with_llm(mut self, llm: Arc<dyn LlmService>) -> Self {
+        self.llm = Some(llm);
+        self
     }
 
     /// Offers `blobs.put`, storing into `blobs`.
@@ -149,6 +220,17 @@ impl HostApi for HostServices {
                     bytes: request.content.len() as u64,
                 })
                 .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
+            }
+            service::LLM_COMPLETE if self.llm.is_some() => {
+                let request: LlmRequest = serde_json::from_str(payload_json)
+                    .map_err(|e| EngineError::invalid_params(method, e))?;
+                let llm = self.llm.as_ref().map(Arc::clone);
+                let Some(llm) = llm else {
+                    return Err(EngineError::unsupported(method));
+                };
+                let response = llm.complete(&request)?;
+                serde_json::to_string(&response)
+                    .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
             }
             service::LLM_COMPLETE | service::SESSION_READ | service::SESSION_REWRITE => {
                 Err(EngineError::new(

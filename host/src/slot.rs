@@ -99,17 +99,37 @@ pub fn legacy_config(config: &Config) -> serde_json::Value {
     merged
 }
 
+/// What the host offers every engine beyond logging and events.
+#[derive(Clone, Default)]
+pub struct HostResources {
+    /// The blob store behind `blobs.put`.
+    pub blobs: Option<BlobStore>,
+    /// The models behind `llm.complete`.
+    pub llm: Option<Arc<dyn crate::services::LlmService>>,
+}
+
+impl HostResources {
+    /// The services bound to engine `id`.
+    pub fn services_for(&self, id: &str, events: &EventSink) -> HostServices {
+        let mut services = HostServices::new(id, events.clone());
+        if let Some(blobs) = &self.blobs {
+            services = services.with_blobs(blobs.clone());
+        }
+        if let Some(llm) = &self.llm {
+            services = services.with_llm(Arc::clone(llm));
+        }
+        services
+    }
+}
+
 /// Builds the linked-in legacy engine. A bad legacy config is reported and the defaults used:
 /// the built-in engine must always be there to fall back on.
 pub fn legacy_handle(
     config: &Config,
     events: &EventSink,
-    blobs: Option<BlobStore>,
+    resources: &HostResources,
 ) -> EngineHandle {
-    let mut services = HostServices::new(LEGACY_ID, events.clone());
-    if let Some(blobs) = blobs {
-        services = services.with_blobs(blobs);
-    }
+    let services = resources.services_for(LEGACY_ID, events);
     let host = Host::new(Arc::new(services));
     let engine = match LegacyEngine::new(legacy_config(config), Some(host.clone())) {
         Ok(engine) => engine,
@@ -145,7 +165,17 @@ impl EngineSlot {
         events: &EventSink,
         blobs: Option<BlobStore>,
     ) -> Result<Self, RequiredEngineFailed> {
-        let legacy = Arc::new(legacy_handle(config, events, blobs.clone()));
+        Self::resolve_full(config, events, &HostResources { blobs, llm: None })
+    }
+
+    /// [`EngineSlot::resolve`] with everything the host offers engines: the blob store and
+    /// `llm.complete`.
+    pub fn resolve_full(
+        config: &Config,
+        events: &EventSink,
+        resources: &HostResources,
+    ) -> Result<Self, RequiredEngineFailed> {
+        let legacy = Arc::new(legacy_handle(config, events, resources));
         let id = config.context_engine.clone();
         let required = config.engines.get(&id).is_some_and(|e| e.required);
         let mut slot = EngineSlot {
@@ -172,7 +202,7 @@ impl EngineSlot {
             }
             return Ok(slot);
         }
-        match resolve_and_load(config, &id, events, blobs) {
+        match resolve_and_load(config, &id, events, resources) {
             Ok(handle) => {
                 tracing::info!(engine = %id, origin = %handle.origin(), version = %handle.info().version, "context engine loaded");
                 slot.configured = Some(Arc::new(handle));
@@ -315,6 +345,22 @@ impl EngineSlot {
             }))
     }
 
+    /// [`EngineSlot::compact`] with its own deadline (see [`EngineHandle::compact_within`]).
+    pub fn compact_within(
+        &self,
+        params: CompactParams,
+        timeout: std::time::Duration,
+    ) -> Result<CompactResult, SlotCallError> {
+        Ok(self
+            .call("compact", |e| e.compact_within(params.clone(), timeout))?
+            .unwrap_or(CompactResult {
+                ok: true,
+                compacted: false,
+                reason: Some("the engine does not compact".into()),
+                result: None,
+            }))
+    }
+
     /// `bootstrap`; unsupported means nothing to set up.
     pub fn bootstrap(&self, params: BootstrapParams) -> Result<BootstrapResult, SlotCallError> {
         Ok(self
@@ -384,7 +430,7 @@ fn resolve_and_load(
     config: &Config,
     id: &str,
     events: &EventSink,
-    blobs: Option<BlobStore>,
+    resources: &HostResources,
 ) -> Result<EngineHandle, (&'static str, String)> {
     let path = match config.resolve_engine_path(id) {
         Ok(Some(path)) => path,
@@ -401,10 +447,7 @@ fn resolve_and_load(
         verify_id: true,
         path,
         config: entry_config,
-        services: Arc::new(match blobs {
-            Some(b) => HostServices::new(id, events.clone()).with_blobs(b),
-            None => HostServices::new(id, events.clone()),
-        }),
+        services: Arc::new(resources.services_for(id, events)),
         load_timeout: config.load_timeout,
         call_timeout: config.call_timeout,
         max_log_level: Some(host_max_log_level()),

@@ -60,6 +60,7 @@ fn request(messages: Vec<AgentMessage>) -> ModelRequest {
         system: None,
         messages: messages.into_iter().map(Arc::new).collect(),
         max_tokens: None,
+        deadline: None,
     }
 }
 

@@ -374,3 +374,86 @@ fn the_tool_loop_guard_overflow_recovers_through_a_truncation_pass() {
     assert_eq!(report.attempts, 2);
     assert_eq!(seen, 1);
 }
+
+#[test]
+fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() {
+    let config = config::parse(
+        "[agents.defaults.model]\nprimary = \"sim/mid\"\n\
+         [agents.defaults.contextPruning]\nmode = \"cache-ttl\"\nttl = \"5m\"\n\
+         [[models.providers.sim.models]]\nid = \"mid\"\ncontextWindow = 100000\n",
+        Path::new("plugins.toml"),
+    )
+    .unwrap();
+    // One sink for the engines and the run loop, so the engine's `prune` is read back too.
+    let sink = EventSink::tracing_only();
+    let slot = EngineSlot::resolve(&config, &sink).unwrap();
+    let providers = Providers::from_config(&config).unwrap();
+    let settings = RunSettings::from_config(&config).unwrap();
+    let events = RunEvents::new(sink, None);
+    let mut runner = Runner::new(&config, &slot, &providers, settings, events);
+    let mut w = world();
+    // Six old reads of 40,000 characters: well over the soft-trim ratio of a 100k window.
+    w.session
+        .append_message(AgentMessage::user_text("read everything", 1))
+        .unwrap();
+    for i in 0..6 {
+        let call: AgentMessage = serde_json::from_value(json!({
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": format!("c{i}"), "name": "read", "arguments": {"path": format!("f{i}")}}],
+            "api": "sim", "provider": "sim", "model": "mid",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "toolUse", "timestamp": 2
+        }))
+        .unwrap();
+        w.session.append_message(call).unwrap();
+        w.session
+            .append_message(AgentMessage::tool_result(
+                &format!("c{i}"),
+                "read",
+                format!("row {i}\n").repeat(6_000),
+                false,
+                3,
+            ))
+            .unwrap();
+    }
+    let t0 = 1_800_000_000_000u64;
+    let pruned = |events: &[rampart_host::run::RecordedEvent]| {
+        events
+            .iter()
+            .any(|e| e.kind == "prune" && e.source == "legacy")
+    };
+
+    // No cache touch yet: nothing is pruned, and the answer records one.
+    runner.set_now(Some(t0));
+    let first = runner
+        .run_turn(&mut w.session, Some(AgentMessage::user_text("one", 4)))
+        .unwrap();
+    assert!(!pruned(&runner.events().drain()));
+    // Within the TTL the cache is warm: still nothing.
+    runner.set_now(Some(t0 + 60_000));
+    for n in 0..3 {
+        runner
+            .run_turn(&mut w.session, Some(AgentMessage::user_text(format!("turn {n}"), 5)))
+            .unwrap();
+    }
+    assert!(!pruned(&runner.events().drain()));
+    let on_disk = std::fs::read_to_string(w.session.path()).unwrap();
+
+    // Past the TTL the old results are pruned for the request only.
+    runner.set_now(Some(t0 + 60_000 + 6 * 60_000));
+    let later = runner
+        .run_turn(&mut w.session, Some(AgentMessage::user_text("two", 6)))
+        .unwrap();
+    assert!(pruned(&runner.events().drain()));
+    assert!(
+        later.prompt_tokens < first.prompt_tokens,
+        "{} vs {}",
+        later.prompt_tokens,
+        first.prompt_tokens
+    );
+    // The session only grew: the pruned results are whole on disk.
+    let after = std::fs::read_to_string(w.session.path()).unwrap();
+    assert!(after.starts_with(&on_disk));
+    assert!(after.contains(&"row 0\n".repeat(6_000).replace('\n', "\\n")));
+}

@@ -41,6 +41,7 @@ fn request(model: &str, messages: &[SharedMessage]) -> ModelRequest {
         system: Some("You are a test.".to_string()),
         messages: messages.to_vec(),
         max_tokens: None,
+        deadline: None,
     }
 }
 

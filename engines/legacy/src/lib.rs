@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use rampart_engine_api::guards::tool_result::{DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest};
 use rampart_engine_api::host::BlobPutRequest;
+use rampart_engine_api::pruning::{self, CacheTouch, EffectiveSettings, PruneMemo, PruneOptions};
 use rampart_engine_api::protocol::{
     AssembleParams, AssembleResult, CompactParams, CompactResult, EngineInfo, IngestParams,
     IngestResult, ProtocolInfo,
@@ -40,6 +41,11 @@ pub struct LegacyEngine {
     host: Option<Host>,
     tool_result_max_chars: usize,
     context_tokens: Option<u64>,
+    /// Layer 4: `contextPruning` when its mode is `cache-ttl`, else `None`.
+    pruning: Option<EffectiveSettings>,
+    /// Per-message char counts and pruned copies, kept across turns so a turn costs
+    /// O(messages).
+    prune_memo: PruneMemo,
 }
 
 impl LegacyEngine {
@@ -64,10 +70,17 @@ impl LegacyEngine {
         };
         let tool_result_max_chars = positive("/contextLimits/toolResultMaxChars")?
             .map_or(DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, |n| n as usize);
+        let pruning = match config.get("contextPruning") {
+            None => None,
+            Some(raw) => pruning::effective(raw)
+                .map_err(|e| EngineError::new(ErrorKind::InvalidParams, e.to_string()))?,
+        };
         Ok(Self {
             host,
             tool_result_max_chars,
             context_tokens: positive("/contextTokens")?,
+            pruning,
+            prune_memo: PruneMemo::new(),
         })
     }
 
@@ -77,6 +90,8 @@ impl LegacyEngine {
             host,
             tool_result_max_chars: DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS,
             context_tokens: None,
+            pruning: None,
+            prune_memo: PruneMemo::new(),
         }
     }
 
@@ -90,6 +105,14 @@ impl EngineFactory for LegacyEngine {
     fn create(init: EngineInit, host: Host) -> Result<Self, EngineError> {
         Self::new(init.config, Some(host))
     }
+}
+
+/// The wall clock in Unix ms, for hosts that do not send their own.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// The text of a tool result, as it will be stored in the blob.
@@ -181,16 +204,56 @@ impl ContextEngine for LegacyEngine {
         })
     }
 
+    /// Passes the host's messages through, pruned in memory when `contextPruning` is on and
+    /// the provider's prompt cache has expired (layer 4). The session is never changed.
     fn assemble(
         &self,
-        _cx: &CallContext<'_>,
+        cx: &CallContext<'_>,
         p: AssembleParams,
     ) -> Result<AssembleResult, EngineError> {
-        Ok(AssembleResult {
-            messages: p.messages,
+        let pass = |messages| AssembleResult {
+            messages,
             estimated_tokens: 0,
             system_prompt_addition: None,
-        })
+        };
+        let Some(settings) = &self.pruning else {
+            return Ok(pass(p.messages));
+        };
+        let now = p.now_ms.unwrap_or_else(now_ms);
+        let touch = p.cache_touched_at.map(CacheTouch::new);
+        if !pruning::gate(now, touch.as_ref(), settings.ttl_ms) {
+            return Ok(pass(p.messages));
+        }
+        let window = p
+            .model
+            .as_ref()
+            .and_then(|m| m.context_window)
+            .or(p.token_budget)
+            .or(self.context_tokens)
+            .unwrap_or(DEFAULT_CONTEXT_TOKENS);
+        let (messages, report) = pruning::prune_context_messages_with(
+            &p.messages,
+            window,
+            settings,
+            PruneOptions::default(),
+            Some(&self.prune_memo),
+        );
+        if report.changed() {
+            let _ = cx.host().emit_event(&rampart_engine_api::host::EngineEvent {
+                kind: "prune".into(),
+                session_id: Some(p.session.session_id.clone()),
+                data: serde_json::json!({
+                    "softTrimmed": report.soft_trimmed,
+                    "hardCleared": report.hard_cleared,
+                    "charsBefore": report.chars_before,
+                    "charsAfter": report.chars_after,
+                    "prunedChars": report.chars_before.saturating_sub(report.chars_after),
+                    "ratioBefore": report.ratio_before,
+                    "ratioAfter": report.ratio_after,
+                }),
+            });
+        }
+        Ok(pass(messages))
     }
 
     fn compact(

@@ -70,7 +70,7 @@ impl Provider for AnthropicProvider {
         ];
         let (answer, retries) = self
             .http
-            .post(&self.url, &request.model, &headers, &body, read)?;
+            .post(&self.url, &request.model, &headers, &body, request.deadline, read)?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,

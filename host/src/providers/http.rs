@@ -13,7 +13,7 @@
 
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rampart_engine_api::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
 use reqwest::blocking::{Client, Response};
@@ -154,19 +154,23 @@ impl HttpClient {
         model: &str,
         headers: &[(&'static str, &str)],
         body: &Value,
+        deadline: Option<Instant>,
         mut read: impl FnMut(Response) -> Result<T, Failure>,
     ) -> Result<(T, u32), ProviderError> {
         let key = self.key()?;
         let header_map = self.headers(headers, key.as_ref())?;
         let mut attempt: u32 = 0;
         loop {
-            let failure = match self
-                .client
-                .post(url)
-                .headers(header_map.clone())
-                .json(body)
-                .send()
-            {
+            let mut builder = self.client.post(url).headers(header_map.clone()).json(body);
+            if let Some(deadline) = deadline {
+                // The whole exchange, body included, ends at the caller's deadline.
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(self.timeout_error());
+                }
+                builder = builder.timeout(left);
+            }
+            let failure = match builder.send() {
                 Ok(response) if response.status().is_success() => match read(response) {
                     Ok(value) => return Ok((value, attempt)),
                     Err(failure) => failure,
@@ -191,6 +195,10 @@ impl HttpClient {
                 error = %retry.message,
                 "model request failed; retrying"
             );
+            if deadline.is_some_and(|d| Instant::now() + delay >= d) {
+                // No time left for another try: the caller has stopped waiting.
+                return Err(self.timeout_error());
+            }
             std::thread::sleep(delay);
             attempt += 1;
         }

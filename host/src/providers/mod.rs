@@ -62,7 +62,7 @@ pub struct ProviderSettings {
 
 /// One request to a model: what the run loop hands a provider after hygiene, assemble and the
 /// precheck. Providers translate it to their wire format and never change the messages' meaning.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ModelRequest {
     /// The provider's model id (the part after `provider/`).
     pub model: String,
@@ -72,6 +72,9 @@ pub struct ModelRequest {
     pub messages: Vec<SharedMessage>,
     /// An upper bound on the answer's tokens; `None` lets the provider pick.
     pub max_tokens: Option<u64>,
+    /// When the caller stops waiting (a compaction's safety timeout). The request, its retries
+    /// and its back-off all end by then, so a cancelled compaction leaves no request running.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// A model's answer.

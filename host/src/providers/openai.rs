@@ -57,7 +57,7 @@ impl Provider for OpenAiProvider {
         let body = request_body(request);
         let (answer, retries) = self
             .http
-            .post(&self.url, &request.model, &[], &body, read)?;
+            .post(&self.url, &request.model, &[], &body, request.deadline, read)?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,

@@ -1164,6 +1164,7 @@ mod tests {
                 system: None,
                 messages: vec![Arc::new(AgentMessage::user_text("hi", 1))],
                 max_tokens: None,
+                deadline: None,
             })
             .unwrap();
         assert!(matches!(

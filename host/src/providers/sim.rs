@@ -467,6 +467,7 @@ mod tests {
             system: None,
             messages,
             max_tokens: None,
+            deadline: None,
         }
     }
 

@@ -4,11 +4,10 @@
 //! the same facts in a machine-readable form (which layer did what, at which turn and attempt,
 //! how many tokens), and `tracing` alone loses the structure once formatted.
 
-use std::sync::{Arc, Mutex};
-
 use rampart_engine_api::host::EngineEvent;
 use serde_json::Value;
 
+pub use crate::services::RecordedEvent;
 use crate::services::EventSink;
 
 /// The source name host events carry, beside engine ids.
@@ -75,34 +74,22 @@ impl EventKind {
     }
 }
 
-/// One recorded event, as a replay or a test reads it back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecordedEvent {
-    /// `host` or the engine id.
-    pub source: String,
-    /// The kind, in its wire spelling.
-    pub kind: String,
-    /// The event's figures.
-    pub data: Value,
-}
-
 /// Publishes run-loop events to the sink (tracing and `--events FILE`) and keeps a copy for
 /// whoever drives the loop (the replay's per-turn row and report).
 #[derive(Debug, Clone)]
 pub struct RunEvents {
     sink: EventSink,
     session_id: Option<String>,
-    kept: Arc<Mutex<Vec<RecordedEvent>>>,
 }
 
 impl RunEvents {
     /// Events of one session, published to `sink`.
+    /// Starts the sink's recording, so engine events (a prune, an engine's own compaction
+    /// events) are read back together with the host's. Pass the sink the engine slot was
+    /// resolved with (or a clone of it): engines publish to that one.
     pub fn new(sink: EventSink, session_id: Option<String>) -> Self {
-        Self {
-            sink,
-            session_id,
-            kept: Arc::default(),
-        }
+        sink.start_recording();
+        Self { sink, session_id }
     }
 
     /// The sink events go to; engines' services publish there too.
@@ -115,23 +102,13 @@ impl RunEvents {
         let event = EngineEvent {
             kind: kind.as_str().to_string(),
             session_id: self.session_id.clone(),
-            data: data.clone(),
+            data,
         };
         self.sink.emit(HOST_SOURCE, &event);
-        if let Ok(mut kept) = self.kept.lock() {
-            kept.push(RecordedEvent {
-                source: HOST_SOURCE.to_string(),
-                kind: event.kind,
-                data,
-            });
-        }
     }
 
-    /// Takes the events recorded since the last call.
+    /// Takes the events recorded since the last call, the engines' included.
     pub fn drain(&self) -> Vec<RecordedEvent> {
-        self.kept
-            .lock()
-            .map(|mut kept| std::mem::take(&mut *kept))
-            .unwrap_or_default()
+        self.sink.drain()
     }
 }

@@ -17,6 +17,7 @@
 //! ([`events::EventKind`]).
 
 pub mod events;
+pub mod llm;
 mod recovery;
 
 use std::collections::HashMap;
@@ -78,6 +79,17 @@ pub trait ModelSource {
         let _ = (provider, model);
         WindowNumbers::default()
     }
+
+    /// The model compaction summaries come from while `chat` is the chat model; `None` means
+    /// the engine's embedded summariser.
+    fn compaction_model(
+        &self,
+        config: &Config,
+        chat: &ModelRef,
+    ) -> Result<Option<ModelRef>, TurnError> {
+        let _ = (config, chat);
+        Ok(None)
+    }
 }
 
 impl ModelSource for crate::providers::registry::Providers {
@@ -112,6 +124,14 @@ impl ModelSource for crate::providers::registry::Providers {
         })
     }
 
+    fn compaction_model(
+        &self,
+        config: &Config,
+        chat: &ModelRef,
+    ) -> Result<Option<ModelRef>, TurnError> {
+        llm::compaction_model(config, self, chat)
+    }
+
     fn reported_window(&self, provider: &str, model: &str) -> WindowNumbers {
         self.settings(provider)
             .and_then(|s| s.models.iter().find(|m| m.id == model))
@@ -138,7 +158,13 @@ pub struct RunSettings {
     pub history_limit: Option<i64>,
     /// An upper bound on the answer's tokens.
     pub max_output_tokens: Option<u64>,
+    /// `agents.defaults.compaction.timeoutSeconds` (default 180): the engine stops a
+    /// compaction by then; the host waits a little longer as a backstop.
+    pub compaction_timeout: std::time::Duration,
 }
+
+/// The compaction safety timeout when none is configured (OpenClaw's latest value).
+pub const DEFAULT_COMPACTION_TIMEOUT_SECS: u64 = 180;
 
 impl RunSettings {
     /// The settings of `agents.defaults`: its model list (the simulator when none is named),
@@ -161,7 +187,31 @@ impl RunSettings {
                 .map_or(DEFAULT_TOOL_RESULT_MAX_CHARS, |c| c as usize),
             history_limit: None,
             max_output_tokens: None,
+            compaction_timeout: std::time::Duration::from_secs(compaction_timeout_secs(config)?),
         })
+    }
+}
+
+/// `agents.defaults.compaction.timeoutSeconds`, checked.
+fn compaction_timeout_secs(config: &Config) -> Result<u64, ModelsConfigError> {
+    let key = "agents.defaults.compaction.timeoutSeconds";
+    let value = config
+        .agents
+        .get("defaults")
+        .and_then(|d| d.get("compaction"))
+        .and_then(|c| c.get("timeoutSeconds"));
+    match value {
+        None => Ok(DEFAULT_COMPACTION_TIMEOUT_SECS),
+        Some(toml::Value::Integer(i)) if *i > 0 => Ok(*i as u64),
+        Some(toml::Value::Float(f)) if f.is_finite() && *f >= 1.0 => Ok(f.floor() as u64),
+        Some(other) => Err(crate::models::err(
+            config,
+            key,
+            format!(
+                "must be a positive number of seconds, found {}",
+                crate::models::describe(other)
+            ),
+        )),
     }
 }
 
@@ -205,6 +255,12 @@ pub enum TurnError {
     /// The session could not be read or written.
     #[error(transparent)]
     Persist(#[from] PersistError),
+    /// A compaction the user asked for failed; the session is as it was.
+    #[error("compaction failed: {reason}")]
+    CompactionFailed {
+        /// The engine's reason.
+        reason: String,
+    },
     /// A model name the config does not know.
     #[error("unknown model `{name}`: {problem}")]
     UnknownModel {
@@ -231,6 +287,7 @@ impl TurnError {
             Self::Provider(_) => "provider",
             Self::Config(_) | Self::UnknownModel { .. } => "config",
             Self::Persist(_) => "session",
+            Self::CompactionFailed { .. } => "compaction_failed",
         }
     }
 }
@@ -291,7 +348,19 @@ pub struct Runner<'a> {
     counters: HashMap<CountMode, Arc<TokenCounter>>,
     writer: Option<(u64, SessionWriter)>,
     turn: u64,
+    /// Instructions for the summariser of the compaction in progress (manual compactions).
+    custom_instructions: Option<String>,
+    /// The last cache touch of the session (its id, the touch), so the branch is scanned once.
+    cache_touch: Option<(String, Option<u64>)>,
+    /// A clock override (Unix ms): a replay runs on the transcript's recorded time.
+    now_override: Option<u64>,
+    /// Whether `agents.defaults.contextPruning.mode` is `cache-ttl`: then every answer records
+    /// a cache touch, which the pruning TTL gate reads.
+    records_cache_touch: bool,
 }
+
+/// The custom entry type that records when the provider's prompt cache was last written.
+pub const CACHE_TTL_CUSTOM_TYPE: &str = "openclaw.cache-ttl";
 
 impl std::fmt::Debug for Runner<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -350,6 +419,16 @@ impl<'a> Runner<'a> {
             counters: HashMap::new(),
             writer: None,
             turn: 0,
+            custom_instructions: None,
+            cache_touch: None,
+            now_override: None,
+            records_cache_touch: config
+                .agents
+                .get("defaults")
+                .and_then(|d| d.get("contextPruning"))
+                .and_then(|p| p.get("mode"))
+                .and_then(|m| m.as_str())
+                == Some("cache-ttl"),
         }
     }
 
@@ -364,6 +443,41 @@ impl<'a> Runner<'a> {
     pub fn with_registry(mut self, store: &'a SessionStore, key: impl Into<String>) -> Self {
         self.registry = Some((store, key.into()));
         self
+    }
+
+    /// Runs on this clock (Unix ms) instead of the wall clock until cleared: a replay sets each
+    /// turn's recorded time, so time-based decisions (the pruning TTL gate) happen as they
+    /// would have.
+    pub fn set_now(&mut self, now_ms: Option<u64>) {
+        self.now_override = now_ms;
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.now_override
+            .unwrap_or_else(rampart_sessions::store::now_unix_ms)
+    }
+
+    /// The session's last cache touch: scanned from the branch once, then kept up to date.
+    fn cache_touched_at(&mut self, session: &Session) -> Option<u64> {
+        let id = &session.header().id;
+        if let Some((cached, touch)) = &self.cache_touch
+            && cached == id
+        {
+            return *touch;
+        }
+        let touch = session
+            .tree()
+            .active_branch()
+            .into_iter()
+            .rev()
+            .find_map(|e| match &e.body {
+                rampart_sessions::EntryBody::Custom(c) if c.custom_type == CACHE_TTL_CUSTOM_TYPE => {
+                    c.data.as_ref().and_then(|d| d.get("timestamp")).and_then(|t| t.as_u64())
+                }
+                _ => None,
+            });
+        self.cache_touch = Some((id.clone(), touch));
+        touch
     }
 
     /// The events recorded so far (drained).
@@ -521,6 +635,7 @@ impl<'a> Runner<'a> {
                 system: prepared.system.clone(),
                 messages: prepared.list.iter().cloned().collect(),
                 max_tokens: self.settings.max_output_tokens,
+                deadline: None,
             };
             self.events.emit(
                 EventKind::Request,
@@ -625,6 +740,7 @@ impl<'a> Runner<'a> {
             );
         }
 
+        let cache_touched_at = self.cache_touched_at(session);
         let assembled = self.slot.assemble(AssembleParams {
             session: session_ref(session),
             messages: clean.clone(),
@@ -632,6 +748,8 @@ impl<'a> Runner<'a> {
             model: Some(model.clone()),
             available_tools: Vec::new(),
             prompt: None,
+            cache_touched_at,
+            now_ms: Some(self.now_ms()),
         });
         let (list, addition) = match assembled {
             Ok(result) => (result.messages, result.system_prompt_addition),
@@ -743,6 +861,17 @@ impl<'a> Runner<'a> {
         let slot = self.slot;
         let writer = self.writer(window);
         writer.append(slot, session, reply.clone(), Some(model.clone()))?;
+        if self.records_cache_touch {
+            // The request just wrote the provider's prompt cache: pruning waits a TTL from now.
+            let now = self.now_ms();
+            session
+                .append_custom(
+                    CACHE_TTL_CUSTOM_TYPE,
+                    Some(json!({ "timestamp": now, "provider": model.provider, "modelId": model.id })),
+                )
+                .map_err(PersistError::from)?;
+            self.cache_touch = Some((session.header().id.clone(), Some(now)));
+        }
         session.sync().map_err(PersistError::from)?;
 
         let mut messages: Vec<SharedMessage> = prepared.list.iter().cloned().collect();

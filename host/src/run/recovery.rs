@@ -104,6 +104,22 @@ impl Runner<'_> {
         })
     }
 
+    /// A compaction the user asked for (`rampart compact`): runs under the same guard and
+    /// model choice as a turn, with `instructions` for the summariser. Returns whether
+    /// anything was compacted; an engine failure is an error and leaves the session as it was.
+    pub fn compact_now(
+        &mut self,
+        session: &mut Session,
+        instructions: Option<String>,
+    ) -> Result<bool, TurnError> {
+        let (name, window) = self.guard()?;
+        let model = super::model_ref(&name, window);
+        self.custom_instructions = instructions;
+        let result = self.compact(session, &model, window, None, "manual", 1);
+        self.custom_instructions = None;
+        result.map_err(|reason| TurnError::CompactionFailed { reason })
+    }
+
     /// One in-session tool-result truncation pass; true when it changed the session.
     pub(super) fn truncate_in_session(
         &mut self,
@@ -143,23 +159,31 @@ impl Runner<'_> {
             .iter()
             .map(|&i| session.entries()[i].id.clone())
             .collect();
+        let compaction_model = match self.models.compaction_model(self.config, model) {
+            Ok(m) => m,
+            Err(e) => return Err(e.to_string()),
+        };
         let started = Instant::now();
         self.events.emit(
             EventKind::CompactionStart,
             json!({ "reason": reason, "attempt": attempt, "observedTokens": observed_tokens }),
         );
-        let result = self.slot.compact(CompactParams {
+        // The engine stops at the compaction timeout; the host's backstop waits a little
+        // longer so the engine's own, cleaner "timed out" answer arrives first.
+        let backstop = self.settings.compaction_timeout + std::time::Duration::from_secs(30);
+        let result = self.slot.compact_within(CompactParams {
             session: session_ref(session),
             token_budget: Some(window),
             force: true,
             current_token_count: observed_tokens,
             compaction_target: Some("budget".to_string()),
-            custom_instructions: None,
+            custom_instructions: self.custom_instructions.clone(),
             runtime_context: json!({ "trigger": reason, "attempt": attempt }),
             messages: context.into_list(),
             entry_ids,
             model: Some(model.clone()),
-        });
+            compaction_model,
+        }, backstop);
         let duration_ms = started.elapsed().as_millis() as u64;
         let outcome = match result {
             Ok(r) => r,

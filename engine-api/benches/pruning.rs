@@ -1,0 +1,176 @@
+//! Context pruning (layer 4) against the targets: pruning the 200k-token session at a 32k
+//! window in ≤ 2 ms (the pruning issue), and per-turn hygiene including pruning on the same
+//! session in ≤ 0.5 ms (`shared/PERFORMANCE.md`).
+//!
+//! Run with `cargo bench -p rampart-engine-api --bench pruning`. Cases, all on the 200k
+//! session with the default settings (`mode: cache-ttl`) at a 32k-token window:
+//!
+//! - `cold/200k@32k`: `prune_context_messages` without a memo: every message measured, every
+//!   pruned result rebuilt; what the first turn of a session pays;
+//! - `cold_memo/200k@32k`: the first call with a fresh `PruneMemo` (the same work plus filling
+//!   the memo);
+//! - `steady/200k@32k`: the same history again with the memo warmed by one earlier call, which
+//!   is every later turn (a turn's new messages are measured once, on their first turn);
+//! - `turn/200k@32k`: a whole steady turn: `hygiene::run` with the default policy, pruning with
+//!   the memo, and the memoised token count of the result.
+//!
+//! Inputs come from `shared/bench/gen_session.py --preset 200k`, generated once into
+//! `<target dir>/bench-inputs/session-200k.jsonl` (needs python3), as the hygiene bench does.
+//! Only `message` entries are used, in file order.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use criterion::{BatchSize, Criterion};
+use rampart_engine_api::hygiene::{self, HygienePolicy};
+use rampart_engine_api::message::AgentMessage;
+use rampart_engine_api::pruning::{
+    EffectiveSettings, PruneMemo, PruneOptions, prune_context_messages, prune_context_messages_with,
+};
+use rampart_engine_api::tokens::TokenCounter;
+use rampart_engine_api::wire::MessageList;
+use serde::Deserialize;
+
+/// The window pruning is measured at, in tokens.
+const WINDOW: u64 = 32_000;
+
+/// The target directory this bench was built into, where inputs are cached.
+fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    // `<target>/release/deps/pruning-<hash>`
+    let exe = std::env::current_exe().expect("the bench knows its own path");
+    exe.parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+fn input_file(preset: &str) -> PathBuf {
+    let dir = target_dir().join("bench-inputs");
+    let path = dir.join(format!("session-{preset}.jsonl"));
+    if !path.exists() {
+        std::fs::create_dir_all(&dir).expect("create the bench input directory");
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_session.py");
+        let status = Command::new("python3")
+            .arg(&script)
+            .args(["--preset", preset, "--out"])
+            .arg(&path)
+            .status()
+            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+        assert!(status.success(), "{} failed: {status}", script.display());
+    }
+    path
+}
+
+#[derive(Deserialize)]
+struct Entry {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    message: Option<AgentMessage>,
+}
+
+fn load(preset: &str) -> MessageList {
+    let path = input_file(preset);
+    let text = std::fs::read_to_string(&path).expect("read the bench input");
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .filter_map(|line| {
+            let entry: Entry = serde_json::from_str(line).expect("a session entry");
+            (entry.kind == "message").then_some(entry.message).flatten()
+        })
+        .map(Arc::new)
+        .collect()
+}
+
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    let settings = EffectiveSettings::default();
+    let options = PruneOptions::default();
+    let preset = "200k";
+    let history = load(preset);
+
+    let (pruned, report) = prune_context_messages(&history, WINDOW, &settings);
+    assert!(
+        report.changed(),
+        "the bench input should need pruning: {report:?}"
+    );
+    eprintln!(
+        "{preset}@{WINDOW}: {} messages, {} chars ({:.2} of the window) -> {} chars ({:.2}); \
+         {} results trimmed, {} cleared; {} messages shared with the input",
+        history.len(),
+        report.chars_before,
+        report.ratio_before,
+        report.chars_after,
+        report.ratio_after,
+        report.soft_trimmed,
+        report.hard_cleared,
+        history
+            .iter()
+            .zip(pruned.iter())
+            .filter(|(a, b)| Arc::ptr_eq(a, b))
+            .count(),
+    );
+
+    let mut group = c.benchmark_group("pruning");
+    group.bench_function(format!("cold/{preset}@32k"), |b| {
+        b.iter(|| prune_context_messages(black_box(&history), WINDOW, &settings))
+    });
+    group.bench_function(format!("cold_memo/{preset}@32k"), |b| {
+        b.iter_batched(
+            PruneMemo::new,
+            |memo| {
+                let out = prune_context_messages_with(
+                    black_box(&history),
+                    WINDOW,
+                    &settings,
+                    options,
+                    Some(&memo),
+                );
+                // Dropping the memo (and its pruned copies) is part of no turn: return it.
+                (out, memo)
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    let memo = PruneMemo::new();
+    prune_context_messages_with(&history, WINDOW, &settings, options, Some(&memo));
+    group.bench_function(format!("steady/{preset}@32k"), |b| {
+        b.iter(|| {
+            prune_context_messages_with(
+                black_box(&history),
+                WINDOW,
+                &settings,
+                options,
+                Some(&memo),
+            )
+        })
+    });
+    let policy = HygienePolicy::default();
+    let counter = TokenCounter::estimate();
+    let turn = |list: &MessageList| {
+        let (clean, hygiene_report) = hygiene::run(list, &policy);
+        let (pruned, pruning_report) =
+            prune_context_messages_with(&clean, WINDOW, &settings, options, Some(&memo));
+        (counter.count_total(&pruned), hygiene_report, pruning_report)
+    };
+    // Warm the counter's memo with the pruned messages, as the previous turn would have.
+    turn(&history);
+    group.bench_function(format!("turn/{preset}@32k"), |b| {
+        b.iter(|| turn(black_box(&history)))
+    });
+    group.finish();
+    let stats = memo.stats();
+    eprintln!(
+        "memo: {} hits, {} misses, {} entries",
+        stats.hits, stats.misses, stats.entries
+    );
+    c.final_summary();
+}

@@ -1,0 +1,141 @@
+//! `llm.complete` for engines, answered by the host's providers; and the choice of the model
+//! compaction summaries come from.
+//!
+//! Why the host answers rather than the engine calling a provider itself: keys, base URLs,
+//! retries and timeouts live in one config, and an engine in a library never sees a key.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rampart_engine_api::host::{LlmRequest, LlmResponse};
+use rampart_engine_api::message::ContentBlock;
+use rampart_engine_api::protocol::ModelRef;
+use rampart_engine_api::{EngineError, ErrorKind};
+
+use super::ModelSource;
+use crate::config::Config;
+use crate::providers::{ApiKind, ModelRequest, ProviderError};
+use crate::providers::registry::Providers;
+use crate::services::LlmService;
+
+/// Answers `llm.complete` with the model the request names.
+pub struct ProvidersLlm {
+    providers: Arc<Providers>,
+}
+
+impl ProvidersLlm {
+    /// A service over `providers`.
+    pub fn new(providers: Arc<Providers>) -> Self {
+        Self { providers }
+    }
+}
+
+impl LlmService for ProvidersLlm {
+    fn complete(&self, request: &LlmRequest) -> Result<LlmResponse, EngineError> {
+        let Some(name) = request.model.as_deref() else {
+            return Err(EngineError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "llm.complete for `{}` named no model; this host only answers requests \
+                     for the model it handed the engine (CompactParams.compactionModel)",
+                    request.purpose
+                ),
+            ));
+        };
+        let (provider_id, model_id) = name.split_once('/').unwrap_or(("", name));
+        let resolved = self
+            .providers
+            .resolve(provider_id, model_id)
+            .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))?;
+        let started = Instant::now();
+        let model_request = ModelRequest {
+            model: model_id.to_string(),
+            system: request.system.clone(),
+            messages: request.messages.iter().cloned().map(Arc::new).collect(),
+            max_tokens: request.max_tokens,
+            deadline: request
+                .timeout_ms
+                .map(|ms| started + Duration::from_millis(ms)),
+        };
+        let response = resolved
+            .provider
+            .complete(&model_request)
+            .map_err(provider_error)?;
+        let text = response
+            .message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("");
+        tracing::debug!(
+            purpose = %request.purpose,
+            model = name,
+            input_tokens = response.message.usage.input,
+            output_tokens = response.message.usage.output,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "llm.complete answered"
+        );
+        Ok(LlmResponse {
+            text,
+            model: name.to_string(),
+            input_tokens: response.message.usage.input,
+            output_tokens: response.message.usage.output,
+        })
+    }
+}
+
+/// Maps a provider failure onto the engine error kinds, keeping the provider's text: an
+/// overflow must stay recognisable to the engine, which shrinks its request and retries.
+fn provider_error(e: ProviderError) -> EngineError {
+    let kind = match &e {
+        ProviderError::Timeout { .. } => ErrorKind::Timeout,
+        ProviderError::Cancelled { .. } => ErrorKind::Cancelled,
+        _ => ErrorKind::Host,
+    };
+    EngineError::new(kind, e.to_string())
+}
+
+/// The model compaction summaries come from: `agents.defaults.compaction.model` when set,
+/// else the chat model when it is a real one (not the simulator, which cannot summarise),
+/// else none, and the engine summarises with its embedded extractive summariser.
+pub fn compaction_model(
+    config: &Config,
+    providers: &Providers,
+    chat: &ModelRef,
+) -> Result<Option<ModelRef>, super::TurnError> {
+    let configured = config
+        .agents
+        .get("defaults")
+        .and_then(|d| d.get("compaction"))
+        .and_then(|c| c.get("model"))
+        .and_then(|m| m.as_str())
+        .map(str::to_string);
+    let name = match configured {
+        Some(name) => name,
+        None => {
+            let is_sim = providers
+                .settings(&chat.provider)
+                .is_none_or(|s| s.api == ApiKind::Sim);
+            if is_sim {
+                return Ok(None);
+            }
+            format!("{}/{}", chat.provider, chat.id)
+        }
+    };
+    let (provider, id) = name.split_once('/').ok_or_else(|| super::TurnError::UnknownModel {
+        name: name.clone(),
+        problem: "agents.defaults.compaction.model must have the form \"provider/model\""
+            .to_string(),
+    })?;
+    let window =
+        crate::models::resolve_window(config, provider, id, providers.reported_window(provider, id))?;
+    Ok(Some(ModelRef {
+        provider: provider.to_string(),
+        id: id.to_string(),
+        context_window: Some(window.tokens),
+    }))
+}
