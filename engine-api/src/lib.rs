@@ -20,6 +20,7 @@
 
 #![allow(non_local_definitions, non_camel_case_types)]
 
+pub mod compaction;
 pub mod engine;
 pub mod error;
 pub mod export;
