@@ -262,7 +262,7 @@ fn session_with_reads(reads: usize) -> (Config, World) {
         let body = format!("line {i}\n").repeat(1_250);
         w.session
             .append_message(AgentMessage::tool_result(
-                &format!("c{i}"),
+                format!("c{i}"),
                 "read",
                 body,
                 false,
@@ -333,26 +333,88 @@ fn the_precheck_truncates_tool_results_in_the_session_before_anything_is_sent() 
 }
 
 #[test]
-fn the_tool_loop_guard_overflow_recovers_through_a_truncation_pass() {
+fn the_tool_loop_guard_overflow_recovers_through_compaction() {
     // Eight reads: the tool-loop guard's estimate exceeds its safe threshold.
     let (config, mut w) = session_with_reads(8);
 
     let (events, report, seen) = turn_over(&config, &mut w);
 
-    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let overflow = events.iter().find(|e| e.kind == "overflow").unwrap();
     assert_eq!(
         overflow.data["message"],
         "Context overflow: estimated context size exceeds safe threshold during tool loop."
     );
-    // Legacy has no compaction runtime yet, so the recovery goes on to the truncation pass.
-    let order: Vec<&str> = kinds
+    let order: Vec<&str> = events
         .iter()
-        .copied()
+        .map(|e| e.kind.as_str())
         .filter(|k| {
             [
                 "overflow",
-                "compaction_start",
+                "compaction_end",
+                "truncation_pass",
+                "retry",
+                "request",
+            ]
+            .contains(k)
+        })
+        .collect();
+    assert_eq!(order, ["overflow", "compaction_end", "retry", "request"]);
+    assert_eq!(report.compactions, 1);
+    assert_eq!(report.attempts, 2);
+    assert_eq!(seen, 1);
+}
+
+#[test]
+fn when_compaction_fails_the_recovery_truncates_tool_results_in_the_session() {
+    // The compaction model cannot be reached and no extractive fallback is allowed, so
+    // compaction fails; the one truncation pass must rescue the turn.
+    let (_, mut w) = session_with_reads(8);
+    let config = config::parse(
+        &format!(
+            "[agents.defaults.model]\nprimary = \"sim/mid\"\n\
+             [agents.defaults.compaction]\nmodel = \"gone/m\"\nextractiveFallback = false\n\
+             retry = {{ attempts = 1, minDelayMs = 0, maxDelayMs = 0, jitter = 0 }}\n\
+             [[models.providers.sim.models]]\nid = \"mid\"\ncontextWindow = 32000\n\
+             [models.providers.gone]\napi = \"openai-completions\"\nbaseUrl = \"{}\"\nmaxRetries = 0\n\
+             [[models.providers.gone.models]]\nid = \"m\"\ncontextWindow = 128000\n",
+            common::loopback::refused_url()
+        ),
+        Path::new("plugins.toml"),
+    )
+    .unwrap();
+    let sink = EventSink::tracing_only();
+    let providers = std::sync::Arc::new(Providers::from_config(&config).unwrap());
+    let resources = rampart_host::slot::HostResources {
+        blobs: None,
+        llm: Some(std::sync::Arc::new(
+            rampart_host::run::llm::ProvidersLlm::new(providers.clone()),
+        )),
+    };
+    let slot = EngineSlot::resolve_full(&config, &sink, &resources).unwrap();
+    let settings = RunSettings::from_config(&config).unwrap();
+    let mut runner = Runner::new(
+        &config,
+        &slot,
+        &*providers,
+        settings,
+        RunEvents::new(sink, None),
+    );
+
+    let report = runner
+        .run_turn(
+            &mut w.session,
+            Some(AgentMessage::user_text("summarise", 4)),
+        )
+        .unwrap();
+
+    let events = runner.events().drain();
+    let order: Vec<&str> = events
+        .iter()
+        .map(|e| e.kind.as_str())
+        .filter(|k| {
+            [
+                "overflow",
+                "compaction_end",
                 "truncation_pass",
                 "retry",
                 "request",
@@ -364,15 +426,17 @@ fn the_tool_loop_guard_overflow_recovers_through_a_truncation_pass() {
         order,
         [
             "overflow",
-            "compaction_start",
+            "compaction_end",
             "truncation_pass",
             "retry",
             "request"
-        ]
+        ],
+        "{events:#?}"
     );
+    let end = events.iter().find(|e| e.kind == "compaction_end").unwrap();
+    assert_eq!(end.data["compacted"], false);
     assert_eq!(report.truncation_passes, 1);
-    assert_eq!(report.attempts, 2);
-    assert_eq!(seen, 1);
+    assert_eq!(report.compactions, 0);
 }
 
 #[test]
@@ -380,7 +444,7 @@ fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() 
     let config = config::parse(
         "[agents.defaults.model]\nprimary = \"sim/mid\"\n\
          [agents.defaults.contextPruning]\nmode = \"cache-ttl\"\nttl = \"5m\"\n\
-         [[models.providers.sim.models]]\nid = \"mid\"\ncontextWindow = 100000\n",
+         [[models.providers.sim.models]]\nid = \"mid\"\ncontextWindow = 200000\n",
         Path::new("plugins.toml"),
     )
     .unwrap();
@@ -392,11 +456,12 @@ fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() 
     let events = RunEvents::new(sink, None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
-    // Six old reads of 40,000 characters: well over the soft-trim ratio of a 100k window.
+    // Eight old reads of 42,000 characters: over the soft-trim ratio of a 200k window, within
+    // what the guards let through.
     w.session
         .append_message(AgentMessage::user_text("read everything", 1))
         .unwrap();
-    for i in 0..6 {
+    for i in 0..8 {
         let call: AgentMessage = serde_json::from_value(json!({
             "role": "assistant",
             "content": [{"type": "toolCall", "id": format!("c{i}"), "name": "read", "arguments": {"path": format!("f{i}")}}],
@@ -409,7 +474,7 @@ fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() 
         w.session.append_message(call).unwrap();
         w.session
             .append_message(AgentMessage::tool_result(
-                &format!("c{i}"),
+                format!("c{i}"),
                 "read",
                 format!("row {i}\n").repeat(6_000),
                 false,
@@ -429,12 +494,17 @@ fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() 
     let first = runner
         .run_turn(&mut w.session, Some(AgentMessage::user_text("one", 4)))
         .unwrap();
-    assert!(!pruned(&runner.events().drain()));
+    let ev = runner.events().drain();
+    assert!(!pruned(&ev));
+    assert!(!ev.iter().any(|e| e.kind == "overflow"), "{ev:#?}");
     // Within the TTL the cache is warm: still nothing.
     runner.set_now(Some(t0 + 60_000));
     for n in 0..3 {
         runner
-            .run_turn(&mut w.session, Some(AgentMessage::user_text(format!("turn {n}"), 5)))
+            .run_turn(
+                &mut w.session,
+                Some(AgentMessage::user_text(format!("turn {n}"), 5)),
+            )
             .unwrap();
     }
     assert!(!pruned(&runner.events().drain()));
@@ -445,7 +515,8 @@ fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() 
     let later = runner
         .run_turn(&mut w.session, Some(AgentMessage::user_text("two", 6)))
         .unwrap();
-    assert!(pruned(&runner.events().drain()));
+    let late_events = runner.events().drain();
+    assert!(pruned(&late_events), "{late_events:#?}");
     assert!(
         later.prompt_tokens < first.prompt_tokens,
         "{} vs {}",

@@ -1,8 +1,10 @@
 //! `legacy`: the built-in context engine, owned by the host.
 //!
 //! It behaves as OpenClaw's legacy engine (reference §2.2): `assemble` passes the host's
-//! messages through unchanged with `estimatedTokens: 0` ("the caller counts"), and `compact`
-//! reports that no compaction runtime is present yet instead of pretending it compacted.
+//! messages through with `estimatedTokens: 0` ("the caller counts"), pruned in memory when
+//! `contextPruning` is on (layer 4), and `compact` summarises the older history in safeguard
+//! mode (layer 3) with the host's compaction model, or with the embedded extractive summariser
+//! when the host has none.
 //!
 //! Layer 2 of the defence lives in `ingest`: a tool result larger than
 //! `min(window · 0.3 · 4, contextLimits.toolResultMaxChars)` (at least 2,000 characters kept) is
@@ -17,17 +19,20 @@
 
 use std::sync::Arc;
 
+use rampart_engine_api::compaction::CompactionSettings;
 use rampart_engine_api::guards::tool_result::{DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest};
 use rampart_engine_api::host::BlobPutRequest;
-use rampart_engine_api::pruning::{self, CacheTouch, EffectiveSettings, PruneMemo, PruneOptions};
 use rampart_engine_api::protocol::{
     AssembleParams, AssembleResult, CompactParams, CompactResult, EngineInfo, IngestParams,
     IngestResult, ProtocolInfo,
 };
+use rampart_engine_api::pruning::{self, CacheTouch, EffectiveSettings, PruneMemo, PruneOptions};
 use rampart_engine_api::{
     AgentMessage, CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, ErrorKind,
     Host, LogLevel,
 };
+
+mod compact;
 
 /// The id no plugin may take.
 pub const LEGACY_ID: &str = "legacy";
@@ -46,6 +51,8 @@ pub struct LegacyEngine {
     /// Per-message char counts and pruned copies, kept across turns so a turn costs
     /// O(messages).
     prune_memo: PruneMemo,
+    /// Layer 3: `compaction`.
+    compactor: compact::Compactor,
 }
 
 impl LegacyEngine {
@@ -75,12 +82,18 @@ impl LegacyEngine {
             Some(raw) => pruning::effective(raw)
                 .map_err(|e| EngineError::new(ErrorKind::InvalidParams, e.to_string()))?,
         };
+        let compaction = match config.get("compaction") {
+            None => CompactionSettings::default(),
+            Some(raw) => CompactionSettings::from_value(raw)
+                .map_err(|e| EngineError::new(ErrorKind::InvalidParams, e.to_string()))?,
+        };
         Ok(Self {
             host,
             tool_result_max_chars,
             context_tokens: positive("/contextTokens")?,
             pruning,
             prune_memo: PruneMemo::new(),
+            compactor: compact::Compactor::new(compaction),
         })
     }
 
@@ -92,6 +105,7 @@ impl LegacyEngine {
             context_tokens: None,
             pruning: None,
             prune_memo: PruneMemo::new(),
+            compactor: compact::Compactor::new(CompactionSettings::default()),
         }
     }
 
@@ -239,33 +253,32 @@ impl ContextEngine for LegacyEngine {
             Some(&self.prune_memo),
         );
         if report.changed() {
-            let _ = cx.host().emit_event(&rampart_engine_api::host::EngineEvent {
-                kind: "prune".into(),
-                session_id: Some(p.session.session_id.clone()),
-                data: serde_json::json!({
-                    "softTrimmed": report.soft_trimmed,
-                    "hardCleared": report.hard_cleared,
-                    "charsBefore": report.chars_before,
-                    "charsAfter": report.chars_after,
-                    "prunedChars": report.chars_before.saturating_sub(report.chars_after),
-                    "ratioBefore": report.ratio_before,
-                    "ratioAfter": report.ratio_after,
-                }),
-            });
+            let _ = cx
+                .host()
+                .emit_event(&rampart_engine_api::host::EngineEvent {
+                    kind: "prune".into(),
+                    session_id: Some(p.session.session_id.clone()),
+                    data: serde_json::json!({
+                        "softTrimmed": report.soft_trimmed,
+                        "hardCleared": report.hard_cleared,
+                        "charsBefore": report.chars_before,
+                        "charsAfter": report.chars_after,
+                        "prunedChars": report.chars_before.saturating_sub(report.chars_after),
+                        "ratioBefore": report.ratio_before,
+                        "ratioAfter": report.ratio_after,
+                    }),
+                });
         }
         Ok(pass(messages))
     }
 
+    /// Layer 3: summarises the older history with the host's compaction model (or the
+    /// embedded extractive summariser when there is none). See [`compact`].
     fn compact(
         &self,
-        _cx: &CallContext<'_>,
-        _p: CompactParams,
+        cx: &CallContext<'_>,
+        p: CompactParams,
     ) -> Result<CompactResult, EngineError> {
-        Ok(CompactResult {
-            ok: false,
-            compacted: false,
-            reason: Some("no compaction runtime in this build of the legacy engine".to_string()),
-            result: None,
-        })
+        Ok(self.compactor.compact(cx, p))
     }
 }

@@ -14,8 +14,8 @@ use rampart_engine_api::{EngineError, ErrorKind};
 
 use super::ModelSource;
 use crate::config::Config;
-use crate::providers::{ApiKind, ModelRequest, ProviderError};
 use crate::providers::registry::Providers;
+use crate::providers::{ApiKind, ModelRequest, ProviderError};
 use crate::services::LlmService;
 
 /// Answers `llm.complete` with the model the request names.
@@ -126,13 +126,19 @@ pub fn compaction_model(
             format!("{}/{}", chat.provider, chat.id)
         }
     };
-    let (provider, id) = name.split_once('/').ok_or_else(|| super::TurnError::UnknownModel {
-        name: name.clone(),
-        problem: "agents.defaults.compaction.model must have the form \"provider/model\""
-            .to_string(),
-    })?;
-    let window =
-        crate::models::resolve_window(config, provider, id, providers.reported_window(provider, id))?;
+    let (provider, id) = name
+        .split_once('/')
+        .ok_or_else(|| super::TurnError::UnknownModel {
+            name: name.clone(),
+            problem: "agents.defaults.compaction.model must have the form \"provider/model\""
+                .to_string(),
+        })?;
+    let window = crate::models::resolve_window(
+        config,
+        provider,
+        id,
+        providers.reported_window(provider, id),
+    )?;
     Ok(Some(ModelRef {
         provider: provider.to_string(),
         id: id.to_string(),

@@ -471,8 +471,13 @@ impl<'a> Runner<'a> {
             .into_iter()
             .rev()
             .find_map(|e| match &e.body {
-                rampart_sessions::EntryBody::Custom(c) if c.custom_type == CACHE_TTL_CUSTOM_TYPE => {
-                    c.data.as_ref().and_then(|d| d.get("timestamp")).and_then(|t| t.as_u64())
+                rampart_sessions::EntryBody::Custom(c)
+                    if c.custom_type == CACHE_TTL_CUSTOM_TYPE =>
+                {
+                    c.data
+                        .as_ref()
+                        .and_then(|d| d.get("timestamp"))
+                        .and_then(|t| t.as_u64())
                 }
                 _ => None,
             });

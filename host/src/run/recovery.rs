@@ -7,6 +7,7 @@
 
 use std::time::Instant;
 
+use rampart_engine_api::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
 use rampart_engine_api::guards::tool_result::session_likely_has_oversized_tool_results;
 use rampart_engine_api::overflow::{CONTEXT_OVERFLOW_USER_MESSAGE, is_compaction_failure_error};
 use rampart_engine_api::protocol::{CompactParams, CompactResult, ModelRef};
@@ -171,19 +172,22 @@ impl Runner<'_> {
         // The engine stops at the compaction timeout; the host's backstop waits a little
         // longer so the engine's own, cleaner "timed out" answer arrives first.
         let backstop = self.settings.compaction_timeout + std::time::Duration::from_secs(30);
-        let result = self.slot.compact_within(CompactParams {
-            session: session_ref(session),
-            token_budget: Some(window),
-            force: true,
-            current_token_count: observed_tokens,
-            compaction_target: Some("budget".to_string()),
-            custom_instructions: self.custom_instructions.clone(),
-            runtime_context: json!({ "trigger": reason, "attempt": attempt }),
-            messages: context.into_list(),
-            entry_ids,
-            model: Some(model.clone()),
-            compaction_model,
-        }, backstop);
+        let result = self.slot.compact_within(
+            CompactParams {
+                session: session_ref(session),
+                token_budget: Some(self.compaction_budget(window)),
+                force: true,
+                current_token_count: observed_tokens,
+                compaction_target: Some("budget".to_string()),
+                custom_instructions: self.custom_instructions.clone(),
+                runtime_context: json!({ "trigger": reason, "attempt": attempt }),
+                messages: context.into_list(),
+                entry_ids,
+                model: Some(model.clone()),
+                compaction_model,
+            },
+            backstop,
+        );
         let duration_ms = started.elapsed().as_millis() as u64;
         let outcome = match result {
             Ok(r) => r,
@@ -216,6 +220,19 @@ impl Runner<'_> {
             );
         }
         Ok(outcome.compacted)
+    }
+
+    /// What the compacted context must fit: the prompt budget the precheck allows (the window
+    /// less the reserve it keeps), before its safety factor. Handing the engine the window
+    /// instead would let it keep more than the retry can send, and the overflow would repeat.
+    fn compaction_budget(&self, window: u64) -> u64 {
+        let outcome = precheck(&PrecheckInput {
+            estimated_tokens: 0,
+            budget_tokens: window,
+            reserve_tokens: self.settings.reserve_tokens,
+            tool_result_reducible_chars: 0,
+        });
+        ((outcome.prompt_budget_before_reserve as f64) / PRE_PROMPT_SAFETY_FACTOR).floor() as u64
     }
 
     fn persist_compaction(
