@@ -95,15 +95,23 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
     .unwrap();
     let (sink, slot, providers) = runner_parts(&config);
     let settings = RunSettings::from_config(&config).unwrap();
+    // About 36,000 tokens of conversation: over the window before anything is sent.
+    let mut w = long_session(80);
+    let store = rampart_sessions::store::SessionStore::open(w._dir.path()).unwrap();
+    store
+        .upsert(
+            "k",
+            rampart_sessions::store::SessionEntry::new(w.session.header().id.clone(), 1),
+        )
+        .unwrap();
     let mut runner = Runner::new(
         &config,
         &slot,
         &*providers,
         settings,
         RunEvents::new(sink, None),
-    );
-    // About 36,000 tokens of conversation: over the window before anything is sent.
-    let mut w = long_session(80);
+    )
+    .with_registry(&store, "k");
     let before = std::fs::read_to_string(w.session.path()).unwrap();
 
     let report = runner
@@ -149,6 +157,16 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
     }
     let after = std::fs::read_to_string(w.session.path()).unwrap();
     assert!(after.starts_with(&before), "the file only grows");
+    // The registry counts the compaction, keeps a checkpoint naming the entry, and its token
+    // figure is the real usage of the answer that followed, not the pre-compaction size.
+    let entry = store.get("k").unwrap().unwrap();
+    assert_eq!(entry.compaction_count, 1);
+    assert_eq!(entry.compaction_checkpoints.len(), 1);
+    assert_eq!(
+        entry.compaction_checkpoints[0].first_kept_entry_id.as_deref(),
+        Some(first_kept.as_str())
+    );
+    assert!(entry.total_tokens.unwrap() < 32_000);
     // The request that went out starts with the summary.
     let sent = &report.requests.last().unwrap().messages;
     assert!(matches!(&*sent[0], AgentMessage::CompactionSummary(_)));
