@@ -163,7 +163,9 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
     assert_eq!(entry.compaction_count, 1);
     assert_eq!(entry.compaction_checkpoints.len(), 1);
     assert_eq!(
-        entry.compaction_checkpoints[0].first_kept_entry_id.as_deref(),
+        entry.compaction_checkpoints[0]
+            .first_kept_entry_id
+            .as_deref(),
         Some(first_kept.as_str())
     );
     assert!(entry.total_tokens.unwrap() < 32_000);
@@ -274,4 +276,56 @@ fn a_summariser_that_hangs_times_out_and_leaves_the_session_byte_identical() {
         "{:#}",
         end.data
     );
+}
+
+#[test]
+fn a_model_timeout_on_a_big_prompt_compacts_and_retries() {
+    let server = Loopback::start();
+    server.push(Reply::hang(Duration::from_secs(5)));
+    server.push(openai_text_stream("answered after compaction", 9_000, 5));
+    let config = config::parse(
+        &format!(
+            "[agents.defaults.model]\nprimary = \"local/big\"\n\
+             [agents.defaults.compaction]\nmodel = \"sim/default\"\n\
+             [models.providers.local]\napi = \"openai-completions\"\nbaseUrl = \"{}\"\n\
+             maxRetries = 0\ntimeoutSeconds = 1\n\
+             [[models.providers.local.models]]\nid = \"big\"\ncontextWindow = 200000\n",
+            server.url()
+        ),
+        Path::new("plugins.toml"),
+    )
+    .unwrap();
+    let (sink, slot, providers) = runner_parts(&config);
+    let settings = RunSettings::from_config(&config).unwrap();
+    let mut runner = Runner::new(
+        &config,
+        &slot,
+        &*providers,
+        settings,
+        RunEvents::new(sink, None),
+    );
+    // About 140,000 tokens: more than 65% of the window, yet within the precheck's budget.
+    let mut w = long_session(310);
+
+    let report = runner
+        .run_turn(
+            &mut w.session,
+            Some(AgentMessage::user_text("What is left?", 999)),
+        )
+        .unwrap();
+
+    assert_eq!(report.compactions, 1, "{report:?}");
+    assert_eq!(report.attempts, 2);
+    assert_eq!(server.request_count(), 2);
+    let events = runner.events().drain();
+    let end = of_kind(&events, "compaction_end")[0];
+    assert_eq!(end.data["reason"], "timeout");
+    assert_eq!(compaction_entries(&w.session).len(), 1);
+    // The retry was smaller than the request that timed out.
+    let sizes: Vec<usize> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["messages"].as_array().unwrap().len())
+        .collect();
+    assert!(sizes[1] < sizes[0], "{sizes:?}");
 }

@@ -68,9 +68,14 @@ impl Provider for AnthropicProvider {
             ("anthropic-version", ANTHROPIC_VERSION),
             ("content-type", "application/json"),
         ];
-        let (answer, retries) = self
-            .http
-            .post(&self.url, &request.model, &headers, &body, request.deadline, read)?;
+        let (answer, retries) = self.http.post(
+            &self.url,
+            &request.model,
+            &headers,
+            &body,
+            request.deadline,
+            read,
+        )?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,

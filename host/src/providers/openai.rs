@@ -55,9 +55,14 @@ impl Provider for OpenAiProvider {
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let body = request_body(request);
-        let (answer, retries) = self
-            .http
-            .post(&self.url, &request.model, &[], &body, request.deadline, read)?;
+        let (answer, retries) = self.http.post(
+            &self.url,
+            &request.model,
+            &[],
+            &body,
+            request.deadline,
+            read,
+        )?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,

@@ -55,6 +55,12 @@ pub const DEFAULT_RESERVE_TOKENS: u64 = 20_000;
 /// The default tool-result cap (`contextLimits.toolResultMaxChars`), as the legacy engine uses.
 pub const DEFAULT_TOOL_RESULT_MAX_CHARS: usize = 400_000;
 
+/// Compactions one turn may run after model timeouts (`MAX_TIMEOUT_COMPACTION_ATTEMPTS`).
+pub const MAX_TIMEOUT_COMPACTION_ATTEMPTS: u32 = 2;
+
+/// A timed-out prompt larger than this share of the window is compacted and retried.
+pub const TIMEOUT_COMPACTION_SHARE: f64 = 0.65;
+
 /// The model used when the config names none: the embedded simulator.
 pub const DEFAULT_MODEL: &str = "sim/default";
 
@@ -375,6 +381,7 @@ impl std::fmt::Debug for Runner<'_> {
 #[derive(Debug, Default)]
 pub(crate) struct Recovery {
     pub(crate) overflow_compactions: u32,
+    pub(crate) timeout_compactions: u32,
     pub(crate) compacted: u32,
     pub(crate) truncation_tried: bool,
     pub(crate) truncation_passes: u32,
@@ -711,6 +718,46 @@ impl<'a> Runner<'a> {
                         false,
                         attempt,
                     )?;
+                }
+                Err(e)
+                    if e.kind() == ProviderErrorKind::Timeout
+                        && recovery.timeout_compactions < MAX_TIMEOUT_COMPACTION_ATTEMPTS
+                        && prepared.estimated as f64 > TIMEOUT_COMPACTION_SHARE * window as f64 =>
+                {
+                    // A big prompt is the likely reason a model is slow to answer: compact
+                    // and retry rather than fail the turn (at most twice a turn).
+                    requests.push(record);
+                    recovery.timeout_compactions += 1;
+                    self.events.emit(
+                        EventKind::Overflow,
+                        json!({
+                            "attempt": attempt, "message": e.to_string(), "trigger": "timeout",
+                            "estimatedTokens": prepared.estimated, "window": window,
+                        }),
+                    );
+                    match self.compact(
+                        session,
+                        &model,
+                        window,
+                        None,
+                        "timeout",
+                        recovery.timeout_compactions,
+                    ) {
+                        Ok(true) => {
+                            recovery.compacted += 1;
+                            self.events.emit(
+                                EventKind::Retry,
+                                json!({ "attempt": attempt, "after": "compaction" }),
+                            );
+                        }
+                        _ => {
+                            self.events.emit(
+                                EventKind::GiveUp,
+                                json!({ "kind": "provider", "errorKind": e.kind(), "message": e.to_string() }),
+                            );
+                            return Err(e.into());
+                        }
+                    }
                 }
                 Err(e) => {
                     requests.push(record);

@@ -1,0 +1,208 @@
+//! `rampart replay FILE`: a recorded agent session, replayed turn by turn through the configured
+//! context engine against the embedded simulator, to show what each layer of the defence does
+//! at a chosen window. Also home of `rampart run` and `rampart compact` ([`live`]), which share
+//! the replay's host set-up.
+//!
+//! Why a replay: the defences only act when a context is under pressure, and a real model makes
+//! that slow, costly and unrepeatable. A replay feeds the recorded conversation to `sim`, which
+//! counts each prompt with the chosen model's tokenizer and refuses what does not fit with that
+//! provider's real error text, so every layer runs exactly as it would in production.
+//!
+//! # Semantics
+//!
+//! - **Input.** Any transcript `rampart sessions import` reads (pi v1–v3, Claude Code, Codex,
+//!   OpenAI messages, SWE-agent, OpenHands). It is only read: pi files through the session
+//!   loader with corrupt-line sidecars off, the others through the importers. The replayed
+//!   history is the active branch (leaf to root), every message on it, ignoring the recording's
+//!   own compactions (the engine under test decides its own). A recorded system prompt
+//!   (imported formats keep it as an `import.system-prompt` entry) becomes the run's system
+//!   prompt. A file holding several sessions replays the one `--session-index` picks (default
+//!   the first).
+//! - **Calls.** Each recorded assistant message is one model call: it is queued on the
+//!   simulator, then the run loop makes the call (`run_turn` with the pending user message for
+//!   the first call after it, without one for calls inside a tool loop). Every other recorded
+//!   message (tool results as recorded, bash executions, custom messages) goes in through
+//!   `Runner::append`, i.e. through the engine's `ingest` and the persistence guard. At each
+//!   user-message boundary the turn is finished (`finish_turn`).
+//! - **Errors.** A call that fails (an overflow nothing could fix, a blocked window) is recorded
+//!   in its row and the summary; the recorded reply is then appended as it was recorded, so the
+//!   rest of the transcript is measured against the same history, and the replay goes on.
+//!   `--stop-on-error` stops at the first failure instead.
+//! - **Where it writes.** The replay's session goes into a fresh directory: a new session
+//!   registered as `replay-<stem>` in `--sessions-dir` when given (kept), else a temporary
+//!   directory removed at the end unless `--keep` (then its path is printed). Session writes are
+//!   not fsynced: the session is a reproducible by-product, and fsyncs would dominate the time.
+//! - **Tokens saved.** For each answered call: the tokens of the whole recorded history up to
+//!   that call (system prompt included, counted with the replay's tokenizer) minus the prompt
+//!   tokens actually sent; summed over the replay.
+//!
+//! The model behind the replay is `sim/<id>` with `contextWindow = --window` (default
+//! 200,000); `--model` picks the tokenizer and the overflow wording ([`setup::ModelProfile`]).
+
+pub mod drive;
+pub mod json;
+pub mod live;
+pub mod report_html;
+pub mod setup;
+pub mod source;
+pub mod summary;
+pub mod table;
+pub mod tap;
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::config::Config;
+use crate::services::EventSink;
+
+pub use drive::{ReplayError, Replayer};
+pub use summary::{Row, Summary};
+
+/// What `rampart replay` was asked to do (the command line, parsed).
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// The transcript to replay; only read.
+    pub input: PathBuf,
+    /// The window in tokens (default [`setup::DEFAULT_WINDOW`]).
+    pub window: Option<u64>,
+    /// A model name whose tokenizer and overflow wording the simulator takes.
+    pub model: Option<String>,
+    /// Overrides the tokenizer `--model` implies.
+    pub tokenizer: Option<String>,
+    /// Overrides the overflow wording `--model` implies.
+    pub overflow_wording: Option<String>,
+    /// Overrides `plugins.slots.contextEngine` for this run.
+    pub engine: Option<String>,
+    /// A real model for compaction summaries (`provider/model`); default: the engine's
+    /// embedded summariser, so a replay needs no network.
+    pub compaction_model: Option<String>,
+    /// Print one JSON document instead of the table.
+    pub json: bool,
+    /// Write every request the model received here, one JSON object per line.
+    pub requests_out: Option<PathBuf>,
+    /// Write a self-contained HTML report here.
+    pub report: Option<PathBuf>,
+    /// Keep the temporary sessions directory.
+    pub keep: bool,
+    /// Stop at the first failed call (exit code 1).
+    pub stop_on_error: bool,
+    /// Which session of a multi-session file to replay (from 1).
+    pub session_index: Option<usize>,
+}
+
+/// Runs `rampart replay`: the table (or JSON) on `out`, the files asked for, the exit code.
+///
+/// Exit codes: 0 when the replay went through to the end (failed calls are in the summary);
+/// 1 when `--stop-on-error` stopped it. Anything that prevents the replay from starting (an
+/// unreadable input, a bad flag) is an error.
+pub fn run_command(
+    config: Config,
+    options: &ReplayOptions,
+    sessions_dir: Option<&Path>,
+    events: EventSink,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let before = std::fs::metadata(&options.input).ok();
+
+    let loaded_at = Instant::now();
+    let recorded = source::load(&options.input, options.session_index)?;
+    let load_time = loaded_at.elapsed();
+
+    let profile = setup::ModelProfile::from_flags(
+        options.model.as_deref(),
+        options.tokenizer.as_deref(),
+        options.overflow_wording.as_deref(),
+    )?;
+    let window = options.window.unwrap_or(setup::DEFAULT_WINDOW);
+    let config = setup::replay_config(
+        config,
+        &profile,
+        window,
+        options.engine.as_deref(),
+        options.compaction_model.as_deref(),
+    )?;
+    let place = setup::ReplayDir::prepare(sessions_dir, options.keep)?;
+
+    let mut requests_out = match &options.requests_out {
+        Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
+            format!(
+                "cannot create the --requests-out file `{}`; check the directory exists and is \
+                 writable",
+                path.display()
+            )
+        })?)),
+        None => None,
+    };
+
+    let mut screen = table::Screen::new(options.json, recorded.calls());
+    let mut replayer = Replayer::new(&config, &profile, window, &place, events, &recorded)?;
+    if let Some(q) = replayer.quarantine_line() {
+        if options.engine.is_some() {
+            anyhow::bail!("--engine {}: {q}", config.context_engine);
+        }
+        screen.note(&format!("warning: {q}"));
+    }
+    if !options.json {
+        table::write_header(out, &recorded, replayer.describe())?;
+    }
+    let stop_on_error = options.stop_on_error;
+    let outcome = replayer.run(&recorded, stop_on_error, &mut |row, requests| {
+        if let Some(w) = requests_out.as_mut() {
+            for r in requests {
+                serde_json::to_writer(&mut *w, r)?;
+                w.write_all(b"\n")?;
+            }
+        }
+        screen.row(out, row)
+    })?;
+    screen.finish();
+    if let Some(w) = requests_out.as_mut() {
+        w.flush().context("cannot write the --requests-out file")?;
+    }
+
+    let mut summary = outcome.summary;
+    summary.timings.load_ms = load_time.as_secs_f64() * 1e3;
+    let output_started = Instant::now();
+    let kept = place.finish();
+    summary.session_dir = kept.as_ref().map(|p| p.display().to_string());
+    summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
+    summary.peak_rss_bytes = summary::peak_rss_bytes();
+
+    if let Some(path) = &options.report {
+        let html = report_html::render(&summary, &outcome.rows);
+        std::fs::write(path, html).with_context(|| {
+            format!(
+                "cannot write the --report file `{}`; check the directory exists and is writable",
+                path.display()
+            )
+        })?;
+    }
+    if options.json {
+        json::write(out, &summary, &outcome.rows)?;
+    } else {
+        table::write_summary(out, &summary)?;
+        if let Some(path) = &options.report {
+            writeln!(out, "report: {}", path.display())?;
+        }
+        if let Some(path) = &options.requests_out {
+            writeln!(out, "requests: {}", path.display())?;
+        }
+        if let Some(dir) = &kept {
+            writeln!(out, "session kept in: {}", dir.display())?;
+        }
+    }
+    summary.timings.output_ms += output_started.elapsed().as_secs_f64() * 1e3;
+
+    // The input must come out of a replay as it went in; say so loudly if anything touched it.
+    if let (Some(before), Ok(after)) = (before, std::fs::metadata(&options.input))
+        && (before.len() != after.len() || before.modified().ok() != after.modified().ok())
+    {
+        tracing::error!(file = %options.input.display(), "the replay input changed during the replay");
+    }
+    Ok(if outcome.stopped { 1 } else { 0 })
+}

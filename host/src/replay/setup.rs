@@ -1,0 +1,463 @@
+//! The replay's model and where its session lives.
+//!
+//! The replay's model is the embedded simulator, configured by inserting into the config's
+//! free-form `models` and `agents` tables exactly what a user would write:
+//!
+//! ```toml
+//! [[models.providers.sim.models]]
+//! id = "replay"              # or the --model name
+//! contextWindow = 32000      # --window
+//! tokenizer = "estimate"     # what --model implies, or --tokenizer
+//! [models.providers.sim]
+//! overflowWording = "openai" # what --model implies, or --overflow-wording
+//! [agents.defaults.model]
+//! primary = "sim/replay"     # no fallbacks: the replay measures one window
+//! ```
+//!
+//! `agents.defaults.contextTokens` is removed (the window is `--window`, whatever the agent cap
+//! says) and so is `agents.defaults.compaction.model` unless `--compaction-model` names one: a
+//! replay needs no network and no keys, and compaction uses the engine's embedded summariser.
+//!
+//! `--model` mapping ([`ModelProfile::from_flags`]), by the model id (any `provider/` prefix
+//! dropped, case ignored):
+//!
+//! | model id | tokenizer | overflow wording |
+//! |---|---|---|
+//! | `gpt-4o*`, `gpt-4.1*`, `gpt-4.5*`, `gpt-5*`, `gpt-oss*`, `o1*`, `o3*`, `o4*`, `chatgpt-4o*` | `o200k_base` | `openai` |
+//! | `gpt-4*`, `gpt-3.5*`, `gpt-35*` | `cl100k_base` | `openai` |
+//! | other `gpt-*`, `chatgpt*`, `text-*` | `estimate` | `openai` |
+//! | `claude-*` (and `anthropic/…`) | `estimate` (Claude's tokenizer is not public) | `anthropic` |
+//! | `gemini-*` | `estimate` | `gemini` |
+//! | Bedrock ids (`anthropic.…`, `amazon.…`, `meta.…`, `mistral.…`, `cohere.…`, `ai21.…`) | `estimate` | `bedrock` |
+//! | `llama*`, `qwen*`, `mistral*`, `mixtral*`, `gemma*`, `phi*`, `deepseek*` | `estimate` | `ollama` |
+//! | anything else | `estimate` | the config's, else `anthropic` |
+
+use std::path::{Path, PathBuf};
+
+use rampart_engine_api::tokens::CountMode;
+use rampart_sessions::store::{SessionStore, StoreError, normalize_key};
+use toml::{Table, Value};
+
+use crate::config::Config;
+use crate::providers::registry::SIM_PROVIDER_ID;
+use crate::providers::sim::OverflowWording;
+
+/// The window when `--window` is not given: OpenClaw's default context size.
+pub const DEFAULT_WINDOW: u64 = rampart_engine_api::guards::window::DEFAULT_CONTEXT_TOKENS;
+
+/// The simulated model's id when `--model` is not given.
+pub const DEFAULT_MODEL_ID: &str = "replay";
+
+/// Why a replay could not be set up. Each names the flag or setting to change.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A flag's value is not allowed.
+    #[error("{flag}: {problem}")]
+    BadFlag {
+        /// The flag, as typed (`--tokenizer`).
+        flag: &'static str,
+        /// What is wrong and what is allowed.
+        problem: String,
+    },
+    /// The config holds something the replay cannot work with.
+    #[error("{file}: {problem}")]
+    Config {
+        /// The config file (or "built-in defaults").
+        file: String,
+        /// What is wrong and what to do.
+        problem: String,
+    },
+    /// The replay's directory could not be made.
+    #[error("cannot create the replay directory `{}`: {source}; check free space and permissions, or pass --sessions-dir DIR", path.display())]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The sessions registry could not be opened or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The simulated model a replay runs against: its id, tokenizer and overflow wording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelProfile {
+    /// The simulator's model id (`replay`, or the `--model` id).
+    pub id: String,
+    /// How prompts are counted.
+    pub tokenizer: CountMode,
+    /// Whose overflow text the simulator answers with; `None` keeps the config's (default
+    /// `anthropic`).
+    pub wording: Option<OverflowWording>,
+}
+
+impl ModelProfile {
+    /// The profile for `--model`, `--tokenizer` and `--overflow-wording` (the last two override
+    /// what the model implies). See the module docs for the mapping.
+    pub fn from_flags(
+        model: Option<&str>,
+        tokenizer: Option<&str>,
+        wording: Option<&str>,
+    ) -> Result<Self, SetupError> {
+        let id = model
+            .map(|m| m.rsplit('/').next().unwrap_or(m).trim().to_string())
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| DEFAULT_MODEL_ID.to_string());
+        let mut profile = match model {
+            Some(m) => Self::for_model(m, &id),
+            None => Self {
+                id: id.clone(),
+                tokenizer: CountMode::Estimate,
+                wording: None,
+            },
+        };
+        if let Some(t) = tokenizer {
+            profile.tokenizer = t.parse().map_err(|e| SetupError::BadFlag {
+                flag: "--tokenizer",
+                problem: format!("{e}"),
+            })?;
+        }
+        if let Some(w) = wording {
+            profile.wording = Some(w.parse().map_err(|_| SetupError::BadFlag {
+                flag: "--overflow-wording",
+                problem: format!(
+                    "unknown wording {w:?}; expected one of {}",
+                    OverflowWording::allowed()
+                ),
+            })?);
+        }
+        Ok(profile)
+    }
+
+    fn for_model(full: &str, id: &str) -> Self {
+        let lower = id.to_ascii_lowercase();
+        let provider = full
+            .split_once('/')
+            .map(|(p, _)| p.to_ascii_lowercase())
+            .unwrap_or_default();
+        let starts = |prefixes: &[&str]| prefixes.iter().any(|p| lower.starts_with(p));
+        let tokenizer = CountMode::for_model(id);
+        let wording = if starts(&[
+            "anthropic.",
+            "amazon.",
+            "meta.",
+            "mistral.",
+            "cohere.",
+            "ai21.",
+        ]) {
+            Some(OverflowWording::Bedrock)
+        } else if starts(&["claude"]) || provider == "anthropic" {
+            Some(OverflowWording::Anthropic)
+        } else if starts(&["gpt", "chatgpt", "text-", "o1", "o3", "o4"]) || provider == "openai" {
+            Some(OverflowWording::OpenAi)
+        } else if starts(&["gemini"]) || provider == "google" || provider == "gemini" {
+            Some(OverflowWording::Gemini)
+        } else if starts(&[
+            "llama", "qwen", "mistral", "mixtral", "gemma", "phi", "deepseek",
+        ]) || provider == "ollama"
+        {
+            Some(OverflowWording::Ollama)
+        } else {
+            None
+        };
+        Self {
+            id: id.to_string(),
+            tokenizer,
+            wording,
+        }
+    }
+
+    /// `sim/<id>`, the name requests and rows carry.
+    pub fn model_name(&self) -> String {
+        format!("{SIM_PROVIDER_ID}/{}", self.id)
+    }
+}
+
+fn file_of(config: &Config) -> String {
+    config
+        .source_file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "built-in defaults".to_string())
+}
+
+/// The table at `key` in `parent`, created when absent; an error naming `dotted` when the key
+/// holds something else.
+fn table_in<'t>(
+    parent: &'t mut Table,
+    key: &str,
+    dotted: &str,
+    file: &str,
+) -> Result<&'t mut Table, SetupError> {
+    let value = parent
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Table(Table::new()));
+    match value {
+        Value::Table(t) => Ok(t),
+        _ => Err(SetupError::Config {
+            file: file.to_string(),
+            problem: format!("`{dotted}` must be a table; fix it to run a replay"),
+        }),
+    }
+}
+
+/// The config a replay runs with: `config` with the simulated model of `profile` at `window`
+/// as the only model, `engine` (when given) in the `contextEngine` slot, and compaction
+/// summaries from `compaction_model` or else the engine's embedded summariser.
+pub fn replay_config(
+    mut config: Config,
+    profile: &ModelProfile,
+    window: u64,
+    engine: Option<&str>,
+    compaction_model: Option<&str>,
+) -> Result<Config, SetupError> {
+    if window == 0 {
+        return Err(SetupError::BadFlag {
+            flag: "--window",
+            problem: "must be a positive number of tokens".to_string(),
+        });
+    }
+    if let Some(id) = engine {
+        let id = id.trim();
+        if !crate::config::is_valid_engine_id(id) {
+            return Err(SetupError::BadFlag {
+                flag: "--engine",
+                problem: format!(
+                    "{id:?} is not an engine id (letters, digits, `-` and `_`); see `rampart \
+                     engines list`"
+                ),
+            });
+        }
+        config.context_engine = id.to_string();
+        config.context_engine_line = None;
+    }
+    if let Some(name) = compaction_model
+        && !name.contains('/')
+    {
+        return Err(SetupError::BadFlag {
+            flag: "--compaction-model",
+            problem: format!("{name:?} must have the form \"provider/model\""),
+        });
+    }
+    let file = file_of(&config);
+
+    let providers = table_in(&mut config.models, "providers", "models.providers", &file)?;
+    let sim = table_in(
+        providers,
+        SIM_PROVIDER_ID,
+        "models.providers.sim",
+        &file,
+    )?;
+    if let Some(api) = sim.get("api").and_then(Value::as_str)
+        && api != "sim"
+    {
+        return Err(SetupError::Config {
+            file,
+            problem: format!(
+                "`models.providers.sim.api` is {api:?}, but a replay needs the embedded \
+                 simulator under the id `sim`; remove that `api` or rename the provider"
+            ),
+        });
+    }
+    if let Some(w) = profile.wording {
+        sim.insert("overflowWording".into(), Value::String(w.name().into()));
+    }
+    let models = sim
+        .entry("models".to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Value::Array(models) = models else {
+        return Err(SetupError::Config {
+            file,
+            problem: "`models.providers.sim.models` must be an array of tables".to_string(),
+        });
+    };
+    models.retain(|m| m.get("id").and_then(Value::as_str) != Some(profile.id.as_str()));
+    let mut entry = Table::new();
+    entry.insert("id".into(), Value::String(profile.id.clone()));
+    entry.insert(
+        "contextWindow".into(),
+        Value::Integer(i64::try_from(window).unwrap_or(i64::MAX)),
+    );
+    entry.insert(
+        "tokenizer".into(),
+        Value::String(profile.tokenizer.name().to_string()),
+    );
+    models.push(Value::Table(entry));
+
+    let defaults = table_in(&mut config.agents, "defaults", "agents.defaults", &file)?;
+    defaults.remove("contextTokens");
+    let mut model = Table::new();
+    model.insert("primary".into(), Value::String(profile.model_name()));
+    defaults.insert("model".into(), Value::Table(model));
+    let compaction = table_in(
+        defaults,
+        "compaction",
+        "agents.defaults.compaction",
+        &file,
+    )?;
+    match compaction_model {
+        Some(name) => {
+            compaction.insert("model".into(), Value::String(name.to_string()));
+        }
+        None => {
+            compaction.remove("model");
+        }
+    }
+    Ok(config)
+}
+
+/// The directory a replay's session and blobs go into, and its registry.
+#[derive(Debug)]
+pub struct ReplayDir {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Its `sessions.json`.
+    pub store: SessionStore,
+    /// Whether this is a temporary directory the replay made (and removes unless kept).
+    temporary: bool,
+    keep: bool,
+    done: bool,
+}
+
+impl ReplayDir {
+    /// `sessions_dir` when given (created if needed, always kept), else a fresh temporary
+    /// directory, removed at the end unless `keep`.
+    pub fn prepare(sessions_dir: Option<&Path>, keep: bool) -> Result<Self, SetupError> {
+        let (dir, temporary) = match sessions_dir {
+            Some(d) => (d.to_path_buf(), false),
+            None => {
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.subsec_nanos())
+                    .unwrap_or(0);
+                let name = format!("rampart-replay-{}-{nanos:09}", std::process::id());
+                let dir = std::env::temp_dir().join(name);
+                std::fs::create_dir(&dir).map_err(|source| SetupError::Dir {
+                    path: dir.clone(),
+                    source,
+                })?;
+                (dir, true)
+            }
+        };
+        let store = SessionStore::open(&dir)?;
+        Ok(Self {
+            dir,
+            store,
+            temporary,
+            keep,
+            done: false,
+        })
+    }
+
+    /// A registry key for the replay of `input` not yet taken: `replay-<stem>`, then `-2`, ….
+    pub fn free_key(&self, input: &Path) -> Result<String, SetupError> {
+        let stem = input
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "session".into());
+        let base = normalize_key(&format!("replay-{stem}"));
+        let mut key = base.clone();
+        let mut n = 1;
+        while self.store.get(&key)?.is_some() {
+            n += 1;
+            key = format!("{base}-{n}");
+        }
+        Ok(key)
+    }
+
+    /// Ends the replay's use of the directory: a temporary one is removed unless kept.
+    /// Returns the directory when it stays.
+    pub fn finish(mut self) -> Option<PathBuf> {
+        self.done = true;
+        if self.temporary && !self.keep {
+            remove(&self.dir);
+            None
+        } else {
+            Some(self.dir.clone())
+        }
+    }
+}
+
+impl Drop for ReplayDir {
+    /// A replay that ends early (an error) still removes its temporary directory.
+    fn drop(&mut self) {
+        if !self.done && self.temporary && !self.keep {
+            remove(&self.dir);
+        }
+    }
+}
+
+fn remove(dir: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "could not remove the replay's temporary directory");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use rampart_engine_api::tokens::Encoding;
+
+    #[test]
+    fn models_map_to_their_tokenizer_and_wording() {
+        let p = |m: &str| ModelProfile::from_flags(Some(m), None, None).unwrap();
+        assert_eq!(p("gpt-4o").tokenizer, CountMode::Exact(Encoding::O200kBase));
+        assert_eq!(p("gpt-4o").wording, Some(OverflowWording::OpenAi));
+        assert_eq!(p("openai/gpt-4").tokenizer, CountMode::Exact(Encoding::Cl100kBase));
+        assert_eq!(p("openai/gpt-4").id, "gpt-4");
+        assert_eq!(p("claude-sonnet-4-5").tokenizer, CountMode::Estimate);
+        assert_eq!(p("claude-sonnet-4-5").wording, Some(OverflowWording::Anthropic));
+        assert_eq!(p("gemini-2.5-pro").wording, Some(OverflowWording::Gemini));
+        assert_eq!(p("llama3.1:8b").wording, Some(OverflowWording::Ollama));
+        assert_eq!(
+            p("anthropic.claude-3-5-sonnet").wording,
+            Some(OverflowWording::Bedrock)
+        );
+        assert_eq!(p("mystery").wording, None);
+        let none = ModelProfile::from_flags(None, None, None).unwrap();
+        assert_eq!(none.id, "replay");
+        assert_eq!(none.tokenizer, CountMode::Estimate);
+        let over = ModelProfile::from_flags(Some("gpt-4o"), Some("estimate"), Some("gemini"));
+        let over = over.unwrap();
+        assert_eq!(over.tokenizer, CountMode::Estimate);
+        assert_eq!(over.wording, Some(OverflowWording::Gemini));
+        let bad = ModelProfile::from_flags(None, Some("exact"), None).unwrap_err();
+        assert!(bad.to_string().starts_with("--tokenizer:"), "{bad}");
+    }
+
+    #[test]
+    fn the_replay_config_names_one_simulated_model_at_the_window() {
+        let text = r#"
+[agents.defaults]
+contextTokens = 50000
+[agents.defaults.model]
+primary = "anthropic/claude"
+fallbacks = ["openai/gpt-4o"]
+[agents.defaults.compaction]
+model = "anthropic/claude"
+"#;
+        let config = crate::config::parse(text, Path::new("plugins.toml")).unwrap();
+        let profile = ModelProfile::from_flags(Some("gpt-4o"), None, None).unwrap();
+        let config = replay_config(config, &profile, 32_000, Some("window"), None).unwrap();
+        assert_eq!(config.context_engine, "window");
+        let defaults = crate::models::agent_defaults(&config).unwrap();
+        assert_eq!(defaults.primary.as_deref(), Some("sim/gpt-4o"));
+        assert!(defaults.fallbacks.is_empty());
+        assert_eq!(defaults.context_tokens, None);
+        let entry = crate::models::model_entry(&config, "sim", "gpt-4o")
+            .unwrap()
+            .unwrap();
+        assert_eq!(entry.context_window, Some(32_000.0));
+        assert_eq!(entry.tokenizer.as_deref(), Some("o200k_base"));
+        let providers = crate::providers::registry::Providers::from_config(&config).unwrap();
+        let sim = providers.sim("sim").unwrap();
+        assert_eq!(sim.window("gpt-4o"), Some(32_000));
+        assert_eq!(sim.wording(), OverflowWording::OpenAi);
+        assert!(
+            config.agents["defaults"]["compaction"].get("model").is_none(),
+            "a replay summarises offline unless asked"
+        );
+    }
+}

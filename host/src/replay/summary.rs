@@ -1,0 +1,383 @@
+//! What a replay found: one [`Row`] per model call, and the [`Summary`] over all of them.
+//!
+//! Both are built from the run loop's events (`crate::run::events`), the same facts
+//! `--events FILE` writes, so the table, the JSON, the report and the events file never
+//! disagree.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::run::events::HOST_SOURCE;
+use crate::run::RecordedEvent;
+
+/// One model call of the replay (the run loop's "turn"): its size and what each layer did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    /// The call number, from 1 (the `turn` of `--requests-out`).
+    pub turn: u64,
+    /// The recorded user turn the call belongs to, from 1 (0: before the first user message).
+    pub user_turn: u64,
+    /// Prompt tokens of the answered request; `None` when the call failed.
+    pub prompt_tokens: Option<u64>,
+    /// The window the call was made against.
+    pub window: u64,
+    /// `prompt_tokens` as a percentage of the window.
+    pub pct_window: Option<f64>,
+    /// Tokens of the whole recorded history up to this call: what sending everything would
+    /// have cost.
+    pub full_history_tokens: u64,
+    /// Requests sent to the model for this call (retries after a recovery included).
+    pub requests: u32,
+    /// Short tags for what the layers did, in the order of the table's LAYERS column.
+    pub tags: Vec<String>,
+    /// Compactions that compacted.
+    pub compactions: u32,
+    /// Tool-result truncations of every kind (ingest caps, tool-loop guard, session passes).
+    pub truncations: u32,
+    /// Prunes that changed the request.
+    pub prunes: u32,
+    /// Characters pruning removed from the request.
+    pub pruned_chars: u64,
+    /// Overflows seen (provider, precheck or tool-loop guard).
+    pub overflows: u32,
+    /// The failure, when the call got no answer.
+    pub error: Option<RowError>,
+}
+
+/// A failed call, as the row shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RowError {
+    /// `TurnError::kind` (`context_overflow`, `window_too_small`, …).
+    pub kind: String,
+    /// The message a user would have seen.
+    pub message: String,
+}
+
+/// Wall-clock split of a replay, in milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Timings {
+    /// Reading and parsing the input transcript.
+    pub load_ms: f64,
+    /// The run loop: engine calls, host pipeline, simulator and session appends.
+    pub run_ms: f64,
+    /// Writing rows, `--requests-out` and the report.
+    pub output_ms: f64,
+    /// Everything, start to end.
+    pub total_ms: f64,
+}
+
+/// The replay's closing figures.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// The input file.
+    pub input: String,
+    /// Its detected format.
+    pub format: String,
+    /// The engine configured (`plugins.slots.contextEngine` or `--engine`).
+    pub engine: String,
+    /// The engine that served (differs when the configured one was quarantined).
+    pub served_by: String,
+    /// `provider/model` of the simulated model.
+    pub model: String,
+    /// The window, in tokens.
+    pub window: u64,
+    /// The tokenizer prompts were counted with.
+    pub tokenizer: String,
+    /// Whose overflow error text the simulator used.
+    pub overflow_wording: String,
+    /// Messages on the replayed branch.
+    pub recorded_messages: usize,
+    /// Recorded user turns.
+    pub user_turns: u64,
+    /// Model calls made (one per recorded assistant message).
+    pub calls: u64,
+    /// Calls that got an answer.
+    pub answered: u64,
+    /// Requests the model received (refused ones included).
+    pub requests: u64,
+    /// The largest prompt sent, in tokens.
+    pub peak_prompt_tokens: u64,
+    /// The mean prompt over answered calls, in tokens.
+    pub mean_prompt_tokens: f64,
+    /// Compactions that compacted.
+    pub compactions: u64,
+    /// Compactions that were tried and did not compact (or failed).
+    pub compactions_not_done: u64,
+    /// All tool-result truncations: the three kinds below together.
+    pub truncations: u64,
+    /// Tool results capped on their way into the session.
+    pub ingest_caps: u64,
+    /// Requests whose tool results the in-memory tool-loop guard shortened.
+    pub tool_loop_truncations: u64,
+    /// In-session truncation passes that changed the session.
+    pub truncation_passes: u64,
+    /// Prunes that changed a request.
+    pub prunes: u64,
+    /// Characters pruning removed, summed over requests.
+    pub pruned_chars: u64,
+    /// Overflows seen (provider, precheck or tool-loop guard).
+    pub overflows: u64,
+    /// Calls that hit an overflow or a precheck truncation and still got an answer.
+    pub recoveries: u64,
+    /// Calls that got no answer.
+    pub errors: u64,
+    /// Failed calls by `TurnError::kind`.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Window-guard warnings (the window is below the warning threshold).
+    pub guard_warnings: u64,
+    /// Prompt tokens sent, summed over answered calls.
+    pub tokens_sent: u64,
+    /// What sending the whole recorded history would have cost, summed over answered calls.
+    pub tokens_if_everything: u64,
+    /// `tokens_if_everything - tokens_sent`.
+    pub tokens_saved: u64,
+    /// Where the timing went.
+    pub timings: Timings,
+    /// The process's peak resident memory, when the platform reports it.
+    pub peak_rss_bytes: Option<u64>,
+    /// The directory the replay's session was kept in, when it was.
+    pub session_dir: Option<String>,
+    /// The first user-visible problem of the replay set-up (a quarantined engine), if any.
+    pub notes: Vec<String>,
+}
+
+impl Row {
+    /// Folds one event into the row (and the counters only the summary keeps into `tally`).
+    pub fn absorb(&mut self, event: &RecordedEvent, tally: &mut Tally) {
+        let host = event.source == HOST_SOURCE;
+        let data = &event.data;
+        match event.kind.as_str() {
+            // The legacy engine reports its own caps too; the host's event covers every cap
+            // (engine or persistence guard), so only that one is counted.
+            "ingest_cap" if host => {
+                self.truncations += 1;
+                tally.ingest_caps += 1;
+                self.tag("cap");
+            }
+            "hygiene" if host => self.tag("hyg"),
+            "assemble_failed" if host => self.tag("asm-fail"),
+            "tool_loop_truncation" if host => {
+                self.truncations += 1;
+                tally.tool_loop_truncations += 1;
+                self.tag("loop-trunc");
+            }
+            "truncation_pass" if host => {
+                if data.get("changed").and_then(Value::as_bool) == Some(true) {
+                    self.truncations += 1;
+                    tally.truncation_passes += 1;
+                    self.tag("trunc");
+                }
+            }
+            "prune" => {
+                let chars = pruned_chars(data);
+                if chars > 0 || data.get("changed").and_then(Value::as_bool) != Some(false) {
+                    self.prunes += 1;
+                    self.pruned_chars += chars;
+                    self.tag("prune");
+                }
+            }
+            "compaction_end" if host => {
+                if data.get("compacted").and_then(Value::as_bool) == Some(true) {
+                    self.compactions += 1;
+                    self.tag("compact");
+                } else {
+                    tally.compactions_not_done += 1;
+                    self.tag("compact-no");
+                }
+            }
+            "overflow" if host => {
+                self.overflows += 1;
+                self.tag("overflow");
+            }
+            "retry" if host => {
+                tally.retried = true;
+                self.tag("retry");
+            }
+            "guard_block" if host => self.tag("block"),
+            "guard_warn" if host => tally.guard_warnings += 1,
+            "request" if host => self.requests += 1,
+            _ => {}
+        }
+    }
+
+    /// Adds `tag`, or bumps its count when it is already there (`cap×3`).
+    fn tag(&mut self, tag: &str) {
+        for existing in &mut self.tags {
+            let (name, count) = match existing.split_once('×') {
+                Some((n, c)) => (n, c.parse::<u32>().unwrap_or(1)),
+                None => (existing.as_str(), 1),
+            };
+            if name == tag {
+                *existing = format!("{tag}×{}", count + 1);
+                return;
+            }
+        }
+        self.tags.push(tag.to_string());
+    }
+}
+
+/// Characters a prune removed, from whichever figures its event carries: `prunedChars`, or
+/// `charsBefore - charsAfter` (the pruning report), at the top level or under `report`.
+fn pruned_chars(data: &Value) -> u64 {
+    let from = |v: &Value| -> Option<u64> {
+        if let Some(n) = v.get("prunedChars").and_then(Value::as_u64) {
+            return Some(n);
+        }
+        let before = v.get("charsBefore").and_then(Value::as_u64)?;
+        let after = v.get("charsAfter").and_then(Value::as_u64)?;
+        Some(before.saturating_sub(after))
+    };
+    from(data)
+        .or_else(|| data.get("report").and_then(from))
+        .unwrap_or(0)
+}
+
+/// Counters the summary needs beyond the rows, gathered while events are folded.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    /// See [`Summary::ingest_caps`].
+    pub ingest_caps: u64,
+    /// See [`Summary::tool_loop_truncations`].
+    pub tool_loop_truncations: u64,
+    /// See [`Summary::truncation_passes`].
+    pub truncation_passes: u64,
+    /// See [`Summary::compactions_not_done`].
+    pub compactions_not_done: u64,
+    /// See [`Summary::guard_warnings`].
+    pub guard_warnings: u64,
+    /// Whether the current call was retried after a recovery step (reset per call).
+    pub retried: bool,
+}
+
+impl Summary {
+    /// Adds a finished row (whose events are already folded) to the totals.
+    pub fn add_row(&mut self, row: &Row, retried: bool) {
+        self.calls += 1;
+        self.requests += u64::from(row.requests);
+        self.compactions += u64::from(row.compactions);
+        self.prunes += u64::from(row.prunes);
+        self.pruned_chars += row.pruned_chars;
+        self.overflows += u64::from(row.overflows);
+        match (&row.error, row.prompt_tokens) {
+            (Some(e), _) => {
+                self.errors += 1;
+                *self.errors_by_kind.entry(e.kind.clone()).or_default() += 1;
+            }
+            (None, Some(tokens)) => {
+                self.answered += 1;
+                self.peak_prompt_tokens = self.peak_prompt_tokens.max(tokens);
+                self.tokens_sent += tokens;
+                self.tokens_if_everything += row.full_history_tokens.max(tokens);
+                if retried || row.overflows > 0 {
+                    self.recoveries += 1;
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Takes the counters that only the tally kept, and the derived figures.
+    pub fn close(&mut self, tally: &Tally) {
+        self.ingest_caps = tally.ingest_caps;
+        self.tool_loop_truncations = tally.tool_loop_truncations;
+        self.truncation_passes = tally.truncation_passes;
+        self.truncations = tally.ingest_caps + tally.tool_loop_truncations + tally.truncation_passes;
+        self.compactions_not_done = tally.compactions_not_done;
+        self.guard_warnings = tally.guard_warnings;
+        self.mean_prompt_tokens = if self.answered == 0 {
+            0.0
+        } else {
+            self.tokens_sent as f64 / self.answered as f64
+        };
+        self.tokens_saved = self.tokens_if_everything.saturating_sub(self.tokens_sent);
+    }
+}
+
+/// The process's peak resident set size (`VmHWM` on Linux); `None` elsewhere. Why: the bench
+/// and the summary report peak memory, and this costs one small file read at the end.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(source: &str, kind: &str, data: Value) -> RecordedEvent {
+        RecordedEvent {
+            source: source.into(),
+            kind: kind.into(),
+            data,
+        }
+    }
+
+    #[test]
+    fn tags_count_repeats_and_engine_caps_are_not_counted_twice() {
+        let mut row = Row::default();
+        let mut tally = Tally::default();
+        for e in [
+            event("host", "ingest_cap", json!({})),
+            event("legacy", "ingest_cap", json!({})),
+            event("host", "ingest_cap", json!({})),
+            event("host", "truncation_pass", json!({"changed": false})),
+            event("host", "truncation_pass", json!({"changed": true})),
+            event("legacy", "prune", json!({"report": {"charsBefore": 900, "charsAfter": 400}})),
+            event("host", "compaction_end", json!({"compacted": true})),
+        ] {
+            row.absorb(&e, &mut tally);
+        }
+        assert_eq!(row.tags, ["cap×2", "trunc", "prune", "compact"]);
+        assert_eq!(row.truncations, 3);
+        assert_eq!(row.pruned_chars, 500);
+        assert_eq!(tally.ingest_caps, 2);
+        assert_eq!(tally.truncation_passes, 1);
+    }
+
+    #[test]
+    fn the_summary_saves_what_was_not_sent() {
+        let mut s = Summary::default();
+        let ok = |tokens, full| Row {
+            prompt_tokens: Some(tokens),
+            full_history_tokens: full,
+            ..Row::default()
+        };
+        s.add_row(&ok(100, 100), false);
+        s.add_row(&ok(300, 1000), true);
+        s.add_row(
+            &Row {
+                error: Some(RowError {
+                    kind: "context_overflow".into(),
+                    message: "m".into(),
+                }),
+                ..Row::default()
+            },
+            false,
+        );
+        s.close(&Tally::default());
+        assert_eq!(s.calls, 3);
+        assert_eq!(s.answered, 2);
+        assert_eq!(s.errors, 1);
+        assert_eq!(s.peak_prompt_tokens, 300);
+        assert_eq!(s.mean_prompt_tokens, 200.0);
+        assert_eq!(s.tokens_saved, 700);
+        assert_eq!(s.recoveries, 1);
+        assert_eq!(s.errors_by_kind["context_overflow"], 1);
+    }
+}

@@ -1,0 +1,143 @@
+//! A [`ModelSource`] that records every request the model receives, answered or refused.
+//!
+//! Why not the run loop's [`TurnReport::requests`](crate::run::TurnReport): a call that ends in
+//! an error returns no report, yet the requests it sent (an overflow the provider refused, say)
+//! were received by the model all the same, and `--requests-out` promises every one of them.
+//! Wrapping the providers sees each request exactly as the provider got it, whatever the outcome.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rampart_engine_api::guards::window::WindowNumbers;
+use rampart_engine_api::protocol::ModelRef;
+use rampart_engine_api::tokens::{CountMode, TokenCounter};
+use rampart_engine_api::wire::SharedMessage;
+
+use crate::config::Config;
+use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError};
+use crate::run::{ModelSource, ResolvedProvider, TurnError};
+
+/// One request as the provider received it, with the prompt size.
+#[derive(Debug, Clone)]
+pub struct Tapped {
+    /// `provider/model`.
+    pub model: String,
+    /// The system prompt sent.
+    pub system: Option<String>,
+    /// The messages sent.
+    pub messages: Vec<SharedMessage>,
+    /// The provider's usage when it answered; else the size its error stated; else the
+    /// host's count with the model's tokenizer (what the simulator counts too).
+    pub prompt_tokens: u64,
+    /// Whether the provider answered.
+    pub answered: bool,
+}
+
+type Log = Arc<Mutex<Vec<Tapped>>>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Wraps a [`ModelSource`], recording every request made through the providers it resolves.
+pub struct TapSource<'a> {
+    inner: &'a dyn ModelSource,
+    log: Log,
+    counters: Mutex<HashMap<CountMode, TokenCounter>>,
+}
+
+impl std::fmt::Debug for TapSource<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TapSource").finish_non_exhaustive()
+    }
+}
+
+impl<'a> TapSource<'a> {
+    /// A tap over `inner`.
+    pub fn new(inner: &'a dyn ModelSource) -> Self {
+        Self {
+            inner,
+            log: Arc::default(),
+            counters: Mutex::default(),
+        }
+    }
+
+    /// The requests recorded since the last call, in order.
+    pub fn take(&self) -> Vec<Tapped> {
+        std::mem::take(&mut *lock(&self.log))
+    }
+}
+
+impl ModelSource for TapSource<'_> {
+    fn resolve(&self, provider: &str, model: &str) -> Result<ResolvedProvider, TurnError> {
+        let resolved = self.inner.resolve(provider, model)?;
+        let counter = lock(&self.counters)
+            .entry(resolved.count_mode)
+            .or_insert_with(|| TokenCounter::new(resolved.count_mode))
+            .clone();
+        Ok(ResolvedProvider {
+            provider: Arc::new(TapProvider {
+                inner: resolved.provider.clone(),
+                name: format!("{provider}/{model}"),
+                log: Arc::clone(&self.log),
+                counter,
+            }),
+            family: resolved.family,
+            count_mode: resolved.count_mode,
+        })
+    }
+
+    fn reported_window(&self, provider: &str, model: &str) -> WindowNumbers {
+        self.inner.reported_window(provider, model)
+    }
+
+    fn compaction_model(
+        &self,
+        config: &Config,
+        chat: &ModelRef,
+    ) -> Result<Option<ModelRef>, TurnError> {
+        self.inner.compaction_model(config, chat)
+    }
+}
+
+struct TapProvider {
+    inner: Arc<dyn Provider>,
+    name: String,
+    log: Log,
+    counter: TokenCounter,
+}
+
+impl Provider for TapProvider {
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let result = self.inner.complete(request);
+        let prompt_tokens = match &result {
+            Ok(response) => {
+                let u = &response.message.usage;
+                u.input + u.cache_read + u.cache_write
+            }
+            Err(ProviderError::ContextOverflow {
+                observed_tokens: Some(n),
+                ..
+            }) => *n,
+            Err(_) => {
+                let system = request
+                    .system
+                    .as_deref()
+                    .map_or(0, |s| self.counter.count_text(s));
+                system + self.counter.count_total(&request.messages)
+            }
+        };
+        lock(&self.log).push(Tapped {
+            model: self.name.clone(),
+            system: request.system.clone(),
+            messages: request.messages.clone(),
+            prompt_tokens,
+            answered: result.is_ok(),
+        });
+        result
+    }
+}
