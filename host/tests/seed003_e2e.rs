@@ -1,0 +1,193 @@
+//! Seed 003's acceptance checks against the embedded simulator: a hundred tool-using turns
+//! stay within the window, every request is well paired, an injected oversized tool result is
+//! survived, and compaction is observable. (The compaction-timeout and small-window checks are
+//! in `compaction_e2e.rs` and `run_e2e.rs`.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use rampart_engine_api::AgentMessage;
+use rampart_engine_api::message::{AssistantMessage, ContentBlock};
+use rampart_engine_api::wire::SharedMessage;
+use rampart_host::blobs::BlobStore;
+use rampart_host::config;
+use rampart_host::providers::registry::Providers;
+use rampart_host::run::llm::ProvidersLlm;
+use rampart_host::run::{RequestRecord, RunEvents, RunSettings, Runner};
+use rampart_host::services::EventSink;
+use rampart_host::slot::{EngineSlot, HostResources};
+use rampart_sessions::entry::SessionHeader;
+use rampart_sessions::{Session, SessionOptions};
+use serde_json::json;
+
+const WINDOW: u64 = 32_000;
+
+fn assistant(content: serde_json::Value, stop: &str, ts: u64) -> AssistantMessage {
+    serde_json::from_value(json!({
+        "role": "assistant", "content": content,
+        "api": "sim", "provider": "sim", "model": "mid",
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": stop, "timestamp": ts
+    }))
+    .unwrap()
+}
+
+/// Every tool call has exactly one result, right after its assistant message (and its
+/// siblings' results), and no result is orphaned.
+fn assert_paired(record: &RequestRecord) {
+    let messages: &[SharedMessage] = &record.messages;
+    let mut i = 0;
+    while i < messages.len() {
+        match &*messages[i] {
+            AgentMessage::Assistant(a) => {
+                let calls: Vec<&str> = a
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let mut answered = HashSet::new();
+                let mut j = i + 1;
+                while j < messages.len() {
+                    match &*messages[j] {
+                        AgentMessage::ToolResult(r) => {
+                            assert!(
+                                calls.contains(&r.tool_call_id.as_str()),
+                                "turn {} attempt {}: result {} does not answer the assistant before it",
+                                record.turn,
+                                record.attempt,
+                                r.tool_call_id
+                            );
+                            assert!(answered.insert(r.tool_call_id.clone()), "duplicate result");
+                            j += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                assert_eq!(
+                    answered.len(),
+                    calls.len(),
+                    "turn {} attempt {}: a call without its result",
+                    record.turn,
+                    record.attempt
+                );
+                i = j;
+            }
+            AgentMessage::ToolResult(r) => panic!(
+                "turn {} attempt {}: orphaned result {}",
+                record.turn, record.attempt, r.tool_call_id
+            ),
+            _ => i += 1,
+        }
+    }
+}
+
+#[test]
+fn a_hundred_tool_turns_stay_within_the_window_and_every_request_is_paired() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config::parse(
+        &format!(
+            "[agents.defaults.model]\nprimary = \"sim/mid\"\n\
+             [[models.providers.sim.models]]\nid = \"mid\"\ncontextWindow = {WINDOW}\n"
+        ),
+        Path::new("plugins.toml"),
+    )
+    .unwrap();
+    let sink = EventSink::tracing_only();
+    let providers = Arc::new(Providers::from_config(&config).unwrap());
+    let blobs = BlobStore::in_sessions_dir(dir.path());
+    let resources = HostResources {
+        blobs: Some(blobs.clone()),
+        llm: Some(Arc::new(ProvidersLlm::new(providers.clone()))),
+    };
+    let slot = EngineSlot::resolve_full(&config, &sink, &resources).unwrap();
+    let sim = providers.sim("sim").unwrap();
+    let settings = RunSettings::from_config(&config).unwrap();
+    let mut runner = Runner::new(
+        &config,
+        &slot,
+        &*providers,
+        settings,
+        RunEvents::new(sink, None),
+    )
+    .with_blobs(blobs);
+    let mut session = Session::create(
+        &dir.path().join("s.jsonl"),
+        SessionHeader::new("/tmp"),
+        SessionOptions::default(),
+    )
+    .unwrap();
+
+    let mut records = Vec::new();
+    let mut kinds = Vec::new();
+    for turn in 0..100u64 {
+        let id = format!("call_{turn}");
+        sim.push_reply(assistant(
+            json!([{"type": "toolCall", "id": id, "name": "read",
+                    "arguments": {"path": format!("src/module_{turn}.rs")}}]),
+            "toolUse",
+            turn,
+        ));
+        let report = runner
+            .run_turn(
+                &mut session,
+                Some(AgentMessage::user_text(
+                    format!("Turn {turn}: read module {turn} and explain it."),
+                    turn,
+                )),
+            )
+            .unwrap();
+        records.extend(report.requests);
+        // Turn 50 injects a 2 MB result; the others are a few thousand characters.
+        let output = if turn == 50 {
+            "0123456789abcdef\n".repeat(120_000)
+        } else {
+            format!("fn module_{turn}() {{ /* body */ }}\n").repeat(100)
+        };
+        runner
+            .append(
+                &mut session,
+                AgentMessage::tool_result(&id, "read", output, false, turn),
+            )
+            .unwrap();
+        sim.push_reply(assistant(
+            json!([{"type": "text", "text": format!("Module {turn} defines one function.")}]),
+            "stop",
+            turn,
+        ));
+        let report = runner.run_turn(&mut session, None).unwrap();
+        records.extend(report.requests);
+        runner.finish_turn(&mut session).unwrap();
+        kinds.extend(runner.events().drain().into_iter().map(|e| e.kind));
+    }
+
+    assert_eq!(
+        records.len(),
+        200,
+        "every model call answered at the first attempt or after recovery"
+    );
+    for record in &records {
+        assert!(
+            record.prompt_tokens <= WINDOW,
+            "turn {} attempt {}: {} tokens in a {WINDOW} window",
+            record.turn,
+            record.attempt,
+            record.prompt_tokens
+        );
+        assert_paired(record);
+    }
+    // The history outgrew the window many times over: compaction ran, and was observed.
+    assert!(kinds.iter().any(|k| k == "compaction_start"));
+    assert!(kinds.iter().any(|k| k == "compaction_end"));
+    // The 2 MB result was capped on its way in, its original kept in a blob.
+    assert!(kinds.iter().any(|k| k == "ingest_cap"), "{kinds:?}");
+    assert_eq!(
+        sim.requests_seen() as usize,
+        records.len() + sim.log().overflows as usize
+    );
+}
