@@ -100,11 +100,20 @@ pub fn to_openai_message(message: &AgentMessage) -> Value {
         }
         AgentMessage::CompactionSummary(m) => json!({
             "role": "user",
-            "content": format!("Summary of the earlier conversation:\n\n{}", m.summary),
+            // pi's injection text, so a model sees a summary exactly as pi would show it.
+            "content": format!(
+                "The conversation history before this point was compacted into the following \
+                 summary:\n\n<summary>\n{}\n</summary>",
+                m.summary
+            ),
         }),
         AgentMessage::BranchSummary(m) => json!({
             "role": "user",
-            "content": format!("Summary of another branch of this conversation:\n\n{}", m.summary),
+            "content": format!(
+                "The following is a summary of a branch that this conversation came back \
+                 from:\n\n<summary>\n{}\n</summary>",
+                m.summary
+            ),
         }),
         AgentMessage::Other(map) => json!({
             "role": "user",

@@ -564,7 +564,7 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(
             out[0]["content"][0]["text"],
-            "Summary of the earlier conversation:\n\nS"
+            "The conversation history before this point was compacted into the following summary:\n\n<summary>\nS\n</summary>"
         );
         assert_eq!(out[0]["content"][1]["text"], "next");
     }

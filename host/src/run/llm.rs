@@ -133,6 +133,14 @@ pub fn compaction_model(
             problem: "agents.defaults.compaction.model must have the form \"provider/model\""
                 .to_string(),
         })?;
+    // The simulator only echoes; a summary from it would be noise. Its users get the
+    // embedded extractive summariser instead, which at least says what it is.
+    if providers
+        .settings(provider)
+        .is_some_and(|s| s.api == ApiKind::Sim)
+    {
+        return Ok(None);
+    }
     let window = crate::models::resolve_window(
         config,
         provider,
