@@ -1,0 +1,36 @@
+//! The configuration shown in the README's "Models" section is a working configuration: the
+//! host parses it, builds its providers and resolves its windows.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use rampart_host::config;
+use rampart_host::providers::registry::Providers;
+use rampart_host::run::RunSettings;
+
+fn models_example() -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme
+        .split("\n## Models\n")
+        .nth(1)
+        .expect("a Models section");
+    let block = section.split("```toml\n").nth(1).expect("a toml block");
+    block.split("```").next().unwrap().to_string()
+}
+
+#[test]
+fn the_readme_models_example_is_a_valid_config() {
+    let text = models_example();
+    let config = config::parse(&text, Path::new("README.md")).unwrap();
+    let providers = Providers::from_config(&config).unwrap();
+    let settings = RunSettings::from_config(&config).unwrap();
+    assert_eq!(settings.candidates, ["local/qwen", "openai/gpt-4o"]);
+    assert_eq!(
+        providers.settings("local").unwrap().base_url.as_deref(),
+        Some("http://127.0.0.1:8080/v1")
+    );
+    let window =
+        rampart_host::models::resolve_window(&config, "local", "qwen", Default::default()).unwrap();
+    assert_eq!(window.tokens, 32_768);
+}
