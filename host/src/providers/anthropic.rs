@@ -108,7 +108,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// are left out rather than sent empty, which Anthropic rejects.
 pub fn to_anthropic_messages(messages: &[SharedMessage]) -> Vec<Value> {
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in messages {
+    for message in messages.iter().filter(|m| super::sent_to_model(m)) {
         let (role, blocks) = convert(message);
         if blocks.is_empty() {
             continue;

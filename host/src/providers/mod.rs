@@ -60,6 +60,16 @@ pub struct ProviderSettings {
     pub overflow_wording: Option<String>,
 }
 
+/// Whether a message goes to the model at all. pi's `!!` shell runs are recorded with
+/// `excludeFromContext: true`: the user ran them for themselves, and the model must not see
+/// them. Both wire converters skip them here, in one place.
+pub fn sent_to_model(message: &rampart_engine_api::AgentMessage) -> bool {
+    !matches!(
+        message,
+        rampart_engine_api::AgentMessage::BashExecution(b) if b.exclude_from_context == Some(true)
+    )
+}
+
 /// One request to a model: what the run loop hands a provider after hygiene, assemble and the
 /// precheck. Providers translate it to their wire format and never change the messages' meaning.
 #[derive(Debug, Clone, Default)]

@@ -77,7 +77,13 @@ pub fn request_body(request: &ModelRequest) -> Value {
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    messages.extend(request.messages.iter().map(|m| to_openai_message(m)));
+    messages.extend(
+        request
+            .messages
+            .iter()
+            .filter(|m| super::sent_to_model(m))
+            .map(|m| request_message(m)),
+    );
     let mut body = json!({
         "model": request.model,
         "messages": messages,
@@ -88,6 +94,22 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body["max_tokens"] = json!(max);
     }
     body
+}
+
+/// One message as a chat-completions request carries it. The export format keeps an
+/// assistant's reasoning as `reasoning_content`, but servers reject it in requests (DeepSeek
+/// answers 400) and an assistant message needs `content` unless it has tool calls.
+fn request_message(message: &rampart_engine_api::AgentMessage) -> Value {
+    let mut out = to_openai_message(message);
+    if out["role"] == "assistant"
+        && let Some(map) = out.as_object_mut()
+    {
+        map.remove("reasoning_content");
+        if map.get("content").is_some_and(Value::is_null) && !map.contains_key("tool_calls") {
+            map.insert("content".into(), Value::String(String::new()));
+        }
+    }
+    out
 }
 
 /// Reads a 2xx answer: a stream normally, a whole JSON object from servers that ignore
@@ -373,5 +395,50 @@ mod tests {
         let failure = check_error(&json!({"error": {"message": "boom", "code": 503}}));
         assert!(matches!(failure, Err(Failure::Api { status: 503, .. })));
         assert!(check_error(&json!({"error": null, "choices": []})).is_ok());
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod request_tests {
+    use std::sync::Arc;
+
+    use rampart_engine_api::AgentMessage;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn requests_carry_no_reasoning_and_no_excluded_shell_runs() {
+        let thinking: AgentMessage = serde_json::from_value(json!({
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "let me think"}],
+            "api": "openai-completions", "provider": "p", "model": "m",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "stop", "timestamp": 1
+        }))
+        .unwrap();
+        let private: AgentMessage = serde_json::from_value(json!({
+            "role": "bashExecution", "command": "cat ~/.netrc", "output": "secret",
+            "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 2,
+            "excludeFromContext": true
+        }))
+        .unwrap();
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![
+                Arc::new(AgentMessage::user_text("hi", 0)),
+                Arc::new(thinking),
+                Arc::new(private),
+            ],
+            ..ModelRequest::default()
+        };
+        let body = request_body(&request);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 2, "{body:#}");
+        assert_eq!(messages[1]["content"], "");
+        assert!(messages[1].get("reasoning_content").is_none());
+        assert!(!body.to_string().contains("netrc"));
     }
 }
