@@ -103,6 +103,12 @@ pub struct Preparation {
     pub has_real_conversation: bool,
     /// The `keepRecentTokens` the cut used.
     pub keep_recent_tokens: u64,
+    /// The most tokens the summary may take so that summary plus kept messages fit the
+    /// caller's budget (`PrepareOptions::token_budget`), when one was given. Why: the
+    /// 16,000-character cap alone is about 4,000 tokens of English but up to 16,000 tokens of
+    /// CJK text, which in a small window leaves the compacted context still too large, and the
+    /// next compaction would find nothing left to cut.
+    pub summary_token_cap: Option<u64>,
 }
 
 /// [`prepare_with`] with default options.
@@ -181,6 +187,12 @@ pub fn prepare_with(
         has_real_conversation: (boundary..first_kept)
             .any(|i| is_real_conversation_message(&messages, i)),
         keep_recent_tokens: keep_recent,
+        summary_token_cap: options.token_budget.map(|budget| {
+            budget
+                .saturating_sub(sum(first_kept..messages.len()))
+                .max(budget / 4)
+                .max(1)
+        }),
     })
 }
 
@@ -220,7 +232,14 @@ pub fn find_cut_point(
     for i in (start..end).rev() {
         accumulated = accumulated.saturating_add(tokens.get(i).copied().unwrap_or(0));
         if accumulated >= keep_recent_tokens {
-            if let Some(c) = (i..end).find(|&c| is_cut_point(c)) {
+            // pi cuts at the first cut point at or after `i`. When there is none (the history
+            // ends in a tool call and its large result), pi keeps everything and the next
+            // compaction finds nothing to do while the context still overflows; cutting at the
+            // last cut point before `i` keeps the pair together and summarises the rest.
+            if let Some(c) = (i..end)
+                .find(|&c| is_cut_point(c))
+                .or_else(|| (start..i).rev().find(|&c| is_cut_point(c)))
+            {
                 cut = c;
             }
             break;
@@ -408,6 +427,22 @@ mod tests {
             find_cut_point(&msgs, &per, 0, 1, 50_000).first_kept_index,
             0
         );
+    }
+
+    #[test]
+    fn a_history_ending_in_a_large_tool_result_cuts_before_its_call() {
+        // user, assistant, user, call, result(huge): no cut point follows the result, so the
+        // cut falls on the call, keeping the pair and summarising what came before.
+        let msgs = shared(vec![
+            user("first"),
+            assistant("ok"),
+            user("read it"),
+            assistant_with_calls("", &[("c1", "read")]),
+            tool_result("c1", "read", "x"),
+        ]);
+        let per = vec![10, 10, 10, 10, 9_000];
+        let cut = find_cut_point(&msgs, &per, 0, msgs.len(), 5_000);
+        assert_eq!(cut.first_kept_index, 3);
     }
 
     #[test]

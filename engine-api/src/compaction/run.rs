@@ -341,8 +341,7 @@ impl<'a> Run<'a> {
             // Still a boundary, so the trigger does not fire again at once (#41981).
             let body = build_structured_fallback_summary(prep.previous_summary.as_deref());
             let suffix = assemble_suffix(&[&failures_section, &files_section]);
-            let summary =
-                cap_summary_preserving_suffix(&body, &suffix, MAX_COMPACTION_SUMMARY_CHARS);
+            let summary = self.cap(prep, &body, &suffix);
             return Ok(self.finish(prep, summary, 0, 0, 0, None, None));
         }
 
@@ -511,7 +510,7 @@ impl<'a> Run<'a> {
             let notes: Vec<&str> = missing.iter().map(|n| n.as_str()).collect();
             format!("{}\n\n{}", history.text, notes.join("\n"))
         };
-        let summary = cap_summary_preserving_suffix(&body, &suffix, MAX_COMPACTION_SUMMARY_CHARS);
+        let summary = self.cap(prep, &body, &suffix);
         Ok(self.finish(
             prep,
             summary,
@@ -568,6 +567,29 @@ impl<'a> Run<'a> {
             s.custom_instructions.as_deref(),
             feedback,
         )
+    }
+
+    /// The 16,000-character cap, tightened until the summary also fits
+    /// [`Preparation::summary_token_cap`]: the cap in characters shrinks in proportion to the
+    /// overshoot, a few times at most (the count of a capped text is close to linear in its
+    /// length), keeping the suffix as the plain cap does.
+    fn cap(&self, prep: &Preparation, body: &str, suffix: &str) -> String {
+        let mut max_chars = MAX_COMPACTION_SUMMARY_CHARS;
+        let mut summary = cap_summary_preserving_suffix(body, suffix, max_chars);
+        let Some(limit) = prep.summary_token_cap else {
+            return summary;
+        };
+        for _ in 0..4 {
+            let tokens = self.counter.count_text(&summary);
+            if tokens <= limit {
+                break;
+            }
+            let scaled =
+                (max_chars as u128 * u128::from(limit) / u128::from(tokens.max(1))) as usize;
+            max_chars = scaled.saturating_sub(32).max(200);
+            summary = cap_summary_preserving_suffix(body, suffix, max_chars);
+        }
+        summary
     }
 
     /// Characters left for the body (and for a split turn's prefix summary) once the suffix
