@@ -36,6 +36,10 @@ pub struct GlobalArgs {
     /// How log lines on stderr look. RUST_LOG sets what is logged.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Write every decision of the run loop and the engines (replay, run, compact) to FILE,
+    /// one JSON object per line: `{"engine", "kind", "sessionId", "data"}`.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
 /// Formats of the log on stderr.
@@ -59,6 +63,92 @@ pub enum Command {
     /// Sessions: list, show, import and export transcripts.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Replay a recorded session turn by turn through the context engine against the simulator,
+    /// showing what each layer of the defence did at a chosen window.
+    Replay(ReplayArgs),
+    /// Send one user turn to the configured model, persisted in a session.
+    Run {
+        /// What the user says.
+        prompt: String,
+        /// The session (registry key); created when new.
+        #[arg(long, value_name = "KEY", default_value = crate::replay::live::DEFAULT_SESSION_KEY)]
+        session: String,
+    },
+    /// Compact a session now, through its lane.
+    Compact {
+        /// A registry key, a session id, or a session file.
+        session: String,
+        /// Extra instructions for the summariser (what to keep, what to stress).
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+    },
+}
+
+/// `rampart replay FILE [flags]`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The transcript (any format `sessions import` reads); it is only read.
+    pub file: PathBuf,
+    /// The simulated model's window, in tokens [default: 200000].
+    #[arg(long, value_name = "N")]
+    pub window: Option<u64>,
+    /// The model whose tokenizer and overflow error wording the simulator takes (gpt-4o,
+    /// claude-sonnet-4-5, gemini-2.5-pro, llama3, …).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Count prompts with this tokenizer instead: estimate, calibrated, o200k_base, cl100k_base.
+    #[arg(long, value_name = "NAME")]
+    pub tokenizer: Option<String>,
+    /// Answer overflows with this provider's error text instead: anthropic, openai, gemini,
+    /// ollama, bedrock.
+    #[arg(long, value_name = "NAME")]
+    pub overflow_wording: Option<String>,
+    /// Use this context engine instead of plugins.slots.contextEngine, for this run only.
+    #[arg(long, value_name = "ID")]
+    pub engine: Option<String>,
+    /// Summarise compactions with this real model (provider/model) instead of the engine's
+    /// embedded summariser; needs its network access and key.
+    #[arg(long, value_name = "MODEL")]
+    pub compaction_model: Option<String>,
+    /// Print one JSON document (rows and summary) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write every request the model received to FILE, one JSON object per line:
+    /// {"turn", "attempt", "model", "window", "promptTokens", "system", "messages"}.
+    #[arg(long, value_name = "FILE")]
+    pub requests_out: Option<PathBuf>,
+    /// Write a self-contained HTML report (chart and summary) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Keep the temporary directory holding the replay's session (its path is printed).
+    #[arg(long)]
+    pub keep: bool,
+    /// Stop at the first call that fails (exit code 1) instead of going on.
+    #[arg(long)]
+    pub stop_on_error: bool,
+    /// For a file holding several sessions: which one to replay, from 1 [default: 1].
+    #[arg(long, value_name = "N")]
+    pub session_index: Option<usize>,
+}
+
+impl ReplayArgs {
+    fn into_options(self) -> crate::replay::ReplayOptions {
+        crate::replay::ReplayOptions {
+            input: self.file,
+            window: self.window,
+            model: self.model,
+            tokenizer: self.tokenizer,
+            overflow_wording: self.overflow_wording,
+            engine: self.engine,
+            compaction_model: self.compaction_model,
+            json: self.json,
+            requests_out: self.requests_out,
+            report: self.report,
+            keep: self.keep,
+            stop_on_error: self.stop_on_error,
+            session_index: self.session_index,
+        }
+    }
 }
 
 /// `rampart sessions …`
@@ -122,8 +212,23 @@ pub enum ConfigCommand {
 
 /// Sets up `tracing` on stderr, honouring RUST_LOG.
 pub fn init_logging(format: LogFormat) {
+    init_logging_with(format, "warn");
+}
+
+/// What is logged when RUST_LOG is not set, for `command`. A replay checks the window guard
+/// at every call and every append, so its per-check warning would flood stderr; the replay
+/// reports it once in its summary instead.
+pub fn default_log_filter(command: &Command) -> &'static str {
+    match command {
+        Command::Replay(_) => "warn,rampart_host::models=error",
+        _ => "warn",
+    }
+}
+
+/// [`init_logging`] with `default` as the filter when RUST_LOG is not set.
+pub fn init_logging_with(format: LogFormat, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -157,6 +262,70 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                     out: target,
                 } => s::export(&store, &id, format, target.as_deref(), out),
             }
+        }
+        Command::Replay(args) => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            crate::replay::run_command(
+                config,
+                &args.into_options(),
+                cli.global.sessions_dir.as_deref(),
+                events,
+                out,
+            )
+        }
+        Command::Run { prompt, session } => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            let store = crate::sessions_cmd::open_store(cli.global.sessions_dir.as_deref())?;
+            let mut err = std::io::stderr().lock();
+            crate::replay::live::run_prompt(
+                &config,
+                &store,
+                events,
+                &prompt,
+                Some(&session),
+                out,
+                &mut err,
+            )
+        }
+        Command::Compact {
+            session,
+            instructions,
+        } => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            let store = crate::sessions_cmd::open_store(cli.global.sessions_dir.as_deref())?;
+            let mut err = std::io::stderr().lock();
+            crate::replay::live::compact(
+                &config,
+                &store,
+                events,
+                &session,
+                instructions.as_deref(),
+                out,
+                &mut err,
+            )
+        }
+    }
+}
+
+/// The event sink of a command: JSON lines to `--events FILE` when given, else tracing only.
+fn event_sink(path: Option<&std::path::Path>) -> anyhow::Result<EventSink> {
+    use anyhow::Context;
+    match path {
+        None => Ok(EventSink::tracing_only()),
+        Some(path) => {
+            let file = std::fs::File::create(path).with_context(|| {
+                format!(
+                    "cannot create the --events file `{}`; check the directory exists and is \
+                     writable",
+                    path.display()
+                )
+            })?;
+            Ok(EventSink::to_writer(Box::new(std::io::BufWriter::new(
+                file,
+            ))))
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod loader;
 pub mod models;
 pub mod persist;
 pub mod providers;
+pub mod replay;
 pub mod run;
 pub mod services;
 pub mod session_export;

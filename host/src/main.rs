@@ -2,11 +2,11 @@
 //! lives in the library.
 
 use clap::Parser;
-use rampart_host::cli::{Cli, init_logging, run};
+use rampart_host::cli::{Cli, default_log_filter, init_logging_with, run};
 
 fn main() {
     let cli = Cli::parse();
-    init_logging(cli.global.log_format);
+    init_logging_with(cli.global.log_format, default_log_filter(&cli.command));
     let mut stdout = std::io::stdout().lock();
     let code = match run(cli, &mut stdout) {
         Ok(code) => code,

@@ -143,7 +143,9 @@ pub fn prepare_with(
     }
     let mut keep_recent = settings.effective_keep_recent_tokens();
     if let Some(budget) = options.token_budget {
-        keep_recent = keep_recent.min((budget / 2).max(1));
+        // Two fifths each for the kept history and the summary, a fifth of slack for the
+        // system prompt and for a cut that lands past the target.
+        keep_recent = keep_recent.min((budget * 2 / 5).max(1));
     }
     let per = counter.count_messages(&messages).per_message;
     let cut = find_cut_point(&messages, &per, boundary, messages.len(), keep_recent);
@@ -187,10 +189,14 @@ pub fn prepare_with(
         has_real_conversation: (boundary..first_kept)
             .any(|i| is_real_conversation_message(&messages, i)),
         keep_recent_tokens: keep_recent,
+        // At most two fifths of the budget: the kept history may grow to another two fifths
+        // (`keep_recent` is capped alike), so summary and kept messages fit together
+        // until the next compaction, which then has something other than its summary to cut.
         summary_token_cap: options.token_budget.map(|budget| {
             budget
                 .saturating_sub(sum(first_kept..messages.len()))
                 .max(budget / 4)
+                .min(budget * 2 / 5)
                 .max(1)
         }),
     })
@@ -573,7 +579,7 @@ mod tests {
             ..PrepareOptions::default()
         };
         let prep = prepare_with(&ctx, &s, &counter, &options).unwrap();
-        assert_eq!(prep.keep_recent_tokens, 1000);
+        assert_eq!(prep.keep_recent_tokens, 800, "two fifths of the budget");
         assert_eq!(prep.first_kept_index, 2);
     }
 

@@ -63,11 +63,20 @@ pub struct ProviderSettings {
 /// Whether a message goes to the model at all. pi's `!!` shell runs are recorded with
 /// `excludeFromContext: true`: the user ran them for themselves, and the model must not see
 /// them. Both wire converters skip them here, in one place.
+///
+/// Assistant turns that ended in an error or were aborted are left out too, as pi's adapters
+/// do: their tool calls never ran, the pairing repair gives them no results, and a provider
+/// would reject the unanswered calls with a 400.
 pub fn sent_to_model(message: &rampart_engine_api::AgentMessage) -> bool {
-    !matches!(
-        message,
-        rampart_engine_api::AgentMessage::BashExecution(b) if b.exclude_from_context == Some(true)
-    )
+    use rampart_engine_api::AgentMessage;
+    use rampart_engine_api::message::StopReason;
+    match message {
+        AgentMessage::BashExecution(b) => b.exclude_from_context != Some(true),
+        AgentMessage::Assistant(a) => {
+            !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
+        }
+        _ => true,
+    }
 }
 
 /// One request to a model: what the run loop hands a provider after hygiene, assemble and the

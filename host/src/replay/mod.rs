@@ -140,8 +140,9 @@ pub fn run_command(
     };
 
     let mut screen = table::Screen::new(options.json, recorded.calls());
-    let mut replayer = Replayer::new(&config, &profile, window, &place, events, &recorded)?;
-    if let Some(q) = replayer.quarantine_line() {
+    let replayer = Replayer::new(&config, &profile, window, &place, events)?;
+    let quarantine = replayer.quarantine_line();
+    if let Some(q) = &quarantine {
         if options.engine.is_some() {
             anyhow::bail!("--engine {}: {q}", config.context_engine);
         }
@@ -166,14 +167,15 @@ pub fn run_command(
     }
 
     let mut summary = outcome.summary;
+    summary.notes.extend(quarantine);
     summary.timings.load_ms = load_time.as_secs_f64() * 1e3;
-    let output_started = Instant::now();
     let kept = place.finish();
     summary.session_dir = kept.as_ref().map(|p| p.display().to_string());
-    summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
     summary.peak_rss_bytes = summary::peak_rss_bytes();
 
     if let Some(path) = &options.report {
+        let report_started = Instant::now();
+        summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
         let html = report_html::render(&summary, &outcome.rows);
         std::fs::write(path, html).with_context(|| {
             format!(
@@ -181,7 +183,9 @@ pub fn run_command(
                 path.display()
             )
         })?;
+        summary.timings.output_ms += report_started.elapsed().as_secs_f64() * 1e3;
     }
+    summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
     if options.json {
         json::write(out, &summary, &outcome.rows)?;
     } else {
@@ -193,10 +197,14 @@ pub fn run_command(
             writeln!(out, "requests: {}", path.display())?;
         }
         if let Some(dir) = &kept {
-            writeln!(out, "session kept in: {}", dir.display())?;
+            writeln!(
+                out,
+                "session kept in: {} (see it with `rampart --sessions-dir {} sessions list`)",
+                dir.display(),
+                dir.display()
+            )?;
         }
     }
-    summary.timings.output_ms += output_started.elapsed().as_secs_f64() * 1e3;
 
     // The input must come out of a replay as it went in; say so loudly if anything touched it.
     if let (Some(before), Ok(after)) = (before, std::fs::metadata(&options.input))

@@ -243,12 +243,7 @@ pub fn replay_config(
     let file = file_of(&config);
 
     let providers = table_in(&mut config.models, "providers", "models.providers", &file)?;
-    let sim = table_in(
-        providers,
-        SIM_PROVIDER_ID,
-        "models.providers.sim",
-        &file,
-    )?;
+    let sim = table_in(providers, SIM_PROVIDER_ID, "models.providers.sim", &file)?;
     if let Some(api) = sim.get("api").and_then(Value::as_str)
         && api != "sim"
     {
@@ -290,12 +285,7 @@ pub fn replay_config(
     let mut model = Table::new();
     model.insert("primary".into(), Value::String(profile.model_name()));
     defaults.insert("model".into(), Value::Table(model));
-    let compaction = table_in(
-        defaults,
-        "compaction",
-        "agents.defaults.compaction",
-        &file,
-    )?;
+    let compaction = table_in(defaults, "compaction", "agents.defaults.compaction", &file)?;
     match compaction_model {
         Some(name) => {
             compaction.insert("model".into(), Value::String(name.to_string()));
@@ -366,6 +356,11 @@ impl ReplayDir {
         Ok(key)
     }
 
+    /// Whether the directory outlives the replay (`--sessions-dir`, or `--keep`).
+    pub fn kept(&self) -> bool {
+        !self.temporary || self.keep
+    }
+
     /// Ends the replay's use of the directory: a temporary one is removed unless kept.
     /// Returns the directory when it stays.
     pub fn finish(mut self) -> Option<PathBuf> {
@@ -405,10 +400,16 @@ mod tests {
         let p = |m: &str| ModelProfile::from_flags(Some(m), None, None).unwrap();
         assert_eq!(p("gpt-4o").tokenizer, CountMode::Exact(Encoding::O200kBase));
         assert_eq!(p("gpt-4o").wording, Some(OverflowWording::OpenAi));
-        assert_eq!(p("openai/gpt-4").tokenizer, CountMode::Exact(Encoding::Cl100kBase));
+        assert_eq!(
+            p("openai/gpt-4").tokenizer,
+            CountMode::Exact(Encoding::Cl100kBase)
+        );
         assert_eq!(p("openai/gpt-4").id, "gpt-4");
         assert_eq!(p("claude-sonnet-4-5").tokenizer, CountMode::Estimate);
-        assert_eq!(p("claude-sonnet-4-5").wording, Some(OverflowWording::Anthropic));
+        assert_eq!(
+            p("claude-sonnet-4-5").wording,
+            Some(OverflowWording::Anthropic)
+        );
         assert_eq!(p("gemini-2.5-pro").wording, Some(OverflowWording::Gemini));
         assert_eq!(p("llama3.1:8b").wording, Some(OverflowWording::Ollama));
         assert_eq!(
@@ -456,7 +457,9 @@ model = "anthropic/claude"
         assert_eq!(sim.window("gpt-4o"), Some(32_000));
         assert_eq!(sim.wording(), OverflowWording::OpenAi);
         assert!(
-            config.agents["defaults"]["compaction"].get("model").is_none(),
+            config.agents["defaults"]["compaction"]
+                .get("model")
+                .is_none(),
             "a replay summarises offline unless asked"
         );
     }

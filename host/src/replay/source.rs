@@ -5,7 +5,7 @@
 //! every other format goes through `rampart_sessions::import`. Either way the result is the
 //! active branch as a list of pi messages.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -156,7 +156,12 @@ fn load_pi(path: &Path) -> Result<Recorded, SourceError> {
         .report
         .corrupt_lines
         .iter()
-        .map(|c| format!("line {} could not be read and is not replayed: {}", c.line, c.reason))
+        .map(|c| {
+            format!(
+                "line {} could not be read and is not replayed: {}",
+                c.line, c.reason
+            )
+        })
         .collect();
     let mut messages = Vec::new();
     let mut system_prompt = None;
@@ -175,14 +180,14 @@ fn load_pi(path: &Path) -> Result<Recorded, SourceError> {
                     extra: Extra::new(),
                 })))
             }
-            EntryBody::BranchSummary(s) if !s.summary.is_empty() => {
-                messages.push(Arc::new(AgentMessage::BranchSummary(BranchSummaryMessage {
+            EntryBody::BranchSummary(s) if !s.summary.is_empty() => messages.push(Arc::new(
+                AgentMessage::BranchSummary(BranchSummaryMessage {
                     summary: s.summary.clone(),
                     from_id: s.from_id.clone(),
                     timestamp: millis,
                     extra: Extra::new(),
-                })))
-            }
+                }),
+            )),
             EntryBody::Custom(c)
                 if c.custom_type == SYSTEM_PROMPT_CUSTOM_TYPE && system_prompt.is_none() =>
             {
@@ -223,10 +228,7 @@ fn load_imported(path: &Path, index: usize) -> Result<Recorded, SourceError> {
         Err(e) => return Err(e.into()),
     };
     let count = all.len();
-    let Some(imported) = index
-        .checked_sub(1)
-        .and_then(|i| all.into_iter().nth(i))
-    else {
+    let Some(imported) = index.checked_sub(1).and_then(|i| all.into_iter().nth(i)) else {
         return Err(SourceError::NoSuchSession {
             path: path.to_path_buf(),
             count,
@@ -243,8 +245,11 @@ fn load_imported(path: &Path, index: usize) -> Result<Recorded, SourceError> {
     path_items.reverse();
     let mut messages = Vec::new();
     let mut system_prompt = None;
-    let mut items: Vec<Option<ImportedKind>> =
-        imported.items.into_iter().map(|item| Some(item.kind)).collect();
+    let mut items: Vec<Option<ImportedKind>> = imported
+        .items
+        .into_iter()
+        .map(|item| Some(item.kind))
+        .collect();
     for i in path_items {
         match items[i].take() {
             Some(ImportedKind::Message(m)) => messages.push(Arc::new(m)),

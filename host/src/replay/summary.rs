@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::run::events::HOST_SOURCE;
 use crate::run::RecordedEvent;
+use crate::run::events::HOST_SOURCE;
 
 /// One model call of the replay (the run loop's "turn"): its size and what each layer did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -143,7 +143,8 @@ pub struct Summary {
     pub peak_rss_bytes: Option<u64>,
     /// The directory the replay's session was kept in, when it was.
     pub session_dir: Option<String>,
-    /// The first user-visible problem of the replay set-up (a quarantined engine), if any.
+    /// Notes for the reader: what the import could not carry over exactly, and a configured
+    /// engine that was quarantined.
     pub notes: Vec<String>,
 }
 
@@ -153,9 +154,9 @@ impl Row {
         let host = event.source == HOST_SOURCE;
         let data = &event.data;
         match event.kind.as_str() {
-            // The legacy engine reports its own caps too; the host's event covers every cap
-            // (engine or persistence guard), so only that one is counted.
-            "ingest_cap" if host => {
+            // Each cap is reported once: by the engine that capped it (`legacy`), or by the
+            // host when its persistence guard did (`by: persistence`).
+            "ingest_cap" => {
                 self.truncations += 1;
                 tally.ingest_caps += 1;
                 self.tag("cap");
@@ -167,12 +168,12 @@ impl Row {
                 tally.tool_loop_truncations += 1;
                 self.tag("loop-trunc");
             }
-            "truncation_pass" if host => {
-                if data.get("changed").and_then(Value::as_bool) == Some(true) {
-                    self.truncations += 1;
-                    tally.truncation_passes += 1;
-                    self.tag("trunc");
-                }
+            "truncation_pass"
+                if host && data.get("changed").and_then(Value::as_bool) == Some(true) =>
+            {
+                self.truncations += 1;
+                tally.truncation_passes += 1;
+                self.tag("trunc");
             }
             "prune" => {
                 let chars = pruned_chars(data);
@@ -201,7 +202,6 @@ impl Row {
             }
             "guard_block" if host => self.tag("block"),
             "guard_warn" if host => tally.guard_warnings += 1,
-            "request" if host => self.requests += 1,
             _ => {}
         }
     }
@@ -287,7 +287,8 @@ impl Summary {
         self.ingest_caps = tally.ingest_caps;
         self.tool_loop_truncations = tally.tool_loop_truncations;
         self.truncation_passes = tally.truncation_passes;
-        self.truncations = tally.ingest_caps + tally.tool_loop_truncations + tally.truncation_passes;
+        self.truncations =
+            tally.ingest_caps + tally.tool_loop_truncations + tally.truncation_passes;
         self.compactions_not_done = tally.compactions_not_done;
         self.guard_warnings = tally.guard_warnings;
         self.mean_prompt_tokens = if self.answered == 0 {
@@ -329,16 +330,20 @@ mod tests {
     }
 
     #[test]
-    fn tags_count_repeats_and_engine_caps_are_not_counted_twice() {
+    fn tags_count_repeats_and_every_cap_once_whoever_reports_it() {
         let mut row = Row::default();
         let mut tally = Tally::default();
         for e in [
-            event("host", "ingest_cap", json!({})),
+            // One cap by the engine, one by the host's persistence guard.
             event("legacy", "ingest_cap", json!({})),
-            event("host", "ingest_cap", json!({})),
+            event("host", "ingest_cap", json!({"by": "persistence"})),
             event("host", "truncation_pass", json!({"changed": false})),
             event("host", "truncation_pass", json!({"changed": true})),
-            event("legacy", "prune", json!({"report": {"charsBefore": 900, "charsAfter": 400}})),
+            event(
+                "legacy",
+                "prune",
+                json!({"report": {"charsBefore": 900, "charsAfter": 400}}),
+            ),
             event("host", "compaction_end", json!({"compacted": true})),
         ] {
             row.absorb(&e, &mut tally);

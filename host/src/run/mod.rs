@@ -796,7 +796,9 @@ impl<'a> Runner<'a> {
         let assembled = self.slot.assemble(AssembleParams {
             session: session_ref(session),
             messages: clean.clone(),
-            token_budget: Some(window),
+            // What the precheck will let through, not the whole window: an engine that fills
+            // the window would be sent straight into overflow recovery.
+            token_budget: Some(self.compaction_budget(window)),
             model: Some(model.clone()),
             available_tools: Vec::new(),
             prompt: None,

@@ -222,10 +222,10 @@ impl Runner<'_> {
         Ok(outcome.compacted)
     }
 
-    /// What the compacted context must fit: the prompt budget the precheck allows (the window
-    /// less the reserve it keeps), before its safety factor. Handing the engine the window
+    /// What the compacted (or assembled) context must fit: the prompt budget the precheck
+    /// allows (the window less the reserve it keeps), before its safety factor. Handing the engine the window
     /// instead would let it keep more than the retry can send, and the overflow would repeat.
-    fn compaction_budget(&self, window: u64) -> u64 {
+    pub(super) fn compaction_budget(&self, window: u64) -> u64 {
         let outcome = precheck(&PrecheckInput {
             estimated_tokens: 0,
             budget_tokens: window,

@@ -1,0 +1,493 @@
+//! The turn-by-turn driver: the recorded conversation through the run loop, one model call per
+//! recorded assistant message (see the module docs of [`crate::replay`] for the rules).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rampart_engine_api::AgentMessage;
+use rampart_engine_api::tokens::TokenCounter;
+use rampart_engine_api::wire::SharedMessage;
+use rampart_sessions::entry::SessionHeader;
+use rampart_sessions::store::{SessionEntry, StoreError, now_unix_ms};
+use rampart_sessions::{FsyncPolicy, Session, SessionError, SessionOptions};
+use serde_json::json;
+
+use super::setup::{ModelProfile, ReplayDir, SetupError};
+use super::source::Recorded;
+use super::summary::{Row, RowError, Summary, Tally};
+use super::tap::TapSource;
+use crate::blobs::BlobStore;
+use crate::config::Config;
+use crate::models::{GuardError, ModelsConfigError, guard_models};
+use crate::providers::registry::{Providers, RegistryError, SIM_PROVIDER_ID};
+use crate::providers::sim::SimProvider;
+use crate::run::llm::ProvidersLlm;
+use crate::run::{ModelSource, RequestRecord, RunEvents, RunSettings, Runner, TurnError};
+use crate::services::EventSink;
+use crate::slot::{EngineSlot, HostResources, RequiredEngineFailed, SlotState};
+
+/// Why a replay stopped before its end (a failed call is not one of these: it is a row).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The set-up failed (flags, config, directory).
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// A required engine failed to load.
+    #[error(transparent)]
+    Engine(#[from] RequiredEngineFailed),
+    /// The providers could not be built from the config.
+    #[error(transparent)]
+    Providers(#[from] RegistryError),
+    /// `models` / `agents` settings are malformed.
+    #[error(transparent)]
+    Config(#[from] ModelsConfigError),
+    /// The window is below the guard's minimum: every call would be blocked.
+    #[error(
+        "--window {window}: {message}. The window guard blocks every call below that, so there \
+         is nothing to replay; choose a larger --window"
+    )]
+    WindowTooSmall {
+        /// The window asked for.
+        window: u64,
+        /// The guard's block message.
+        message: String,
+    },
+    /// The replay's session file could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The replay's registry could not be written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Appending a recorded message failed in a way the replay cannot step over.
+    #[error("replaying message {index} of `{file}`: {source}")]
+    Append {
+        /// The message's position on the branch, from 1.
+        index: usize,
+        /// The input.
+        file: String,
+        /// The run loop's error (boxed: it is large, and this path is rare).
+        source: Box<TurnError>,
+    },
+    /// Writing a row or a request failed (a closed pipe, a full disk).
+    #[error("cannot write the replay's output: {0}")]
+    Output(#[from] std::io::Error),
+    /// The simulator is missing from the providers (the config replaced it).
+    #[error("the embedded simulator `sim` is not available with this config")]
+    NoSimulator,
+}
+
+/// What the header of a replay says: who serves, which model, which window.
+#[derive(Debug, Clone)]
+pub struct Description {
+    /// The engine configured.
+    pub engine: String,
+    /// The engine serving (the configured one, or `legacy` after a quarantine).
+    pub served_by: String,
+    /// `provider/model`.
+    pub model: String,
+    /// The window.
+    pub window: u64,
+    /// The tokenizer's name.
+    pub tokenizer: String,
+    /// The overflow wording's name.
+    pub wording: String,
+}
+
+/// The result of a replay run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// One per model call.
+    pub rows: Vec<Row>,
+    /// The totals.
+    pub summary: Summary,
+    /// Whether `--stop-on-error` stopped the replay early.
+    pub stopped: bool,
+}
+
+/// Called once per model call with its row and every request the model received for it.
+pub type RowSink<'s> = dyn FnMut(&Row, &[RequestRecord]) -> std::io::Result<()> + 's;
+
+/// The host set up for one replay: engine slot, providers and the replay's directory.
+pub struct Replayer<'a> {
+    config: &'a Config,
+    profile: &'a ModelProfile,
+    window: u64,
+    place: &'a ReplayDir,
+    events: EventSink,
+    providers: Arc<Providers>,
+    sim: Arc<SimProvider>,
+    slot: EngineSlot,
+}
+
+impl std::fmt::Debug for Replayer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replayer")
+            .field("window", &self.window)
+            .field("slot", &self.slot)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Replayer<'a> {
+    /// Builds the providers and resolves the engine for `config` (already a replay config),
+    /// with blobs and `llm.complete` as a turn has them. Refuses a window the guard blocks.
+    pub fn new(
+        config: &'a Config,
+        profile: &'a ModelProfile,
+        window: u64,
+        place: &'a ReplayDir,
+        events: EventSink,
+    ) -> Result<Self, ReplayError> {
+        let providers = Arc::new(Providers::from_config(config)?);
+        let sim = providers
+            .sim(SIM_PROVIDER_ID)
+            .ok_or(ReplayError::NoSimulator)?;
+        let candidates = [profile.model_name()];
+        match guard_models(config, &candidates, |p, m| {
+            providers.as_ref().reported_window(p, m)
+        }) {
+            Ok(_) => {}
+            Err(GuardError::Blocked(b)) => {
+                return Err(ReplayError::WindowTooSmall {
+                    window,
+                    message: b.message,
+                });
+            }
+            Err(GuardError::Config(e)) => return Err(e.into()),
+        }
+        let resources = HostResources {
+            blobs: Some(BlobStore::in_sessions_dir(&place.dir)),
+            llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+        };
+        let slot = EngineSlot::resolve_full(config, &events, &resources)?;
+        Ok(Self {
+            config,
+            profile,
+            window,
+            place,
+            events,
+            providers,
+            sim,
+            slot,
+        })
+    }
+
+    /// The quarantine line when the configured engine could not serve.
+    pub fn quarantine_line(&self) -> Option<String> {
+        match self.slot.state() {
+            SlotState::Quarantined(q) => Some(q.line()),
+            SlotState::Active => None,
+        }
+    }
+
+    /// Who serves, which model, which window.
+    pub fn describe(&self) -> Description {
+        Description {
+            engine: self.slot.configured_id().to_string(),
+            served_by: self.slot.active().id().to_string(),
+            model: self.profile.model_name(),
+            window: self.window,
+            tokenizer: self.profile.tokenizer.name().to_string(),
+            wording: self.sim.wording().name().to_string(),
+        }
+    }
+
+    /// Replays `recorded`, handing each row to `on_row` as soon as its call is done.
+    pub fn run(
+        &self,
+        recorded: &Recorded,
+        stop_on_error: bool,
+        on_row: &mut RowSink<'_>,
+    ) -> Result<Outcome, ReplayError> {
+        let description = self.describe();
+        let key = self.place.free_key(&recorded.file)?;
+        let mut session = self.create_session(recorded, &key)?;
+
+        let mut settings = RunSettings::from_config(self.config)?;
+        settings.system_prompt = recorded.system_prompt.clone();
+        let tap = TapSource::new(self.providers.as_ref());
+        let run_events = RunEvents::new(self.events.clone(), Some(session.header().id.clone()));
+        let runner = Runner::new(self.config, &self.slot, &tap, settings, run_events)
+            .with_blobs(BlobStore::in_sessions_dir(&self.place.dir));
+        // The registry's counters are only worth their per-call atomic write (and fsync) when
+        // someone will look at the session afterwards.
+        let mut runner = if self.place.kept() {
+            runner.with_registry(&self.place.store, key)
+        } else {
+            runner
+        };
+
+        let mut walk = Walk {
+            counter: TokenCounter::new(self.profile.tokenizer),
+            full_tokens: 0,
+            user_turn: 0,
+            call: 0,
+            run_time: Duration::ZERO,
+            output_time: Duration::ZERO,
+            tally: Tally::default(),
+            summary: Summary {
+                input: recorded.file.display().to_string(),
+                format: recorded.format.clone(),
+                engine: description.engine,
+                served_by: description.served_by,
+                model: description.model,
+                window: self.window,
+                tokenizer: description.tokenizer,
+                overflow_wording: description.wording,
+                recorded_messages: recorded.messages.len(),
+                user_turns: recorded.user_turns() as u64,
+                notes: recorded.warnings.iter().take(10).cloned().collect(),
+                ..Summary::default()
+            },
+            rows: Vec::new(),
+        };
+        if let Some(system) = &recorded.system_prompt {
+            walk.full_tokens += walk.counter.count_text(system);
+        }
+
+        let mut pending_user: Option<SharedMessage> = None;
+        let mut stopped = false;
+        for (i, message) in recorded.messages.iter().enumerate() {
+            let index = i + 1;
+            match &**message {
+                AgentMessage::User(_) => {
+                    if let Some(previous) = pending_user.take() {
+                        walk.append(&mut runner, &mut session, previous, index, recorded)?;
+                    }
+                    if walk.user_turn > 0 {
+                        walk.timed(|| runner.finish_turn(&mut session))
+                            .map_err(|source| append_error(index, recorded, source))?;
+                    }
+                    walk.user_turn += 1;
+                    walk.full_tokens += walk.counter.count_shared(message);
+                    pending_user = Some(Arc::clone(message));
+                }
+                AgentMessage::Assistant(reply) => {
+                    self.sim.clear_replies();
+                    self.sim.push_reply(reply.clone());
+                    let user = pending_user.take();
+                    let failed = walk.call(
+                        &mut runner,
+                        &mut session,
+                        &tap,
+                        user,
+                        (index, message),
+                        self.window,
+                        on_row,
+                    )?;
+                    self.sim.clear_replies();
+                    if failed && stop_on_error {
+                        stopped = true;
+                        break;
+                    }
+                }
+                _ => {
+                    if let Some(previous) = pending_user.take() {
+                        walk.append(&mut runner, &mut session, previous, index, recorded)?;
+                    }
+                    walk.full_tokens += walk.counter.count_shared(message);
+                    walk.append(
+                        &mut runner,
+                        &mut session,
+                        Arc::clone(message),
+                        index,
+                        recorded,
+                    )?;
+                }
+            }
+        }
+        if !stopped {
+            let end = recorded.messages.len();
+            if let Some(previous) = pending_user.take() {
+                walk.append(&mut runner, &mut session, previous, end, recorded)?;
+            }
+            walk.timed(|| runner.finish_turn(&mut session))
+                .map_err(|source| append_error(end, recorded, source))?;
+        }
+        // Events after the last call (caps of trailing tool results) count in the totals.
+        let mut trailing = Row::default();
+        for event in runner.events().drain() {
+            trailing.absorb(&event, &mut walk.tally);
+        }
+        session.sync()?;
+        walk.summary.close(&walk.tally);
+        walk.summary.timings.run_ms = walk.run_time.as_secs_f64() * 1e3;
+        walk.summary.timings.output_ms = walk.output_time.as_secs_f64() * 1e3;
+        Ok(Outcome {
+            rows: walk.rows,
+            summary: walk.summary,
+            stopped,
+        })
+    }
+
+    fn create_session(&self, recorded: &Recorded, key: &str) -> Result<Session, ReplayError> {
+        let mut header = SessionHeader::new(recorded.cwd.clone());
+        header.extra.insert(
+            "replayOf".into(),
+            json!({
+                "file": recorded.file.display().to_string(),
+                "format": recorded.format,
+                "window": self.window,
+                "model": self.profile.model_name(),
+                "engine": self.slot.configured_id(),
+            }),
+        );
+        let file = self.place.dir.join(format!("{}.jsonl", header.id));
+        let options = SessionOptions {
+            // A replay's session is a reproducible by-product: an fsync per turn would
+            // dominate the replay's time and protect nothing that cannot be made again.
+            fsync: FsyncPolicy::Never,
+            ..SessionOptions::default()
+        };
+        let session = Session::create(&file, header, options)?;
+        let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
+        entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        self.place.store.upsert(key, entry)?;
+        Ok(session)
+    }
+}
+
+fn append_error(index: usize, recorded: &Recorded, source: TurnError) -> ReplayError {
+    ReplayError::Append {
+        index,
+        file: recorded.file.display().to_string(),
+        source: Box::new(source),
+    }
+}
+
+/// The driver's running state.
+struct Walk {
+    counter: TokenCounter,
+    /// Tokens of the recorded history so far (what sending everything would cost).
+    full_tokens: u64,
+    user_turn: u64,
+    call: u64,
+    run_time: Duration,
+    output_time: Duration,
+    tally: Tally,
+    summary: Summary,
+    rows: Vec<Row>,
+}
+
+impl Walk {
+    fn timed<R>(&mut self, work: impl FnOnce() -> R) -> R {
+        let started = Instant::now();
+        let result = work();
+        self.run_time += started.elapsed();
+        result
+    }
+
+    /// Appends a recorded non-assistant message as it was recorded, through the engine and
+    /// the persistence guard. A blocked guard is stepped over (the message goes straight
+    /// into the session, so the history stays as recorded); anything else stops the replay.
+    fn append(
+        &mut self,
+        runner: &mut Runner<'_>,
+        session: &mut Session,
+        message: SharedMessage,
+        index: usize,
+        recorded: &Recorded,
+    ) -> Result<(), ReplayError> {
+        let result = self.timed(|| runner.append(session, (*message).clone()));
+        match result {
+            Ok(_) => Ok(()),
+            Err(TurnError::Blocked { .. }) => {
+                session.append_shared(message)?;
+                Ok(())
+            }
+            Err(source) => Err(append_error(index, recorded, source)),
+        }
+    }
+
+    /// One model call: returns whether it failed.
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        runner: &mut Runner<'_>,
+        session: &mut Session,
+        tap: &TapSource<'_>,
+        user: Option<SharedMessage>,
+        (index, reply): (usize, &SharedMessage),
+        window: u64,
+        on_row: &mut RowSink<'_>,
+    ) -> Result<bool, ReplayError> {
+        self.call += 1;
+        let user_message = user.as_ref().map(|u| (**u).clone());
+        let result = self.timed(|| runner.run_turn(session, user_message));
+        let mut row = Row {
+            turn: self.call,
+            user_turn: self.user_turn,
+            window,
+            full_history_tokens: self.full_tokens,
+            ..Row::default()
+        };
+        for event in runner.events().drain() {
+            row.absorb(&event, &mut self.tally);
+        }
+        let failed = match result {
+            Ok(report) => {
+                row.prompt_tokens = Some(report.prompt_tokens);
+                row.window = report.window;
+                row.pct_window = (report.window > 0)
+                    .then(|| report.prompt_tokens as f64 * 100.0 / report.window as f64);
+                false
+            }
+            Err(e) => {
+                row.error = Some(RowError {
+                    kind: e.kind().to_string(),
+                    message: e.to_string(),
+                });
+                row.tags.push(format!("error:{}", e.kind()));
+                // The conversation goes on as recorded: the user message (when the failure
+                // came before it was appended) and the recorded reply join the history.
+                let user_in_session = !matches!(e, TurnError::Blocked { .. });
+                if let Some(user) = user.filter(|_| !user_in_session) {
+                    session.append_shared(user)?;
+                }
+                let appended = self.timed(|| runner.append(session, (**reply).clone()));
+                if let Err(e) = appended {
+                    match e {
+                        TurnError::Blocked { .. } => {
+                            session.append_shared(Arc::clone(reply))?;
+                        }
+                        other => {
+                            return Err(ReplayError::Append {
+                                index,
+                                file: self.summary.input.clone(),
+                                source: Box::new(other),
+                            });
+                        }
+                    }
+                }
+                // Caps of the appended reply belong to this call.
+                for event in runner.events().drain() {
+                    row.absorb(&event, &mut self.tally);
+                }
+                true
+            }
+        };
+        self.full_tokens += self.counter.count_shared(reply);
+        let requests: Vec<RequestRecord> = tap
+            .take()
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| RequestRecord {
+                turn: self.call,
+                attempt: i as u32 + 1,
+                model: t.model,
+                window: row.window,
+                prompt_tokens: t.prompt_tokens,
+                system: t.system,
+                messages: t.messages,
+            })
+            .collect();
+        row.requests = requests.len() as u32;
+        self.summary.add_row(&row, self.tally.retried);
+        self.tally.retried = false;
+        let started = Instant::now();
+        on_row(&row, &requests)?;
+        self.output_time += started.elapsed();
+        self.rows.push(row);
+        Ok(failed)
+    }
+}

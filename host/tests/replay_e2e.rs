@@ -1,0 +1,682 @@
+//! End to end: `rampart replay` on the real v3 transcripts in /work/shared/data/sessions
+//! (MIT-licensed copies, see the README there; read only), checking what a user would notice:
+//! the replay finishes, no request the model received is larger than the window, every tool
+//! call in every request has its result right after it, the input is untouched, the JSON and
+//! the report say what happened, and another engine shows another strategy.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use common::{fixture, text, write_config};
+use rampart_host::replay::table::thousands;
+use serde_json::Value;
+
+const DATA: &str = "/work/shared/data/sessions";
+
+/// A small v3 session (44 calls) for the tests that only need one.
+const SMALL: &str = "openclaw-linux2010/main__8d0416c9-a2b4-43d0-a16d-755e39f36d39.jsonl";
+
+/// A longer one (109 calls, large tool results) for the small-window test.
+const LONG: &str = "openclaw-linux2010/main__62329ad3-2943-45f0-90ce-a7ca33ba3bec.jsonl";
+
+/// Every `*.jsonl` under the data directory whose header says pi v3.
+fn v3_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let first: Value = text
+                    .lines()
+                    .next()
+                    .and_then(|l| serde_json::from_str(l).ok())
+                    .unwrap_or(Value::Null);
+                if first["type"] == "session" && first["version"] == 3 {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(Path::new(DATA), &mut files);
+    files.sort();
+    files
+}
+
+/// Runs `rampart` with `args` in a clean environment: no config from outside (an explicit
+/// empty one unless `args` names another), temporary files under `tmp`.
+fn rampart_in(tmp: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(args)
+        .env_remove("RAMPART_CONFIG")
+        .env("RUST_LOG", "warn")
+        .env("TMPDIR", tmp)
+        // No user config dir either: those paths do not exist.
+        .env("XDG_CONFIG_HOME", tmp.join("no-xdg-config"))
+        .env("XDG_DATA_HOME", tmp.join("no-xdg-data"))
+        .current_dir(tmp)
+        .output()
+        .unwrap()
+}
+
+/// An empty config in `dir`: the embedded defaults.
+fn empty_config(dir: &Path) -> PathBuf {
+    write_config(dir, "")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("--json output does not parse ({e}):\n{}", text(out)))
+}
+
+/// Checks one `--requests-out` line: within the window, and every tool call followed by
+/// exactly one result for it (and no result without its call).
+///
+/// One exemption, pi's wire contract (`rampart_engine_api::pairing`): an assistant turn that
+/// ended in `error` or `aborted` gets no synthetic results, because provider adapters are to
+/// leave such turns out of the request; its real results, when recorded, still follow it.
+fn check_request(line: &str, window: u64, file: &Path) {
+    let r: Value = serde_json::from_str(line).unwrap();
+    for key in [
+        "turn",
+        "attempt",
+        "model",
+        "window",
+        "promptTokens",
+        "system",
+        "messages",
+    ] {
+        assert!(
+            r.get(key).is_some(),
+            "{}: request lacks {key}",
+            file.display()
+        );
+    }
+    let tokens = r["promptTokens"].as_u64().unwrap();
+    assert!(
+        tokens <= window,
+        "{}: turn {} attempt {} sent {tokens} tokens to a {window}-token window",
+        file.display(),
+        r["turn"],
+        r["attempt"]
+    );
+    let messages = r["messages"].as_array().unwrap();
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        assert_ne!(
+            m["role"],
+            "toolResult",
+            "{}: turn {}: a tool result at {i} does not follow its call",
+            file.display(),
+            r["turn"]
+        );
+        let calls: Vec<&str> = if m["role"] == "assistant" {
+            m["content"]
+                .as_array()
+                .map(|blocks| {
+                    blocks
+                        .iter()
+                        .filter(|b| b["type"] == "toolCall")
+                        .map(|b| b["id"].as_str().unwrap())
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        i += 1;
+        let mut answered: HashMap<&str, usize> = HashMap::new();
+        while i < messages.len() && messages[i]["role"] == "toolResult" {
+            let id = messages[i]["toolCallId"].as_str().unwrap();
+            *answered.entry(id).or_default() += 1;
+            i += 1;
+        }
+        let errored = m["stopReason"] == "error" || m["stopReason"] == "aborted";
+        for id in &calls {
+            let results = answered.get(id).copied().unwrap_or(0);
+            if errored && results == 0 {
+                continue;
+            }
+            assert_eq!(
+                results,
+                1,
+                "{}: turn {}: tool call {id} needs exactly one result right after it",
+                file.display(),
+                r["turn"]
+            );
+        }
+        for id in answered.keys() {
+            assert!(
+                calls.contains(id),
+                "{}: turn {}: result {id} answers no call of the message before it",
+                file.display(),
+                r["turn"]
+            );
+        }
+    }
+}
+
+#[test]
+fn every_v3_session_replays_at_32k_within_the_window_and_stays_untouched() {
+    let files = v3_files();
+    assert!(files.len() >= 6, "expected the v3 sessions in {DATA}");
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    for file in files {
+        let before = std::fs::read(&file).unwrap();
+        let requests = tmp.path().join("requests.jsonl");
+        let started = Instant::now();
+        let out = rampart_in(
+            tmp.path(),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "replay",
+                file.to_str().unwrap(),
+                "--window",
+                "32000",
+                "--json",
+                "--requests-out",
+                requests.to_str().unwrap(),
+            ],
+        );
+        eprintln!(
+            "replayed {} in {:.1} s",
+            file.file_name().unwrap().to_string_lossy(),
+            started.elapsed().as_secs_f64()
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}:\n{}",
+            file.display(),
+            text(&out)
+        );
+        let doc = json_of(&out);
+        let summary = &doc["summary"];
+        assert_eq!(summary["window"], 32000);
+        let lines: Vec<String> = std::fs::read_to_string(&requests)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(
+            lines.len() as u64,
+            summary["requests"].as_u64().unwrap(),
+            "{}: one line per request the model received",
+            file.display()
+        );
+        assert!(!lines.is_empty(), "{}: no request was sent", file.display());
+        for line in &lines {
+            check_request(line, 32_000, &file);
+        }
+        assert_eq!(
+            doc["rows"].as_array().unwrap().len() as u64,
+            summary["calls"].as_u64().unwrap()
+        );
+        assert!(
+            std::fs::read(&file).unwrap() == before,
+            "{} changed during the replay",
+            file.display()
+        );
+    }
+    // Nothing was left behind in the temporary directory.
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("rampart-replay-")
+        })
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "temporary replay directories left: {leftovers:?}"
+    );
+}
+
+#[test]
+fn json_has_the_summary_and_the_report_is_a_self_contained_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let report = tmp.path().join("out.html");
+    let file = Path::new(DATA).join(SMALL);
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--window",
+            "32000",
+            "--json",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["kind"], "rampart.replay");
+    let s = &doc["summary"];
+    for key in [
+        "peakPromptTokens",
+        "meanPromptTokens",
+        "compactions",
+        "truncations",
+        "prunedChars",
+        "overflows",
+        "recoveries",
+        "errors",
+        "tokensSaved",
+        "tokensIfEverything",
+        "timings",
+        "calls",
+    ] {
+        assert!(s.get(key).is_some(), "summary lacks {key}: {s}");
+    }
+    assert_eq!(s["engine"], "legacy");
+    assert_eq!(s["model"], "sim/replay");
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len() as u64, s["calls"].as_u64().unwrap());
+    assert!(rows.iter().all(|r| r["window"] == 32000));
+    let peak = s["peakPromptTokens"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= 32_000);
+    assert_eq!(
+        peak,
+        rows.iter()
+            .filter_map(|r| r["promptTokens"].as_u64())
+            .max()
+            .unwrap()
+    );
+    assert!(
+        s["tokensSaved"].as_u64().unwrap() > 0,
+        "a 32k window saves tokens: {s}"
+    );
+
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("<svg"), "the report has a chart");
+    for figure in ["peakPromptTokens", "tokensSaved", "calls", "compactions"] {
+        let n = thousands(s[figure].as_u64().unwrap());
+        assert!(html.contains(&n), "the report shows {figure} = {n}");
+    }
+    // Nothing is loaded from anywhere.
+    for needle in [
+        "http://", "https://", "<script", "<link", "@import", " src=",
+    ] {
+        assert!(!html.contains(needle), "the report contains {needle:?}");
+    }
+}
+
+#[test]
+fn the_table_shows_one_row_per_call_and_the_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let file = Path::new(DATA).join(SMALL);
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--window",
+            "32000",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("engine: legacy"), "{stdout}");
+    assert!(stdout.contains("window: 32,000"), "{stdout}");
+    let rows = stdout
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<u64>().is_ok())
+        })
+        .count();
+    assert_eq!(
+        rows, 44,
+        "one row per recorded assistant message:\n{stdout}"
+    );
+    for label in [
+        "prompt tokens  peak",
+        "compactions",
+        "truncations",
+        "pruning",
+        "overflows",
+        "tokens saved",
+    ] {
+        assert!(
+            stdout.contains(label),
+            "the summary shows {label}:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn another_engine_shows_another_strategy_without_a_rebuild() {
+    let tmp = tempfile::tempdir().unwrap();
+    let window = fixture("rampart-window");
+    let legacy_cfg = write_config(
+        tmp.path(),
+        &format!(
+            "[plugins.slots]\ncontextEngine = \"legacy\"\n[plugins.engines.window]\npath = \"{}\"\n",
+            window.display()
+        ),
+    );
+    let file = Path::new(DATA).join(SMALL);
+    let replay = |cfg: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "--config",
+            cfg.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--window",
+            "32000",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = rampart_in(tmp.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        json_of(&out)
+    };
+    let legacy = replay(&legacy_cfg, &[]);
+    let by_flag = replay(&legacy_cfg, &["--engine", "window"]);
+    assert_eq!(legacy["summary"]["servedBy"], "legacy");
+    assert_eq!(by_flag["summary"]["engine"], "window");
+    assert_eq!(by_flag["summary"]["servedBy"], "window");
+    let tokens = |doc: &Value| -> Vec<Value> {
+        doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["promptTokens"].clone())
+            .collect()
+    };
+    assert_ne!(
+        tokens(&legacy),
+        tokens(&by_flag),
+        "the window engine assembles differently from legacy"
+    );
+    assert_eq!(
+        legacy["summary"]["calls"], by_flag["summary"]["calls"],
+        "both replays went through the whole transcript"
+    );
+
+    // The same through the config's slot, with the same host binary.
+    let dir = tempfile::tempdir().unwrap();
+    let window_cfg = write_config(
+        dir.path(),
+        &format!(
+            "[plugins.slots]\ncontextEngine = \"window\"\n[plugins.engines.window]\npath = \"{}\"\n",
+            window.display()
+        ),
+    );
+    let by_config = replay(&window_cfg, &[]);
+    assert_eq!(by_config["summary"]["servedBy"], "window");
+    assert_eq!(tokens(&by_config), tokens(&by_flag));
+}
+
+#[test]
+fn an_engine_that_cannot_load_is_an_error_when_asked_for_by_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let file = Path::new(DATA).join(SMALL);
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--engine",
+            "no-such-engine",
+        ],
+    );
+    assert_ne!(out.status.code(), Some(0));
+    let t = text(&out);
+    assert!(t.contains("--engine no-such-engine"), "{t}");
+}
+
+#[test]
+fn a_small_window_shows_the_defences_at_work_and_still_completes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let requests = tmp.path().join("requests.jsonl");
+    let file = Path::new(DATA).join(LONG);
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--window",
+            "20000",
+            "--json",
+            "--requests-out",
+            requests.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let s = json_of(&out)["summary"].clone();
+    let acted = s["compactions"].as_u64().unwrap() + s["truncations"].as_u64().unwrap();
+    assert!(
+        acted > 0,
+        "a 20k window makes the engine compact or truncate: {s}"
+    );
+    assert!(s["overflows"].as_u64().unwrap() > 0, "{s}");
+    assert!(
+        s["guardWarnings"].as_u64().unwrap() > 0,
+        "20k is below the warning threshold"
+    );
+    for line in std::fs::read_to_string(&requests).unwrap().lines() {
+        check_request(line, 20_000, &file);
+    }
+}
+
+#[test]
+fn a_window_the_guard_blocks_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let file = Path::new(DATA).join(SMALL);
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--window",
+            "8000",
+        ],
+    );
+    assert_ne!(out.status.code(), Some(0));
+    let t = text(&out);
+    assert!(t.contains("--window 8000"), "{t}");
+    assert!(t.contains("16000"), "the message names the minimum: {t}");
+}
+
+/// A transcript whose first user message alone is far larger than the window: nothing can make
+/// it fit (no tool result to truncate, nothing older to compact).
+fn hopeless_transcript(dir: &Path) -> PathBuf {
+    let huge = "word ".repeat(200_000);
+    let messages = serde_json::json!([
+        {"role": "user", "content": huge},
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "a short question"},
+        {"role": "assistant", "content": "second answer"},
+    ]);
+    let path = dir.join("hopeless.json");
+    std::fs::write(&path, serde_json::to_vec(&messages).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn a_failed_call_is_reported_and_the_replay_goes_on_unless_told_to_stop() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let file = hopeless_transcript(tmp.path());
+    let base = [
+        "--config",
+        config.to_str().unwrap(),
+        "replay",
+        file.to_str().unwrap(),
+        "--window",
+        "32000",
+        "--json",
+    ];
+    let out = rampart_in(tmp.path(), &base);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["summary"]["calls"], 2, "both calls were made");
+    assert!(doc["summary"]["errors"].as_u64().unwrap() >= 1);
+    assert_eq!(doc["rows"][0]["error"]["kind"], "context_overflow");
+    assert!(
+        doc["summary"]["errorsByKind"]["context_overflow"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+
+    let mut stop = base.to_vec();
+    stop.push("--stop-on-error");
+    let out = rampart_in(tmp.path(), &stop);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let doc = json_of(&out);
+    assert_eq!(doc["summary"]["calls"], 1, "stopped at the first failure");
+}
+
+#[test]
+fn a_replay_with_no_flags_needs_nothing_and_keeps_its_session_only_when_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = Path::new(DATA).join(SMALL);
+    // No --config: the embedded defaults (the working directory has no plugins.toml).
+    let out = rampart_in(tmp.path(), &["replay", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("window: 200,000"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
+
+    let out = rampart_in(tmp.path(), &["replay", file.to_str().unwrap(), "--keep"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let kept = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("session kept in: "))
+        .and_then(|rest| rest.split(" (").next())
+        .unwrap_or_else(|| panic!("the kept directory is named:\n{stdout}"));
+    let listed = rampart_in(tmp.path(), &["--sessions-dir", kept, "sessions", "list"]);
+    assert!(
+        text(&listed).contains("replay-main__8d0416c9"),
+        "{}",
+        text(&listed)
+    );
+}
+
+#[test]
+fn events_are_written_as_json_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let events = tmp.path().join("events.jsonl");
+    let file = Path::new(DATA).join(SMALL);
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--window",
+            "32000",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let kinds: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["kind"].as_str().unwrap().to_string()
+        })
+        .collect();
+    for kind in ["precheck_route", "request", "response"] {
+        assert!(
+            kinds.iter().any(|k| k == kind),
+            "no {kind} event in {kinds:?}"
+        );
+    }
+}
+
+#[test]
+fn a_file_that_is_no_transcript_is_named_in_the_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let file = tmp.path().join("notes.txt");
+    std::fs::write(&file, "just some notes\n").unwrap();
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out).contains("notes.txt"), "{}", text(&out));
+}
+
+#[test]
+fn the_model_flag_picks_the_tokenizer_and_the_overflow_wording() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = empty_config(tmp.path());
+    let file = Path::new(DATA).join(SMALL);
+    let requests = tmp.path().join("requests.jsonl");
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--model",
+            "gpt-4o",
+            "--window",
+            "32000",
+            "--json",
+            "--requests-out",
+            requests.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let s = json_of(&out)["summary"].clone();
+    assert_eq!(s["model"], "sim/gpt-4o");
+    assert_eq!(s["tokenizer"], "o200k_base");
+    assert_eq!(s["overflowWording"], "openai");
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&requests)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["model"], "sim/gpt-4o");
+}
