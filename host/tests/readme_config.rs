@@ -34,3 +34,37 @@ fn the_readme_models_example_is_a_valid_config() {
         rampart_host::models::resolve_window(&config, "local", "qwen", Default::default()).unwrap();
     assert_eq!(window.tokens, 32_768);
 }
+
+#[test]
+fn the_readme_main_job_replays_its_example_and_leaves_it_untouched() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("cargo build --release") && l.contains("rampart replay"))
+        .expect("the main-job line");
+    let args: Vec<&str> = line
+        .split("target/release/rampart ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let input = format!("{root}/{}", args[1]);
+    let before = std::fs::read(&input).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(&args)
+        .current_dir(root)
+        .env_remove("RAMPART_CONFIG")
+        .env("TMPDIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("summary"), "{stdout}");
+    assert!(stdout.contains("no errors"), "{stdout}");
+    assert_eq!(std::fs::read(&input).unwrap(), before);
+}
