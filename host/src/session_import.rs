@@ -92,7 +92,14 @@ pub fn import_into(
     );
     let prepared: Vec<(SessionHeader, SessionTree, Vec<String>)> =
         if format.pi_version().is_some() {
-            let loaded = load_file(source, &LoadOptions::default())?;
+            // The source is only read: no corrupt-line sidecar next to it (its directory may be
+            // read-only, and it is not ours). Unreadable lines stay in the source and are named
+            // in the warnings, so nothing is lost.
+            let options = LoadOptions {
+                record_corrupt_lines: false,
+                ..LoadOptions::default()
+            };
+            let loaded = load_file(source, &options)?;
             let mut warnings: Vec<String> = loaded
                 .report
                 .corrupt_lines

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use rampart_engine_api::AgentMessage;
-use rampart_sessions::store::{SessionStore, default_sessions_dir, normalize_key};
+use rampart_sessions::store::{SessionStore, default_sessions_dir};
 use rampart_sessions::{LeafSelector, LoadOptions, load_file, save_session};
 
 use crate::session_export::{to_markdown, to_openai_messages};
@@ -33,17 +33,11 @@ pub fn open_store(dir: Option<&Path>) -> anyhow::Result<SessionStore> {
     Ok(SessionStore::open(&dir)?)
 }
 
-/// Finds a session by registry key, by session id, or as a path to a session file.
+/// Finds a session by registry key, by session id, or as a path to a session file, with an
+/// error that lists what exists.
 fn resolve(store: &SessionStore, id: &str) -> anyhow::Result<PathBuf> {
-    if let Some(entry) = store.get(&normalize_key(id))? {
-        return Ok(store.session_file_path(&entry));
-    }
-    if let Some((_, entry)) = store.list()?.into_iter().find(|(_, e)| e.session_id == id) {
-        return Ok(store.session_file_path(&entry));
-    }
-    let path = Path::new(id);
-    if path.is_file() {
-        return Ok(path.to_path_buf());
+    if let Some(found) = crate::replay::live::find_session(store, id)? {
+        return Ok(found.file);
     }
     let keys: Vec<String> = store.list()?.into_iter().map(|(k, _)| k).collect();
     bail!(

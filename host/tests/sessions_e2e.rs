@@ -217,3 +217,43 @@ fn unknown_formats_and_sessions_get_clear_errors() {
         text(&missing)
     );
 }
+
+#[test]
+fn importing_a_file_with_a_torn_line_writes_nothing_beside_it() {
+    let src = tempfile::tempdir().unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let file = src.path().join("torn.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+            "\n",
+            r#"{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+            "\n",
+            r#"{"type":"message","id":"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let before: Vec<_> = std::fs::read_dir(src.path()).unwrap().collect();
+
+    let out = sessions(store.path(), &["import", file.to_str().unwrap()]);
+
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after: Vec<_> = std::fs::read_dir(src.path()).unwrap().collect();
+    assert_eq!(
+        after.len(),
+        before.len(),
+        "nothing was written next to the source"
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("line 3"), "the torn line is named: {said}");
+}
