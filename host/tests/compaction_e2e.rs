@@ -6,17 +6,13 @@
 mod common;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
+use common::Harness;
 use common::loopback::{Loopback, Reply, openai_text_stream};
 use rampart_engine_api::AgentMessage;
 use rampart_host::config::{self, Config};
-use rampart_host::providers::registry::Providers;
-use rampart_host::run::llm::ProvidersLlm;
-use rampart_host::run::{RecordedEvent, RunEvents, RunSettings, Runner};
-use rampart_host::services::EventSink;
-use rampart_host::slot::{EngineSlot, HostResources};
+use rampart_host::run::RecordedEvent;
 use rampart_sessions::entry::{EntryBody, SessionHeader};
 use rampart_sessions::{Session, SessionOptions};
 
@@ -59,17 +55,6 @@ fn long_session(turns: usize) -> World {
     World { _dir: dir, session }
 }
 
-fn runner_parts(config: &Config) -> (EventSink, EngineSlot, Arc<Providers>) {
-    let sink = EventSink::tracing_only();
-    let providers = Arc::new(Providers::from_config(config).unwrap());
-    let resources = HostResources {
-        blobs: None,
-        llm: Some(Arc::new(ProvidersLlm::new(providers.clone()))),
-    };
-    let slot = EngineSlot::resolve_full(config, &sink, &resources).unwrap();
-    (sink, slot, providers)
-}
-
 fn of_kind<'a>(events: &'a [RecordedEvent], kind: &str) -> Vec<&'a RecordedEvent> {
     events.iter().filter(|e| e.kind == kind).collect()
 }
@@ -93,8 +78,7 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
         Path::new("plugins.toml"),
     )
     .unwrap();
-    let (sink, slot, providers) = runner_parts(&config);
-    let settings = RunSettings::from_config(&config).unwrap();
+    let h = Harness::new(config);
     // About 36,000 tokens of conversation: over the window before anything is sent.
     let mut w = long_session(80);
     let store = rampart_sessions::store::SessionStore::open(w._dir.path()).unwrap();
@@ -104,14 +88,7 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
             rampart_sessions::store::SessionEntry::new(w.session.header().id.clone(), 1),
         )
         .unwrap();
-    let mut runner = Runner::new(
-        &config,
-        &slot,
-        &*providers,
-        settings,
-        RunEvents::new(sink, None),
-    )
-    .with_registry(&store, "k");
+    let mut runner = h.runner().with_registry(&store, "k");
     let before = std::fs::read_to_string(w.session.path()).unwrap();
 
     let report = runner
@@ -197,15 +174,8 @@ fn the_configured_compaction_model_writes_the_summary() {
         server.push(openai_text_stream(text, 5_000, 80));
     }
     let config = with_summariser(&server.url(), 60);
-    let (sink, slot, providers) = runner_parts(&config);
-    let settings = RunSettings::from_config(&config).unwrap();
-    let mut runner = Runner::new(
-        &config,
-        &slot,
-        &*providers,
-        settings,
-        RunEvents::new(sink, None),
-    );
+    let h = Harness::new(config);
+    let mut runner = h.runner();
     let mut w = long_session(80);
 
     runner
@@ -237,15 +207,8 @@ fn a_summariser_that_hangs_times_out_and_leaves_the_session_byte_identical() {
         server.push(Reply::hang(Duration::from_secs(20)));
     }
     let config = with_summariser(&server.url(), 1);
-    let (sink, slot, providers) = runner_parts(&config);
-    let settings = RunSettings::from_config(&config).unwrap();
-    let mut runner = Runner::new(
-        &config,
-        &slot,
-        &*providers,
-        settings,
-        RunEvents::new(sink, None),
-    );
+    let h = Harness::new(config);
+    let mut runner = h.runner();
     let mut w = long_session(80);
     let path = w.session.path().to_path_buf();
     let before = std::fs::read(&path).unwrap();
@@ -295,15 +258,8 @@ fn a_model_timeout_on_a_big_prompt_compacts_and_retries() {
         Path::new("plugins.toml"),
     )
     .unwrap();
-    let (sink, slot, providers) = runner_parts(&config);
-    let settings = RunSettings::from_config(&config).unwrap();
-    let mut runner = Runner::new(
-        &config,
-        &slot,
-        &*providers,
-        settings,
-        RunEvents::new(sink, None),
-    );
+    let h = Harness::new(config);
+    let mut runner = h.runner();
     // About 140,000 tokens: more than 65% of the window, yet within the precheck's budget.
     let mut w = long_session(310);
 

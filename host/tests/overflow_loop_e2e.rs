@@ -119,15 +119,7 @@ fn run(
         .append_message(AgentMessage::user_text("read the log", 1))
         .unwrap();
     if oversized_tool_result {
-        let call: AgentMessage = serde_json::from_value(serde_json::json!({
-            "role": "assistant",
-            "content": [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "log"}}],
-            "api": "sim", "provider": "sim", "model": "m",
-            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-            "stopReason": "toolUse", "timestamp": 2
-        }))
-        .unwrap();
+        let call = common::tool_call("c1", "read", "log", 2);
         session.append_message(call).unwrap();
         session
             .append_message(AgentMessage::tool_result(

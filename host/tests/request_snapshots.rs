@@ -6,18 +6,12 @@
 mod common;
 
 use std::path::Path;
-use std::sync::Arc;
 
+use common::Harness;
 use common::loopback::{Loopback, openai_text_stream};
 use rampart_engine_api::AgentMessage;
 use rampart_host::config::{self, Config};
-use rampart_host::providers::registry::Providers;
-use rampart_host::run::llm::ProvidersLlm;
-use rampart_host::run::{RunEvents, RunSettings, Runner};
-use rampart_host::services::EventSink;
-use rampart_host::slot::{EngineSlot, HostResources};
-use rampart_sessions::entry::SessionHeader;
-use rampart_sessions::{Session, SessionOptions};
+use rampart_sessions::Session;
 use serde_json::{Value, json};
 
 fn config_for(url: &str) -> Config {
@@ -38,22 +32,8 @@ fn config_for(url: &str) -> Config {
 fn body_of_turn(session: &mut Session, prompt: &str) -> Value {
     let server = Loopback::start();
     server.push(openai_text_stream("ok", 100, 2));
-    let config = config_for(&server.url());
-    let sink = EventSink::tracing_only();
-    let providers = Arc::new(Providers::from_config(&config).unwrap());
-    let resources = HostResources {
-        blobs: None,
-        llm: Some(Arc::new(ProvidersLlm::new(providers.clone()))),
-    };
-    let slot = EngineSlot::resolve_full(&config, &sink, &resources).unwrap();
-    let settings = RunSettings::from_config(&config).unwrap();
-    let mut runner = Runner::new(
-        &config,
-        &slot,
-        &*providers,
-        settings,
-        RunEvents::new(sink, None),
-    );
+    let h = Harness::new(config_for(&server.url()));
+    let mut runner = h.runner();
     runner
         .run_turn(
             session,
@@ -63,15 +43,6 @@ fn body_of_turn(session: &mut Session, prompt: &str) -> Value {
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     requests[0].body.clone()
-}
-
-fn new_session(dir: &Path) -> Session {
-    Session::create(
-        &dir.join("s.jsonl"),
-        SessionHeader::new("/tmp"),
-        SessionOptions::default(),
-    )
-    .unwrap()
 }
 
 fn call(id: &str, path: &str) -> AgentMessage {
@@ -89,7 +60,7 @@ fn call(id: &str, path: &str) -> AgentMessage {
 #[test]
 fn a_normal_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let mut session = new_session(dir.path());
+    let mut session = common::new_session(dir.path());
     session
         .append_message(AgentMessage::user_text(
             "Read the config.",
@@ -123,7 +94,7 @@ fn a_normal_turn() {
 #[test]
 fn the_turn_after_a_compaction() {
     let dir = tempfile::tempdir().unwrap();
-    let mut session = new_session(dir.path());
+    let mut session = common::new_session(dir.path());
     for i in 0..80u64 {
         session
             .append_message(AgentMessage::user_text(
@@ -155,7 +126,7 @@ fn the_turn_after_a_compaction() {
 #[test]
 fn the_turn_after_a_truncation_pass() {
     let dir = tempfile::tempdir().unwrap();
-    let mut session = new_session(dir.path());
+    let mut session = common::new_session(dir.path());
     session
         .append_message(AgentMessage::user_text("Read the logs.", 1_763_000_000_000))
         .unwrap();

@@ -149,15 +149,7 @@ fn the_server_receives_a_repaired_transcript_whatever_the_session_holds() {
     let mut w = world();
     // A call whose result never came, and a result whose call is gone: written straight into
     // the file, as a crash or another tool would leave them.
-    let call: AgentMessage = serde_json::from_value(json!({
-        "role": "assistant",
-        "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a"}}],
-        "api": "openai-completions", "provider": "local", "model": "large",
-        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-        "stopReason": "toolUse", "timestamp": 2
-    }))
-    .unwrap();
+    let call = common::tool_call("call_1", "read", "a", 2);
     w.session
         .append_message(AgentMessage::user_text("read a", 1))
         .unwrap();

@@ -4,35 +4,27 @@
 //! in `compaction_e2e.rs` and `run_e2e.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
 
+use common::Harness;
 use rampart_engine_api::AgentMessage;
 use rampart_engine_api::message::{AssistantMessage, ContentBlock};
 use rampart_engine_api::wire::SharedMessage;
 use rampart_host::blobs::BlobStore;
 use rampart_host::config;
-use rampart_host::providers::registry::Providers;
-use rampart_host::run::llm::ProvidersLlm;
-use rampart_host::run::{RequestRecord, RunEvents, RunSettings, Runner};
-use rampart_host::services::EventSink;
-use rampart_host::slot::{EngineSlot, HostResources};
-use rampart_sessions::entry::SessionHeader;
-use rampart_sessions::{Session, SessionOptions};
+use rampart_host::run::RequestRecord;
 use serde_json::json;
 
 const WINDOW: u64 = 32_000;
 
 fn assistant(content: serde_json::Value, stop: &str, ts: u64) -> AssistantMessage {
-    serde_json::from_value(json!({
-        "role": "assistant", "content": content,
-        "api": "sim", "provider": "sim", "model": "mid",
-        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-        "stopReason": stop, "timestamp": ts
-    }))
-    .unwrap()
+    match common::assistant_blocks(content, stop, ts) {
+        AgentMessage::Assistant(a) => a,
+        _ => unreachable!(),
+    }
 }
 
 /// Every tool call has exactly one result, right after its assistant message (and its
@@ -98,30 +90,11 @@ fn a_hundred_tool_turns_stay_within_the_window_and_every_request_is_paired() {
         Path::new("plugins.toml"),
     )
     .unwrap();
-    let sink = EventSink::tracing_only();
-    let providers = Arc::new(Providers::from_config(&config).unwrap());
     let blobs = BlobStore::in_sessions_dir(dir.path());
-    let resources = HostResources {
-        blobs: Some(blobs.clone()),
-        llm: Some(Arc::new(ProvidersLlm::new(providers.clone()))),
-    };
-    let slot = EngineSlot::resolve_full(&config, &sink, &resources).unwrap();
-    let sim = providers.sim("sim").unwrap();
-    let settings = RunSettings::from_config(&config).unwrap();
-    let mut runner = Runner::new(
-        &config,
-        &slot,
-        &*providers,
-        settings,
-        RunEvents::new(sink, None),
-    )
-    .with_blobs(blobs);
-    let mut session = Session::create(
-        &dir.path().join("s.jsonl"),
-        SessionHeader::new("/tmp"),
-        SessionOptions::default(),
-    )
-    .unwrap();
+    let h = Harness::with_blobs(config, Some(blobs.clone()));
+    let sim = h.providers.sim("sim").unwrap();
+    let mut runner = h.runner().with_blobs(blobs);
+    let mut session = common::new_session(dir.path());
 
     let mut records = Vec::new();
     let mut kinds = Vec::new();

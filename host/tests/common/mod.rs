@@ -91,3 +91,88 @@ pub fn history(n: usize) -> MessageList {
         .map(std::sync::Arc::new)
         .collect()
 }
+
+/// An assistant message with `content` blocks (pi format) and stop reason `stop`.
+pub fn assistant_blocks(content: serde_json::Value, stop: &str, timestamp: u64) -> AgentMessage {
+    serde_json::from_value(serde_json::json!({
+        "role": "assistant", "content": content,
+        "api": "sim", "provider": "sim", "model": "m",
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": stop, "timestamp": timestamp
+    }))
+    .unwrap()
+}
+
+/// An assistant message that calls tool `name` once, with `{"path": path}`.
+pub fn tool_call(id: &str, name: &str, path: &str, timestamp: u64) -> AgentMessage {
+    assistant_blocks(
+        serde_json::json!([{"type": "toolCall", "id": id, "name": name, "arguments": {"path": path}}]),
+        "toolUse",
+        timestamp,
+    )
+}
+
+/// Everything a run-loop test needs, built the way the CLI builds it: one event sink for the
+/// engines and the loop, the providers of `config`, and an engine slot offered the blob store
+/// (when given) and `llm.complete`.
+pub struct Harness {
+    pub config: rampart_host::config::Config,
+    pub sink: rampart_host::services::EventSink,
+    pub providers: std::sync::Arc<rampart_host::providers::registry::Providers>,
+    pub slot: rampart_host::slot::EngineSlot,
+}
+
+impl Harness {
+    /// A harness for `config`, without a blob store.
+    pub fn new(config: rampart_host::config::Config) -> Self {
+        Self::with_blobs(config, None)
+    }
+
+    /// A harness for `config` whose engines can store blobs in `blobs`.
+    pub fn with_blobs(
+        config: rampart_host::config::Config,
+        blobs: Option<rampart_host::blobs::BlobStore>,
+    ) -> Self {
+        let sink = rampart_host::services::EventSink::tracing_only();
+        let providers = std::sync::Arc::new(
+            rampart_host::providers::registry::Providers::from_config(&config).unwrap(),
+        );
+        let resources = rampart_host::slot::HostResources {
+            blobs,
+            llm: Some(std::sync::Arc::new(
+                rampart_host::run::llm::ProvidersLlm::new(providers.clone()),
+            )),
+        };
+        let slot =
+            rampart_host::slot::EngineSlot::resolve_full(&config, &sink, &resources).unwrap();
+        Self {
+            config,
+            sink,
+            providers,
+            slot,
+        }
+    }
+
+    /// A runner over this harness with the config's run settings.
+    pub fn runner(&self) -> rampart_host::run::Runner<'_> {
+        let settings = rampart_host::run::RunSettings::from_config(&self.config).unwrap();
+        rampart_host::run::Runner::new(
+            &self.config,
+            &self.slot,
+            &*self.providers,
+            settings,
+            rampart_host::run::RunEvents::new(self.sink.clone(), None),
+        )
+    }
+}
+
+/// A new, empty session file `s.jsonl` in `dir`.
+pub fn new_session(dir: &Path) -> rampart_sessions::Session {
+    rampart_sessions::Session::create(
+        &dir.join("s.jsonl"),
+        rampart_sessions::entry::SessionHeader::new("/tmp"),
+        rampart_sessions::SessionOptions::default(),
+    )
+    .unwrap()
+}
