@@ -148,7 +148,21 @@ pub fn prepare_with(
         keep_recent = keep_recent.min((budget * 2 / 5).max(1));
     }
     let per = counter.count_messages(&messages).per_message;
-    let cut = find_cut_point(&messages, &per, boundary, messages.len(), keep_recent);
+    let sum = |r: std::ops::Range<usize>| per[r].iter().fold(0u64, |a, &t| a.saturating_add(t));
+    let mut cut = find_cut_point(&messages, &per, boundary, messages.len(), keep_recent);
+    if let Some(budget) = options.token_budget {
+        // A kept tail larger than the whole budget can never fit, however short the summary
+        // (one 40,000-character answer in a 32k window): move the cut past it, so the large
+        // message is summarised instead of kept, rather than failing every retry.
+        while sum(cut.first_kept_index..messages.len()) > budget {
+            let Some(next) =
+                (cut.first_kept_index + 1..messages.len()).find(|&i| is_cut_point(&messages[i]))
+            else {
+                break;
+            };
+            cut = cut_at(&messages, boundary, next);
+        }
+    }
     if cut.first_kept_index <= boundary {
         return Err(SkipReason::WithinKeepRecent);
     }
@@ -157,7 +171,6 @@ pub fn prepare_with(
         Some(start) if cut.is_split_turn => start,
         _ => first_kept,
     };
-    let sum = |r: std::ops::Range<usize>| per[r].iter().fold(0u64, |a, &t| a.saturating_add(t));
 
     let mut files = FileOps::new();
     let stored = options.previous_details.clone().or_else(|| {
@@ -215,17 +228,7 @@ pub fn find_cut_point(
     end: usize,
     keep_recent_tokens: u64,
 ) -> CutPoint {
-    let is_cut_point = |i: usize| {
-        matches!(
-            messages[i].as_ref(),
-            AgentMessage::User(_)
-                | AgentMessage::Assistant(_)
-                | AgentMessage::BashExecution(_)
-                | AgentMessage::Custom(_)
-                | AgentMessage::BranchSummary(_)
-                | AgentMessage::CompactionSummary(_)
-        )
-    };
+    let is_cut_point = |i: usize| is_cut_point(&messages[i]);
     let Some(first_cut) = (start..end).find(|&i| is_cut_point(i)) else {
         return CutPoint {
             first_kept_index: start,
@@ -251,6 +254,25 @@ pub fn find_cut_point(
             break;
         }
     }
+    cut_at(messages, start, cut)
+}
+
+/// Whether a message may be the first one kept (never a tool result: it would be orphaned).
+fn is_cut_point(message: &AgentMessage) -> bool {
+    matches!(
+        message,
+        AgentMessage::User(_)
+            | AgentMessage::Assistant(_)
+            | AgentMessage::BashExecution(_)
+            | AgentMessage::Custom(_)
+            | AgentMessage::BranchSummary(_)
+            | AgentMessage::CompactionSummary(_)
+    )
+}
+
+/// The cut at `cut`, with the split-turn facts: a cut on a non-user message splits the turn
+/// that started at the nearest user, bash, custom or branch-summary message at or before it.
+fn cut_at(messages: &[SharedMessage], start: usize, cut: usize) -> CutPoint {
     if matches!(messages[cut].as_ref(), AgentMessage::User(_)) {
         return CutPoint {
             first_kept_index: cut,
@@ -433,6 +455,27 @@ mod tests {
             find_cut_point(&msgs, &per, 0, 1, 50_000).first_kept_index,
             0
         );
+    }
+
+    #[test]
+    fn a_kept_message_larger_than_the_whole_budget_is_summarised_instead() {
+        // The latest answer alone is over the budget: keeping it could never fit, so the cut
+        // moves past it to the next cut point.
+        let s = CompactionSettings::default();
+        let counter = TokenCounter::estimate();
+        let ctx = entries(vec![
+            user("first question"),
+            assistant(&"long answer ".repeat(4_000)),
+            user("thanks"),
+            assistant("you are welcome"),
+        ]);
+        let options = PrepareOptions {
+            token_budget: Some(5_000),
+            ..PrepareOptions::default()
+        };
+        let prep = prepare_with(&ctx, &s, &counter, &options).unwrap();
+        assert_eq!(prep.first_kept_index, 2);
+        assert!(prep.kept_tokens < 5_000);
     }
 
     #[test]

@@ -18,6 +18,7 @@
 
 pub mod persistence;
 pub mod precheck;
+pub mod tool_args;
 pub mod tool_loop;
 pub mod tool_result;
 pub mod window;

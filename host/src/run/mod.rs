@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rampart_engine_api::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
+use rampart_engine_api::guards::tool_args;
 use rampart_engine_api::guards::tool_loop::guard_tool_loop;
 use rampart_engine_api::guards::tool_result::estimate_tool_result_reduction_potential_capped;
 use rampart_engine_api::guards::window::WindowNumbers;
@@ -839,6 +840,21 @@ impl<'a> Runner<'a> {
             (_, s) => s.clone(),
         };
 
+        // Arguments of calls that already ran (a whole file sent to `write`) are cut like tool
+        // results: no result guard sees them, and a kept turn carrying one can hold a small
+        // window over budget with nothing left for compaction to cut.
+        let (list, args) = tool_args::cap_executed_tool_arguments(
+            &list,
+            tool_args::executed_argument_limit(
+                self.compaction_budget(window),
+                window,
+                self.settings.tool_result_max_chars,
+            ),
+        );
+        if !args.shortened.is_empty() {
+            self.events
+                .emit(EventKind::ToolLoopTruncation, json!({ "arguments": args }));
+        }
         let list = match guard_tool_loop(&list, window) {
             Ok((list, report)) => {
                 if !report.truncated.is_empty() {
