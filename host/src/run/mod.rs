@@ -786,7 +786,7 @@ impl<'a> Runner<'a> {
         let mut policy = HygienePolicy::for_provider(resolved.family);
         policy.history_limit = self.settings.history_limit;
         let (clean, report) = hygiene::run(&history, &policy);
-        if report.changed() {
+        if changes_the_request(&report) {
             self.events.emit(
                 EventKind::Hygiene,
                 json!({ "stage": "history", "report": report }),
@@ -828,7 +828,7 @@ impl<'a> Runner<'a> {
         } else {
             hygiene::run(&list, &policy)
         };
-        if report.changed() {
+        if changes_the_request(&report) {
             self.events.emit(
                 EventKind::Hygiene,
                 json!({ "stage": "assembled", "report": report }),
@@ -980,6 +980,16 @@ impl<'a> Runner<'a> {
         }
         Ok(reply)
     }
+}
+
+/// Whether hygiene changed what the provider will see. Zeroing stale usage (and stripping
+/// `details`) changes fields no wire format sends, and after a compaction it happens on every
+/// turn: reporting it would mark every turn as repaired.
+fn changes_the_request(report: &hygiene::HygieneReport) -> bool {
+    let mut visible = report.clone();
+    visible.stale_usage = Default::default();
+    visible.details = Default::default();
+    visible.changed()
 }
 
 /// What the provider counted as the prompt: fresh input plus cache reads and writes.
