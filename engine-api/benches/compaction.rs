@@ -21,9 +21,10 @@
 //! each case (`median …`), the figures kept in `compaction-bench-notes.md`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,63 +34,17 @@ use rampart_engine_api::compaction::{
     CompactionSettings, ContextEntry, Control, ExtractiveSummarizer, Preparation, SummarizeError,
     Summarizer, SummaryRequest, compact, prepare,
 };
-use rampart_engine_api::message::AgentMessage;
 use rampart_engine_api::tokens::TokenCounter;
-use serde::Deserialize;
 
 /// The compaction model's window in every case.
 const WINDOW: u64 = 128_000;
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    )
-}
-
-/// The 1M-token session, generated on first use.
-fn session_1m() -> PathBuf {
-    let dir = target_dir().join("bench-inputs");
-    let path = dir.join("session-1m.jsonl");
-    if !path.exists() {
-        std::fs::create_dir_all(&dir).unwrap();
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_session.py");
-        let status = Command::new("python3")
-            .arg(script)
-            .args(["--preset", "1m", "--out"])
-            .arg(&path)
-            .status()
-            .expect("python3 is needed to generate the benchmark input");
-        assert!(status.success(), "gen_session.py failed");
-    }
-    path
-}
-
-#[derive(Deserialize)]
-struct Entry {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    id: String,
-    #[serde(default)]
-    message: Option<AgentMessage>,
-}
-
-/// The session's message entries in file order, as the engine hands them to `prepare`.
+/// The 1m preset's message entries in file order, as the engine hands them to `prepare`.
 fn load() -> Vec<ContextEntry> {
-    let text = std::fs::read_to_string(session_1m()).unwrap();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|line| {
-            let entry: Entry = serde_json::from_str(line).unwrap();
-            match (entry.kind.as_str(), entry.message) {
-                ("message", Some(message)) => Some(ContextEntry {
-                    entry_id: entry.id,
-                    message: Arc::new(message),
-                }),
-                _ => None,
-            }
+    support::message_entries("1m")
+        .into_iter()
+        .map(|(entry_id, message)| ContextEntry {
+            entry_id,
+            message: Arc::new(message),
         })
         .collect()
 }

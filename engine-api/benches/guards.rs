@@ -15,9 +15,10 @@
 //! `<target dir>/bench-inputs/` (python3 required).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rampart_engine_api::guards::tool_loop::guard_tool_loop;
@@ -25,57 +26,8 @@ use rampart_engine_api::guards::tool_result::{
     cap_at_ingest, estimate_tool_result_reduction_potential, plan_session_truncation,
 };
 use rampart_engine_api::message::AgentMessage;
-use rampart_engine_api::wire::MessageList;
-use serde::Deserialize;
 
 const FIVE_MB: usize = 5 * 1024 * 1024;
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
-        PathBuf::from,
-    )
-}
-
-/// The 1M-token session, generated on first use.
-fn session_1m() -> PathBuf {
-    let dir = target_dir().join("bench-inputs");
-    let path = dir.join("session-1m.jsonl");
-    if !path.exists() {
-        std::fs::create_dir_all(&dir).unwrap();
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_session.py");
-        let status = Command::new("python3")
-            .arg(script)
-            .args(["--preset", "1m", "--out"])
-            .arg(&path)
-            .status()
-            .expect("python3 is needed to generate the benchmark input");
-        assert!(status.success(), "gen_session.py failed");
-    }
-    path
-}
-
-#[derive(Deserialize)]
-struct Entry {
-    #[serde(rename = "type")]
-    kind: String,
-    message: Option<AgentMessage>,
-}
-
-fn load_messages(path: &Path) -> MessageList {
-    let text = std::fs::read_to_string(path).unwrap();
-    let messages: Vec<AgentMessage> = text
-        .lines()
-        .filter(|line| !line.is_empty())
-        .filter_map(|line| {
-            let entry: Entry = serde_json::from_str(line).unwrap();
-            (entry.kind == "message").then_some(entry.message).flatten()
-        })
-        .collect();
-    MessageList::from(messages)
-}
-
 /// A build log of about `bytes` bytes that ends in an error, so the head-and-tail path runs.
 fn build_log(bytes: usize, utf8: bool) -> String {
     let mut out = String::with_capacity(bytes + 128);
@@ -118,7 +70,7 @@ fn ingest(c: &mut Criterion) {
 }
 
 fn session(c: &mut Criterion) {
-    let messages = load_messages(&session_1m());
+    let messages = support::messages("1m");
     let mut group = c.benchmark_group("session_1m");
     group.sample_size(50);
     group.bench_function("reduction_potential/1m@128k", |b| {

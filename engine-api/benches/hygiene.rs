@@ -20,9 +20,10 @@
 //! are used, in file order, as a context builder would hand them over.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use criterion::Criterion;
@@ -34,60 +35,6 @@ use rampart_engine_api::hygiene::{
 use rampart_engine_api::message::AgentMessage;
 use rampart_engine_api::tokens::{TokenCounter, estimate_message_tokens};
 use rampart_engine_api::wire::MessageList;
-use serde::Deserialize;
-
-/// The target directory this bench was built into, where inputs are cached.
-fn target_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(dir);
-    }
-    // `<target>/release/deps/hygiene-<hash>`
-    let exe = std::env::current_exe().expect("the bench knows its own path");
-    exe.parent()
-        .and_then(Path::parent)
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
-fn input_file(preset: &str) -> PathBuf {
-    let dir = target_dir().join("bench-inputs");
-    let path = dir.join(format!("session-{preset}.jsonl"));
-    if !path.exists() {
-        std::fs::create_dir_all(&dir).expect("create the bench input directory");
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_session.py");
-        let status = Command::new("python3")
-            .arg(&script)
-            .args(["--preset", preset, "--out"])
-            .arg(&path)
-            .status()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        assert!(status.success(), "{} failed: {status}", script.display());
-    }
-    path
-}
-
-#[derive(Deserialize)]
-struct Entry {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    message: Option<AgentMessage>,
-}
-
-fn load(preset: &str) -> MessageList {
-    let path = input_file(preset);
-    let text = std::fs::read_to_string(&path).expect("read the bench input");
-    text.lines()
-        .filter(|line| !line.trim().is_empty())
-        .filter_map(|line| {
-            let entry: Entry = serde_json::from_str(line).expect("a session entry");
-            (entry.kind == "message").then_some(entry.message).flatten()
-        })
-        .map(Arc::new)
-        .collect()
-}
 
 fn estimate(list: &MessageList) -> u64 {
     list.iter().map(|m| estimate_message_tokens(m)).sum()
@@ -114,7 +61,7 @@ fn main() {
     let mut c = Criterion::default().configure_from_args();
     let policy = HygienePolicy::default();
     for preset in ["200k", "1m"] {
-        let history = load(preset);
+        let history = support::messages(preset);
         let (clean, report) = hygiene::run(&history, &policy);
         // The generated sessions are clean: the measured turn is the common, unchanged case.
         assert!(

@@ -19,83 +19,29 @@
 //! Only `message` entries are used, in file order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion};
 use rampart_engine_api::hygiene::{self, HygienePolicy};
-use rampart_engine_api::message::AgentMessage;
 use rampart_engine_api::pruning::{
     EffectiveSettings, PruneMemo, PruneOptions, prune_context_messages, prune_context_messages_with,
 };
 use rampart_engine_api::tokens::TokenCounter;
 use rampart_engine_api::wire::MessageList;
-use serde::Deserialize;
 
 /// The window pruning is measured at, in tokens.
 const WINDOW: u64 = 32_000;
-
-/// The target directory this bench was built into, where inputs are cached.
-fn target_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(dir);
-    }
-    // `<target>/release/deps/pruning-<hash>`
-    let exe = std::env::current_exe().expect("the bench knows its own path");
-    exe.parent()
-        .and_then(Path::parent)
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
-fn input_file(preset: &str) -> PathBuf {
-    let dir = target_dir().join("bench-inputs");
-    let path = dir.join(format!("session-{preset}.jsonl"));
-    if !path.exists() {
-        std::fs::create_dir_all(&dir).expect("create the bench input directory");
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/bench/gen_session.py");
-        let status = Command::new("python3")
-            .arg(&script)
-            .args(["--preset", preset, "--out"])
-            .arg(&path)
-            .status()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        assert!(status.success(), "{} failed: {status}", script.display());
-    }
-    path
-}
-
-#[derive(Deserialize)]
-struct Entry {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    message: Option<AgentMessage>,
-}
-
-fn load(preset: &str) -> MessageList {
-    let path = input_file(preset);
-    let text = std::fs::read_to_string(&path).expect("read the bench input");
-    text.lines()
-        .filter(|line| !line.trim().is_empty())
-        .filter_map(|line| {
-            let entry: Entry = serde_json::from_str(line).expect("a session entry");
-            (entry.kind == "message").then_some(entry.message).flatten()
-        })
-        .map(Arc::new)
-        .collect()
-}
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     let settings = EffectiveSettings::default();
     let options = PruneOptions::default();
     let preset = "200k";
-    let history = load(preset);
+    let history = support::messages(preset);
 
     let (pruned, report) = prune_context_messages(&history, WINDOW, &settings);
     assert!(
