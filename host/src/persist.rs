@@ -71,14 +71,13 @@ pub struct SessionWriter {
     caps: Vec<CapRecord>,
 }
 
-/// A tool result capped on its way into the session, for the run loop's `ingest_cap` event.
+/// A tool result the host's persistence guard capped on its way into the session, for the run
+/// loop's `ingest_cap` event (an engine that caps reports its own).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CapRecord {
     /// The tool whose result was capped.
     pub tool_name: String,
-    /// Who capped it: `persistence`, the host's guard (an engine reports its own caps).
-    pub by: &'static str,
     /// Characters of the original text.
     pub original_chars: usize,
     /// The blob holding the original, when the host stored it.
@@ -136,7 +135,6 @@ impl SessionWriter {
             if let AgentMessage::ToolResult(r) = &*message {
                 self.caps.push(CapRecord {
                     tool_name: r.tool_name.clone(),
-                    by: "persistence",
                     original_chars: text.chars().count(),
                     blob: Some(blob.clone()),
                 });

@@ -15,7 +15,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
+
+use crate::tokens::AddressHasher;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::estimate::{Measure, measure};
@@ -198,33 +200,6 @@ impl Facts for State {
                 .clone(),
             None => compute_clear(result, placeholder),
         }
-    }
-}
-
-/// A hasher for addresses. Why not SipHash: the lookup is the whole cost of a memoised turn,
-/// and addresses need no protection against chosen inputs. The multiply folds high bits into
-/// low ones, so aligned addresses still spread over the buckets.
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        let product = u128::from(self.0 ^ n) * 0x9E37_79B9_7F4A_7C15;
-        self.0 = (product as u64) ^ ((product >> 64) as u64);
     }
 }
 

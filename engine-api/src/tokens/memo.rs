@@ -155,8 +155,9 @@ impl State {
 /// A hasher for addresses. Why not the default SipHash: a lookup per message per turn is the
 /// whole cost of a memoised count, and addresses need no protection against chosen inputs.
 /// The multiply folds high bits into low ones, so aligned addresses still spread over buckets.
+/// Shared with the pruning memo, which keys by the same `Arc` addresses.
 #[derive(Default)]
-struct AddressHasher(u64);
+pub(crate) struct AddressHasher(u64);
 
 impl Hasher for AddressHasher {
     fn finish(&self) -> u64 {

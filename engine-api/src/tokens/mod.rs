@@ -50,6 +50,7 @@ mod estimate;
 #[cfg(feature = "exact-tokens")]
 mod exact;
 mod memo;
+pub(crate) use memo::AddressHasher;
 
 use std::borrow::Borrow;
 use std::fmt;

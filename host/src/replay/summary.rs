@@ -336,7 +336,7 @@ mod tests {
         for e in [
             // One cap by the engine, one by the host's persistence guard.
             event("legacy", "ingest_cap", json!({})),
-            event("host", "ingest_cap", json!({"by": "persistence"})),
+            event("host", "ingest_cap", json!({"toolName": "read"})),
             event("host", "truncation_pass", json!({"changed": false})),
             event("host", "truncation_pass", json!({"changed": true})),
             event(

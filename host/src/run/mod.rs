@@ -30,7 +30,6 @@ use rampart_engine_api::guards::tool_result::estimate_tool_result_reduction_pote
 use rampart_engine_api::guards::window::WindowNumbers;
 use rampart_engine_api::hygiene::{self, HygienePolicy};
 use rampart_engine_api::message::{AgentMessage, Usage};
-use rampart_engine_api::overflow::CONTEXT_OVERFLOW_USER_MESSAGE;
 use rampart_engine_api::protocol::{
     AfterTurnParams, AssembleParams, MaintainParams, ModelRef, SessionRef,
 };
@@ -1012,9 +1011,4 @@ pub(crate) fn session_ref(session: &Session) -> SessionRef {
         session_key: None,
         session_file: Some(session.path().display().to_string()),
     }
-}
-
-/// The user-facing text of a give-up on overflow.
-pub fn overflow_user_message() -> &'static str {
-    CONTEXT_OVERFLOW_USER_MESSAGE
 }
