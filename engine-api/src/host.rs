@@ -1,7 +1,7 @@
 //! [`Host`]: the services an engine may call back into.
 //!
 //! The typed methods here are thin: each is one named JSON call (`events.emit`, `llm.complete`,
-//! `session.read`, `session.rewrite`, `clock.now`) over [`HostApi::call`], so the set can grow in
+//! `session.read`, `session.rewrite`, `clock.now`, `blobs.put`, `tokens.count`) over [`HostApi::call`], so the set can grow in
 //! any 1.x host without touching the frozen ABI. A host that does not offer a service answers
 //! `unsupported`, and the typed method reports that as an error the engine can act on.
 
@@ -28,6 +28,9 @@ pub mod service {
     /// Keep a full original (for example an uncapped tool result) in the host's
     /// content-addressed blob store, so shortening it loses nothing.
     pub const BLOBS_PUT: &str = "blobs.put";
+    /// Count messages with a tokenizer the host has (exact BPE counts included), so an engine
+    /// needs no vocabulary of its own.
+    pub const TOKENS_COUNT: &str = "tokens.count";
 }
 
 /// Severity of a log line, shared by both sides of the ABI.
@@ -161,6 +164,16 @@ impl Host {
     /// which a shortened message should name so the original can be found.
     pub fn put_blob(&self, request: &BlobPutRequest) -> Result<BlobRef, EngineError> {
         self.call(service::BLOBS_PUT, request)
+    }
+
+    /// Counts each message with the tokenizer named in the request (see
+    /// [`crate::tokens::TokenCountRequest`]). A host before 1.1 answers `unsupported`; the
+    /// engine then estimates with [`crate::tokens::estimate_message_tokens`].
+    pub fn count_tokens(
+        &self,
+        request: &crate::tokens::TokenCountRequest,
+    ) -> Result<crate::tokens::TokenCount, EngineError> {
+        self.call(service::TOKENS_COUNT, request)
     }
 
     /// The host's clock in Unix milliseconds. Falls back to the system clock when the host does

@@ -6,35 +6,38 @@
 //! as named JSON calls with serde defaults (see [`protocol`]), so a 1.0 engine keeps loading in
 //! every later 1.x host.
 //!
+//! This crate is what a third-party engine depends on, and nothing more: the 1.x semver promise
+//! covers all of it, so it stays small. The defence algorithms (exact token counting, hygiene,
+//! guards, pruning, compaction, overflow recognition) are in `rampart-context`, a 0.x library
+//! an engine may use or ignore.
+//!
 //! Layout, one concern per module:
-//! - [`message`]: the pi-compatible message model (session format v3);
+//! - [`message`]: the pi-compatible message model (the `rampart-message` crate, re-exported);
 //! - [`protocol`]: the handshake and the parameters/results of every engine method;
 //! - [`engine`]: the [`ContextEngine`] trait and the per-call context;
 //! - [`host`]: [`Host`], the services an engine may call back;
-//! - [`tokens`], [`pairing`]: the shared token counter and tool-call pairing helpers;
-//! - [`hygiene`]: the transcript passes the host runs before every request;
-//! - [`guards`]: the context-window guard, tool-result caps, truncation plans, the precheck;
+//! - [`tokens`]: the token estimate, and exact counts through the host;
+//! - [`pairing`]: which messages must travel together ([`pairing::tool_units`]);
 //! - [`error`]: [`EngineError`] and its exhaustive [`ErrorKind`] classification;
 //! - [`ffi`]: the frozen abi_stable surface (hosts use it; engine authors never need to);
 //! - [`export`]: what `export_engine!` expands to: panic guards, dispatch, tracing bridge.
 
 #![allow(non_local_definitions, non_camel_case_types)]
 
-pub mod compaction;
 pub mod engine;
 pub mod error;
 pub mod export;
 pub mod ffi;
-pub mod guards;
 pub mod host;
-pub mod hygiene;
-pub mod message;
-pub mod overflow;
 pub mod pairing;
 pub mod protocol;
-pub mod pruning;
 pub mod tokens;
-pub mod wire;
+
+/// The message model an engine reads and returns (the `rampart-message` crate).
+pub use rampart_message as message;
+/// How message lists cross the ABI as deltas (hosts use it; engine authors never need to).
+#[doc(hidden)]
+pub use rampart_message::wire;
 
 pub use engine::{CallContext, CancelFlag, ContextEngine, EngineFactory, EngineInit};
 pub use error::{EngineError, ErrorKind};

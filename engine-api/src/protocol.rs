@@ -390,20 +390,9 @@ pub struct MaintainParams {
     pub runtime_context: serde_json::Value,
 }
 
-/// Result of `maintain` (and of transcript rewrites).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-pub struct TranscriptRewriteResult {
-    /// True when the session changed.
-    pub changed: bool,
-    /// Bytes of message JSON no longer on the active branch.
-    pub bytes_freed: u64,
-    /// How many entries were rewritten.
-    pub rewritten_entries: u64,
-    /// Why nothing changed, for logs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-}
+/// Result of `maintain` (and of transcript rewrites). Defined with the message model, because
+/// the session store returns it too.
+pub use rampart_message::TranscriptRewriteResult;
 
 /// Parameters of `after_turn`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -21,8 +21,8 @@ use rampart_engine_api::protocol::{
     IngestParams, IngestResult, MaintainParams, PrepareSubagentSpawnParams,
     PrepareSubagentSpawnResult, SubagentEndedParams, TranscriptRewriteResult, method,
 };
-use rampart_engine_api::wire::{HostTable, STALE_REF, with_host_table};
 use rampart_engine_api::{CallContext, ContextEngine, EngineError, EngineInfo, ErrorKind, Host};
+use rampart_message::wire::{HostTable, STALE_REF, with_host_table};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

@@ -20,7 +20,7 @@
 //! blocks with the reference's message, and a block moves on to the next model of the agent's
 //! fallback list. With none left, the turn stops with that message.
 
-use rampart_engine_api::guards::window::{
+use rampart_context::guards::window::{
     ContextWindowInfo, WindowNumbers, WindowSources, block_log_line, block_message,
     evaluate_default, resolve_context_window, warn_log_line,
 };
@@ -385,7 +385,7 @@ pub fn guard_models(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use rampart_engine_api::guards::window::WindowSource;
+    use rampart_context::guards::window::WindowSource;
 
     fn cfg(text: &str) -> Config {
         crate::config::parse(text, std::path::Path::new("plugins.toml")).unwrap()

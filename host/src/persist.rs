@@ -8,8 +8,8 @@
 //! oversized and aggregate plans, applied through the session's branch-and-reappend rewrite, so
 //! the originals stay in the file on the abandoned branch.
 
-use rampart_engine_api::guards::persistence::{PersistenceGuard, PersistenceOptions};
-use rampart_engine_api::guards::tool_result::plan_session_truncation_capped;
+use rampart_context::guards::persistence::{PersistenceGuard, PersistenceOptions};
+use rampart_context::guards::tool_result::plan_session_truncation_capped;
 use rampart_engine_api::protocol::{IngestParams, ModelRef, SessionRef, TranscriptRewriteResult};
 use rampart_engine_api::{AgentMessage, SharedMessage};
 use rampart_sessions::entry::EntryBody;

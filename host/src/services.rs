@@ -9,9 +9,11 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::host::{
     BlobPutRequest, BlobRef, ClockReading, EngineEvent, LlmRequest, LlmResponse, service,
 };
+use rampart_engine_api::tokens::{TokenCount, TokenCountRequest};
 
 use crate::blobs::BlobStore;
 use rampart_engine_api::{EngineError, ErrorKind, HostApi, LogLevel};
@@ -127,6 +129,8 @@ pub struct HostServices {
     events: EventSink,
     blobs: Option<BlobStore>,
     llm: Option<Arc<dyn LlmService>>,
+    /// What `tokens.count` uses when the engine names no tokenizer: the chat model's.
+    count_mode: CountMode,
 }
 
 impl std::fmt::Debug for HostServices {
@@ -147,6 +151,36 @@ impl HostServices {
             events,
             blobs: None,
             llm: None,
+            count_mode: CountMode::Estimate,
+        }
+    }
+
+    /// Counts `tokens.count` requests that name no tokenizer with `mode` (the chat model's).
+    pub fn with_count_mode(mut self, mode: CountMode) -> Self {
+        self.count_mode = mode;
+        self
+    }
+
+    /// Answers `tokens.count`: the tokenizer is `estimate`, `o200k_base`, `cl100k_base`,
+    /// `calibrated`, a model name (`provider/model` or a bare id, whose default tokenizer is
+    /// used), or empty for the chat model's.
+    fn count_tokens(&self, request: &TokenCountRequest) -> TokenCount {
+        let name = request.tokenizer.trim();
+        let mode = if name.is_empty() {
+            self.count_mode
+        } else {
+            name.parse::<CountMode>()
+                .unwrap_or_else(|_| CountMode::for_model(name.rsplit('/').next().unwrap_or(name)))
+        };
+        let counter = TokenCounter::new(mode);
+        TokenCount {
+            counts: request
+                .messages
+                .iter()
+                .map(|m| counter.count_message(m))
+                .collect(),
+            exact: counter.is_exact(),
+            tokenizer: mode.name().to_string(),
         }
     }
 
@@ -221,6 +255,12 @@ impl HostApi for HostServices {
                 })
                 .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
             }
+            service::TOKENS_COUNT => {
+                let request: TokenCountRequest = serde_json::from_str(payload_json)
+                    .map_err(|e| EngineError::invalid_params(method, e))?;
+                serde_json::to_string(&self.count_tokens(&request))
+                    .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
+            }
             service::LLM_COMPLETE if self.llm.is_some() => {
                 let request: LlmRequest = serde_json::from_str(payload_json)
                     .map_err(|e| EngineError::invalid_params(method, e))?;
@@ -245,3 +285,8 @@ impl HostApi for HostServices {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "services_tests.rs"]
+mod tests;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::message::{Content, ContentBlock};
+use rampart_message::{Content, ContentBlock};
 use serde_json::{Value, json};
 
 /// Text a message carries, with images as a short placeholder (they cannot be text).

@@ -142,7 +142,7 @@ pub fn show(
         )?;
     }
     for (i, m) in messages.iter().enumerate() {
-        let tokens = rampart_engine_api::tokens::estimate_message_tokens(m);
+        let tokens = rampart_context::tokens::estimate_message_tokens(m);
         let text = preview(m);
         writeln!(out, "{i:>5}  {:<17} {tokens:>7} tok  {text}", m.role())?;
     }

@@ -106,12 +106,14 @@ pub struct HostResources {
     pub blobs: Option<BlobStore>,
     /// The models behind `llm.complete`.
     pub llm: Option<Arc<dyn crate::services::LlmService>>,
+    /// The chat model's tokenizer, for `tokens.count` requests that name none.
+    pub count_mode: rampart_context::tokens::CountMode,
 }
 
 impl HostResources {
     /// The services bound to engine `id`.
     pub fn services_for(&self, id: &str, events: &EventSink) -> HostServices {
-        let mut services = HostServices::new(id, events.clone());
+        let mut services = HostServices::new(id, events.clone()).with_count_mode(self.count_mode);
         if let Some(blobs) = &self.blobs {
             services = services.with_blobs(blobs.clone());
         }
@@ -165,7 +167,14 @@ impl EngineSlot {
         events: &EventSink,
         blobs: Option<BlobStore>,
     ) -> Result<Self, RequiredEngineFailed> {
-        Self::resolve_full(config, events, &HostResources { blobs, llm: None })
+        Self::resolve_full(
+            config,
+            events,
+            &HostResources {
+                blobs,
+                ..Default::default()
+            },
+        )
     }
 
     /// [`EngineSlot::resolve`] with everything the host offers engines: the blob store and

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::message::{Content, ContentBlock};
 use rampart_host::blobs::BlobStore;
 use rampart_host::config::Config;
 use rampart_host::persist::{ingest_and_append, truncate_tool_results_in_session};
 use rampart_host::services::EventSink;
 use rampart_host::slot::EngineSlot;
+use rampart_message::{Content, ContentBlock};
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::{LoadOptions, Session, SessionOptions, load_file};
 

@@ -8,9 +8,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use common::{config_for, fixture};
+use rampart_context::hygiene;
+use rampart_context::tokens::CountMode;
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::hygiene;
-use rampart_engine_api::tokens::CountMode;
 use rampart_host::config::{self, Config};
 use rampart_host::providers::{ModelRequest, ModelResponse, Provider, ProviderError};
 use rampart_host::run::{ModelSource, ResolvedProvider, RunEvents, RunSettings, Runner, TurnError};

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use common::loopback::*;
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::message::{ContentBlock, StopReason, ToolCall};
 use rampart_host::providers::anthropic::AnthropicProvider;
 use rampart_host::providers::openai::OpenAiProvider;
 use rampart_host::providers::{
     ApiKind, ModelRequest, Provider, ProviderError, ProviderErrorKind, ProviderSettings,
 };
+use rampart_message::{ContentBlock, StopReason, ToolCall};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------
@@ -81,7 +81,7 @@ fn assistant_calling(id: &str, name: &str, arguments: Value) -> AgentMessage {
     .unwrap()
 }
 
-fn text_of(message: &rampart_engine_api::message::AssistantMessage) -> String {
+fn text_of(message: &rampart_message::AssistantMessage) -> String {
     message
         .content
         .iter()
@@ -92,7 +92,7 @@ fn text_of(message: &rampart_engine_api::message::AssistantMessage) -> String {
         .collect()
 }
 
-fn tool_calls(message: &rampart_engine_api::message::AssistantMessage) -> Vec<&ToolCall> {
+fn tool_calls(message: &rampart_message::AssistantMessage) -> Vec<&ToolCall> {
     message
         .content
         .iter()

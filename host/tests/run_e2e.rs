@@ -9,12 +9,12 @@ use std::path::Path;
 
 use common::loopback::{Loopback, openai_overflow_error, openai_text_stream};
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::message::ContentBlock;
 use rampart_host::config::{self, Config};
 use rampart_host::providers::registry::Providers;
 use rampart_host::run::{RunEvents, RunSettings, Runner, TurnError};
 use rampart_host::services::EventSink;
 use rampart_host::slot::EngineSlot;
+use rampart_message::ContentBlock;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::{Session, SessionOptions};
 use serde_json::json;
@@ -381,6 +381,7 @@ fn when_compaction_fails_the_recovery_truncates_tool_results_in_the_session() {
         llm: Some(std::sync::Arc::new(
             rampart_host::run::llm::ProvidersLlm::new(providers.clone()),
         )),
+        ..Default::default()
     };
     let slot = EngineSlot::resolve_full(&config, &sink, &resources).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();

@@ -11,11 +11,11 @@ use std::path::Path;
 
 use common::Harness;
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::message::{AssistantMessage, ContentBlock};
-use rampart_engine_api::wire::SharedMessage;
 use rampart_host::blobs::BlobStore;
 use rampart_host::config;
 use rampart_host::run::RequestRecord;
+use rampart_message::wire::SharedMessage;
+use rampart_message::{AssistantMessage, ContentBlock};
 use serde_json::json;
 
 const WINDOW: u64 = 32_000;

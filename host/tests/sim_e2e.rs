@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rampart_engine_api::message::{AgentMessage, ContentBlock, StopReason};
-use rampart_engine_api::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
-use rampart_engine_api::wire::SharedMessage;
+use rampart_context::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
 use rampart_host::config;
 use rampart_host::providers::registry::{Providers, RegistryError};
 use rampart_host::providers::{ModelRequest, ProviderError, ProviderErrorKind};
+use rampart_message::wire::SharedMessage;
+use rampart_message::{AgentMessage, ContentBlock, StopReason};
 
 const CONFIG: &str = r#"
 [agents.defaults.model]
@@ -45,7 +45,7 @@ fn request(model: &str, messages: &[SharedMessage]) -> ModelRequest {
     }
 }
 
-fn text(message: &rampart_engine_api::message::AssistantMessage) -> String {
+fn text(message: &rampart_message::AssistantMessage) -> String {
     message
         .content
         .iter()

@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use criterion::BatchSize::PerIteration;
 use criterion::{Criterion, SamplingMode, Throughput};
-use rampart_engine_api::message::AgentMessage;
-use rampart_engine_api::wire::{MessageList, SharedMessage};
+use rampart_message::AgentMessage;
+use rampart_message::{MessageList, SharedMessage};
 use rampart_sessions::entry::EntryBody;
 use rampart_sessions::{
     FsyncPolicy, LeafSelector, LoadOptions, Session, SessionHeader, SessionOptions, SessionTree,

@@ -19,15 +19,15 @@
 //! the tree. Building a context therefore costs O(entries on the branch), not O(bytes of
 //! history), and building it again for an unchanged tree returns the very same allocations,
 //! which is what lets the engine ABI send only what changed between turns (see
-//! `rampart_engine_api::wire`).
+//! `rampart_message::wire`).
 #![warn(missing_docs)]
 
 use std::sync::Arc;
 
-use rampart_engine_api::message::{
+use rampart_message::{
     AgentMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, Extra,
 };
-use rampart_engine_api::wire::{MessageList, SharedMessage};
+use rampart_message::{MessageList, SharedMessage};
 
 use crate::entry::{Entry, EntryBody};
 use crate::ids::iso_to_millis;
@@ -266,7 +266,7 @@ mod tests {
         BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry, ModelChangeEntry,
         ThinkingLevelChangeEntry,
     };
-    use rampart_engine_api::message::Content;
+    use rampart_message::Content;
 
     fn entry(id: &str, parent: Option<&str>, body: EntryBody) -> Entry {
         Entry {

@@ -23,8 +23,8 @@ use serde_json::{Map, Value};
 
 use std::sync::Arc;
 
-use rampart_engine_api::message::{AgentMessage, Content};
-use rampart_engine_api::wire::SharedMessage;
+use rampart_message::SharedMessage;
+use rampart_message::{AgentMessage, Content};
 
 /// Fields an entry or header carries that this model does not name; kept so they survive a
 /// round trip.

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 
 use crate::entry::{CURRENT_VERSION, Entry, EntryBody, MessageEntry, SessionHeader};
 use crate::fsutil::{self, Place};

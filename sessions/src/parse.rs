@@ -17,7 +17,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 
 use crate::entry::{
     BranchSummaryEntry, CompactionEntry, CustomEntry, CustomMessageEntry, EntryBody, Extra,

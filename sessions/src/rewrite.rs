@@ -22,9 +22,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use rampart_engine_api::message::AgentMessage;
-use rampart_engine_api::protocol::TranscriptRewriteResult;
-use rampart_engine_api::wire::SharedMessage;
+use rampart_message::AgentMessage;
+use rampart_message::SharedMessage;
+use rampart_message::TranscriptRewriteResult;
 
 use crate::entry::{Entry, EntryBody, MessageEntry};
 use crate::tree::SessionTree;

@@ -30,9 +30,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rampart_engine_api::message::{AgentMessage, Content};
-use rampart_engine_api::protocol::TranscriptRewriteResult;
-use rampart_engine_api::wire::SharedMessage;
+use rampart_message::SharedMessage;
+use rampart_message::TranscriptRewriteResult;
+use rampart_message::{AgentMessage, Content};
 use serde_json::Value;
 
 use crate::context::{LeafSelector, SessionContext, build_session_context};

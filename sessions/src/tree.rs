@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use rampart_engine_api::message::AgentMessage;
-use rampart_engine_api::wire::SharedMessage;
+use rampart_message::AgentMessage;
+use rampart_message::SharedMessage;
 
 use crate::entry::{BranchSummaryEntry, Entry, EntryBody, Extra};
 

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 use rampart_sessions::{
     ErrorKind, LoadOptions, Session, SessionError, SessionOptions, load_file, parse_bytes,
 };

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 use rampart_sessions::entry::EntryBody;
 use rampart_sessions::{LoadOptions, Session, SessionOptions, load_file};
 use serde_json::{Value, json};

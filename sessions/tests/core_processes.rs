@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 use rampart_sessions::lock::{LockHolder, SessionLock};
 use rampart_sessions::{
     ErrorKind, FsyncPolicy, LoadOptions, Session, SessionHeader, SessionOptions, load_file,

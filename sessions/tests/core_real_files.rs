@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 use rampart_sessions::entry::EntryBody;
 use rampart_sessions::{
     LeafSelector, LoadOptions, Session, SessionOptions, build_session_context, load_file,
@@ -155,13 +155,43 @@ fn message_values(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// pi's v1 form of a session: the corpus holds pi's v1 fixtures, but a copy of the corpus may
+/// have been migrated to v3 in place (a `version`, ids and parent ids, `firstKeptEntryId`). This
+/// undoes exactly that, so the migration is tested on v1 input either way; a v1 file comes back
+/// unchanged.
+fn v1_form(mut lines: Vec<Value>) -> Vec<Value> {
+    if lines[0].get("version").is_none() {
+        return lines;
+    }
+    let position: std::collections::HashMap<String, usize> = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| Some((l.get("id")?.as_str()?.to_string(), i)))
+        .collect();
+    lines[0].as_object_mut().unwrap().remove("version");
+    for line in lines.iter_mut().skip(1) {
+        let object = line.as_object_mut().unwrap();
+        object.remove("id");
+        object.remove("parentId");
+        if let Some(Value::String(kept)) = object.remove("firstKeptEntryId") {
+            object.insert("firstKeptEntryIndex".into(), position[&kept].into());
+        }
+    }
+    lines
+}
+
+fn write_lines(path: &Path, lines: &[Value]) {
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    fs::write(path, text).unwrap();
+}
+
 #[test]
 fn pi_v1_files_migrate() {
     let dir = tempfile::tempdir().unwrap();
     for source in jsonl_files(&data_dir("pi-mono")) {
         let name = source.file_name().unwrap().to_string_lossy().into_owned();
         let path = dir.path().join(&name);
-        fs::copy(&source, &path).unwrap();
+        write_lines(&path, &v1_form(json_lines(&source)));
         let original_bytes = fs::read(&path).unwrap();
         let original_lines = json_lines(&path);
 

@@ -4,7 +4,7 @@
 
 use std::fs;
 
-use rampart_engine_api::message::{AgentMessage, Content};
+use rampart_message::{AgentMessage, Content};
 use rampart_sessions::entry::EntryBody;
 use rampart_sessions::rewrite::{REASON_EMPTY_SESSION, REASON_NO_MATCH, REASON_NO_REPLACEMENTS};
 use rampart_sessions::{

@@ -3,7 +3,7 @@
 //! observations), SWE-agent trajectories without `history`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use rampart_engine_api::message::{AgentMessage, Content, ContentBlock, StopReason};
+use rampart_message::{AgentMessage, Content, ContentBlock, StopReason};
 use rampart_sessions::import::{Imported, ImportedKind, SourceFormat, import_bytes};
 use serde_json::{Value, json};
 

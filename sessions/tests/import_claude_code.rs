@@ -3,7 +3,7 @@
 //! blocks without a pi equivalent, partial lines and sub-agent sidecars.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use rampart_engine_api::message::{AgentMessage, Content, ContentBlock, StopReason};
+use rampart_message::{AgentMessage, Content, ContentBlock, StopReason};
 use rampart_sessions::import::{Imported, ImportedKind, import_bytes, import_file};
 use serde_json::{Value, json};
 

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 use rampart_sessions::import::{
     ImportError, Imported, ImportedKind, SourceFormat, detect, import_file, import_file_all,
 };
@@ -51,8 +51,17 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The `version` of a pi session's header line.
+fn header_version(rel: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(data_dir().join(rel)).ok()?;
+    let header: serde_json::Value = serde_json::from_str(text.lines().next()?).ok()?;
+    header.get("version")?.as_u64()
+}
+
 fn format_for(rel: &str) -> SourceFormat {
     match rel.split('/').next().unwrap() {
+        // pi's v1 fixtures; a corpus copy migrated to v3 in place is detected as such.
+        "pi-mono" if header_version(rel) == Some(3) => SourceFormat::PiV3,
         "pi-mono" => SourceFormat::PiV1,
         "openclaw-linux2010" => SourceFormat::PiV3,
         "claude-code-log" => SourceFormat::ClaudeCode,
@@ -471,7 +480,7 @@ fn split_claude_code_responses_become_one_assistant_message() {
         .content
         .iter()
         .filter_map(|b| match b {
-            rampart_engine_api::message::ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+            rampart_message::ContentBlock::ToolCall(c) => Some(c.id.as_str()),
             _ => None,
         })
         .collect();

@@ -8,14 +8,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rampart_engine_api::compaction::{
+use rampart_context::compaction::{
     self, CompactionError, CompactionSettings, ContextEntry, Control, ExtractiveSummarizer,
     PrepareOptions, SummarizeError, Summarizer, SummaryRequest,
 };
+use rampart_context::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
+use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::host::LlmRequest;
-use rampart_engine_api::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
 use rampart_engine_api::protocol::{CompactParams, CompactResult, CompactionOutcome};
-use rampart_engine_api::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::{AgentMessage, CallContext, ErrorKind, Host};
 use serde_json::json;
 

@@ -19,14 +19,14 @@
 
 use std::sync::Arc;
 
-use rampart_engine_api::compaction::CompactionSettings;
-use rampart_engine_api::guards::tool_result::{DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest};
+use rampart_context::compaction::CompactionSettings;
+use rampart_context::guards::tool_result::{DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest};
+use rampart_context::pruning::{self, CacheTouch, EffectiveSettings, PruneMemo, PruneOptions};
 use rampart_engine_api::host::BlobPutRequest;
 use rampart_engine_api::protocol::{
     AssembleParams, AssembleResult, CompactParams, CompactResult, EngineInfo, IngestParams,
     IngestResult, ProtocolInfo,
 };
-use rampart_engine_api::pruning::{self, CacheTouch, EffectiveSettings, PruneMemo, PruneOptions};
 use rampart_engine_api::{
     AgentMessage, CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, ErrorKind,
     Host, LogLevel,

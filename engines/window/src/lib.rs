@@ -2,15 +2,23 @@
 //! `rampart-engine-api` alone.
 //!
 //! `assemble` keeps the newest messages whose tokens fit the budget: the smaller of
-//! `keepRecentTokens` (config, default 20,000) and the host's token budget. Tokens are counted
-//! with the shared [`TokenCounter`], in the mode the `tokenizer` config key names (`estimate`,
-//! the default, or `o200k_base` / `cl100k_base` for exact counts); the counter remembers each
-//! message's figure, so an unchanged history is not recounted on the next turn. It never separates a
+//! `keepRecentTokens` (config, default 20,000) and the host's token budget. It never separates a
 //! tool call from its results (it selects whole units from
 //! [`rampart_engine_api::pairing::tool_units`]) and it changes nothing in the session: `ingest`
 //! stores nothing and `compact` never compacts. When even the newest unit is larger than the
 //! budget, that unit is sent alone: an empty request helps nobody, and the host's guards deal
 //! with an oversized one.
+//!
+//! Tokens are counted by the `tokenizer` config key: `estimate` (the default) estimates here, with
+//! the engine API's estimate; `o200k_base`, `cl100k_base` or `host` ask the host for exact counts
+//! (`tokens.count`, `host` meaning the chat model's own tokenizer), so this library carries no
+//! vocabulary. A host that cannot count answers `unsupported`, and the engine then estimates and
+//! says so once in the log. Each message's figure is remembered by its shared allocation, so an
+//! unchanged history is not counted again on the next turn.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use rampart_engine_api::pairing::tool_units;
 use rampart_engine_api::protocol::{
@@ -18,9 +26,10 @@ use rampart_engine_api::protocol::{
     IngestResult, ProtocolInfo,
 };
 use rampart_engine_api::serde_json;
-use rampart_engine_api::tokens::{CountMode, TokenCounter};
+use rampart_engine_api::tokens::{TokenCountRequest, estimate_message_tokens};
 use rampart_engine_api::{
-    CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, Host,
+    AgentMessage, CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, Host,
+    LogLevel, SharedMessage,
 };
 
 /// The engine's id in `plugins.toml`.
@@ -29,30 +38,89 @@ pub const WINDOW_ID: &str = "window";
 /// Default of the `keepRecentTokens` config key.
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 
+/// The values the `tokenizer` key accepts, for the error message.
+const TOKENIZERS: &str = "\"estimate\", \"host\", \"o200k_base\" or \"cl100k_base\"";
+
+/// How messages are counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tokenizer {
+    /// The engine API's estimate, computed here.
+    Estimate,
+    /// Exact counts from the host, with the named tokenizer (empty: the chat model's own).
+    Host(String),
+}
+
+/// How often the memo was consulted, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoStats {
+    /// Messages that had to be counted.
+    pub misses: u64,
+    /// Messages whose figure was remembered.
+    pub hits: u64,
+}
+
+/// Remembers each shared message's figure by its allocation. The `Weak` keeps the address from
+/// being reused by another message while the entry lives; dead entries are swept when the map
+/// has doubled since the last sweep.
+#[derive(Debug, Default)]
+struct Memo {
+    entries: Mutex<HashMap<usize, (Weak<AgentMessage>, u64)>>,
+    swept_at: AtomicU64,
+    misses: AtomicU64,
+    hits: AtomicU64,
+}
+
+impl Memo {
+    fn get(&self, message: &SharedMessage) -> Option<u64> {
+        let entries = self.entries.lock().ok()?;
+        let (weak, tokens) = entries.get(&(Arc::as_ptr(message) as usize))?;
+        weak.upgrade()
+            .filter(|alive| Arc::ptr_eq(alive, message))
+            .map(|_| *tokens)
+    }
+
+    fn put(&self, message: &SharedMessage, tokens: u64) {
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        entries.insert(
+            Arc::as_ptr(message) as usize,
+            (Arc::downgrade(message), tokens),
+        );
+        let swept_at = self.swept_at.load(Ordering::Relaxed);
+        if entries.len() as u64 > 2 * swept_at.max(1024) {
+            entries.retain(|_, (weak, _)| weak.strong_count() > 0);
+            self.swept_at.store(entries.len() as u64, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The sliding-window engine.
 #[derive(Debug, Clone)]
 pub struct WindowEngine {
     keep_recent_tokens: u64,
-    counter: TokenCounter,
+    tokenizer: Tokenizer,
+    host: Option<Host>,
+    memo: Arc<Memo>,
+    /// Set once the host refused to count, so the fallback is logged once and not retried.
+    host_cannot_count: Arc<AtomicBool>,
 }
 
 impl WindowEngine {
     /// An engine keeping at most `keep_recent_tokens` tokens of recent history, as estimated.
     pub fn new(keep_recent_tokens: u64) -> Self {
-        Self::with_counter(keep_recent_tokens, TokenCounter::estimate())
-    }
-
-    /// An engine counting with `counter` (and sharing its memo with whoever else holds it).
-    pub fn with_counter(keep_recent_tokens: u64, counter: TokenCounter) -> Self {
         Self {
             keep_recent_tokens,
-            counter,
+            tokenizer: Tokenizer::Estimate,
+            host: None,
+            memo: Arc::default(),
+            host_cannot_count: Arc::default(),
         }
     }
 
     /// Reads `keepRecentTokens` and `tokenizer` from the engine's config table. Anything but a
-    /// positive integer for the first, or one of `estimate`, `o200k_base`, `cl100k_base` for
-    /// the second, is refused with a message naming the key.
+    /// positive integer for the first, or one of the tokenizers above for the second, is
+    /// refused with a message naming the key.
     pub fn from_config(config: &serde_json::Value) -> Result<Self, EngineError> {
         let invalid = |message: String| {
             EngineError::new(rampart_engine_api::ErrorKind::InvalidParams, message)
@@ -69,22 +137,29 @@ impl WindowEngine {
                 }
             },
         };
-        let mode = match config.get("tokenizer") {
-            None => CountMode::Estimate,
-            Some(v) => match v.as_str().map(str::parse::<CountMode>) {
-                Some(Ok(mode @ (CountMode::Estimate | CountMode::Exact(_)))) => mode,
+        let tokenizer = match config.get("tokenizer") {
+            None => Tokenizer::Estimate,
+            Some(v) => match v.as_str() {
+                Some("estimate") => Tokenizer::Estimate,
+                Some("host") => Tokenizer::Host(String::new()),
+                Some(name @ ("o200k_base" | "cl100k_base")) => Tokenizer::Host(name.to_string()),
                 _ => {
                     return Err(invalid(format!(
-                        "plugins.engines.window.config.tokenizer must be \"estimate\", \
-                         \"o200k_base\" or \"cl100k_base\", found {v}"
+                        "plugins.engines.window.config.tokenizer must be {TOKENIZERS}, found {v}"
                     )));
                 }
             },
         };
-        Ok(Self::with_counter(
-            keep_recent_tokens,
-            TokenCounter::new(mode),
-        ))
+        Ok(Self {
+            tokenizer,
+            ..Self::new(keep_recent_tokens)
+        })
+    }
+
+    /// The same engine, asking `host` for the counts its tokenizer needs.
+    pub fn with_host(mut self, host: Host) -> Self {
+        self.host = Some(host);
+        self
     }
 
     /// The budget in effect.
@@ -92,15 +167,86 @@ impl WindowEngine {
         self.keep_recent_tokens
     }
 
-    /// The counter the engine measures messages with.
-    pub fn counter(&self) -> &TokenCounter {
-        &self.counter
+    /// How messages are counted.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    /// How often remembered figures were used.
+    pub fn memo_stats(&self) -> MemoStats {
+        MemoStats {
+            misses: self.memo.misses.load(Ordering::Relaxed),
+            hits: self.memo.hits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The tokens of each message of `unit`, from the memo or counted now (all misses of the
+    /// unit in one host call).
+    fn count_unit(&self, unit: &[SharedMessage]) -> u64 {
+        let mut total = 0u64;
+        let mut missing = Vec::new();
+        for message in unit {
+            match self.memo.get(message) {
+                Some(tokens) => {
+                    self.memo.hits.fetch_add(1, Ordering::Relaxed);
+                    total += tokens;
+                }
+                None => missing.push(message),
+            }
+        }
+        if missing.is_empty() {
+            return total;
+        }
+        self.memo
+            .misses
+            .fetch_add(missing.len() as u64, Ordering::Relaxed);
+        let counts = self
+            .host_counts(&missing)
+            .unwrap_or_else(|| missing.iter().map(|m| estimate_message_tokens(m)).collect());
+        for (message, tokens) in missing.iter().zip(counts) {
+            self.memo.put(message, tokens);
+            total += tokens;
+        }
+        total
+    }
+
+    /// Exact counts from the host, or `None` to estimate (estimate mode, no host, or a host
+    /// that cannot count: the last is logged once).
+    fn host_counts(&self, messages: &[&SharedMessage]) -> Option<Vec<u64>> {
+        let Tokenizer::Host(tokenizer) = &self.tokenizer else {
+            return None;
+        };
+        let host = self.host.as_ref()?;
+        if self.host_cannot_count.load(Ordering::Relaxed) {
+            return None;
+        }
+        let request = TokenCountRequest {
+            tokenizer: tokenizer.clone(),
+            messages: messages.iter().map(|m| (***m).clone()).collect(),
+        };
+        match host.count_tokens(&request) {
+            Ok(answer) if answer.counts.len() == messages.len() => Some(answer.counts),
+            outcome => {
+                self.host_cannot_count.store(true, Ordering::Relaxed);
+                let why = match outcome {
+                    Err(e) => e.to_string(),
+                    Ok(a) => format!("{} counts for {} messages", a.counts.len(), messages.len()),
+                };
+                host.log(
+                    LogLevel::Warn,
+                    "rampart_window",
+                    &format!("the host cannot count tokens ({why}); estimating instead"),
+                    &serde_json::Value::Null,
+                );
+                None
+            }
+        }
     }
 }
 
 impl EngineFactory for WindowEngine {
-    fn create(init: EngineInit, _host: Host) -> Result<Self, EngineError> {
-        Self::from_config(&init.config)
+    fn create(init: EngineInit, host: Host) -> Result<Self, EngineError> {
+        Ok(Self::from_config(&init.config)?.with_host(host))
     }
 }
 
@@ -135,7 +281,7 @@ impl ContextEngine for WindowEngine {
         let mut used = 0u64;
         let mut first_kept = p.messages.len();
         for unit in units.iter().rev() {
-            let cost = self.counter.count_total(&p.messages[unit.clone()]);
+            let cost = self.count_unit(&p.messages[unit.clone()]);
             let is_newest = unit.end == p.messages.len();
             if used + cost > budget && !is_newest {
                 break;
@@ -172,173 +318,5 @@ rampart_engine_api::export_engine!(WindowEngine);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-    use rampart_engine_api::AgentMessage;
-    use rampart_engine_api::engine::NeverCancelled;
-    use std::sync::Arc;
-
-    struct NullHost;
-    impl rampart_engine_api::HostApi for NullHost {
-        fn log(&self, _: rampart_engine_api::LogLevel, _: &str, _: &str, _: &str) {}
-        fn call(&self, m: &str, _: &str) -> Result<String, EngineError> {
-            Err(EngineError::unsupported(m))
-        }
-    }
-
-    fn assistant_call(id: &str) -> AgentMessage {
-        serde_json::from_value(serde_json::json!({
-            "role": "assistant",
-            "content": [{"type": "toolCall", "id": id, "name": "read", "arguments": {}}],
-            "api": "x", "provider": "x", "model": "x",
-            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-            "stopReason": "toolUse", "timestamp": 0
-        }))
-        .unwrap()
-    }
-
-    fn assemble(engine: &WindowEngine, messages: Vec<AgentMessage>) -> Vec<AgentMessage> {
-        assemble_full(engine, messages).0
-    }
-
-    fn assemble_full(
-        engine: &WindowEngine,
-        messages: Vec<AgentMessage>,
-    ) -> (Vec<AgentMessage>, u64) {
-        let host = Host::new(Arc::new(NullHost));
-        let cx = CallContext::new(&host, &NeverCancelled, None);
-        let messages = messages.into_iter().map(Arc::new).collect();
-        let params = AssembleParams {
-            messages,
-            ..Default::default()
-        };
-        let out = engine.assemble(&cx, params).unwrap();
-        let kept = out.messages.iter().map(|m| (**m).clone()).collect();
-        (kept, out.estimated_tokens)
-    }
-
-    #[test]
-    fn keeps_newest_messages_within_budget() {
-        let msgs: Vec<_> = (0..10)
-            .map(|i| AgentMessage::user_text(format!("{i}").repeat(40), 0))
-            .collect();
-        // Each message is 10 tokens; a budget of 35 keeps the newest 3.
-        let (out, tokens) = assemble_full(&WindowEngine::new(35), msgs.clone());
-        assert_eq!(out, msgs[7..].to_vec());
-        assert_eq!(tokens, 30);
-    }
-
-    #[test]
-    fn never_separates_a_tool_call_from_its_result() {
-        let msgs = vec![
-            AgentMessage::user_text("u".repeat(40), 0),
-            assistant_call("c1"),
-            AgentMessage::tool_result("c1", "read", "r".repeat(40), false, 0),
-            AgentMessage::user_text("v".repeat(40), 0),
-        ];
-        // The result alone would fit a budget of 21 with the last user message; its call must
-        // come too, and together they do not fit, so only the last message is kept.
-        let out = assemble(&WindowEngine::new(21), msgs.clone());
-        assert_eq!(out, msgs[3..].to_vec());
-        let out = assemble(&WindowEngine::new(100), msgs.clone());
-        assert_eq!(out, msgs);
-    }
-
-    #[test]
-    fn oversized_newest_unit_is_sent_alone() {
-        let msgs = vec![
-            AgentMessage::user_text("a", 0),
-            AgentMessage::user_text("b".repeat(400), 0),
-        ];
-        let out = assemble(&WindowEngine::new(10), msgs.clone());
-        assert_eq!(out, msgs[1..].to_vec());
-    }
-
-    #[test]
-    fn tokenizer_config_selects_the_counter() {
-        let mode = |config| WindowEngine::from_config(&config).unwrap().counter().mode();
-        assert_eq!(mode(serde_json::json!({})), CountMode::Estimate);
-        assert_eq!(
-            mode(serde_json::json!({"tokenizer": "estimate"})),
-            CountMode::Estimate
-        );
-        assert_eq!(
-            mode(serde_json::json!({"tokenizer": "o200k_base"})),
-            CountMode::Exact(rampart_engine_api::tokens::Encoding::O200kBase)
-        );
-        assert_eq!(
-            mode(serde_json::json!({"tokenizer": "cl100k_base"})),
-            CountMode::Exact(rampart_engine_api::tokens::Encoding::Cl100kBase)
-        );
-        for bad in [
-            serde_json::json!({"tokenizer": "gpt2"}),
-            serde_json::json!({"tokenizer": "calibrated"}),
-            serde_json::json!({"tokenizer": 4}),
-        ] {
-            let err = WindowEngine::from_config(&bad).unwrap_err();
-            assert!(err.message.contains("tokenizer"), "{err}");
-            assert!(err.message.contains("o200k_base"), "{err}");
-        }
-    }
-
-    #[test]
-    fn exact_counts_decide_what_fits() {
-        // 40 CJK characters: 40 estimated tokens (each weighs 4 chars), fewer exact ones.
-        let cjk = "上下文窗口是有限资源".repeat(4);
-        let msgs = vec![
-            AgentMessage::user_text(cjk.clone(), 0),
-            AgentMessage::user_text(cjk, 0),
-        ];
-        let estimate = WindowEngine::new(60);
-        let (out, tokens) = assemble_full(&estimate, msgs.clone());
-        assert_eq!((out.len(), tokens), (1, 40));
-        let exact = WindowEngine::from_config(&serde_json::json!({
-            "keepRecentTokens": 60, "tokenizer": "o200k_base"
-        }))
-        .unwrap();
-        if exact.counter().is_exact() {
-            let (out, tokens) = assemble_full(&exact, msgs);
-            assert_eq!(out.len(), 2);
-            assert_eq!(
-                tokens,
-                2 * exact
-                    .counter()
-                    .count_text(&"上下文窗口是有限资源".repeat(4))
-            );
-        }
-    }
-
-    #[test]
-    fn a_repeated_history_is_counted_once() {
-        let engine = WindowEngine::new(1_000);
-        let host = Host::new(Arc::new(NullHost));
-        let cx = CallContext::new(&host, &NeverCancelled, None);
-        let messages: rampart_engine_api::MessageList = (0..10)
-            .map(|i| Arc::new(AgentMessage::user_text(format!("message {i}"), 0)))
-            .collect::<Vec<_>>()
-            .into();
-        for _ in 0..3 {
-            let params = AssembleParams {
-                messages: messages.clone(),
-                ..Default::default()
-            };
-            engine.assemble(&cx, params).unwrap();
-        }
-        let stats = engine.counter().memo_stats();
-        assert_eq!((stats.misses, stats.hits), (10, 20));
-    }
-
-    #[test]
-    fn bad_config_names_the_key() {
-        let err = WindowEngine::from_config(&serde_json::json!({"keepRecentTokens": "lots"}))
-            .unwrap_err();
-        assert!(err.message.contains("keepRecentTokens"), "{err}");
-        assert_eq!(
-            WindowEngine::from_config(&serde_json::json!({}))
-                .unwrap()
-                .keep_recent_tokens(),
-            20_000
-        );
-    }
-}
+#[path = "lib_tests.rs"]
+mod tests;

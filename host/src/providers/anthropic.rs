@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::message::{
+use rampart_message::wire::SharedMessage;
+use rampart_message::{
     AssistantMessage, Content, ContentBlock, Extra, StopReason, TextContent, ThinkingContent,
     ToolCall, Usage,
 };
-use rampart_engine_api::wire::SharedMessage;
 use reqwest::blocking::Response;
 use serde_json::{Map, Value, json};
 

@@ -15,7 +15,7 @@ use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
 
-use rampart_engine_api::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
+use rampart_context::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
 use reqwest::blocking::{Client, Response};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;

@@ -15,8 +15,8 @@
 
 use std::time::Duration;
 
-use rampart_engine_api::message::AssistantMessage;
-use rampart_engine_api::wire::SharedMessage;
+use rampart_message::AssistantMessage;
+use rampart_message::wire::SharedMessage;
 
 pub mod anthropic;
 pub mod http;
@@ -69,7 +69,7 @@ pub struct ProviderSettings {
 /// would reject the unanswered calls with a 400.
 pub fn sent_to_model(message: &rampart_engine_api::AgentMessage) -> bool {
     use rampart_engine_api::AgentMessage;
-    use rampart_engine_api::message::StopReason;
+    use rampart_message::StopReason;
     match message {
         AgentMessage::BashExecution(b) => b.exclude_from_context != Some(true),
         AgentMessage::Assistant(a) => {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use rampart_engine_api::message::{
+use rampart_message::{
     AssistantMessage, ContentBlock, Extra, StopReason, ThinkingContent, ToolCall, Usage,
 };
 use reqwest::blocking::Response;

@@ -32,8 +32,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rampart_engine_api::guards::window::DEFAULT_CONTEXT_TOKENS;
-use rampart_engine_api::tokens::CountMode;
+use rampart_context::guards::window::DEFAULT_CONTEXT_TOKENS;
+use rampart_context::tokens::CountMode;
 
 use super::anthropic::AnthropicProvider;
 use super::openai::OpenAiProvider;
@@ -1169,7 +1169,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             &answer.message.content[0],
-            rampart_engine_api::message::ContentBlock::Text(t) if t.text == "scripted"
+            rampart_message::ContentBlock::Text(t) if t.text == "scripted"
         ));
         assert_eq!(sim.requests_seen(), 1);
         assert_eq!(sim.pending_replies(), 0);
@@ -1186,5 +1186,5 @@ mod tests {
         assert!(matches!(build_provider(s), Err(RegistryError::Config(_))));
     }
 
-    use rampart_engine_api::message::AgentMessage;
+    use rampart_message::AgentMessage;
 }

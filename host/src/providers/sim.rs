@@ -32,12 +32,12 @@ use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rampart_engine_api::guards::window::{
+use rampart_context::guards::window::{
     DEFAULT_CONTEXT_TOKENS, WindowNumbers, WindowSources, resolve_context_window,
 };
-use rampart_engine_api::message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
-use rampart_engine_api::overflow::observed_overflow_tokens;
-use rampart_engine_api::tokens::{CountMode, TokenCounter};
+use rampart_context::overflow::observed_overflow_tokens;
+use rampart_context::tokens::{CountMode, TokenCounter};
+use rampart_message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
 
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
 use crate::models::ModelsConfigError;
@@ -426,8 +426,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use rampart_engine_api::overflow::is_likely_context_overflow_error;
-    use rampart_engine_api::wire::SharedMessage;
+    use rampart_context::overflow::is_likely_context_overflow_error;
+    use rampart_message::wire::SharedMessage;
 
     use super::*;
     use crate::models::ModelEntry;
@@ -704,7 +704,7 @@ mod tests {
         assert_eq!((stats.misses, stats.hits), (50, 50));
         sim.complete(&request("exact", history)).unwrap();
         let exact = sim.last_prompt_tokens().unwrap();
-        if rampart_engine_api::tokens::EXACT_TOKENS_AVAILABLE {
+        if rampart_context::tokens::EXACT_TOKENS_AVAILABLE {
             assert_ne!(exact, first, "a real BPE count differs from the estimate");
         }
     }

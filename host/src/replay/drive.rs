@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rampart_context::tokens::TokenCounter;
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::tokens::TokenCounter;
-use rampart_engine_api::wire::SharedMessage;
+use rampart_message::wire::SharedMessage;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::store::{SessionEntry, StoreError, now_unix_ms};
 use rampart_sessions::{FsyncPolicy, Session, SessionError, SessionOptions};
@@ -158,6 +158,7 @@ impl<'a> Replayer<'a> {
         let resources = HostResources {
             blobs: Some(BlobStore::in_sessions_dir(&place.dir)),
             llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+            count_mode: profile.tokenizer,
         };
         let slot = EngineSlot::resolve_full(config, &events, &resources)?;
         Ok(Self {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::message::ContentBlock;
+use rampart_message::ContentBlock;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::lanes::Lanes;
 use rampart_sessions::store::{SessionEntry, SessionStore, StoreError, normalize_key, now_unix_ms};
@@ -100,6 +100,7 @@ fn host(config: &Config, store: &SessionStore, events: &EventSink) -> anyhow::Re
     let resources = HostResources {
         blobs: Some(BlobStore::in_sessions_dir(store.dir())),
         llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+        ..Default::default()
     };
     let slot = EngineSlot::resolve_full(config, events, &resources)?;
     Ok(Host { providers, slot })

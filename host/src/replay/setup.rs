@@ -34,7 +34,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rampart_engine_api::tokens::CountMode;
+use rampart_context::tokens::CountMode;
 use rampart_sessions::store::{SessionStore, StoreError, normalize_key};
 use toml::{Table, Value};
 
@@ -43,7 +43,7 @@ use crate::providers::registry::SIM_PROVIDER_ID;
 use crate::providers::sim::OverflowWording;
 
 /// The window when `--window` is not given: OpenClaw's default context size.
-pub const DEFAULT_WINDOW: u64 = rampart_engine_api::guards::window::DEFAULT_CONTEXT_TOKENS;
+pub const DEFAULT_WINDOW: u64 = rampart_context::guards::window::DEFAULT_CONTEXT_TOKENS;
 
 /// The simulated model's id when `--model` is not given.
 pub const DEFAULT_MODEL_ID: &str = "replay";
@@ -393,7 +393,7 @@ fn remove(dir: &Path) {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use rampart_engine_api::tokens::Encoding;
+    use rampart_context::tokens::Encoding;
 
     #[test]
     fn models_map_to_their_tokenizer_and_wording() {

@@ -9,8 +9,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rampart_engine_api::message::{BranchSummaryMessage, CustomMessage, Extra};
 use rampart_engine_api::{AgentMessage, SharedMessage};
+use rampart_message::{BranchSummaryMessage, CustomMessage, Extra};
 use rampart_sessions::entry::EntryBody;
 use rampart_sessions::import::{self, ImportError, ImportedKind, SourceFormat};
 use rampart_sessions::{LoadOptions, SessionError, load_file};

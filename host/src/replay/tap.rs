@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rampart_engine_api::guards::window::WindowNumbers;
+use rampart_context::guards::window::WindowNumbers;
+use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::protocol::ModelRef;
-use rampart_engine_api::tokens::{CountMode, TokenCounter};
-use rampart_engine_api::wire::SharedMessage;
+use rampart_message::wire::SharedMessage;
 
 use crate::config::Config;
 use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError};

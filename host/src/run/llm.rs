@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rampart_engine_api::host::{LlmRequest, LlmResponse};
-use rampart_engine_api::message::ContentBlock;
 use rampart_engine_api::protocol::ModelRef;
 use rampart_engine_api::{EngineError, ErrorKind};
+use rampart_message::ContentBlock;
 
 use super::ModelSource;
 use crate::config::Config;

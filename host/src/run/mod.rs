@@ -23,18 +23,18 @@ mod recovery;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rampart_engine_api::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
-use rampart_engine_api::guards::tool_args;
-use rampart_engine_api::guards::tool_loop::guard_tool_loop;
-use rampart_engine_api::guards::tool_result::estimate_tool_result_reduction_potential_capped;
-use rampart_engine_api::guards::window::WindowNumbers;
-use rampart_engine_api::hygiene::{self, HygienePolicy};
-use rampart_engine_api::message::{AgentMessage, Usage};
+use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
+use rampart_context::guards::tool_args;
+use rampart_context::guards::tool_loop::guard_tool_loop;
+use rampart_context::guards::tool_result::estimate_tool_result_reduction_potential_capped;
+use rampart_context::guards::window::WindowNumbers;
+use rampart_context::hygiene::{self, HygienePolicy};
+use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::protocol::{
     AfterTurnParams, AssembleParams, MaintainParams, ModelRef, SessionRef,
 };
-use rampart_engine_api::tokens::{CountMode, TokenCounter};
-use rampart_engine_api::wire::{MessageList, SharedMessage};
+use rampart_message::wire::{MessageList, SharedMessage};
+use rampart_message::{AgentMessage, Usage};
 use rampart_sessions::Session;
 use rampart_sessions::store::SessionStore;
 use serde_json::json;
@@ -891,7 +891,7 @@ impl<'a> Runner<'a> {
                 "overflowTokens": outcome.overflow_tokens,
             }),
         );
-        use rampart_engine_api::guards::precheck::Route;
+        use rampart_context::guards::precheck::Route;
         match outcome.route {
             Route::Fits => Ok(Decision::Send(Prepared {
                 list,
@@ -919,7 +919,7 @@ impl<'a> Runner<'a> {
     fn finish_attempt(
         &mut self,
         session: &mut Session,
-        reply: rampart_engine_api::message::AssistantMessage,
+        reply: rampart_message::AssistantMessage,
         model: &ModelRef,
         window: u64,
         prompt_tokens: u64,

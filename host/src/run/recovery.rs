@@ -7,9 +7,9 @@
 
 use std::time::Instant;
 
-use rampart_engine_api::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
-use rampart_engine_api::guards::tool_result::session_likely_has_oversized_tool_results;
-use rampart_engine_api::overflow::{CONTEXT_OVERFLOW_USER_MESSAGE, is_compaction_failure_error};
+use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
+use rampart_context::guards::tool_result::session_likely_has_oversized_tool_results;
+use rampart_context::overflow::{CONTEXT_OVERFLOW_USER_MESSAGE, is_compaction_failure_error};
 use rampart_engine_api::protocol::{CompactParams, CompactResult, ModelRef};
 use rampart_sessions::Session;
 use rampart_sessions::store::{CompactionCheckpoint, CompactionSnapshot};

@@ -143,6 +143,7 @@ impl Harness {
             llm: Some(std::sync::Arc::new(
                 rampart_host::run::llm::ProvidersLlm::new(providers.clone()),
             )),
+            ..Default::default()
         };
         let slot =
             rampart_host::slot::EngineSlot::resolve_full(&config, &sink, &resources).unwrap();

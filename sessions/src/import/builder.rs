@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use rampart_engine_api::message::{
+use rampart_message::{
     AgentMessage, Content, ContentBlock, Cost, Extra, ImageContent, TextContent, Usage,
 };
 use serde_json::{Map, Value};

@@ -52,7 +52,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use rampart_engine_api::message::{
+use rampart_message::{
     AgentMessage, AssistantMessage, Content, ContentBlock, Extra, ImageContent, StopReason,
     ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
 };
@@ -749,7 +749,7 @@ fn derived_stop(content: &[ContentBlock]) -> StopReason {
     }
 }
 
-fn anthropic_usage(u: &Map<String, Value>) -> rampart_engine_api::message::Usage {
+fn anthropic_usage(u: &Map<String, Value>) -> rampart_message::Usage {
     usage(
         get_u64(u, "input_tokens"),
         get_u64(u, "output_tokens"),

@@ -47,7 +47,7 @@
 
 use std::collections::HashSet;
 
-use rampart_engine_api::message::{
+use rampart_message::{
     AgentMessage, AssistantMessage, Content, ContentBlock, Extra, StopReason, TextContent,
     ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
 };

@@ -60,7 +60,7 @@ mod timestamp;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 use serde_json::{Map, Value};
 
 pub use detect::detect;

@@ -29,7 +29,7 @@
 //! * The model comes from the log (`model`, `response.model`); for a bare
 //!   array it is `unknown`, and the provider is guessed from the model name.
 
-use rampart_engine_api::message::{
+use rampart_message::{
     AgentMessage, AssistantMessage, Content, ContentBlock, Extra, StopReason, ThinkingContent,
     ToolCall, ToolResultMessage, UserMessage,
 };

@@ -38,7 +38,7 @@
 
 use std::collections::HashMap;
 
-use rampart_engine_api::message::{
+use rampart_message::{
     AgentMessage, Content, ContentBlock, Extra, StopReason, ToolCall, ToolResultMessage,
     UserMessage,
 };

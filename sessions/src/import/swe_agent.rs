@@ -27,7 +27,7 @@
 
 use serde_json::{Map, Value};
 
-use rampart_engine_api::message::AgentMessage;
+use rampart_message::AgentMessage;
 
 use super::builder::{Builder, get_str};
 use super::openai_chat::{ChatConverter, ModelInfo};

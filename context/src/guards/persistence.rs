@@ -1,0 +1,188 @@
+//! The persistence guard (reference §4.3): what the host actually writes when it appends
+//! messages to a session.
+//!
+//! Why: a session file outlives the process. A tool call whose result never arrived (the tool
+//! crashed, the user interrupted, the process died) leaves a transcript every provider rejects,
+//! and a 5 MB tool result written once is carried by every later turn. This guard closes both
+//! holes at the one place every message passes: pending calls get a synthetic error result
+//! before the conversation moves on, and tool results are capped before they are written.
+//!
+//! It is a pure state machine: the host feeds it each message and persists what it returns, in
+//! order. Storing the original of a capped result (as a blob) is the host's part; the guard
+//! names the blob in the notice when the host passes its reference.
+
+use super::tool_result::{
+    CapReport, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest, ingest_cap_chars,
+    tool_result_text_len,
+};
+use rampart_message::{AgentMessage, StopReason};
+
+/// The text of a synthetic result. It says what happened and that Rampart inserted it, so
+/// neither the model nor a person takes it for the tool's output.
+pub const SYNTHETIC_RESULT_TEXT: &str = "[rampart] missing tool result: this call never got a \
+     result in the session history, so this error result was inserted to keep the transcript \
+     valid.";
+
+/// The tool name used when neither the result nor its call names the tool.
+pub const UNKNOWN_TOOL_NAME: &str = "unknown";
+
+/// How the guard behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PersistenceOptions {
+    /// Insert synthetic error results for calls left without one (the default). When off,
+    /// pending calls are forgotten instead, and transcript repair must fix the file later.
+    pub allow_synthetic_tool_results: bool,
+    /// The per-result cap in characters (`toolResultMaxChars`).
+    pub tool_result_max_chars: usize,
+    /// The model's window in tokens, which lowers the cap to 30 % of it; 0 when unknown.
+    pub context_window_tokens: u64,
+}
+
+impl Default for PersistenceOptions {
+    fn default() -> Self {
+        Self {
+            allow_synthetic_tool_results: true,
+            tool_result_max_chars: DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS,
+            context_window_tokens: 0,
+        }
+    }
+}
+
+/// What to persist for one appended message.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Persisted {
+    /// The messages to append, in order.
+    pub messages: Vec<AgentMessage>,
+    /// Set when a tool result was capped: what the host records next to the stored original.
+    pub cap: Option<CapReport>,
+}
+
+/// The persistence state machine for one session.
+#[derive(Debug, Clone, Default)]
+pub struct PersistenceGuard {
+    opts: PersistenceOptions,
+    /// Calls without a result yet: id, tool name, and the call's timestamp (used for the
+    /// synthetic result, which must sort between the call and what follows).
+    pending: Vec<(String, String, u64)>,
+}
+
+impl PersistenceGuard {
+    /// A guard with no pending calls.
+    pub fn new(opts: PersistenceOptions) -> Self {
+        Self {
+            opts,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Ids of the calls still waiting for a result, in call order.
+    pub fn pending_ids(&self) -> impl Iterator<Item = &str> {
+        self.pending.iter().map(|(id, _, _)| id.as_str())
+    }
+
+    /// The cap, in characters, applied to tool results.
+    pub fn cap_chars(&self) -> usize {
+        ingest_cap_chars(
+            self.opts.context_window_tokens,
+            self.opts.tool_result_max_chars,
+        )
+    }
+
+    /// True when `msg` would be capped: the host then stores the original first and passes its
+    /// reference to [`Self::on_message_with_ref`].
+    pub fn would_cap(&self, msg: &AgentMessage) -> bool {
+        matches!(msg, AgentMessage::ToolResult(_)) && tool_result_text_len(msg) > self.cap_chars()
+    }
+
+    /// What to persist for `msg`, in order. See [`Self::on_message_with_ref`].
+    pub fn on_message(&mut self, msg: AgentMessage) -> Vec<AgentMessage> {
+        self.on_message_with_ref(msg, None).messages
+    }
+
+    /// What to persist for `msg`, in order:
+    ///
+    /// - a tool result: its blank tool name filled from its call (or `unknown`), capped, and its
+    ///   call no longer pending; the notice of a capped result names `full_output_ref`;
+    /// - anything else: first a synthetic error result for each pending call, then `msg`. An
+    ///   assistant message's tool calls become pending, unless it stopped on `aborted` or
+    ///   `error` (such calls never ran, and repair drops them).
+    pub fn on_message_with_ref(
+        &mut self,
+        msg: AgentMessage,
+        full_output_ref: Option<&str>,
+    ) -> Persisted {
+        match msg {
+            AgentMessage::ToolResult(mut tr) => {
+                let pending_name = self
+                    .pending
+                    .iter()
+                    .position(|(id, _, _)| *id == tr.tool_call_id)
+                    .map(|at| self.pending.remove(at).1);
+                if tr.tool_name.trim().is_empty() {
+                    tr.tool_name = pending_name
+                        .filter(|n| !n.trim().is_empty())
+                        .unwrap_or_else(|| UNKNOWN_TOOL_NAME.to_owned());
+                }
+                let msg = AgentMessage::ToolResult(tr);
+                match cap_at_ingest(
+                    &msg,
+                    self.opts.context_window_tokens,
+                    self.opts.tool_result_max_chars,
+                    full_output_ref,
+                ) {
+                    Some((capped, report)) => Persisted {
+                        messages: vec![capped],
+                        cap: Some(report),
+                    },
+                    None => Persisted {
+                        messages: vec![msg],
+                        cap: None,
+                    },
+                }
+            }
+            other => {
+                let mut messages = self.flush();
+                if let AgentMessage::Assistant(a) = &other
+                    && !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error)
+                {
+                    for call in other.tool_calls() {
+                        if !self.pending.iter().any(|(id, _, _)| *id == call.id) {
+                            self.pending
+                                .push((call.id.clone(), call.name.clone(), a.timestamp));
+                        }
+                    }
+                }
+                messages.push(other);
+                Persisted {
+                    messages,
+                    cap: None,
+                }
+            }
+        }
+    }
+
+    /// Synthetic error results for every pending call (none when synthetic results are off),
+    /// and no call pending afterwards. The host calls it when the session is closed or the
+    /// turn ends, so a crash between call and result cannot leave the file unpaired.
+    pub fn flush(&mut self) -> Vec<AgentMessage> {
+        let pending = std::mem::take(&mut self.pending);
+        if !self.opts.allow_synthetic_tool_results {
+            return Vec::new();
+        }
+        pending
+            .into_iter()
+            .map(|(id, name, timestamp)| {
+                let name = if name.trim().is_empty() {
+                    UNKNOWN_TOOL_NAME.to_owned()
+                } else {
+                    name
+                };
+                synthetic_result(id, name, timestamp)
+            })
+            .collect()
+    }
+}
+
+fn synthetic_result(id: String, name: String, timestamp: u64) -> AgentMessage {
+    AgentMessage::tool_result(id, name, SYNTHETIC_RESULT_TEXT, true, timestamp)
+}

@@ -1,0 +1,46 @@
+use rampart_engine_api::AgentMessage;
+use rampart_engine_api::tokens::estimate_message_tokens;
+
+use super::*;
+
+fn count(services: &HostServices, tokenizer: &str, text: &str) -> TokenCount {
+    let request = TokenCountRequest {
+        tokenizer: tokenizer.into(),
+        messages: vec![AgentMessage::user_text(text, 0)],
+    };
+    let answer = services
+        .call(
+            service::TOKENS_COUNT,
+            &serde_json::to_string(&request).unwrap(),
+        )
+        .unwrap();
+    serde_json::from_str(&answer).unwrap()
+}
+
+/// An engine without vocabularies gets exact counts from the host, and the estimate when it
+/// asks for one.
+#[test]
+fn tokens_count_answers_with_the_named_tokenizer() {
+    let services = HostServices::new("window", EventSink::tracing_only());
+    let text = "上下文窗口是有限资源".repeat(4);
+    let estimate = estimate_message_tokens(&AgentMessage::user_text(text.as_str(), 0));
+    let answer = count(&services, "estimate", &text);
+    assert_eq!(
+        (answer.counts.clone(), answer.exact),
+        (vec![estimate], false)
+    );
+
+    let exact = count(&services, "o200k_base", &text);
+    assert_eq!(exact.exact, rampart_context::tokens::EXACT_TOKENS_AVAILABLE);
+    if exact.exact {
+        assert_eq!(exact.tokenizer, "o200k_base");
+        assert!(exact.counts[0] < estimate, "{exact:?} against {estimate}");
+    }
+    // A model name picks that model's tokenizer; no name picks the chat model's.
+    assert_eq!(
+        count(&services, "openai/gpt-4o", &text).counts,
+        exact.counts
+    );
+    let chat = services.with_count_mode(CountMode::for_model("gpt-4o"));
+    assert_eq!(count(&chat, "", &text).counts, exact.counts);
+}
