@@ -318,6 +318,25 @@ pub enum CompactionConfigError {
     },
 }
 
+impl CompactionConfigError {
+    /// The full key the error is about, so a host can point at its line in the file.
+    pub fn path(&self) -> &str {
+        match self {
+            Self::NotATable { path, .. }
+            | Self::UnknownKey { path, .. }
+            | Self::InvalidValue { path, .. } => path,
+        }
+    }
+
+    /// What is wrong, without the key.
+    pub fn problem(&self) -> String {
+        let text = self.to_string();
+        text.strip_prefix(&format!("{}: ", self.path()))
+            .map(str::to_string)
+            .unwrap_or(text)
+    }
+}
+
 impl CompactionSettings {
     /// Parses `agents.defaults.compaction` from its JSON form (TOML converts to it). Absent
     /// keys take their defaults; `null` counts as absent.

@@ -23,10 +23,13 @@ mod recovery;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rampart_context::compaction::settings::{CONFIG_PATH, CompactionSettings};
 use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
 use rampart_context::guards::tool_args;
 use rampart_context::guards::tool_loop::guard_tool_loop;
-use rampart_context::guards::tool_result::estimate_tool_result_reduction_potential_capped;
+use rampart_context::guards::tool_result::{
+    DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, estimate_tool_result_reduction_potential_capped,
+};
 use rampart_context::guards::window::WindowNumbers;
 use rampart_context::hygiene::{self, HygienePolicy};
 use rampart_context::tokens::{CountMode, TokenCounter};
@@ -47,13 +50,6 @@ use crate::providers::{ModelRequest, Provider, ProviderError, ProviderErrorKind}
 use crate::slot::EngineSlot;
 
 pub use events::{EventKind, RecordedEvent, RunEvents};
-
-/// OpenClaw's compaction reserve floor (`reserveTokensFloor`): the precheck keeps this much
-/// of the window free for the answer and for compaction.
-pub const DEFAULT_RESERVE_TOKENS: u64 = 20_000;
-
-/// The default tool-result cap (`contextLimits.toolResultMaxChars`), as the legacy engine uses.
-pub const DEFAULT_TOOL_RESULT_MAX_CHARS: usize = 400_000;
 
 /// Compactions one turn may run after model timeouts (`MAX_TIMEOUT_COMPACTION_ATTEMPTS`).
 pub const MAX_TIMEOUT_COMPACTION_ATTEMPTS: u32 = 2;
@@ -169,14 +165,12 @@ pub struct RunSettings {
     pub compaction_timeout: std::time::Duration,
 }
 
-/// The compaction safety timeout when none is configured (OpenClaw's latest value).
-pub const DEFAULT_COMPACTION_TIMEOUT_SECS: u64 = 180;
-
 impl RunSettings {
     /// The settings of `agents.defaults`: its model list (the simulator when none is named),
     /// its tool-result cap and the compaction reserve.
     pub fn from_config(config: &Config) -> Result<Self, ModelsConfigError> {
         let defaults = crate::models::agent_defaults(config)?;
+        let compaction = compaction_settings(config)?;
         let mut candidates = vec![
             defaults
                 .primary
@@ -187,38 +181,31 @@ impl RunSettings {
         Ok(Self {
             candidates,
             system_prompt: None,
-            reserve_tokens: DEFAULT_RESERVE_TOKENS,
+            reserve_tokens: compaction.effective_reserve_tokens(),
             tool_result_max_chars: defaults
                 .tool_result_max_chars
-                .map_or(DEFAULT_TOOL_RESULT_MAX_CHARS, |c| c as usize),
+                .map_or(DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, |c| c as usize),
             history_limit: None,
             max_output_tokens: None,
-            compaction_timeout: std::time::Duration::from_secs(compaction_timeout_secs(config)?),
+            compaction_timeout: compaction.timeout(),
         })
     }
 }
 
-/// `agents.defaults.compaction.timeoutSeconds`, checked.
-fn compaction_timeout_secs(config: &Config) -> Result<u64, ModelsConfigError> {
-    let key = "agents.defaults.compaction.timeoutSeconds";
-    let value = config
+/// `agents.defaults.compaction`, read by the same parser the legacy engine uses, so the
+/// host's reserve and timeout are the engine's: one reading of each key, one set of limits.
+pub fn compaction_settings(config: &Config) -> Result<CompactionSettings, ModelsConfigError> {
+    let Some(table) = config
         .agents
         .get("defaults")
         .and_then(|d| d.get("compaction"))
-        .and_then(|c| c.get("timeoutSeconds"));
-    match value {
-        None => Ok(DEFAULT_COMPACTION_TIMEOUT_SECS),
-        Some(toml::Value::Integer(i)) if *i > 0 => Ok(*i as u64),
-        Some(toml::Value::Float(f)) if f.is_finite() && *f >= 1.0 => Ok(f.floor() as u64),
-        Some(other) => Err(crate::models::err(
-            config,
-            key,
-            format!(
-                "must be a positive number of seconds, found {}",
-                crate::models::describe(other)
-            ),
-        )),
-    }
+    else {
+        return Ok(CompactionSettings::default());
+    };
+    let value = serde_json::to_value(table)
+        .map_err(|e| crate::models::err(config, CONFIG_PATH, format!("cannot be read: {e}")))?;
+    CompactionSettings::from_value(&value)
+        .map_err(|e| crate::models::err(config, e.path(), e.problem()))
 }
 
 /// Which kind of give-up a context overflow ended in (the reference's `meta.error.kind`).
@@ -1012,3 +999,8 @@ pub(crate) fn session_ref(session: &Session) -> SessionRef {
         session_file: Some(session.path().display().to_string()),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "settings_tests.rs"]
+mod settings_tests;
