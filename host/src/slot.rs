@@ -79,15 +79,10 @@ impl std::fmt::Debug for EngineSlot {
     }
 }
 
-/// The legacy engine's config: `agents.defaults` (OpenClaw's home for context limits) with
-/// `plugins.engines.legacy.config` laid over it, key by key.
+/// The legacy engine's config: the typed `agents.defaults` (OpenClaw's home for context
+/// limits), serialised, with `plugins.engines.legacy.config` laid over it, key by key.
 pub fn legacy_config(config: &Config) -> serde_json::Value {
-    let mut merged = config
-        .agents
-        .get("defaults")
-        .and_then(|d| serde_json::to_value(d).ok())
-        .filter(serde_json::Value::is_object)
-        .unwrap_or_else(|| serde_json::json!({}));
+    let mut merged = config.agent_defaults.engine_config();
     if let (Some(base), Some(serde_json::Value::Object(over))) = (
         merged.as_object_mut(),
         config.engines.get(LEGACY_ID).map(|e| &e.config),

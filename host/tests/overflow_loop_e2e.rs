@@ -64,7 +64,7 @@ impl Provider for Scripted {
 struct Source(Arc<Scripted>);
 
 impl ModelSource for Source {
-    fn resolve(&self, _: &str, _: &str) -> Result<ResolvedProvider, TurnError> {
+    fn resolve(&self, _: &rampart_host::config::ModelName) -> Result<ResolvedProvider, TurnError> {
         Ok(ResolvedProvider {
             provider: self.0.clone(),
             family: hygiene::Provider::Other,

@@ -25,13 +25,17 @@ fn the_readme_models_example_is_a_valid_config() {
     let config = config::parse(&text, Path::new("README.md")).unwrap();
     let providers = Providers::from_config(&config).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    assert_eq!(settings.candidates, ["local/qwen", "openai/gpt-4o"]);
+    let names: Vec<String> = settings.candidates.iter().map(|n| n.to_string()).collect();
+    assert_eq!(names, ["local/qwen", "openai/gpt-4o"]);
     assert_eq!(
         providers.settings("local").unwrap().base_url.as_deref(),
         Some("http://127.0.0.1:8080/v1")
     );
-    let window =
-        rampart_host::models::resolve_window(&config, "local", "qwen", Default::default()).unwrap();
+    let window = rampart_host::models::resolve_window(
+        &config,
+        &"local/qwen".parse().unwrap(),
+        Default::default(),
+    );
     assert_eq!(window.tokens, 32_768);
 }
 

@@ -91,7 +91,7 @@ fn an_8k_model_is_blocked_before_any_request_and_the_64k_fallback_gets_the_turn(
         .run_turn(&mut w.session, Some(AgentMessage::user_text("hi", 1)))
         .unwrap();
 
-    assert_eq!(report.model, "local/large");
+    assert_eq!(report.model.to_string(), "local/large");
     assert_eq!(report.window, 64_000);
     assert_eq!(text_of(&report.reply), "hello from large");
     assert_eq!(report.prompt_tokens, 12);
@@ -221,7 +221,7 @@ fn with_no_config_the_simulator_answers_offline() {
     let report = runner
         .run_turn(&mut w.session, Some(AgentMessage::user_text("hi there", 1)))
         .unwrap();
-    assert_eq!(report.model, "sim/default");
+    assert_eq!(report.model.to_string(), "sim/default");
     assert_eq!(report.window, 200_000);
     assert!(report.prompt_tokens > 0);
     assert_eq!(w.session.context().messages.len(), 2);

@@ -24,41 +24,8 @@ pub mod openai;
 pub mod registry;
 pub mod sim;
 
-/// Which wire protocol a provider speaks (`models.providers.<id>.api`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApiKind {
-    /// The embedded simulator (`"sim"`).
-    Sim,
-    /// OpenAI chat completions (`"openai-completions"`, also accepted: `"openai"`).
-    OpenAiCompletions,
-    /// Anthropic messages (`"anthropic-messages"`, also accepted: `"anthropic"`).
-    AnthropicMessages,
-}
-
-/// One `[models.providers.<id>]` table, parsed and checked. Built by [`registry`]; every
-/// provider is constructed from one of these, so a key means the same thing everywhere.
-#[derive(Debug, Clone)]
-pub struct ProviderSettings {
-    /// The table key, e.g. `openai` or `local-llama`.
-    pub id: String,
-    /// `api`.
-    pub api: ApiKind,
-    /// `baseUrl`, without a trailing slash; e.g. `https://api.openai.com/v1`.
-    pub base_url: Option<String>,
-    /// `apiKeyEnv`: the name of the environment variable holding the key. The key itself is
-    /// never read from the config file, so it cannot end up in a repository or a log.
-    pub api_key_env: Option<String>,
-    /// `timeoutSeconds` (default 120): one attempt's limit.
-    pub timeout: Duration,
-    /// `maxRetries` (default 3): retries of 429 and 5xx answers, with exponential back-off.
-    pub max_retries: u32,
-    /// `retryBaseMs` (default 500): the first back-off; doubles per retry, capped at 30 s.
-    pub retry_base: Duration,
-    /// The provider's `models` entries.
-    pub models: Vec<crate::models::ModelEntry>,
-    /// `overflowWording` (sim only): whose overflow error text the simulator answers with.
-    pub overflow_wording: Option<String>,
-}
+/// Defined with the configuration that sets them; re-exported here for the providers.
+pub use crate::config::{ApiKind, ProviderSettings};
 
 /// Whether a message goes to the model at all. pi's `!!` shell runs are recorded with
 /// `excludeFromContext: true`: the user ran them for themselves, and the model must not see

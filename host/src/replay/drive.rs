@@ -18,7 +18,8 @@ use super::summary::{Row, RowError, Summary, Tally};
 use super::tap::TapSource;
 use crate::blobs::BlobStore;
 use crate::config::Config;
-use crate::models::{GuardError, ModelsConfigError, guard_models};
+use crate::config::ModelsConfigError;
+use crate::models::guard_models;
 use crate::providers::registry::{Providers, RegistryError, SIM_PROVIDER_ID};
 use crate::providers::sim::SimProvider;
 use crate::run::llm::ProvidersLlm;
@@ -143,17 +144,13 @@ impl<'a> Replayer<'a> {
             .sim(SIM_PROVIDER_ID)
             .ok_or(ReplayError::NoSimulator)?;
         let candidates = [profile.model_name()];
-        match guard_models(config, &candidates, |p, m| {
-            providers.as_ref().reported_window(p, m)
+        if let Err(b) = guard_models(config, &candidates, |name| {
+            providers.as_ref().reported_window(name)
         }) {
-            Ok(_) => {}
-            Err(GuardError::Blocked(b)) => {
-                return Err(ReplayError::WindowTooSmall {
-                    window,
-                    message: b.message,
-                });
-            }
-            Err(GuardError::Config(e)) => return Err(e.into()),
+            return Err(ReplayError::WindowTooSmall {
+                window,
+                message: b.message,
+            });
         }
         let resources = HostResources {
             blobs: Some(BlobStore::in_sessions_dir(&place.dir)),
@@ -186,7 +183,7 @@ impl<'a> Replayer<'a> {
         Description {
             engine: self.slot.configured_id().to_string(),
             served_by: self.slot.active().id().to_string(),
-            model: self.profile.model_name(),
+            model: self.profile.model_name().to_string(),
             window: self.window,
             tokenizer: self.profile.tokenizer.name().to_string(),
             wording: self.sim.wording().name().to_string(),

@@ -1,7 +1,7 @@
 //! The replay's model and where its session lives.
 //!
-//! The replay's model is the embedded simulator, configured by inserting into the config's
-//! free-form `models` and `agents` tables exactly what a user would write:
+//! The replay's model is the embedded simulator, set in the typed configuration as if the user
+//! had written:
 //!
 //! ```toml
 //! [[models.providers.sim.models]]
@@ -36,10 +36,9 @@ use std::path::{Path, PathBuf};
 
 use rampart_context::tokens::CountMode;
 use rampart_sessions::store::{SessionStore, StoreError, normalize_key};
-use toml::{Table, Value};
 
-use crate::config::Config;
-use crate::providers::registry::SIM_PROVIDER_ID;
+use crate::config::models::SIM_PROVIDER_ID;
+use crate::config::{ApiKind, Config, ModelEntry, ModelName};
 use crate::providers::sim::OverflowWording;
 
 /// The window when `--window` is not given: OpenClaw's default context size.
@@ -169,8 +168,8 @@ impl ModelProfile {
     }
 
     /// `sim/<id>`, the name requests and rows carry.
-    pub fn model_name(&self) -> String {
-        format!("{SIM_PROVIDER_ID}/{}", self.id)
+    pub fn model_name(&self) -> ModelName {
+        ModelName::new(SIM_PROVIDER_ID, self.id.clone())
     }
 }
 
@@ -180,26 +179,6 @@ fn file_of(config: &Config) -> String {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "built-in defaults".to_string())
-}
-
-/// The table at `key` in `parent`, created when absent; an error naming `dotted` when the key
-/// holds something else.
-fn table_in<'t>(
-    parent: &'t mut Table,
-    key: &str,
-    dotted: &str,
-    file: &str,
-) -> Result<&'t mut Table, SetupError> {
-    let value = parent
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Table(Table::new()));
-    match value {
-        Value::Table(t) => Ok(t),
-        _ => Err(SetupError::Config {
-            file: file.to_string(),
-            problem: format!("`{dotted}` must be a table; fix it to run a replay"),
-        }),
-    }
 }
 
 /// The config a replay runs with: `config` with the simulated model of `profile` at `window`
@@ -232,68 +211,52 @@ pub fn replay_config(
         config.context_engine = id.to_string();
         config.context_engine_line = None;
     }
-    if let Some(name) = compaction_model
-        && !name.contains('/')
-    {
-        return Err(SetupError::BadFlag {
-            flag: "--compaction-model",
-            problem: format!("{name:?} must have the form \"provider/model\""),
-        });
-    }
+    let compaction_model = compaction_model
+        .map(|name| {
+            name.parse::<ModelName>().map_err(|e| SetupError::BadFlag {
+                flag: "--compaction-model",
+                problem: e.to_string(),
+            })
+        })
+        .transpose()?;
     let file = file_of(&config);
 
-    let providers = table_in(&mut config.models, "providers", "models.providers", &file)?;
-    let sim = table_in(providers, SIM_PROVIDER_ID, "models.providers.sim", &file)?;
-    if let Some(api) = sim.get("api").and_then(Value::as_str)
-        && api != "sim"
-    {
+    let mut sim = config
+        .models
+        .provider(SIM_PROVIDER_ID)
+        .cloned()
+        .ok_or_else(|| SetupError::Config {
+            file: file.clone(),
+            problem: "no `sim` provider".to_string(),
+        })?;
+    if sim.api != ApiKind::Sim {
         return Err(SetupError::Config {
             file,
             problem: format!(
-                "`models.providers.sim.api` is {api:?}, but a replay needs the embedded \
-                 simulator under the id `sim`; remove that `api` or rename the provider"
+                "`models.providers.sim.api` is {:?}, but a replay needs the embedded simulator \
+                 under the id `sim`; remove that `api` or rename the provider",
+                sim.api
             ),
         });
     }
     if let Some(w) = profile.wording {
-        sim.insert("overflowWording".into(), Value::String(w.name().into()));
+        sim.overflow_wording = Some(w);
     }
-    let models = sim
-        .entry("models".to_string())
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let Value::Array(models) = models else {
-        return Err(SetupError::Config {
-            file,
-            problem: "`models.providers.sim.models` must be an array of tables".to_string(),
-        });
-    };
-    models.retain(|m| m.get("id").and_then(Value::as_str) != Some(profile.id.as_str()));
-    let mut entry = Table::new();
-    entry.insert("id".into(), Value::String(profile.id.clone()));
-    entry.insert(
-        "contextWindow".into(),
-        Value::Integer(i64::try_from(window).unwrap_or(i64::MAX)),
-    );
-    entry.insert(
-        "tokenizer".into(),
-        Value::String(profile.tokenizer.name().to_string()),
-    );
-    models.push(Value::Table(entry));
+    sim.models.retain(|m| m.id != profile.id);
+    sim.models.push(ModelEntry {
+        provider: sim.id.clone(),
+        id: profile.id.clone(),
+        context_window: Some(window),
+        context_tokens: None,
+        tokenizer: Some(profile.tokenizer),
+    });
+    config.models.insert(sim);
 
-    let defaults = table_in(&mut config.agents, "defaults", "agents.defaults", &file)?;
-    defaults.remove("contextTokens");
-    let mut model = Table::new();
-    model.insert("primary".into(), Value::String(profile.model_name()));
-    defaults.insert("model".into(), Value::Table(model));
-    let compaction = table_in(defaults, "compaction", "agents.defaults.compaction", &file)?;
-    match compaction_model {
-        Some(name) => {
-            compaction.insert("model".into(), Value::String(name.to_string()));
-        }
-        None => {
-            compaction.remove("model");
-        }
-    }
+    let defaults = &mut config.agent_defaults;
+    defaults.context_tokens = None;
+    defaults.primary = Some(profile.model_name());
+    defaults.fallbacks.clear();
+    defaults.compaction.model = compaction_model.map(|m| m.to_string());
     Ok(config)
 }
 
@@ -443,23 +406,19 @@ model = "anthropic/claude"
         let profile = ModelProfile::from_flags(Some("gpt-4o"), None, None).unwrap();
         let config = replay_config(config, &profile, 32_000, Some("window"), None).unwrap();
         assert_eq!(config.context_engine, "window");
-        let defaults = crate::models::agent_defaults(&config).unwrap();
-        assert_eq!(defaults.primary.as_deref(), Some("sim/gpt-4o"));
+        let defaults = &config.agent_defaults;
+        assert_eq!(defaults.primary, Some("sim/gpt-4o".parse().unwrap()));
         assert!(defaults.fallbacks.is_empty());
         assert_eq!(defaults.context_tokens, None);
-        let entry = crate::models::model_entry(&config, "sim", "gpt-4o")
-            .unwrap()
-            .unwrap();
-        assert_eq!(entry.context_window, Some(32_000.0));
-        assert_eq!(entry.tokenizer.as_deref(), Some("o200k_base"));
+        let entry = config.models.model(&"sim/gpt-4o".parse().unwrap()).unwrap();
+        assert_eq!(entry.context_window, Some(32_000));
+        assert_eq!(entry.tokenizer.map(|t| t.name()), Some("o200k_base"));
         let providers = crate::providers::registry::Providers::from_config(&config).unwrap();
         let sim = providers.sim("sim").unwrap();
         assert_eq!(sim.window("gpt-4o"), Some(32_000));
         assert_eq!(sim.wording(), OverflowWording::OpenAi);
         assert!(
-            config.agents["defaults"]["compaction"]
-                .get("model")
-                .is_none(),
+            config.agent_defaults.compaction.model.is_none(),
             "a replay summarises offline unless asked"
         );
     }

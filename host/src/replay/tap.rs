@@ -13,15 +13,15 @@ use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::protocol::ModelRef;
 use rampart_message::wire::SharedMessage;
 
-use crate::config::Config;
+use crate::config::{Config, ModelName};
 use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError};
 use crate::run::{ModelSource, ResolvedProvider, TurnError};
 
 /// One request as the provider received it, with the prompt size.
 #[derive(Debug, Clone)]
 pub struct Tapped {
-    /// `provider/model`.
-    pub model: String,
+    /// The model asked.
+    pub model: ModelName,
     /// The system prompt sent.
     pub system: Option<String>,
     /// The messages sent.
@@ -69,8 +69,8 @@ impl<'a> TapSource<'a> {
 }
 
 impl ModelSource for TapSource<'_> {
-    fn resolve(&self, provider: &str, model: &str) -> Result<ResolvedProvider, TurnError> {
-        let resolved = self.inner.resolve(provider, model)?;
+    fn resolve(&self, name: &ModelName) -> Result<ResolvedProvider, TurnError> {
+        let resolved = self.inner.resolve(name)?;
         let counter = lock(&self.counters)
             .entry(resolved.count_mode)
             .or_insert_with(|| TokenCounter::new(resolved.count_mode))
@@ -78,7 +78,7 @@ impl ModelSource for TapSource<'_> {
         Ok(ResolvedProvider {
             provider: Arc::new(TapProvider {
                 inner: resolved.provider.clone(),
-                name: format!("{provider}/{model}"),
+                name: name.clone(),
                 log: Arc::clone(&self.log),
                 counter,
             }),
@@ -87,8 +87,8 @@ impl ModelSource for TapSource<'_> {
         })
     }
 
-    fn reported_window(&self, provider: &str, model: &str) -> WindowNumbers {
-        self.inner.reported_window(provider, model)
+    fn reported_window(&self, name: &ModelName) -> WindowNumbers {
+        self.inner.reported_window(name)
     }
 
     fn compaction_model(
@@ -102,7 +102,7 @@ impl ModelSource for TapSource<'_> {
 
 struct TapProvider {
     inner: Arc<dyn Provider>,
-    name: String,
+    name: ModelName,
     log: Log,
     counter: TokenCounter,
 }

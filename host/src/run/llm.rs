@@ -13,7 +13,7 @@ use rampart_engine_api::{EngineError, ErrorKind};
 use rampart_message::ContentBlock;
 
 use super::ModelSource;
-use crate::config::Config;
+use crate::config::{Config, ModelName};
 use crate::providers::registry::Providers;
 use crate::providers::{ApiKind, ModelRequest, ProviderError};
 use crate::services::LlmService;
@@ -42,14 +42,18 @@ impl LlmService for ProvidersLlm {
                 ),
             ));
         };
-        let (provider_id, model_id) = name.split_once('/').unwrap_or(("", name));
+        let name: ModelName = name
+            .parse()
+            .map_err(|e: crate::config::models::BadModelName| {
+                EngineError::invalid_params(rampart_engine_api::host::service::LLM_COMPLETE, e)
+            })?;
         let resolved = self
             .providers
-            .resolve(provider_id, model_id)
+            .resolve(&name)
             .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))?;
         let started = Instant::now();
         let model_request = ModelRequest {
-            model: model_id.to_string(),
+            model: name.model.clone(),
             system: request.system.clone(),
             messages: request.messages.iter().cloned().map(Arc::new).collect(),
             max_tokens: request.max_tokens,
@@ -73,7 +77,7 @@ impl LlmService for ProvidersLlm {
             .join("");
         tracing::debug!(
             purpose = %request.purpose,
-            model = name,
+            model = %name,
             input_tokens = response.message.usage.input,
             output_tokens = response.message.usage.output,
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -107,15 +111,15 @@ pub fn compaction_model(
     providers: &Providers,
     chat: &ModelRef,
 ) -> Result<Option<ModelRef>, super::TurnError> {
-    let configured = config
-        .agents
-        .get("defaults")
-        .and_then(|d| d.get("compaction"))
-        .and_then(|c| c.get("model"))
-        .and_then(|m| m.as_str())
-        .map(str::to_string);
-    let name = match configured {
-        Some(name) => name,
+    let name = match &config.agent_defaults.compaction.model {
+        // Checked when the configuration was loaded: the compaction settings and the engine
+        // read it with one parser. Its form is checked here, where it becomes a model.
+        Some(name) => name
+            .parse::<ModelName>()
+            .map_err(|e| super::TurnError::UnknownModel {
+                name: name.clone(),
+                problem: format!("agents.defaults.compaction.model: {e}"),
+            })?,
         None => {
             let is_sim = providers
                 .settings(&chat.provider)
@@ -123,33 +127,21 @@ pub fn compaction_model(
             if is_sim {
                 return Ok(None);
             }
-            format!("{}/{}", chat.provider, chat.id)
+            ModelName::new(chat.provider.clone(), chat.id.clone())
         }
     };
-    let (provider, id) = name
-        .split_once('/')
-        .ok_or_else(|| super::TurnError::UnknownModel {
-            name: name.clone(),
-            problem: "agents.defaults.compaction.model must have the form \"provider/model\""
-                .to_string(),
-        })?;
     // The simulator only echoes; a summary from it would be noise. Its users get the
     // embedded extractive summariser instead, which at least says what it is.
     if providers
-        .settings(provider)
+        .settings(&name.provider)
         .is_some_and(|s| s.api == ApiKind::Sim)
     {
         return Ok(None);
     }
-    let window = crate::models::resolve_window(
-        config,
-        provider,
-        id,
-        providers.reported_window(provider, id),
-    )?;
+    let window = crate::models::resolve_window(config, &name, providers.reported_window(&name));
     Ok(Some(ModelRef {
-        provider: provider.to_string(),
-        id: id.to_string(),
+        provider: name.provider,
+        id: name.model,
         context_window: Some(window.tokens),
     }))
 }

@@ -23,7 +23,6 @@ mod recovery;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use rampart_context::compaction::settings::{CONFIG_PATH, CompactionSettings};
 use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
 use rampart_context::guards::tool_args;
 use rampart_context::guards::tool_loop::guard_tool_loop;
@@ -44,7 +43,8 @@ use serde_json::json;
 
 use crate::blobs::BlobStore;
 use crate::config::Config;
-use crate::models::{GuardError, ModelsConfigError, guard_models};
+use crate::config::{ModelName, ModelsConfigError};
+use crate::models::guard_models;
 use crate::persist::{PersistError, SessionWriter};
 use crate::providers::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
 use crate::slot::EngineSlot;
@@ -58,7 +58,12 @@ pub const MAX_TIMEOUT_COMPACTION_ATTEMPTS: u32 = 2;
 pub const TIMEOUT_COMPACTION_SHARE: f64 = 0.65;
 
 /// The model used when the config names none: the embedded simulator.
-pub const DEFAULT_MODEL: &str = "sim/default";
+pub fn default_model() -> ModelName {
+    ModelName::new(
+        crate::config::models::SIM_PROVIDER_ID,
+        crate::config::models::SIM_DEFAULT_MODEL,
+    )
+}
 
 /// A provider as the run loop needs it.
 #[derive(Clone)]
@@ -73,12 +78,13 @@ pub struct ResolvedProvider {
 
 /// Where the run loop finds providers; implemented by the provider registry, and by tests.
 pub trait ModelSource {
-    /// The provider for `provider/model`.
-    fn resolve(&self, provider: &str, model: &str) -> Result<ResolvedProvider, TurnError>;
+    /// The provider for `name`.
+    fn resolve(&self, name: &ModelName) -> Result<ResolvedProvider, TurnError>;
 
-    /// What the provider knows of the model's window (the guard's "model" source).
-    fn reported_window(&self, provider: &str, model: &str) -> WindowNumbers {
-        let _ = (provider, model);
+    /// What the provider itself reports of the model's window (the guard's "model" source).
+    /// The configured numbers are not this: they are the models-config source.
+    fn reported_window(&self, name: &ModelName) -> WindowNumbers {
+        let _ = name;
         WindowNumbers::default()
     }
 
@@ -95,15 +101,12 @@ pub trait ModelSource {
 }
 
 impl ModelSource for crate::providers::registry::Providers {
-    fn resolve(&self, provider: &str, model: &str) -> Result<ResolvedProvider, TurnError> {
-        let name = format!("{provider}/{model}");
-        let backend = self
-            .provider(provider)
-            .map_err(|e| TurnError::UnknownModel {
-                name: name.clone(),
-                problem: e.to_string(),
-            })?;
-        let settings = self.settings(provider);
+    fn resolve(&self, name: &ModelName) -> Result<ResolvedProvider, TurnError> {
+        let backend = self.get(name).map_err(|e| TurnError::UnknownModel {
+            name: name.to_string(),
+            problem: e.to_string(),
+        })?;
+        let settings = self.settings(&name.provider);
         let family = match settings.map(|s| s.api) {
             Some(crate::providers::ApiKind::OpenAiCompletions) => {
                 hygiene::Provider::OpenAiCompletions
@@ -111,14 +114,10 @@ impl ModelSource for crate::providers::registry::Providers {
             Some(crate::providers::ApiKind::AnthropicMessages) => hygiene::Provider::Anthropic,
             _ => hygiene::Provider::Other,
         };
-        let entry = settings.and_then(|s| s.models.iter().find(|m| m.id == model));
-        let count_mode = match entry.and_then(|m| m.tokenizer.as_deref()) {
-            Some(name) => name.parse().map_err(|e| TurnError::UnknownModel {
-                name: name.to_string(),
-                problem: format!("its `tokenizer`: {e}"),
-            })?,
-            None => CountMode::for_model(model),
-        };
+        let entry = settings.and_then(|s| s.models.iter().find(|m| m.id == name.model));
+        let count_mode = entry
+            .and_then(|m| m.tokenizer)
+            .unwrap_or_else(|| CountMode::for_model(&name.model));
         Ok(ResolvedProvider {
             provider: backend,
             family,
@@ -133,23 +132,13 @@ impl ModelSource for crate::providers::registry::Providers {
     ) -> Result<Option<ModelRef>, TurnError> {
         llm::compaction_model(config, self, chat)
     }
-
-    fn reported_window(&self, provider: &str, model: &str) -> WindowNumbers {
-        self.settings(provider)
-            .and_then(|s| s.models.iter().find(|m| m.id == model))
-            .map(|m| WindowNumbers {
-                context_tokens: m.context_tokens,
-                context_window: m.context_window,
-            })
-            .unwrap_or_default()
-    }
 }
 
 /// The knobs of a run that do not change between turns.
 #[derive(Debug, Clone)]
 pub struct RunSettings {
-    /// `provider/model` names: the primary first, then the fallbacks.
-    pub candidates: Vec<String>,
+    /// The models to try: the primary first, then the fallbacks.
+    pub candidates: Vec<ModelName>,
     /// The system prompt before the engine's addition.
     pub system_prompt: Option<String>,
     /// Tokens the precheck keeps free.
@@ -169,17 +158,10 @@ impl RunSettings {
     /// The settings of `agents.defaults`: its model list (the simulator when none is named),
     /// its tool-result cap and the compaction reserve.
     pub fn from_config(config: &Config) -> Result<Self, ModelsConfigError> {
-        let defaults = crate::models::agent_defaults(config)?;
-        let compaction = compaction_settings(config)?;
-        let mut candidates = vec![
-            defaults
-                .primary
-                .clone()
-                .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
-        ];
-        candidates.extend(defaults.fallbacks.iter().cloned());
+        let defaults = &config.agent_defaults;
+        let compaction = &defaults.compaction;
         Ok(Self {
-            candidates,
+            candidates: defaults.candidates(&default_model()),
             system_prompt: None,
             reserve_tokens: compaction.effective_reserve_tokens(),
             tool_result_max_chars: defaults
@@ -190,22 +172,6 @@ impl RunSettings {
             compaction_timeout: compaction.timeout(),
         })
     }
-}
-
-/// `agents.defaults.compaction`, read by the same parser the legacy engine uses, so the
-/// host's reserve and timeout are the engine's: one reading of each key, one set of limits.
-pub fn compaction_settings(config: &Config) -> Result<CompactionSettings, ModelsConfigError> {
-    let Some(table) = config
-        .agents
-        .get("defaults")
-        .and_then(|d| d.get("compaction"))
-    else {
-        return Ok(CompactionSettings::default());
-    };
-    let value = serde_json::to_value(table)
-        .map_err(|e| crate::models::err(config, CONFIG_PATH, format!("cannot be read: {e}")))?;
-    CompactionSettings::from_value(&value)
-        .map_err(|e| crate::models::err(config, e.path(), e.problem()))
 }
 
 /// Which kind of give-up a context overflow ended in (the reference's `meta.error.kind`).
@@ -293,8 +259,8 @@ pub struct RequestRecord {
     pub turn: u64,
     /// The attempt within the turn, from 1.
     pub attempt: u32,
-    /// `provider/model`.
-    pub model: String,
+    /// The model.
+    pub model: ModelName,
     /// The model's window.
     pub window: u64,
     /// The prompt's tokens: the provider's usage when it answered, else the host's count.
@@ -308,8 +274,8 @@ pub struct RequestRecord {
 /// What one turn did.
 #[derive(Debug, Clone)]
 pub struct TurnReport {
-    /// `provider/model` that answered.
-    pub model: String,
+    /// The model that answered.
+    pub model: ModelName,
     /// Its window.
     pub window: u64,
     /// Attempts made (1 when the first request succeeded).
@@ -416,13 +382,7 @@ impl<'a> Runner<'a> {
             custom_instructions: None,
             cache_touch: None,
             now_override: None,
-            records_cache_touch: config
-                .agents
-                .get("defaults")
-                .and_then(|d| d.get("contextPruning"))
-                .and_then(|p| p.get("mode"))
-                .and_then(|m| m.as_str())
-                == Some("cache-ttl"),
+            records_cache_touch: config.agent_defaults.pruning.is_some(),
         }
     }
 
@@ -514,10 +474,10 @@ impl<'a> Runner<'a> {
 
     /// Layer 1 over the candidate list. Emits a block event per skipped model and a warning
     /// when the chosen one is small.
-    fn guard(&self) -> Result<(String, u64), TurnError> {
+    fn guard(&self) -> Result<(ModelName, u64), TurnError> {
         let models = self.models;
-        match guard_models(self.config, &self.settings.candidates, |p, m| {
-            models.reported_window(p, m)
+        match guard_models(self.config, &self.settings.candidates, |name| {
+            models.reported_window(name)
         }) {
             Ok(chosen) => {
                 for line in &chosen.skipped {
@@ -532,7 +492,7 @@ impl<'a> Runner<'a> {
                 }
                 Ok((chosen.name, chosen.window.tokens))
             }
-            Err(GuardError::Blocked(all)) => {
+            Err(all) => {
                 for line in &all.blocked {
                     self.events
                         .emit(EventKind::GuardBlock, json!({ "line": line }));
@@ -546,7 +506,6 @@ impl<'a> Runner<'a> {
                     blocked: all.blocked,
                 })
             }
-            Err(GuardError::Config(e)) => Err(e.into()),
         }
     }
 
@@ -595,8 +554,7 @@ impl<'a> Runner<'a> {
         loop {
             attempt += 1;
             let (name, window) = self.guard()?;
-            let (provider_id, model_id) = name.split_once('/').unwrap_or(("", name.as_str()));
-            let resolved = self.models.resolve(provider_id, model_id)?;
+            let resolved = self.models.resolve(&name)?;
             let counter = self.counter(resolved.count_mode);
             let model = model_ref(&name, window);
 
@@ -630,7 +588,7 @@ impl<'a> Runner<'a> {
             };
 
             let request = ModelRequest {
-                model: model_id.to_string(),
+                model: name.model.clone(),
                 system: prepared.system.clone(),
                 messages: prepared.list.iter().cloned().collect(),
                 max_tokens: self.settings.max_output_tokens,
@@ -983,11 +941,10 @@ fn prompt_tokens_of(usage: &Usage) -> u64 {
     usage.input + usage.cache_read + usage.cache_write
 }
 
-fn model_ref(name: &str, window: u64) -> ModelRef {
-    let (provider, id) = name.split_once('/').unwrap_or(("", name));
+fn model_ref(name: &ModelName, window: u64) -> ModelRef {
     ModelRef {
-        provider: provider.to_string(),
-        id: id.to_string(),
+        provider: name.provider.clone(),
+        id: name.model.clone(),
         context_window: Some(window),
     }
 }

@@ -9,9 +9,12 @@ use rampart_context::guards::tool_result::DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS;
 
 use super::*;
 
-fn settings(toml: &str) -> Result<RunSettings, ModelsConfigError> {
-    let config = crate::config::parse(toml, Path::new("plugins.toml")).unwrap();
-    RunSettings::from_config(&config)
+/// The settings a run gets from `toml`, or the error loading it gives: the settings are
+/// checked once, when the file is read.
+fn settings(toml: &str) -> Result<RunSettings, String> {
+    let config =
+        crate::config::parse(toml, Path::new("plugins.toml")).map_err(|e| e.to_string())?;
+    RunSettings::from_config(&config).map_err(|e| e.to_string())
 }
 
 /// The host used to default to 400,000 characters "as the legacy engine uses", while the
@@ -54,7 +57,7 @@ fn compaction_timeout_is_parsed_once_with_the_engines_limits() {
         Duration::from_secs(MAX_TIMEOUT_SECONDS)
     );
     let err = settings("[agents.defaults.compaction]\ntimeoutSeconds = \"soon\"\n").unwrap_err();
-    let text = err.to_string();
+    let text = err;
     assert!(text.starts_with("plugins.toml:2:"), "{text}");
     assert!(
         text.contains("agents.defaults.compaction.timeoutSeconds"),
@@ -62,5 +65,5 @@ fn compaction_timeout_is_parsed_once_with_the_engines_limits() {
     );
     // An unknown key under compaction is refused here too, not only by the engine.
     let err = settings("[agents.defaults.compaction]\nreserveToken = 1\n").unwrap_err();
-    assert!(err.to_string().contains("reserveToken"), "{err}");
+    assert!(err.contains("reserveToken"), "{err}");
 }

@@ -1,0 +1,255 @@
+//! `agents.defaults`: the model list, the window cap, the tool-result cap, compaction and
+//! pruning settings, read once when the configuration is loaded.
+//!
+//! ```toml
+//! [agents.defaults]
+//! contextTokens = 100000                 # a cap that may only lower a model's window
+//! [agents.defaults.model]
+//! primary = "sim/small"                  # provider/model
+//! fallbacks = ["sim/large"]
+//! [agents.defaults.contextLimits]
+//! toolResultMaxChars = 40000
+//! [agents.defaults.compaction]           # rampart_context::compaction::settings
+//! reserveTokens = 20000
+//! [agents.defaults.contextPruning]       # rampart_context::pruning
+//! mode = "cache-ttl"
+//! ```
+//!
+//! Compaction and pruning are read by the same parsers the legacy engine uses
+//! (`rampart_context`), so a key means the same to the host and to the engine, with one set of
+//! limits and one set of defaults.
+
+use rampart_context::compaction::settings::CompactionSettings;
+use rampart_context::pruning::{EffectiveSettings, PruningSettings};
+use serde_json::json;
+
+use super::models::ModelName;
+use super::source::{ModelsConfigError, Source, describe};
+
+/// The keys `agents.defaults` may hold. An unknown key is an error naming these, because a
+/// misspelt key would otherwise leave a default the user believes they changed.
+pub const AGENT_DEFAULTS_KEYS: &[&str] = &[
+    "model",
+    "contextTokens",
+    "contextLimits",
+    "compaction",
+    "contextPruning",
+];
+
+/// The keys of `agents.defaults.contextLimits`.
+const CONTEXT_LIMITS_KEYS: &[&str] = &["toolResultMaxChars"];
+
+/// `agents.defaults`, checked.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AgentDefaults {
+    /// `contextTokens`: a cap that may only lower a model's window.
+    pub context_tokens: Option<u64>,
+    /// `model.primary` (or `model` as a string).
+    pub primary: Option<ModelName>,
+    /// `model.fallbacks`, in order.
+    pub fallbacks: Vec<ModelName>,
+    /// `contextLimits.toolResultMaxChars`.
+    pub tool_result_max_chars: Option<u64>,
+    /// `compaction`, with every default filled in.
+    pub compaction: CompactionSettings,
+    /// `contextPruning`, as written (checked).
+    pub context_pruning: PruningSettings,
+    /// What pruning runs with: `Some` when `contextPruning.mode` is `cache-ttl`.
+    pub pruning: Option<EffectiveSettings>,
+}
+
+impl AgentDefaults {
+    /// Reads `agents.defaults`.
+    pub(super) fn parse(source: &Source<'_>) -> Result<Self, ModelsConfigError> {
+        for key in source.agents.keys() {
+            if key != "defaults" {
+                return Err(source.err(
+                    &format!("agents.{key}"),
+                    "is not a known key. Allowed here: defaults",
+                ));
+            }
+        }
+        let Some(defaults) = source.agents.get("defaults") else {
+            return Ok(Self::default());
+        };
+        let Some(defaults) = defaults.as_table() else {
+            return Err(source.err(
+                "agents.defaults",
+                format!("must be a table, found {}", describe(defaults)),
+            ));
+        };
+        for key in defaults.keys() {
+            if !AGENT_DEFAULTS_KEYS.contains(&key.as_str()) {
+                return Err(source.err(
+                    &format!("agents.defaults.{key}"),
+                    format!(
+                        "is not a known key. Allowed here: {}",
+                        AGENT_DEFAULTS_KEYS.join(", ")
+                    ),
+                ));
+            }
+        }
+        let mut out = Self {
+            context_tokens: positive(
+                source,
+                "agents.defaults.contextTokens",
+                defaults.get("contextTokens"),
+            )?,
+            ..Self::default()
+        };
+        // Compaction and pruning are read by the engine's own parsers, from their JSON form.
+        let json = |key: &str| -> Result<Option<serde_json::Value>, ModelsConfigError> {
+            defaults
+                .get(key)
+                .map(|v| {
+                    serde_json::to_value(v).map_err(|e| {
+                        source.err(
+                            &format!("agents.defaults.{key}"),
+                            format!("cannot be read: {e}"),
+                        )
+                    })
+                })
+                .transpose()
+        };
+        match defaults.get("model") {
+            None => {}
+            Some(toml::Value::String(s)) => {
+                out.primary = Some(model_name(source, "agents.defaults.model", s)?);
+            }
+            Some(toml::Value::Table(t)) => {
+                for key in t.keys() {
+                    if !["primary", "fallbacks"].contains(&key.as_str()) {
+                        return Err(source.err(
+                            &format!("agents.defaults.model.{key}"),
+                            "is not a known key. Allowed here: primary, fallbacks",
+                        ));
+                    }
+                }
+                out.primary = match t.get("primary") {
+                    None => None,
+                    Some(toml::Value::String(s)) => {
+                        Some(model_name(source, "agents.defaults.model.primary", s)?)
+                    }
+                    Some(other) => {
+                        return Err(source.err(
+                            "agents.defaults.model.primary",
+                            format!(
+                                "must be a string like \"provider/model\", found {}",
+                                describe(other)
+                            ),
+                        ));
+                    }
+                };
+                if let Some(f) = t.get("fallbacks") {
+                    let key = "agents.defaults.model.fallbacks";
+                    let list = f.as_array().ok_or_else(|| {
+                        source.err(key, "must be an array of \"provider/model\" strings")
+                    })?;
+                    for item in list {
+                        let s = item.as_str().ok_or_else(|| {
+                            source.err(
+                                key,
+                                format!(
+                                    "must hold strings like \"provider/model\", found {}",
+                                    describe(item)
+                                ),
+                            )
+                        })?;
+                        out.fallbacks.push(model_name(source, key, s)?);
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(source.err(
+                    "agents.defaults.model",
+                    format!(
+                        "must be a string or a table with `primary` and `fallbacks`, found {}",
+                        describe(other)
+                    ),
+                ));
+            }
+        }
+        if let Some(limits) = defaults.get("contextLimits") {
+            let key = "agents.defaults.contextLimits";
+            let t = limits.as_table().ok_or_else(|| {
+                source.err(key, format!("must be a table, found {}", describe(limits)))
+            })?;
+            for k in t.keys() {
+                if !CONTEXT_LIMITS_KEYS.contains(&k.as_str()) {
+                    return Err(source.err(
+                        &format!("{key}.{k}"),
+                        format!(
+                            "is not a known key. Allowed here: {}",
+                            CONTEXT_LIMITS_KEYS.join(", ")
+                        ),
+                    ));
+                }
+            }
+            out.tool_result_max_chars = positive(
+                source,
+                "agents.defaults.contextLimits.toolResultMaxChars",
+                t.get("toolResultMaxChars"),
+            )?;
+        }
+        if let Some(raw) = json("compaction")? {
+            out.compaction = CompactionSettings::from_value(&raw)
+                .map_err(|e| source.err(e.path(), e.problem()))?;
+        }
+        if let Some(raw) = json("contextPruning")? {
+            let located = |e: rampart_context::pruning::PruningConfigError| {
+                source.err(&e.key, e.problem.clone())
+            };
+            out.context_pruning = PruningSettings::from_json(&raw).map_err(located)?;
+            out.pruning = out.context_pruning.effective().map_err(located)?;
+        }
+        Ok(out)
+    }
+
+    /// The settings as the legacy engine is constructed from them: these typed values,
+    /// serialised under OpenClaw's keys. Why from the typed values and not the file's table:
+    /// a caller may have changed them (a replay sets the model and drops `contextTokens`), and
+    /// the engine must see what the host runs with.
+    pub fn engine_config(&self) -> serde_json::Value {
+        let mut config = json!({
+            "compaction": self.compaction,
+            "contextPruning": self.context_pruning,
+        });
+        if let Some(tokens) = self.context_tokens {
+            config["contextTokens"] = json!(tokens);
+        }
+        if let Some(chars) = self.tool_result_max_chars {
+            config["contextLimits"] = json!({ "toolResultMaxChars": chars });
+        }
+        config
+    }
+
+    /// The models to try, in order: the primary (or `default` when none is named), then the
+    /// fallbacks.
+    pub fn candidates(&self, default: &ModelName) -> Vec<ModelName> {
+        let mut out = vec![self.primary.clone().unwrap_or_else(|| default.clone())];
+        out.extend(self.fallbacks.iter().cloned());
+        out
+    }
+}
+
+fn model_name(source: &Source<'_>, key: &str, text: &str) -> Result<ModelName, ModelsConfigError> {
+    text.parse::<ModelName>()
+        .map_err(|e| source.err(key, e.to_string()))
+}
+
+/// A positive number of tokens or characters; a float is floored.
+fn positive(
+    source: &Source<'_>,
+    key: &str,
+    v: Option<&toml::Value>,
+) -> Result<Option<u64>, ModelsConfigError> {
+    match v {
+        None => Ok(None),
+        Some(toml::Value::Integer(i)) if *i > 0 => Ok(Some(*i as u64)),
+        Some(toml::Value::Float(f)) if f.is_finite() && *f >= 1.0 => Ok(Some(f.floor() as u64)),
+        Some(other) => Err(source.err(
+            key,
+            format!("must be a positive number, found {}", describe(other)),
+        )),
+    }
+}

@@ -1,0 +1,406 @@
+//! `plugins.toml`: where it is found, what it may contain, and the resolved [`Config`].
+//!
+//! The file uses OpenClaw's key names (`plugins.slots.contextEngine`,
+//! `plugins.engines.<id>`, `plugins.searchPaths`, ...) so an OpenClaw user recognises every
+//! knob. Parsing keeps byte spans (via [`toml::de::DeTable`]) and validates by hand, so every
+//! error names the file, the 1-based line and column, the dotted key and what is allowed.
+//! When several problems exist, the one earliest in the file is reported.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::de::DeTable;
+
+pub mod agents;
+mod error;
+pub mod models;
+mod source;
+mod validate;
+
+pub use agents::AgentDefaults;
+pub use error::ConfigError;
+use error::join_paths;
+pub use models::{ApiKind, ModelEntry, ModelName, ModelsConfig, ProviderSettings};
+pub use source::ModelsConfigError;
+use validate::{Validator, line_col};
+
+/// File name looked up in the current directory and in the user config directory.
+pub const CONFIG_FILE_NAME: &str = "plugins.toml";
+
+/// Environment variable that names the config file when `--config` is not given.
+pub const CONFIG_ENV_VAR: &str = "RAMPART_CONFIG";
+
+/// Id of the engine linked into the host; the default of `plugins.slots.contextEngine`.
+pub const BUILTIN_ENGINE_ID: &str = "legacy";
+
+/// Default deadline for one engine call (`plugins.callTimeoutMs`), in milliseconds.
+pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
+
+/// Default deadline for loading and constructing an engine (`plugins.loadTimeoutMs`), in ms.
+pub const DEFAULT_LOAD_TIMEOUT_MS: u64 = 5_000;
+
+/// Largest accepted timeout, in milliseconds (24 hours); larger values are surely typos.
+pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
+
+const TOP_KEYS: &[&str] = &["plugins", "models", "agents"];
+const PLUGINS_KEYS: &[&str] = &[
+    "searchPaths",
+    "callTimeoutMs",
+    "loadTimeoutMs",
+    "slots",
+    "engines",
+];
+const SLOTS_KEYS: &[&str] = &["contextEngine"];
+const ENGINE_KEYS: &[&str] = &["path", "required", "config"];
+const ENGINE_ID_RULE: &str = "a non-empty id of ASCII letters, digits, `-` and `_`";
+
+/// Where the configuration came from, so `rampart config check` can say which file (and
+/// which search rule) is in effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// The path given with `--config`.
+    Explicit(PathBuf),
+    /// The path named by the `RAMPART_CONFIG` environment variable.
+    Env(PathBuf),
+    /// `plugins.toml` in the current directory.
+    CurrentDir(PathBuf),
+    /// `<user config dir>/rampart/plugins.toml`.
+    UserConfigDir(PathBuf),
+    /// No file was found: the built-in defaults apply (the `legacy` engine, no plugins).
+    Defaults {
+        /// The candidate files that were looked for and did not exist, in search order.
+        searched: Vec<PathBuf>,
+    },
+}
+
+impl ConfigSource {
+    /// The config file, or `None` for the built-in defaults.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Self::Explicit(p) | Self::Env(p) | Self::CurrentDir(p) | Self::UserConfigDir(p) => {
+                Some(p)
+            }
+            Self::Defaults { .. } => None,
+        }
+    }
+
+    /// A short human description of the rule that selected this source.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::Explicit(_) => "from --config",
+            Self::Env(_) => "from $RAMPART_CONFIG",
+            Self::CurrentDir(_) => "found in the current directory",
+            Self::UserConfigDir(_) => "found in the user config directory",
+            Self::Defaults { .. } => "no plugins.toml found; built-in defaults",
+        }
+    }
+}
+
+impl fmt::Display for ConfigSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Defaults { searched } => {
+                write!(f, "built-in defaults (no plugins.toml found")?;
+                if !searched.is_empty() {
+                    write!(f, "; looked for {}", join_paths(searched))?;
+                }
+                write!(f, ")")
+            }
+            other => match other.path() {
+                Some(p) => write!(f, "{} ({})", p.display(), other.rule()),
+                None => write!(f, "{}", other.rule()),
+            },
+        }
+    }
+}
+
+/// The resolved configuration the host runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file this was read from; `None` for the built-in defaults. Used in messages.
+    pub source_file: Option<PathBuf>,
+    /// Id of the engine in the `contextEngine` slot (`plugins.slots.contextEngine`,
+    /// trimmed; `legacy` when absent or empty).
+    pub context_engine: String,
+    /// Line of `plugins.slots.contextEngine` in the file, so an unknown id can be reported
+    /// where it was written; `None` when the default applies.
+    pub context_engine_line: Option<usize>,
+    /// Directories searched for engine libraries by id (`plugins.searchPaths`), in order,
+    /// relative entries already resolved against the config file's directory.
+    pub search_paths: Vec<PathBuf>,
+    /// Deadline for each engine call (`plugins.callTimeoutMs`, default 30 s).
+    pub call_timeout: Duration,
+    /// Deadline for loading and constructing an engine (`plugins.loadTimeoutMs`, default 5 s).
+    pub load_timeout: Duration,
+    /// Engines declared under `plugins.engines.<id>`, by id.
+    pub engines: BTreeMap<String, EngineEntry>,
+    /// `models.providers`: every provider and its models, checked.
+    pub models: ModelsConfig,
+    /// `agents.defaults`, checked.
+    pub agent_defaults: AgentDefaults,
+}
+
+impl Default for Config {
+    /// The configuration used when no file exists: the built-in `legacy` engine, no plugins.
+    fn default() -> Self {
+        Self {
+            source_file: None,
+            context_engine: BUILTIN_ENGINE_ID.to_owned(),
+            context_engine_line: None,
+            search_paths: Vec::new(),
+            call_timeout: Duration::from_millis(DEFAULT_CALL_TIMEOUT_MS),
+            load_timeout: Duration::from_millis(DEFAULT_LOAD_TIMEOUT_MS),
+            engines: BTreeMap::new(),
+            models: ModelsConfig::default(),
+            agent_defaults: AgentDefaults::default(),
+        }
+    }
+}
+
+/// One `[plugins.engines.<id>]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineEntry {
+    /// The engine id (the table's key); ASCII letters, digits, `-` and `_`.
+    pub id: String,
+    /// The library to load (`path`), resolved against the config file's directory; `None`
+    /// means "find it by id in `plugins.searchPaths`".
+    pub path: Option<PathBuf>,
+    /// Whether a failure of this engine stops the host instead of falling back to `legacy`.
+    pub required: bool,
+    /// The `config` table, converted to a JSON object, handed to the engine's constructor.
+    pub config: serde_json::Value,
+    /// 1-based line where the engine's table is defined, for error messages.
+    pub line: usize,
+}
+
+/// Finds the config file: `explicit` (`--config`), then `$RAMPART_CONFIG`, then
+/// `./plugins.toml`, then `<user config dir>/rampart/plugins.toml`, else the defaults.
+///
+/// An explicit path or a set (non-empty) `$RAMPART_CONFIG` must exist.
+pub fn locate(explicit: Option<&Path>) -> Result<ConfigSource, ConfigError> {
+    let env = std::env::var_os(CONFIG_ENV_VAR);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let user_dir = directories::BaseDirs::new().map(|d| d.config_dir().join("rampart"));
+    let source = locate_with(explicit, env, &cwd, user_dir.as_deref())?;
+    tracing::debug!(source = %source, "located configuration");
+    Ok(source)
+}
+
+/// [`locate`] with its inputs made explicit, so it can be tested without touching the
+/// process environment or current directory.
+///
+/// `env` is the value of `$RAMPART_CONFIG` (an empty value counts as unset), `cwd` the
+/// directory relative paths are taken from, `user_config_dir` the `rampart` directory
+/// inside the user's config directory (if the platform has one).
+pub fn locate_with(
+    explicit: Option<&Path>,
+    env: Option<OsString>,
+    cwd: &Path,
+    user_config_dir: Option<&Path>,
+) -> Result<ConfigSource, ConfigError> {
+    if let Some(p) = explicit {
+        let path = cwd.join(p);
+        return if path.exists() {
+            Ok(ConfigSource::Explicit(path))
+        } else {
+            Err(ConfigError::ExplicitNotFound { path })
+        };
+    }
+    if let Some(value) = env.filter(|v| !v.is_empty()) {
+        let path = cwd.join(value);
+        return if path.exists() {
+            Ok(ConfigSource::Env(path))
+        } else {
+            Err(ConfigError::EnvNotFound { path })
+        };
+    }
+    let mut searched = Vec::new();
+    let local = cwd.join(CONFIG_FILE_NAME);
+    if local.is_file() {
+        return Ok(ConfigSource::CurrentDir(local));
+    }
+    searched.push(local);
+    if let Some(dir) = user_config_dir {
+        let user = dir.join(CONFIG_FILE_NAME);
+        if user.is_file() {
+            return Ok(ConfigSource::UserConfigDir(user));
+        }
+        searched.push(user);
+    }
+    Ok(ConfigSource::Defaults { searched })
+}
+
+/// Reads and validates the configuration from `source`; the defaults need no file.
+pub fn load(source: &ConfigSource) -> Result<Config, ConfigError> {
+    let Some(path) = source.path() else {
+        return Ok(Config::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Parses and validates `text`, the contents of `file`. `file` is used in error messages
+/// and as the base for relative paths in the file.
+pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+    let root = DeTable::parse(text).map_err(|e| {
+        let (line, column) = line_col(text, e.span().map_or(0, |s| s.start));
+        ConfigError::Syntax {
+            file: file.to_path_buf(),
+            line,
+            column,
+            message: e.message().trim_end_matches('.').to_owned(),
+        }
+    })?;
+    let mut v = Validator {
+        text,
+        file,
+        errors: Vec::new(),
+        positions: BTreeMap::new(),
+    };
+    let (mut config, raw) = v.config(root.get_ref());
+    if let Some((_, err)) = v.errors.into_iter().min_by_key(|(offset, _)| *offset) {
+        return Err(err);
+    }
+    // The tables the span walk leaves free-form get their types now, once: every command sees
+    // the same checked values, and `config check` refuses what any command would.
+    let source = source::Source {
+        file: Some(file),
+        positions: &v.positions,
+        models: &raw.models,
+        agents: &raw.agents,
+    };
+    config.models = ModelsConfig::parse(&source)?;
+    config.agent_defaults = AgentDefaults::parse(&source)?;
+    Ok(config)
+}
+
+/// The library file names an engine `id` may have on this platform, most specific first:
+/// `lib<id>.so` / `lib<id>.dylib` / `<id>.dll`, then the same with `-` replaced by `_`
+/// (cargo names the library of crate `rampart-window` `librampart_window.so`).
+pub fn engine_library_file_names(id: &str) -> Vec<String> {
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    let mut names = vec![format!("{DLL_PREFIX}{id}{DLL_SUFFIX}")];
+    let underscored = format!("{DLL_PREFIX}{}{DLL_SUFFIX}", id.replace('-', "_"));
+    if !names.contains(&underscored) {
+        names.push(underscored);
+    }
+    names
+}
+
+/// Whether `id` is a valid engine id: non-empty ASCII letters, digits, `-` and `_`.
+pub fn is_valid_engine_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl Config {
+    /// Every library in `search_paths` whose name fits `id` (see
+    /// [`engine_library_file_names`]), in search order, without repeating a file. More than
+    /// one result is an ambiguity the caller must refuse, naming both paths.
+    pub fn find_in_search_paths(&self, id: &str) -> Vec<PathBuf> {
+        let names = engine_library_file_names(id);
+        let mut found: Vec<PathBuf> = Vec::new();
+        let mut seen: Vec<PathBuf> = Vec::new();
+        for dir in &self.search_paths {
+            for name in &names {
+                let candidate = dir.join(name);
+                if !candidate.is_file() {
+                    continue;
+                }
+                let key = candidate
+                    .canonicalize()
+                    .unwrap_or_else(|_| candidate.clone());
+                if !seen.contains(&key) {
+                    seen.push(key);
+                    found.push(candidate);
+                }
+            }
+        }
+        found
+    }
+
+    /// Engine ids that can be selected: the built-in one, the declared ones, and those of
+    /// the libraries found in the search paths (file name without prefix and suffix).
+    /// Sorted, without duplicates. Used to answer an unknown id.
+    pub fn available_engine_ids(&self) -> Vec<String> {
+        use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+        let mut ids: Vec<String> = vec![BUILTIN_ENGINE_ID.to_owned()];
+        ids.extend(self.engines.keys().cloned());
+        for dir in &self.search_paths {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                let Some(id) = name
+                    .strip_prefix(DLL_PREFIX)
+                    .and_then(|n| n.strip_suffix(DLL_SUFFIX))
+                else {
+                    continue;
+                };
+                if is_valid_engine_id(id) && entry.path().is_file() {
+                    ids.push(id.to_owned());
+                }
+            }
+        }
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Where to load engine `id` from: `Ok(None)` means the built-in engine (`legacy`
+    /// without an explicit `path`). A declared `path` wins; otherwise exactly one match in
+    /// the search paths. Errors: ambiguous match, declared engine not found, unknown id
+    /// (listing [`Config::available_engine_ids`]).
+    pub fn resolve_engine_path(&self, id: &str) -> Result<Option<PathBuf>, ConfigError> {
+        let entry = self.engines.get(id);
+        if let Some(path) = entry.and_then(|e| e.path.clone()) {
+            return Ok(Some(path));
+        }
+        if id == BUILTIN_ENGINE_ID {
+            return Ok(None);
+        }
+        let mut found = self.find_in_search_paths(id).into_iter();
+        match (found.next(), found.next()) {
+            (Some(first), Some(second)) => Err(ConfigError::AmbiguousEngine {
+                id: id.to_owned(),
+                first,
+                second,
+            }),
+            (Some(only), None) => Ok(Some(only)),
+            _ => match entry {
+                Some(e) => Err(ConfigError::EngineNotFound {
+                    file: self.source_file.clone(),
+                    line: e.line,
+                    id: id.to_owned(),
+                    file_names: engine_library_file_names(id),
+                    search_paths: self.search_paths.clone(),
+                }),
+                None => Err(ConfigError::UnknownEngine {
+                    file: self.source_file.clone(),
+                    line: if id == self.context_engine {
+                        self.context_engine_line
+                    } else {
+                        None
+                    },
+                    id: id.to_owned(),
+                    available: self.available_engine_ids(),
+                }),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#[path = "mod_tests.rs"]
+mod tests;

@@ -1,0 +1,423 @@
+use super::*;
+use std::fs;
+
+fn file() -> PathBuf {
+    PathBuf::from("/etc/rampart/plugins.toml")
+}
+
+fn err(text: &str) -> ConfigError {
+    parse(text, &file()).expect_err("expected an error")
+}
+
+const FULL: &str = r#"[plugins]
+searchPaths = ["./target/debug", "/opt/engines"]
+callTimeoutMs = 1500
+loadTimeoutMs = 0x10
+[plugins.slots]
+contextEngine = "  window "
+[plugins.engines.window]
+path = "target/debug/librampart_window.so"
+required = true
+[plugins.engines.window.config]
+keepRecentTokens = 20000
+ratio = 0.5
+names = ["a", "b"]
+when = 1979-05-27T07:32:00Z
+nested = { deep = true }
+
+[plugins.engines.other-one]
+
+[models.providers.sim]
+models = [{ id = "x", contextWindow = 200000 }]
+
+[agents.defaults]
+contextTokens = 100000
+"#;
+
+#[test]
+fn defaults_when_no_file() {
+    let c = load(&ConfigSource::Defaults { searched: vec![] }).unwrap();
+    assert_eq!(c, Config::default());
+    assert_eq!(c.context_engine, "legacy");
+    assert_eq!(c.call_timeout, Duration::from_secs(30));
+    assert_eq!(c.load_timeout, Duration::from_secs(5));
+    assert!(c.engines.is_empty() && c.search_paths.is_empty());
+    assert!(c.source_file.is_none());
+    // An empty file is the defaults plus a source file.
+    let e = parse("", &file()).unwrap();
+    assert_eq!(e.context_engine, "legacy");
+    assert_eq!(e.source_file, Some(file()));
+}
+
+#[test]
+fn full_example_parses() {
+    let c = parse(FULL, &file()).unwrap();
+    assert_eq!(c.context_engine, "window");
+    assert_eq!(c.context_engine_line, Some(6));
+    assert_eq!(
+        c.search_paths,
+        vec![
+            PathBuf::from("/etc/rampart/./target/debug"),
+            PathBuf::from("/opt/engines")
+        ]
+    );
+    assert_eq!(c.call_timeout, Duration::from_millis(1500));
+    assert_eq!(c.load_timeout, Duration::from_millis(16));
+    let w = &c.engines["window"];
+    assert_eq!(w.id, "window");
+    assert!(w.required);
+    assert_eq!(w.line, 7);
+    assert_eq!(
+        w.path.as_deref(),
+        Some(Path::new("/etc/rampart/target/debug/librampart_window.so"))
+    );
+    assert_eq!(
+        w.config,
+        serde_json::json!({
+            "keepRecentTokens": 20000,
+            "ratio": 0.5,
+            "names": ["a", "b"],
+            "when": "1979-05-27T07:32:00Z",
+            "nested": {"deep": true},
+        })
+    );
+    let o = &c.engines["other-one"];
+    assert!(!o.required && o.path.is_none());
+    assert_eq!(o.config, serde_json::json!({}));
+    assert_eq!(o.line, 17);
+    let sim = c.models.model(&"sim/x".parse().unwrap()).unwrap();
+    assert_eq!(sim.context_window, Some(200_000));
+    assert_eq!(c.agent_defaults.context_tokens, Some(100_000));
+}
+
+fn unknown_key(e: ConfigError) -> (String, usize, usize, Vec<String>) {
+    match e {
+        ConfigError::UnknownKey {
+            key,
+            line,
+            column,
+            allowed,
+            ..
+        } => (key, line, column, allowed),
+        other => panic!("not UnknownKey: {other}"),
+    }
+}
+
+#[test]
+fn unknown_key_top_level() {
+    let e = err("[plugins]\n\n[plugin]\nx = 1\n");
+    assert_eq!(
+        e.to_string(),
+        "/etc/rampart/plugins.toml:3:2: unknown key `plugin`; allowed keys here: \
+         plugins, models, agents. Fix the key or remove it."
+    );
+    let (key, line, col, _) = unknown_key(e);
+    assert_eq!((key.as_str(), line, col), ("plugin", 3, 2));
+}
+
+#[test]
+fn unknown_key_in_plugins() {
+    let (key, line, col, allowed) =
+        unknown_key(err("[plugins]\ncallTimeoutMs = 5\nsearchPath = []\n"));
+    assert_eq!((key.as_str(), line, col), ("plugins.searchPath", 3, 1));
+    assert!(allowed.contains(&"searchPaths".to_owned()));
+}
+
+#[test]
+fn unknown_key_in_slots() {
+    let (key, line, _, allowed) = unknown_key(err(
+        "[plugins.slots]\ncontextEngine = \"a\"\nmemory = \"b\"\n",
+    ));
+    assert_eq!((key.as_str(), line), ("plugins.slots.memory", 3));
+    assert_eq!(allowed, vec!["contextEngine".to_owned()]);
+}
+
+#[test]
+fn unknown_key_in_engine() {
+    let text = "[plugins]\nsearchPaths = []\n\n[plugins.engines.window]\npath = \"x.so\"\n\
+                \nrequird = false\n[plugins.engines.window.config]\nanything = 1\n";
+    let e = err(text);
+    assert_eq!(
+        e.to_string(),
+        "/etc/rampart/plugins.toml:7:1: unknown key `plugins.engines.window.requird`; \
+         allowed keys here: path, required, config. Fix the key or remove it."
+    );
+}
+
+#[test]
+fn earliest_error_is_reported() {
+    // `zzz` sorts last but comes first in the file.
+    let (key, line, _, _) = unknown_key(err("[plugins]\nzzz = 1\naaa = 2\n"));
+    assert_eq!((key.as_str(), line), ("plugins.zzz", 2));
+}
+
+#[test]
+fn wrong_types() {
+    let e = err("[plugins]\n\n[plugins.slots]\ncontextEngine = 5\n");
+    assert_eq!(
+        e.to_string(),
+        "/etc/rampart/plugins.toml:4:17: `plugins.slots.contextEngine` must be a string, \
+         found integer 5"
+    );
+    let e = err("[plugins.engines.w]\npath = \"a\"\nrequired = \"yes\"\n");
+    assert_eq!(
+        e.to_string(),
+        "/etc/rampart/plugins.toml:3:12: `plugins.engines.w.required` must be a boolean \
+         (true or false), found string \"yes\""
+    );
+    let e = err("plugins = 3\n");
+    assert!(
+        e.to_string()
+            .contains("`plugins` must be a table, found integer 3")
+    );
+    let e = err("[plugins]\nsearchPaths = \"/x\"\n");
+    assert!(e.to_string().contains("must be an array of strings"));
+    let e = err("[plugins]\nsearchPaths = [\"/x\", 1]\n");
+    assert!(
+        e.to_string()
+            .contains("`plugins.searchPaths[1]` must be a string")
+    );
+    let e = err("[plugins.engines.w]\nconfig = 1\n");
+    assert!(
+        e.to_string()
+            .contains("`plugins.engines.w.config` must be a table")
+    );
+    let e = err("[plugins]\ncallTimeoutMs = 0\n");
+    assert!(
+        e.to_string()
+            .contains("2:17: invalid value for `plugins.callTimeoutMs`: found integer 0")
+    );
+    let e = err("[plugins.engines.w.config]\nx = nan\n");
+    assert!(e.to_string().contains("`plugins.engines.w.config.x`"));
+}
+
+#[test]
+fn syntax_error_names_line() {
+    let e = err("[plugins]\ncallTimeoutMs = 1\nsearchPaths = [\n");
+    match &e {
+        ConfigError::Syntax { line, .. } => assert!(*line >= 3, "{e}"),
+        other => panic!("not Syntax: {other}"),
+    }
+    let e = err("[plugins]\nx = \n");
+    assert!(
+        e.to_string()
+            .starts_with("/etc/rampart/plugins.toml:2:5: invalid TOML: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn relative_paths_resolve_against_config_dir() {
+    let text = "[plugins]\nsearchPaths = [\"engines\", \"/abs\"]\n\
+                [plugins.engines.w]\npath = \"lib/libw.so\"\n";
+    let c = parse(text, Path::new("/srv/conf/plugins.toml")).unwrap();
+    assert_eq!(
+        c.search_paths,
+        vec![PathBuf::from("/srv/conf/engines"), PathBuf::from("/abs")]
+    );
+    assert_eq!(
+        c.engines["w"].path.as_deref(),
+        Some(Path::new("/srv/conf/lib/libw.so"))
+    );
+    // A bare file name never becomes a bare library name (which dlopen would search
+    // the system for).
+    let c = parse(text, Path::new("plugins.toml")).unwrap();
+    assert_eq!(
+        c.engines["w"].path.as_deref(),
+        Some(Path::new("./lib/libw.so"))
+    );
+    let e = err("[plugins.engines.w]\npath = \"\"\n");
+    assert!(e.to_string().contains("a non-empty path"), "{e}");
+}
+
+#[test]
+fn file_names_and_search_paths() {
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    assert_eq!(
+        engine_library_file_names("rampart-window"),
+        vec![
+            format!("{DLL_PREFIX}rampart-window{DLL_SUFFIX}"),
+            format!("{DLL_PREFIX}rampart_window{DLL_SUFFIX}"),
+        ]
+    );
+    assert_eq!(engine_library_file_names("w").len(), 1);
+
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let name = format!("{DLL_PREFIX}rampart_window{DLL_SUFFIX}");
+    fs::write(a.path().join(&name), b"").unwrap();
+    fs::write(b.path().join(&name), b"").unwrap();
+    let config = Config {
+        search_paths: vec![
+            a.path().to_path_buf(),
+            a.path().to_path_buf(),
+            b.path().to_path_buf(),
+        ],
+        ..Config::default()
+    };
+    let found = config.find_in_search_paths("rampart-window");
+    assert_eq!(found, vec![a.path().join(&name), b.path().join(&name)]);
+    assert!(config.find_in_search_paths("nothing").is_empty());
+    let e = config.resolve_engine_path("rampart-window").unwrap_err();
+    assert!(matches!(e, ConfigError::AmbiguousEngine { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&a.path().join(&name).display().to_string())
+    );
+    assert!(
+        e.to_string()
+            .contains(&b.path().join(&name).display().to_string())
+    );
+
+    let single = Config {
+        search_paths: vec![a.path().to_path_buf()],
+        ..Config::default()
+    };
+    assert_eq!(
+        single.resolve_engine_path("rampart-window").unwrap(),
+        Some(a.path().join(&name))
+    );
+    assert_eq!(single.resolve_engine_path("legacy").unwrap(), None);
+    assert_eq!(
+        single.available_engine_ids(),
+        vec!["legacy".to_owned(), "rampart_window".to_owned()]
+    );
+    let e = single.resolve_engine_path("nope").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "unknown engine id `nope`; available ids: legacy, rampart_window. Pick one of them, \
+         add `[plugins.engines.nope]` with a `path`, or put the library in a \
+         `plugins.searchPaths` directory."
+    );
+}
+
+#[test]
+fn unknown_context_engine_names_line() {
+    let text = "[plugins.slots]\ncontextEngine = \"ghost\"\n[plugins.engines.declared]\n";
+    let c = parse(text, &file()).unwrap();
+    let e = c.resolve_engine_path("ghost").unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "/etc/rampart/plugins.toml:2: unknown engine id `ghost`; available ids: \
+             declared, legacy."
+        ),
+        "{e}"
+    );
+    let e = c.resolve_engine_path("declared").unwrap_err();
+    assert!(
+        matches!(e, ConfigError::EngineNotFound { line: 3, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn engine_id_validation() {
+    assert!(is_valid_engine_id("rampart-window_2"));
+    assert!(!is_valid_engine_id(""));
+    assert!(!is_valid_engine_id("a b"));
+    assert!(!is_valid_engine_id("é"));
+    let e = err("[plugins.engines.\"bad id\"]\npath = \"x\"\n");
+    assert_eq!(
+        e.to_string(),
+        "/etc/rampart/plugins.toml:1:18: invalid value for `plugins.engines`: found engine \
+         id \"bad id\"; allowed: a non-empty id of ASCII letters, digits, `-` and `_`."
+    );
+    let e = err("[plugins.engines.\"\"]\n");
+    assert!(
+        matches!(e, ConfigError::InvalidValue { line: 1, .. }),
+        "{e}"
+    );
+    let e = err("[plugins.slots]\ncontextEngine = \"a/b\"\n");
+    assert!(
+        e.to_string()
+            .contains("invalid value for `plugins.slots.contextEngine`"),
+        "{e}"
+    );
+    // Empty means the default.
+    let c = parse("[plugins.slots]\ncontextEngine = \"  \"\n", &file()).unwrap();
+    assert_eq!(c.context_engine, "legacy");
+    // Unknown keys under a quoted id are shown quoted.
+    let (key, _, _, _) = unknown_key(err("[plugins.engines.ok]\n\"we ird\" = 1\n"));
+    assert_eq!(key, "plugins.engines.ok.\"we ird\"");
+}
+
+#[test]
+fn explicit_path_must_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.toml");
+    let e = locate_with(Some(&missing), None, dir.path(), None).unwrap_err();
+    assert!(matches!(&e, ConfigError::ExplicitNotFound { path } if *path == missing));
+    assert!(e.to_string().contains("--config"), "{e}");
+    let present = dir.path().join("mine.toml");
+    fs::write(&present, "").unwrap();
+    // Explicit wins over the env var and ./plugins.toml.
+    fs::write(dir.path().join(CONFIG_FILE_NAME), "").unwrap();
+    let s = locate_with(
+        Some(Path::new("mine.toml")),
+        Some("other.toml".into()),
+        dir.path(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(s, ConfigSource::Explicit(present));
+}
+
+#[test]
+fn env_var_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(CONFIG_FILE_NAME), "").unwrap();
+    let e = locate_with(None, Some("gone.toml".into()), dir.path(), None).unwrap_err();
+    assert!(matches!(e, ConfigError::EnvNotFound { .. }));
+    assert!(e.to_string().contains("$RAMPART_CONFIG"), "{e}");
+    let env_file = dir.path().join("env.toml");
+    fs::write(&env_file, "[plugins.slots]\ncontextEngine = \"w\"\n").unwrap();
+    let s = locate_with(None, Some(env_file.clone().into()), dir.path(), None).unwrap();
+    assert_eq!(s, ConfigSource::Env(env_file.clone()));
+    assert_eq!(s.path(), Some(env_file.as_path()));
+    assert_eq!(load(&s).unwrap().context_engine, "w");
+    // An empty variable counts as unset.
+    let s = locate_with(None, Some("".into()), dir.path(), None).unwrap();
+    assert!(matches!(s, ConfigSource::CurrentDir(_)));
+}
+
+#[test]
+fn current_dir_then_user_dir_then_defaults() {
+    let cwd = tempfile::tempdir().unwrap();
+    let user = tempfile::tempdir().unwrap();
+    let s = locate_with(None, None, cwd.path(), Some(user.path())).unwrap();
+    assert_eq!(
+        s,
+        ConfigSource::Defaults {
+            searched: vec![
+                cwd.path().join(CONFIG_FILE_NAME),
+                user.path().join(CONFIG_FILE_NAME)
+            ]
+        }
+    );
+    assert!(s.to_string().starts_with("built-in defaults"));
+    fs::write(user.path().join(CONFIG_FILE_NAME), "").unwrap();
+    let s = locate_with(None, None, cwd.path(), Some(user.path())).unwrap();
+    assert_eq!(
+        s,
+        ConfigSource::UserConfigDir(user.path().join(CONFIG_FILE_NAME))
+    );
+    fs::write(cwd.path().join(CONFIG_FILE_NAME), "").unwrap();
+    let s = locate_with(None, None, cwd.path(), Some(user.path())).unwrap();
+    assert_eq!(
+        s,
+        ConfigSource::CurrentDir(cwd.path().join(CONFIG_FILE_NAME))
+    );
+    assert!(s.to_string().ends_with("(found in the current directory)"));
+}
+
+#[test]
+fn read_error_names_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A directory exists but cannot be read as a file.
+    let e = load(&ConfigSource::Explicit(dir.path().to_path_buf())).unwrap_err();
+    assert!(matches!(e, ConfigError::Read { .. }));
+    assert!(
+        e.to_string().contains(&dir.path().display().to_string()),
+        "{e}"
+    );
+}

@@ -1,0 +1,447 @@
+//! The span-aware reader of `plugins.toml`: walks the document with byte spans, builds the
+//! plugin part of [`Config`] and records where every key was written, so that errors in any
+//! table point at their line and column.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::Spanned;
+use toml::de::DeValue;
+
+use super::*;
+
+/// The `models` and `agents` tables as written, before their readers give them types.
+#[derive(Debug, Default)]
+pub(super) struct RawTables {
+    pub(super) models: toml::Table,
+    pub(super) agents: toml::Table,
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+/// Appends `key` to a dotted path, quoting it when it is not a bare TOML key.
+fn join_key(prefix: &str, key: &str) -> String {
+    let bare = is_valid_engine_id(key);
+    let key = if bare {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
+    };
+    if prefix.is_empty() {
+        key
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// What a value is, for "found ..." in messages: `integer 5`, `string "yes"`, `table`.
+fn describe(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::String(s) => {
+            let mut shown: String = s.chars().take(60).collect();
+            if shown.len() < s.len() {
+                shown.push('…');
+            }
+            format!("string {shown:?}")
+        }
+        DeValue::Integer(i) => format!("integer {i}"),
+        DeValue::Float(x) => format!("float {}", x.as_str()),
+        DeValue::Boolean(b) => format!("boolean {b}"),
+        DeValue::Datetime(d) => format!("datetime {d}"),
+        DeValue::Array(_) => "array".to_owned(),
+        DeValue::Table(_) => "table".to_owned(),
+    }
+}
+
+type SpannedValue<'i> = Spanned<DeValue<'i>>;
+
+/// Walks the spanned document, building the [`Config`] and collecting located errors.
+pub(super) struct Validator<'a> {
+    pub(super) text: &'a str,
+    pub(super) file: &'a Path,
+    pub(super) errors: Vec<(usize, ConfigError)>,
+    /// Where each key under `models` and `agents` was written, as `(line, column)`, by dotted
+    /// key with `[i]` for array items (`models.providers.sim.models[0].contextWindow`).
+    pub(super) positions: BTreeMap<String, (usize, usize)>,
+}
+
+impl Validator<'_> {
+    fn at(&self, span: &Range<usize>) -> (usize, usize) {
+        line_col(self.text, span.start)
+    }
+
+    fn base_dir(&self) -> PathBuf {
+        match self.file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    /// Resolves a path from the file against the file's directory.
+    fn resolve(&self, raw: &str) -> PathBuf {
+        let p = Path::new(raw);
+        if p.is_absolute() {
+            return p.to_path_buf();
+        }
+        // Drop `./` so messages show `/etc/rampart/engines`, not `/etc/rampart/./engines`.
+        let rest: PathBuf = p
+            .components()
+            .filter(|c| *c != std::path::Component::CurDir)
+            .collect();
+        self.base_dir().join(rest)
+    }
+
+    fn wrong_type(&mut self, key: &str, value: &SpannedValue<'_>, expected: &'static str) {
+        let span = value.span();
+        let (line, column) = self.at(&span);
+        self.errors.push((
+            span.start,
+            ConfigError::WrongType {
+                file: self.file.to_path_buf(),
+                line,
+                column,
+                key: key.to_owned(),
+                expected,
+                found: describe(value.get_ref()),
+            },
+        ));
+    }
+
+    fn invalid(&mut self, key: &str, span: Range<usize>, found: String, allowed: &str) {
+        let (line, column) = self.at(&span);
+        self.errors.push((
+            span.start,
+            ConfigError::InvalidValue {
+                file: self.file.to_path_buf(),
+                line,
+                column,
+                key: key.to_owned(),
+                found,
+                allowed: allowed.to_owned(),
+            },
+        ));
+    }
+
+    /// Reports every key of `table` not in `allowed`.
+    fn check_keys(&mut self, prefix: &str, table: &DeTable<'_>, allowed: &[&str]) {
+        for key in table.keys() {
+            if allowed.contains(&key.get_ref().as_ref()) {
+                continue;
+            }
+            let span = key.span();
+            let (line, column) = self.at(&span);
+            self.errors.push((
+                span.start,
+                ConfigError::UnknownKey {
+                    file: self.file.to_path_buf(),
+                    line,
+                    column,
+                    key: join_key(prefix, key.get_ref()),
+                    allowed: allowed.iter().map(|s| (*s).to_owned()).collect(),
+                },
+            ));
+        }
+    }
+
+    fn table<'v, 'i>(&mut self, key: &str, value: &'v SpannedValue<'i>) -> Option<&'v DeTable<'i>> {
+        match value.get_ref() {
+            DeValue::Table(t) => Some(t),
+            _ => {
+                self.wrong_type(key, value, "a table");
+                None
+            }
+        }
+    }
+
+    fn string<'v>(&mut self, key: &str, value: &'v SpannedValue<'_>) -> Option<&'v str> {
+        match value.get_ref() {
+            DeValue::String(s) => Some(s),
+            _ => {
+                self.wrong_type(key, value, "a string");
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<bool> {
+        match value.get_ref() {
+            DeValue::Boolean(b) => Some(*b),
+            _ => {
+                self.wrong_type(key, value, "a boolean (true or false)");
+                None
+            }
+        }
+    }
+
+    fn millis(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<Duration> {
+        let DeValue::Integer(i) = value.get_ref() else {
+            self.wrong_type(key, value, "an integer (milliseconds)");
+            return None;
+        };
+        match u64::from_str_radix(i.as_str(), i.radix()) {
+            Ok(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Some(Duration::from_millis(ms)),
+            _ => {
+                let allowed = format!("an integer from 1 to {MAX_TIMEOUT_MS} (milliseconds)");
+                self.invalid(key, value.span(), describe(value.get_ref()), &allowed);
+                None
+            }
+        }
+    }
+
+    /// A non-empty path string, resolved against the config file's directory.
+    fn path(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<PathBuf> {
+        let raw = self.string(key, value)?;
+        if raw.trim().is_empty() {
+            self.invalid(
+                key,
+                value.span(),
+                describe(value.get_ref()),
+                "a non-empty path",
+            );
+            return None;
+        }
+        Some(self.resolve(raw))
+    }
+
+    /// The plugin part of the config, and the `models` and `agents` tables as TOML for their
+    /// own readers (their keys' positions are in [`Validator::positions`]).
+    pub(super) fn config(&mut self, root: &DeTable<'_>) -> (Config, RawTables) {
+        let mut config = Config {
+            source_file: Some(self.file.to_path_buf()),
+            ..Config::default()
+        };
+        let mut raw = RawTables::default();
+        self.check_keys("", root, TOP_KEYS);
+        if let Some(v) = root.get("models")
+            && let Some(t) = self.table("models", v)
+        {
+            raw.models = self.toml_table("models", t);
+        }
+        if let Some(v) = root.get("agents")
+            && let Some(t) = self.table("agents", v)
+        {
+            raw.agents = self.toml_table("agents", t);
+        }
+        if let Some(v) = root.get("plugins")
+            && let Some(t) = self.table("plugins", v)
+        {
+            self.plugins(t, &mut config);
+        }
+        (config, raw)
+    }
+
+    fn plugins(&mut self, plugins: &DeTable<'_>, config: &mut Config) {
+        self.check_keys("plugins", plugins, PLUGINS_KEYS);
+        if let Some(v) = plugins.get("searchPaths") {
+            config.search_paths = self.search_paths(v);
+        }
+        if let Some(v) = plugins.get("callTimeoutMs")
+            && let Some(d) = self.millis("plugins.callTimeoutMs", v)
+        {
+            config.call_timeout = d;
+        }
+        if let Some(v) = plugins.get("loadTimeoutMs")
+            && let Some(d) = self.millis("plugins.loadTimeoutMs", v)
+        {
+            config.load_timeout = d;
+        }
+        if let Some(v) = plugins.get("slots")
+            && let Some(slots) = self.table("plugins.slots", v)
+        {
+            self.check_keys("plugins.slots", slots, SLOTS_KEYS);
+            let key = "plugins.slots.contextEngine";
+            if let Some(v) = slots.get("contextEngine")
+                && let Some(s) = self.string(key, v)
+            {
+                let id = s.trim();
+                if id.is_empty() {
+                    // An empty string means "the default".
+                } else if is_valid_engine_id(id) {
+                    config.context_engine = id.to_owned();
+                    config.context_engine_line = Some(self.at(&v.span()).0);
+                } else {
+                    self.invalid(key, v.span(), describe(v.get_ref()), ENGINE_ID_RULE);
+                }
+            }
+        }
+        if let Some(v) = plugins.get("engines")
+            && let Some(engines) = self.table("plugins.engines", v)
+        {
+            for (id, value) in engines.iter() {
+                if let Some(entry) = self.engine(id, value) {
+                    config.engines.insert(entry.id.clone(), entry);
+                }
+            }
+        }
+    }
+
+    fn search_paths(&mut self, value: &SpannedValue<'_>) -> Vec<PathBuf> {
+        let key = "plugins.searchPaths";
+        let DeValue::Array(items) = value.get_ref() else {
+            self.wrong_type(key, value, "an array of strings");
+            return Vec::new();
+        };
+        let mut paths = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            if let Some(p) = self.path(&format!("{key}[{i}]"), item) {
+                paths.push(p);
+            }
+        }
+        paths
+    }
+
+    fn engine(
+        &mut self,
+        id: &Spanned<std::borrow::Cow<'_, str>>,
+        value: &SpannedValue<'_>,
+    ) -> Option<EngineEntry> {
+        let prefix = join_key("plugins.engines", id.get_ref());
+        let line = self.at(&id.span()).0;
+        let valid_id = is_valid_engine_id(id.get_ref());
+        if !valid_id {
+            let found = format!("engine id {:?}", id.get_ref().as_ref());
+            self.invalid("plugins.engines", id.span(), found, ENGINE_ID_RULE);
+        }
+        let table = self.table(&prefix, value)?;
+        self.check_keys(&prefix, table, ENGINE_KEYS);
+        let mut entry = EngineEntry {
+            id: id.get_ref().to_string(),
+            path: None,
+            required: false,
+            config: serde_json::Value::Object(serde_json::Map::new()),
+            line,
+        };
+        if let Some(v) = table.get("path") {
+            entry.path = self.path(&format!("{prefix}.path"), v);
+        }
+        if let Some(v) = table.get("required")
+            && let Some(b) = self.boolean(&format!("{prefix}.required"), v)
+        {
+            entry.required = b;
+        }
+        if let Some(v) = table.get("config") {
+            let key = format!("{prefix}.config");
+            if let Some(t) = self.table(&key, v) {
+                entry.config = serde_json::Value::Object(self.json_object(&key, t));
+            }
+        }
+        valid_id.then_some(entry)
+    }
+
+    fn toml_table(&mut self, prefix: &str, table: &DeTable<'_>) -> toml::Table {
+        let mut out = toml::Table::new();
+        for (k, v) in table.iter() {
+            let key = join_key(prefix, k.get_ref());
+            if let Some(value) = self.toml_value(&key, v) {
+                out.insert(k.get_ref().to_string(), value);
+            }
+        }
+        out
+    }
+
+    fn toml_value(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<toml::Value> {
+        let position = self.at(&value.span());
+        self.positions.insert(key.to_owned(), position);
+        Some(match value.get_ref() {
+            DeValue::String(s) => toml::Value::String(s.to_string()),
+            DeValue::Integer(_) => toml::Value::Integer(self.integer(key, value)?),
+            DeValue::Float(_) => toml::Value::Float(self.float(key, value)?),
+            DeValue::Boolean(b) => toml::Value::Boolean(*b),
+            DeValue::Datetime(d) => toml::Value::Datetime(*d),
+            DeValue::Array(items) => toml::Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| self.toml_value(&format!("{key}[{i}]"), item))
+                    .collect(),
+            ),
+            DeValue::Table(t) => toml::Value::Table(self.toml_table(key, t)),
+        })
+    }
+
+    fn json_object(
+        &mut self,
+        prefix: &str,
+        table: &DeTable<'_>,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let mut out = serde_json::Map::new();
+        for (k, v) in table.iter() {
+            let key = join_key(prefix, k.get_ref());
+            if let Some(value) = self.json_value(&key, v) {
+                out.insert(k.get_ref().to_string(), value);
+            }
+        }
+        out
+    }
+
+    fn json_value(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<serde_json::Value> {
+        use serde_json::Value as J;
+        Some(match value.get_ref() {
+            DeValue::String(s) => J::String(s.to_string()),
+            DeValue::Integer(_) => J::from(self.integer(key, value)?),
+            DeValue::Float(_) => {
+                let x = self.float(key, value)?;
+                match serde_json::Number::from_f64(x) {
+                    Some(n) => J::Number(n),
+                    None => {
+                        let found = describe(value.get_ref());
+                        let allowed = "a finite number (JSON has no nan or inf)";
+                        self.invalid(key, value.span(), found, allowed);
+                        return None;
+                    }
+                }
+            }
+            DeValue::Boolean(b) => J::Bool(*b),
+            DeValue::Datetime(d) => J::String(d.to_string()),
+            DeValue::Array(items) => J::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| self.json_value(&format!("{key}[{i}]"), item))
+                    .collect(),
+            ),
+            DeValue::Table(t) => J::Object(self.json_object(key, t)),
+        })
+    }
+
+    fn integer(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<i64> {
+        let DeValue::Integer(i) = value.get_ref() else {
+            return None;
+        };
+        match i64::from_str_radix(i.as_str(), i.radix()) {
+            Ok(n) => Some(n),
+            Err(_) => {
+                let allowed = "an integer that fits in 64 bits";
+                self.invalid(key, value.span(), describe(value.get_ref()), allowed);
+                None
+            }
+        }
+    }
+
+    fn float(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<f64> {
+        let DeValue::Float(x) = value.get_ref() else {
+            return None;
+        };
+        match x.as_str().parse::<f64>() {
+            Ok(f) => Some(f),
+            Err(_) => {
+                let allowed = "a TOML float";
+                self.invalid(key, value.span(), describe(value.get_ref()), allowed);
+                None
+            }
+        }
+    }
+}
