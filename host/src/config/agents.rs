@@ -253,3 +253,8 @@ fn positive(
         )),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "agents_tests.rs"]
+mod tests;
