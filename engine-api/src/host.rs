@@ -326,3 +326,66 @@ pub struct SessionRewriteRequest {
     /// The replacements.
     pub replacements: Vec<Replacement>,
 }
+
+/// Why `llm.complete` failed, as the host's provider classified it. It travels in the
+/// [`EngineError::details`] of the error (see [`EngineError::llm_failure`]), so an engine acts
+/// on the class and the figures, never on the provider's wording: a "prompt is too long" in
+/// any of a dozen providers' words arrives as [`LlmFailure::ContextOverflow`] with the size the
+/// provider stated. A kind this version does not know reads as [`LlmFailure::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LlmFailure {
+    /// The prompt does not fit the model's window.
+    ContextOverflow {
+        /// The prompt size the provider reported, when it did.
+        #[serde(
+            default,
+            rename = "observedTokens",
+            skip_serializing_if = "Option::is_none"
+        )]
+        observed_tokens: Option<u64>,
+    },
+    /// Rate limited, still after the host's retries.
+    RateLimited,
+    /// A server error or a dropped connection, still after the host's retries.
+    Transient,
+    /// The API key was refused, or none is configured.
+    Auth,
+    /// The provider could not be reached.
+    Unreachable,
+    /// No answer in time.
+    Timeout,
+    /// The provider refused the request itself.
+    BadRequest,
+    /// The provider answered something the host could not read.
+    InvalidResponse,
+    /// The request was cancelled.
+    Cancelled,
+    /// A kind this version does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// The key of [`LlmFailure`] in an error's details.
+const LLM_FAILURE_KEY: &str = "llmFailure";
+
+impl EngineError {
+    /// This error, carrying `failure` in its details.
+    pub fn with_llm_failure(mut self, failure: &LlmFailure) -> Self {
+        let value = serde_json::to_value(failure).unwrap_or(serde_json::Value::Null);
+        match &mut self.details {
+            serde_json::Value::Object(map) => {
+                map.insert(LLM_FAILURE_KEY.to_string(), value);
+            }
+            other => *other = serde_json::json!({ LLM_FAILURE_KEY: value }),
+        }
+        self
+    }
+
+    /// The classified failure of an `llm.complete` error; `None` from a host before 1.1 or
+    /// for other errors.
+    pub fn llm_failure(&self) -> Option<LlmFailure> {
+        serde_json::from_value(self.details.get(LLM_FAILURE_KEY)?.clone()).ok()
+    }
+}

@@ -12,9 +12,9 @@ use rampart_context::compaction::{
     self, CompactionError, CompactionSettings, ContextEntry, Control, ExtractiveSummarizer,
     PrepareOptions, SummarizeError, Summarizer, SummaryRequest,
 };
-use rampart_context::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
+use rampart_context::overflow::is_likely_context_overflow_error;
 use rampart_context::tokens::{CountMode, TokenCounter};
-use rampart_engine_api::host::LlmRequest;
+use rampart_engine_api::host::{LlmFailure, LlmRequest};
 use rampart_engine_api::protocol::{CompactParams, CompactResult, CompactionOutcome};
 use rampart_engine_api::{AgentMessage, CallContext, ErrorKind, Host};
 use serde_json::json;
@@ -247,14 +247,23 @@ impl Summarizer for HostSummarizer {
         };
         match self.host.llm_complete(&llm) {
             Ok(answer) => Ok(answer.text),
-            Err(e) => Err(match e.kind {
-                ErrorKind::Timeout => SummarizeError::Timeout,
-                ErrorKind::Cancelled => SummarizeError::Cancelled,
-                ErrorKind::Unsupported => SummarizeError::Unavailable(e.message),
-                _ if is_likely_context_overflow_error(&e.message) => SummarizeError::Overflow {
-                    observed_tokens: observed_overflow_tokens(&e.message),
-                },
-                _ => SummarizeError::Failed(e.message),
+            Err(e) => Err(match (e.kind, e.llm_failure()) {
+                (ErrorKind::Timeout, _) => SummarizeError::Timeout,
+                (ErrorKind::Cancelled, _) => SummarizeError::Cancelled,
+                (ErrorKind::Unsupported, _) => SummarizeError::Unavailable(e.message),
+                // The host classified the failure; the size it states is a number, not text.
+                (_, Some(LlmFailure::ContextOverflow { observed_tokens })) => {
+                    SummarizeError::Overflow { observed_tokens }
+                }
+                (_, Some(_)) => SummarizeError::Failed(e.message),
+                // A host before 1.1 sends the provider's text only: it is still recognised as
+                // an overflow, without the size.
+                (_, None) if is_likely_context_overflow_error(&e.message) => {
+                    SummarizeError::Overflow {
+                        observed_tokens: None,
+                    }
+                }
+                (_, None) => SummarizeError::Failed(e.message),
             }),
         }
     }
@@ -394,6 +403,64 @@ mod tests {
         );
         assert!(outcome.tokens_after.unwrap() < outcome.tokens_before);
         assert_eq!(api.0.load(Ordering::SeqCst), 0, "no model was asked");
+    }
+
+    /// A host whose model fails with `error`.
+    struct ModelError(EngineError);
+
+    impl HostApi for ModelError {
+        fn log(&self, _: LogLevel, _: &str, _: &str, _: &str) {}
+        fn call(&self, _: &str, _: &str) -> Result<String, EngineError> {
+            Err(self.0.clone())
+        }
+    }
+
+    fn summarize_with(error: EngineError) -> SummarizeError {
+        let summarizer = HostSummarizer {
+            host: Host::new(Arc::new(ModelError(error))),
+            model: "p/m".into(),
+            window: 128_000,
+        };
+        let control = rampart_context::compaction::summarizer::Control::new();
+        let request = SummaryRequest {
+            kind: rampart_context::compaction::summarizer::SummaryKind::Part { index: 0, of: 1 },
+            system: "s",
+            prompt: "p",
+            messages: &[],
+            previous_summary: None,
+            max_tokens: 100,
+            control: &control,
+        };
+        summarizer.summarize(&request).unwrap_err()
+    }
+
+    /// The size an overflow states crosses as a number in the typed failure. It used to be
+    /// read back out of the provider's text with a pattern, which found nothing in wordings
+    /// that put no figure in the text.
+    #[test]
+    fn an_overflow_arrives_typed_with_its_size() {
+        let error = EngineError::new(ErrorKind::Host, "p: context overflow: input too large")
+            .with_llm_failure(&LlmFailure::ContextOverflow {
+                observed_tokens: Some(150_000),
+            });
+        assert!(matches!(
+            summarize_with(error),
+            SummarizeError::Overflow {
+                observed_tokens: Some(150_000)
+            }
+        ));
+        // The class decides, not the wording: a rate limit that mentions tokens is no overflow.
+        let error = EngineError::new(ErrorKind::Host, "429: too many tokens per minute")
+            .with_llm_failure(&LlmFailure::RateLimited);
+        assert!(matches!(summarize_with(error), SummarizeError::Failed(_)));
+        // A host before 1.1 sends text only: still an overflow, without a size.
+        let error = EngineError::new(ErrorKind::Host, "prompt is too long: 150000 tokens");
+        assert!(matches!(
+            summarize_with(error),
+            SummarizeError::Overflow {
+                observed_tokens: None
+            }
+        ));
     }
 
     #[test]

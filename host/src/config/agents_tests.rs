@@ -3,7 +3,6 @@ use std::path::Path;
 use rampart_context::compaction::settings::CompactionSettings;
 use rampart_context::pruning::PruningSettings;
 
-use super::*;
 use crate::config::Config;
 
 fn cfg(text: &str) -> Config {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rampart_engine_api::host::{LlmRequest, LlmResponse};
+use rampart_engine_api::host::{LlmFailure, LlmRequest, LlmResponse};
 use rampart_engine_api::protocol::ModelRef;
 use rampart_engine_api::{EngineError, ErrorKind};
 use rampart_message::ContentBlock;
@@ -15,7 +15,7 @@ use rampart_message::ContentBlock;
 use super::ModelSource;
 use crate::config::{Config, ModelName};
 use crate::providers::registry::Providers;
-use crate::providers::{ApiKind, ModelRequest, ProviderError};
+use crate::providers::{ApiKind, ModelRequest, ProviderError, ProviderErrorKind};
 use crate::services::LlmService;
 
 /// Answers `llm.complete` with the model the request names.
@@ -94,13 +94,35 @@ impl LlmService for ProvidersLlm {
 
 /// Maps a provider failure onto the engine error kinds, keeping the provider's text: an
 /// overflow must stay recognisable to the engine, which shrinks its request and retries.
+/// The provider's failure as the engine sees it: the text for people, and the typed class
+/// with its figures for the engine to act on (an overflow's stated size crosses as a number).
 fn provider_error(e: ProviderError) -> EngineError {
     let kind = match &e {
         ProviderError::Timeout { .. } => ErrorKind::Timeout,
         ProviderError::Cancelled { .. } => ErrorKind::Cancelled,
         _ => ErrorKind::Host,
     };
-    EngineError::new(kind, e.to_string())
+    let failure = match &e {
+        ProviderError::ContextOverflow {
+            observed_tokens, ..
+        } => LlmFailure::ContextOverflow {
+            observed_tokens: *observed_tokens,
+        },
+        other => match other.kind() {
+            ProviderErrorKind::ContextOverflow => LlmFailure::ContextOverflow {
+                observed_tokens: None,
+            },
+            ProviderErrorKind::RateLimited => LlmFailure::RateLimited,
+            ProviderErrorKind::Transient => LlmFailure::Transient,
+            ProviderErrorKind::Auth | ProviderErrorKind::MissingApiKey => LlmFailure::Auth,
+            ProviderErrorKind::Unreachable => LlmFailure::Unreachable,
+            ProviderErrorKind::Timeout => LlmFailure::Timeout,
+            ProviderErrorKind::BadRequest => LlmFailure::BadRequest,
+            ProviderErrorKind::InvalidResponse => LlmFailure::InvalidResponse,
+            ProviderErrorKind::Cancelled => LlmFailure::Cancelled,
+        },
+    };
+    EngineError::new(kind, e.to_string()).with_llm_failure(&failure)
 }
 
 /// The model compaction summaries come from: `agents.defaults.compaction.model` when set,
