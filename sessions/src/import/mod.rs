@@ -52,6 +52,7 @@ mod builder;
 pub mod claude_code;
 pub mod codex;
 pub mod detect;
+mod open;
 pub mod openai_chat;
 pub mod openhands;
 pub mod swe_agent;
@@ -64,6 +65,7 @@ use rampart_message::AgentMessage;
 use serde_json::{Map, Value};
 
 pub use detect::detect;
+pub use open::{OpenError, Opened, SYSTEM_PROMPT_CUSTOM_TYPE, open};
 
 /// One conversation read from another tool's transcript, ready to become a pi
 /// session.
