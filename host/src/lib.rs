@@ -2,7 +2,7 @@
 //! `contextEngine` slot with its failure policy, and the services engines call back.
 
 pub mod blobs;
-pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod engine_handle;
 pub mod loader;
@@ -12,7 +12,4 @@ pub mod providers;
 pub mod replay;
 pub mod run;
 pub mod services;
-pub mod session_export;
-pub mod session_import;
-pub mod sessions_cmd;
 pub mod slot;

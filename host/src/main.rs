@@ -2,7 +2,7 @@
 //! lives in the library.
 
 use clap::Parser;
-use rampart_host::cli::{Cli, default_log_filter, init_logging_with, run};
+use rampart_host::commands::{Cli, default_log_filter, init_logging_with, run};
 
 fn main() {
     let cli = Cli::parse();

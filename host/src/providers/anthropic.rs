@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
+use super::text::as_user_text;
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
-use crate::session_export::to_openai_message;
 
 /// Where requests go when the config names no `baseUrl`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -147,13 +147,9 @@ fn convert(message: &AgentMessage) -> (&'static str, Vec<Value>) {
             }
             ("user", vec![result])
         }
-        // Roles Anthropic lacks are shown as user text, worded exactly as the OpenAI export
-        // words them, so the model reads the same transcript whichever API it is behind.
+        // Roles Anthropic lacks are shown as user text, worded as for every provider.
         other => {
-            let text = to_openai_message(other)["content"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
+            let text = as_user_text(other).unwrap_or_default();
             ("user", text_block(&text).into_iter().collect())
         }
     }

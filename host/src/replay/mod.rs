@@ -41,7 +41,6 @@
 
 pub mod drive;
 pub mod json;
-pub mod live;
 pub mod report_html;
 pub mod setup;
 pub mod source;

@@ -1,15 +1,18 @@
-//! The `rampart sessions …` commands: list, show, import, export.
+//! The `rampart sessions …` commands: list, show, import, export; and how a command finds a
+//! session by key, id or path.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use clap::Subcommand;
 use rampart_engine_api::AgentMessage;
-use rampart_sessions::store::{SessionStore, default_sessions_dir};
+use rampart_sessions::store::{SessionStore, StoreError, default_sessions_dir, normalize_key};
 use rampart_sessions::{LeafSelector, LoadOptions, load_file, save_session};
 
-use crate::session_export::{to_markdown, to_openai_messages};
-use crate::session_import::import_into;
+use super::markdown::to_markdown;
+use super::sessions_import::import_into;
+use crate::providers::openai::wire::{to_openai_message, to_openai_messages};
 
 /// Output formats of `sessions export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -20,6 +23,93 @@ pub enum ExportFormat {
     Openai,
     /// The active branch as Markdown.
     Markdown,
+}
+
+/// `rampart sessions …`
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List the sessions in the sessions directory, newest first.
+    List,
+    /// Show the messages of a session's active branch (or of the branch ending at LEAF).
+    Show {
+        /// A registry key, a session id, or a session file.
+        id: String,
+        /// Show the branch that ends at this entry id instead of the current leaf.
+        #[arg(long, value_name = "LEAF")]
+        branch: Option<String>,
+        /// Print the messages as a JSON array in pi's message format.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import a transcript (pi v1–v3, Claude Code, Codex, OpenAI messages, SWE-agent, OpenHands).
+    Import {
+        /// The transcript; its format is detected from its content.
+        file: PathBuf,
+        /// The registry key to file it under (default: the file name without extension).
+        #[arg(long = "as", value_name = "KEY")]
+        key: Option<String>,
+    },
+    /// Export a session.
+    Export {
+        /// A registry key, a session id, or a session file.
+        id: String,
+        /// The format.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Write here instead of standard output (required for `pi`).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// Runs `sessions …` against `store`.
+pub fn run(cmd: SessionsCommand, store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
+    match cmd {
+        SessionsCommand::List => list(store, out),
+        SessionsCommand::Show { id, branch, json } => {
+            show(store, &id, branch.as_deref(), json, out)
+        }
+        SessionsCommand::Import { file, key } => import(store, &file, key.as_deref(), out),
+        SessionsCommand::Export {
+            id,
+            format,
+            out: target,
+        } => export(store, &id, format, target.as_deref(), out),
+    }
+}
+
+/// A session found by key, id or path: its registry key (when it has one) and its file.
+#[derive(Debug, Clone)]
+pub struct FoundSession {
+    /// The registry key, when the session is registered.
+    pub key: Option<String>,
+    /// The session file.
+    pub file: PathBuf,
+}
+
+/// Finds a session by registry key, by session id, or as a path to a session file.
+pub fn find_session(store: &SessionStore, id: &str) -> Result<Option<FoundSession>, StoreError> {
+    let key = normalize_key(id);
+    if let Some(entry) = store.get(&key)? {
+        return Ok(Some(FoundSession {
+            key: Some(key),
+            file: store.session_file_path(&entry),
+        }));
+    }
+    if let Some((key, entry)) = store.list()?.into_iter().find(|(_, e)| e.session_id == id) {
+        return Ok(Some(FoundSession {
+            key: Some(key),
+            file: store.session_file_path(&entry),
+        }));
+    }
+    let path = std::path::Path::new(id);
+    if path.is_file() {
+        return Ok(Some(FoundSession {
+            key: None,
+            file: path.to_path_buf(),
+        }));
+    }
+    Ok(None)
 }
 
 /// Opens the registry in `dir`, or in the platform data directory.
@@ -36,7 +126,7 @@ pub fn open_store(dir: Option<&Path>) -> anyhow::Result<SessionStore> {
 /// Finds a session by registry key, by session id, or as a path to a session file, with an
 /// error that lists what exists.
 fn resolve(store: &SessionStore, id: &str) -> anyhow::Result<PathBuf> {
-    if let Some(found) = crate::replay::live::find_session(store, id)? {
+    if let Some(found) = find_session(store, id)? {
         return Ok(found.file);
     }
     let keys: Vec<String> = store.list()?.into_iter().map(|(k, _)| k).collect();
@@ -151,7 +241,7 @@ pub fn show(
 
 /// The first line of a message, shortened, for listings.
 fn preview(message: &AgentMessage) -> String {
-    let value = crate::session_export::to_openai_message(message);
+    let value = to_openai_message(message);
     let mut text = match value.get("content") {
         Some(serde_json::Value::String(s)) => s.clone(),
         _ => String::new(),

@@ -5,6 +5,8 @@
 //! missing `[DONE]` after a `finish_reason`, tool calls without ids, reasoning in
 //! `reasoning_content`.
 
+pub mod wire;
+
 use std::collections::BTreeMap;
 
 use rampart_message::{
@@ -17,7 +19,7 @@ use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
-use crate::session_export::to_openai_message;
+use wire::to_openai_message;
 
 /// Where requests go when the config names no `baseUrl`.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

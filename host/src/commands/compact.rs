@@ -1,0 +1,123 @@
+//! `rampart compact SESSION [--instructions TEXT]`: one compaction on demand, through the
+//! session's lane, so it never runs beside a turn of its own session.
+//!
+//! Exit codes: 0 when something was compacted; 1 when nothing was (the engine's reason is on
+//! stderr).
+
+use std::io::Write;
+
+use anyhow::Context;
+use rampart_sessions::lanes::Lanes;
+use rampart_sessions::store::SessionStore;
+use rampart_sessions::{Session, SessionOptions};
+
+use super::session_host::{hint, host};
+use super::sessions::find_session;
+use crate::blobs::BlobStore;
+use crate::config::Config;
+use crate::run::{RunEvents, RunSettings, Runner, TurnError};
+use crate::services::EventSink;
+
+/// `rampart compact SESSION [--instructions TEXT]`: compacts now, through the session's lane.
+pub fn compact(
+    config: &Config,
+    store: &SessionStore,
+    events: EventSink,
+    id: &str,
+    instructions: Option<&str>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let Some(found) = find_session(store, id)? else {
+        let keys: Vec<String> = store.list()?.into_iter().map(|(k, _)| k).collect();
+        writeln!(
+            err,
+            "error: no session `{id}` in {} (keys: {}); give a key, a session id or a session \
+             file path",
+            store.path().display(),
+            if keys.is_empty() {
+                "none".to_string()
+            } else {
+                keys.join(", ")
+            }
+        )?;
+        return Ok(1);
+    };
+    let lane_key = found
+        .key
+        .clone()
+        .unwrap_or_else(|| found.file.display().to_string());
+    let lanes = Lanes::new(1);
+    lanes.run(&lane_key, || {
+        let mut session = Session::open(&found.file, SessionOptions::default())
+            .with_context(|| format!("cannot open session `{id}`"))?;
+        let host = host(config, store, &events)?;
+        let settings = RunSettings::from_config(config)?;
+        let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
+        let mut runner = Runner::new(
+            config,
+            &host.slot,
+            host.providers.as_ref(),
+            settings,
+            run_events,
+        );
+        runner = runner.with_blobs(BlobStore::in_sessions_dir(store.dir()));
+        if let Some(key) = &found.key {
+            runner = runner.with_registry(store, key.clone());
+        }
+        let result = runner.compact_now(&mut session, instructions.map(str::to_string));
+        let end = runner
+            .events()
+            .drain()
+            .into_iter()
+            .rfind(|e| e.kind == "compaction_end");
+        let engine = host.slot.active().id().to_string();
+        host.slot.shutdown();
+        match result {
+            Ok(true) => {
+                let data = end.map(|e| e.data).unwrap_or_default();
+                let figure = |k: &str| data.get(k).and_then(|v| v.as_u64());
+                writeln!(
+                    out,
+                    "compacted session `{id}` with engine {engine}: {} → {} tokens{}",
+                    figure("tokensBefore").map_or("?".to_string(), |n| n.to_string()),
+                    figure("tokensAfter").map_or("?".to_string(), |n| n.to_string()),
+                    figure("summaryChars")
+                        .map(|c| format!(", summary of {c} characters"))
+                        .unwrap_or_default()
+                )?;
+                Ok(0)
+            }
+            Ok(false) => {
+                let why = end
+                    .and_then(|e| {
+                        e.data
+                            .get("why")
+                            .and_then(|w| w.as_str())
+                            .map(str::to_string)
+                    })
+                    .unwrap_or_else(|| "the engine gave no reason".to_string());
+                writeln!(
+                    err,
+                    "nothing compacted in session `{id}`: engine {engine} says: {why}"
+                )?;
+                Ok(1)
+            }
+            Err(TurnError::CompactionFailed { reason }) => {
+                writeln!(
+                    err,
+                    "error: engine {engine} could not compact session `{id}`: {reason}; the \
+                     session is unchanged"
+                )?;
+                Ok(1)
+            }
+            Err(e) => {
+                writeln!(err, "error: {e}")?;
+                if let Some(h) = hint(&e, config) {
+                    writeln!(err, "{h}")?;
+                }
+                Ok(1)
+            }
+        }
+    })
+}

@@ -1,0 +1,77 @@
+//! `rampart config check`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::config;
+
+/// `rampart config …`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate plugins.toml and resolve every engine it names, without running any.
+    Check,
+}
+
+/// Runs `config …`.
+pub fn run(
+    cmd: ConfigCommand,
+    config: Option<PathBuf>,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    match cmd {
+        ConfigCommand::Check => config_check(config, out),
+    }
+}
+
+fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let source = config::locate(explicit.as_deref())?;
+    writeln!(out, "config: {source}")?;
+    let config = match config::load(&source) {
+        Ok(c) => c,
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            return Ok(1);
+        }
+    };
+    let mut failures = 0;
+    writeln!(out, "contextEngine: {}", config.context_engine)?;
+    let mut ids: Vec<String> = config.engines.keys().cloned().collect();
+    if !ids.contains(&config.context_engine) {
+        ids.insert(0, config.context_engine.clone());
+    }
+    for id in ids {
+        let required = config.engines.get(&id).is_some_and(|e| e.required);
+        let legacy_path = id == config::BUILTIN_ENGINE_ID
+            && config.engines.get(&id).is_some_and(|e| e.path.is_some());
+        if legacy_path {
+            failures += 1;
+            writeln!(
+                out,
+                "error: engine `legacy` is built in; remove plugins.engines.legacy.path (no \
+                 library may register that id)"
+            )?;
+            continue;
+        }
+        match config.resolve_engine_path(&id) {
+            Ok(None) => writeln!(out, "engine {id}: built in")?,
+            Ok(Some(path)) => writeln!(
+                out,
+                "engine {id}: {}{}",
+                path.display(),
+                if required { " (required)" } else { "" }
+            )?,
+            Err(e) => {
+                failures += 1;
+                writeln!(out, "error: {e}")?;
+            }
+        }
+    }
+    if failures == 0 {
+        writeln!(out, "ok")?;
+        Ok(0)
+    } else {
+        Ok(1)
+    }
+}

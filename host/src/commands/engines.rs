@@ -1,0 +1,213 @@
+//! `rampart engines list|check|probe`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Subcommand;
+
+use super::load_config;
+use crate::config;
+use crate::engine_handle::EngineOrigin;
+use crate::loader::{LoadRequest, inspect_library, load_engine};
+use crate::services::{EventSink, HostServices};
+use crate::slot::{EngineSlot, SlotState, host_max_log_level};
+
+/// `rampart engines …`
+#[derive(Debug, Subcommand)]
+pub enum EnginesCommand {
+    /// List the built-in and configured engines, marking the active one, with their state.
+    List,
+    /// Load a library and report its id, version and API version, or exactly why it cannot load.
+    Check {
+        /// The library file (.so, .dylib or .dll).
+        path: PathBuf,
+    },
+    /// Resolve the configured engine and run one `assemble` over a small sample history through
+    /// it, as a turn would: a quick way to see an engine work (or fail) inside this host.
+    Probe,
+}
+
+/// Runs `engines …`.
+pub fn run(
+    cmd: EnginesCommand,
+    config: Option<PathBuf>,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    match cmd {
+        EnginesCommand::List => engines_list(config, out),
+        EnginesCommand::Check { path } => engines_check(&path, out),
+        EnginesCommand::Probe => engines_probe(config, out),
+    }
+}
+
+fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let (source, config) = load_config(explicit)?;
+    writeln!(out, "config: {source}")?;
+    let events = EventSink::tracing_only();
+    let slot = match EngineSlot::resolve(&config, &events) {
+        Ok(slot) => slot,
+        Err(fatal) => {
+            writeln!(out, "error: {fatal}")?;
+            return Ok(1);
+        }
+    };
+    let active = slot.active();
+    let mut rows: Vec<(String, String, String, String)> = Vec::new();
+    let mut ids = config.available_engine_ids();
+    if !ids.contains(&config.context_engine) {
+        ids.push(config.context_engine.clone());
+    }
+    for id in ids {
+        let mark = if id == active.id() { "*" } else { " " }.to_string();
+        let (origin, state) = if id == config::BUILTIN_ENGINE_ID {
+            let state = if active.id() == id && slot.configured_id() != id {
+                format!("serving in place of \"{}\"", slot.configured_id())
+            } else if active.id() == id {
+                "active".to_string()
+            } else {
+                "ready (fallback)".to_string()
+            };
+            ("built in".to_string(), state)
+        } else if id == slot.configured_id() {
+            match slot.state() {
+                SlotState::Quarantined(q) => {
+                    let origin = config
+                        .resolve_engine_path(&id)
+                        .ok()
+                        .flatten()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "?".into());
+                    (
+                        origin,
+                        format!("quarantined during {}: {}", q.operation, q.reason),
+                    )
+                }
+                SlotState::Active => {
+                    let info = active.info();
+                    (
+                        active.origin().to_string(),
+                        format!("active ({} {})", info.name, info.version),
+                    )
+                }
+            }
+        } else {
+            match config.resolve_engine_path(&id) {
+                Ok(Some(path)) => match inspect_library(&path) {
+                    Ok(facts) => (
+                        facts.path.display().to_string(),
+                        format!("available (API {})", facts.api_version),
+                    ),
+                    Err(e) => (path.display().to_string(), format!("cannot load: {e}")),
+                },
+                Ok(None) => ("built in".into(), "available".into()),
+                Err(e) => ("?".into(), format!("cannot resolve: {e}")),
+            }
+        };
+        rows.push((mark, id, origin, state));
+    }
+    let id_width = rows.iter().map(|r| r.1.len()).max().unwrap_or(2).max(2);
+    writeln!(out, "  {:id_width$}  STATE  [ORIGIN]", "ID")?;
+    for (mark, id, origin, state) in rows {
+        writeln!(out, "{mark} {id:id_width$}  {state}  [{origin}]")?;
+    }
+    slot.shutdown();
+    Ok(0)
+}
+
+fn engines_check(path: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let events = EventSink::tracing_only();
+    let request = LoadRequest {
+        id: "check".to_string(),
+        verify_id: false,
+        path: path.to_path_buf(),
+        config: serde_json::json!({}),
+        services: Arc::new(HostServices::new("check", events)),
+        load_timeout: std::time::Duration::from_millis(config::DEFAULT_LOAD_TIMEOUT_MS),
+        call_timeout: std::time::Duration::from_millis(config::DEFAULT_CALL_TIMEOUT_MS),
+        max_log_level: Some(host_max_log_level()),
+    };
+    match load_engine(request) {
+        Ok(handle) => {
+            let info = handle.info().clone();
+            let file = match handle.origin() {
+                EngineOrigin::Library(p) => p.display().to_string(),
+                EngineOrigin::BuiltIn => path.display().to_string(),
+            };
+            writeln!(out, "ok: {file}")?;
+            writeln!(out, "  id:          {}", info.id)?;
+            writeln!(out, "  name:        {}", info.name)?;
+            writeln!(out, "  version:     {}", info.version)?;
+            writeln!(out, "  api version: {}", info.protocol.version)?;
+            writeln!(out, "  owns compaction: {}", info.owns_compaction)?;
+            let _ = handle.shutdown();
+            Ok(0)
+        }
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            Ok(1)
+        }
+    }
+}
+
+fn engines_probe(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Result<i32> {
+    use rampart_engine_api::AgentMessage;
+    use rampart_engine_api::protocol::{AssembleParams, SessionRef};
+
+    let (source, config) = load_config(explicit)?;
+    writeln!(out, "config: {source}")?;
+    let slot = match EngineSlot::resolve(&config, &EventSink::tracing_only()) {
+        Ok(slot) => slot,
+        Err(fatal) => {
+            writeln!(out, "error: {fatal}")?;
+            return Ok(1);
+        }
+    };
+    let history: Vec<AgentMessage> = (0..12)
+        .map(|i| {
+            if i % 2 == 0 {
+                AgentMessage::user_text(format!("probe question {i}: {}", "why? ".repeat(40)), i)
+            } else {
+                AgentMessage::assistant_text(
+                    format!("probe answer {i}: {}", "because. ".repeat(40)),
+                    "probe",
+                    "sim",
+                    "probe",
+                    i,
+                )
+            }
+        })
+        .collect();
+    let params = AssembleParams {
+        session: SessionRef {
+            session_id: "probe".into(),
+            ..Default::default()
+        },
+        messages: history.iter().cloned().map(std::sync::Arc::new).collect(),
+        token_budget: Some(400),
+        ..Default::default()
+    };
+    let serving = slot.active();
+    writeln!(out, "engine: {} ({})", serving.id(), serving.origin())?;
+    match slot.assemble(params) {
+        Ok(result) => {
+            writeln!(
+                out,
+                "assemble: {} messages in, {} out, estimated tokens {}",
+                history.len(),
+                result.messages.len(),
+                result.estimated_tokens
+            )?;
+            if let SlotState::Quarantined(q) = slot.state() {
+                writeln!(out, "warning: {}", q.line())?;
+                writeln!(out, "served by: {}", slot.active().id())?;
+            }
+            slot.shutdown();
+            Ok(0)
+        }
+        Err(e) => {
+            writeln!(out, "error: {e}")?;
+            Ok(1)
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! The command-line interface: one file per command, and the dispatch.
+//!
+//! - [`engines`]: `engines list|check|probe`;
+//! - [`config_check`]: `config check`;
+//! - [`sessions`]: `sessions list|show|import|export` (with [`sessions_import`] and
+//!   [`markdown`]);
+//! - [`replay`]: `replay FILE`;
+//! - [`run`] and [`compact`]: one live turn, one compaction on demand, on a persisted session,
+//!   with the host they share in [`session_host`].
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{self, Config, ConfigSource};
+use crate::services::EventSink;
+
+pub mod compact;
+pub mod config_check;
+pub mod engines;
+pub mod markdown;
+pub mod replay;
+pub mod run;
+pub mod session_host;
+pub mod sessions;
+pub mod sessions_import;
+
+pub use config_check::ConfigCommand;
+pub use engines::EnginesCommand;
+pub use replay::ReplayArgs;
+pub use sessions::SessionsCommand;
+
+/// Rampart: a host for the context engines of LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "rampart", version, about, long_about = None)]
+pub struct Cli {
+    /// Flags every command accepts, before or after the subcommand.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The plugins.toml to use (else $RAMPART_CONFIG, ./plugins.toml, the user config dir).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where sessions and sessions.json live (default: the platform data directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub sessions_dir: Option<PathBuf>,
+    /// How log lines on stderr look. RUST_LOG sets what is logged.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Write every decision of the run loop and the engines (replay, run, compact) to FILE,
+    /// one JSON object per line: `{"engine", "kind", "sessionId", "data"}`.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+}
+
+/// Formats of the log on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect context engines.
+    #[command(subcommand)]
+    Engines(EnginesCommand),
+    /// Inspect the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Sessions: list, show, import and export transcripts.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+    /// Replay a recorded session turn by turn through the context engine against the simulator,
+    /// showing what each layer of the defence did at a chosen window.
+    Replay(ReplayArgs),
+    /// Send one user turn to the configured model, persisted in a session.
+    Run {
+        /// What the user says.
+        prompt: String,
+        /// The session (registry key); created when new.
+        #[arg(long, value_name = "KEY", default_value = run::DEFAULT_SESSION_KEY)]
+        session: String,
+    },
+    /// Compact a session now, through its lane.
+    Compact {
+        /// A registry key, a session id, or a session file.
+        session: String,
+        /// Extra instructions for the summariser (what to keep, what to stress).
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+    },
+}
+
+/// Sets up `tracing` on stderr, honouring RUST_LOG.
+pub fn init_logging(format: LogFormat) {
+    init_logging_with(format, "warn");
+}
+
+/// What is logged when RUST_LOG is not set, for `command`. A replay checks the window guard
+/// at every call and every append, so its per-check warning would flood stderr; the replay
+/// reports it once in its summary instead.
+pub fn default_log_filter(command: &Command) -> &'static str {
+    match command {
+        Command::Replay(_) => "warn,rampart_host::models=error",
+        _ => "warn",
+    }
+}
+
+/// [`init_logging`] with `default` as the filter when RUST_LOG is not set.
+pub fn init_logging_with(format: LogFormat, default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Runs a parsed command line; the exit code is the result.
+pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Engines(cmd) => engines::run(cmd, cli.global.config, out),
+        Command::Config(cmd) => config_check::run(cmd, cli.global.config, out),
+        Command::Sessions(cmd) => {
+            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            sessions::run(cmd, &store, out)
+        }
+        Command::Replay(args) => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            crate::replay::run_command(
+                config,
+                &args.into_options(),
+                cli.global.sessions_dir.as_deref(),
+                events,
+                out,
+            )
+        }
+        Command::Run { prompt, session } => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            let mut err = std::io::stderr().lock();
+            run::run_prompt(
+                &config,
+                &store,
+                events,
+                &prompt,
+                Some(&session),
+                out,
+                &mut err,
+            )
+        }
+        Command::Compact {
+            session,
+            instructions,
+        } => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            let mut err = std::io::stderr().lock();
+            compact::compact(
+                &config,
+                &store,
+                events,
+                &session,
+                instructions.as_deref(),
+                out,
+                &mut err,
+            )
+        }
+    }
+}
+
+/// The event sink of a command: JSON lines to `--events FILE` when given, else tracing only.
+pub(crate) fn event_sink(path: Option<&std::path::Path>) -> anyhow::Result<EventSink> {
+    use anyhow::Context;
+    match path {
+        None => Ok(EventSink::tracing_only()),
+        Some(path) => {
+            let file = std::fs::File::create(path).with_context(|| {
+                format!(
+                    "cannot create the --events file `{}`; check the directory exists and is \
+                     writable",
+                    path.display()
+                )
+            })?;
+            Ok(EventSink::to_writer(Box::new(std::io::BufWriter::new(
+                file,
+            ))))
+        }
+    }
+}
+
+pub(crate) fn load_config(explicit: Option<PathBuf>) -> anyhow::Result<(ConfigSource, Config)> {
+    let source = config::locate(explicit.as_deref())?;
+    let config = config::load(&source)?;
+    Ok((source, config))
+}

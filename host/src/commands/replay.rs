@@ -1,0 +1,73 @@
+//! `rampart replay FILE`: its flags. The replay itself is [`crate::replay`].
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// `rampart replay FILE [flags]`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The transcript (any format `sessions import` reads); it is only read.
+    pub file: PathBuf,
+    /// The simulated model's window, in tokens [default: 200000].
+    #[arg(long, value_name = "N")]
+    pub window: Option<u64>,
+    /// The model whose tokenizer and overflow error wording the simulator takes (gpt-4o,
+    /// claude-sonnet-4-5, gemini-2.5-pro, llama3, …).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Count prompts with this tokenizer instead: estimate, calibrated, o200k_base, cl100k_base.
+    #[arg(long, value_name = "NAME")]
+    pub tokenizer: Option<String>,
+    /// Answer overflows with this provider's error text instead: anthropic, openai, gemini,
+    /// ollama, bedrock.
+    #[arg(long, value_name = "NAME")]
+    pub overflow_wording: Option<String>,
+    /// Use this context engine instead of plugins.slots.contextEngine, for this run only.
+    #[arg(long, value_name = "ID")]
+    pub engine: Option<String>,
+    /// Summarise compactions with this real model (provider/model) instead of the engine's
+    /// embedded summariser; needs its network access and key.
+    #[arg(long, value_name = "MODEL")]
+    pub compaction_model: Option<String>,
+    /// Print one JSON document (rows and summary) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write every request the model received to FILE, one JSON object per line:
+    /// {"turn", "attempt", "model", "window", "promptTokens", "system", "messages"}.
+    #[arg(long, value_name = "FILE")]
+    pub requests_out: Option<PathBuf>,
+    /// Write a self-contained HTML report (chart and summary) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Keep the temporary directory holding the replay's session (its path is printed).
+    #[arg(long)]
+    pub keep: bool,
+    /// Stop at the first call that fails (exit code 1) instead of going on.
+    #[arg(long)]
+    pub stop_on_error: bool,
+    /// For a file holding several sessions: which one to replay, from 1 [default: 1].
+    #[arg(long, value_name = "N")]
+    pub session_index: Option<usize>,
+}
+
+impl ReplayArgs {
+    /// The replay's options.
+    pub fn into_options(self) -> crate::replay::ReplayOptions {
+        crate::replay::ReplayOptions {
+            input: self.file,
+            window: self.window,
+            model: self.model,
+            tokenizer: self.tokenizer,
+            overflow_wording: self.overflow_wording,
+            engine: self.engine,
+            compaction_model: self.compaction_model,
+            json: self.json,
+            requests_out: self.requests_out,
+            report: self.report,
+            keep: self.keep,
+            stop_on_error: self.stop_on_error,
+            session_index: self.session_index,
+        }
+    }
+}

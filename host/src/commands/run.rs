@@ -1,0 +1,85 @@
+//! `rampart run "PROMPT" [--session KEY]`: one real turn against the configured model, in a
+//! persisted session, inside the session's lane ([`rampart_sessions::lanes`]) so that two
+//! commands on one session in one process never interleave.
+//!
+//! Exit codes: 0 on success; 1 when the turn did not happen (the message on stderr says why and
+//! what to do).
+
+use std::io::Write;
+
+use rampart_engine_api::AgentMessage;
+use rampart_sessions::lanes::Lanes;
+use rampart_sessions::store::{SessionStore, now_unix_ms};
+
+use super::session_host::{hint, host, open_or_create, reply_text};
+use crate::blobs::BlobStore;
+use crate::config::Config;
+use crate::run::{RunEvents, RunSettings, Runner};
+use crate::services::EventSink;
+
+/// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
+pub const DEFAULT_SESSION_KEY: &str = "main";
+
+/// `rampart run "PROMPT" [--session KEY]`: one user turn against the configured model.
+pub fn run_prompt(
+    config: &Config,
+    store: &SessionStore,
+    events: EventSink,
+    prompt: &str,
+    session_key: Option<&str>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let key = session_key.unwrap_or(DEFAULT_SESSION_KEY);
+    let lanes = Lanes::new(1);
+    lanes.run(key, || {
+        let (key, mut session) = open_or_create(store, key)?;
+        let host = host(config, store, &events)?;
+        let settings = RunSettings::from_config(config)?;
+        let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
+        let mut runner = Runner::new(
+            config,
+            &host.slot,
+            host.providers.as_ref(),
+            settings,
+            run_events,
+        )
+        .with_blobs(BlobStore::in_sessions_dir(store.dir()))
+        .with_registry(store, key.clone());
+        let user = AgentMessage::user_text(prompt, now_unix_ms());
+        let result = runner.run_turn(&mut session, Some(user));
+        let _ = runner.finish_turn(&mut session);
+        let _ = session.sync();
+        host.slot.shutdown();
+        match result {
+            Ok(report) => {
+                let text = reply_text(&report.reply);
+                if text.is_empty() {
+                    writeln!(out, "(the answer holds no text)")?;
+                } else {
+                    writeln!(out, "{text}")?;
+                }
+                writeln!(
+                    err,
+                    "session {key}: {} answered; {} prompt tokens of {}, {} attempt(s)",
+                    report.model, report.prompt_tokens, report.window, report.attempts
+                )?;
+                Ok(0)
+            }
+            Err(e) => {
+                writeln!(err, "error: {e}")?;
+                if let Some(h) = hint(&e, config) {
+                    writeln!(err, "{h}")?;
+                }
+                if e.kind() != "window_too_small" {
+                    writeln!(
+                        err,
+                        "the prompt is kept in session `{key}`; run again once the problem is \
+                         fixed"
+                    )?;
+                }
+                Ok(1)
+            }
+        }
+    })
+}

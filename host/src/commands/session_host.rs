@@ -1,0 +1,90 @@
+//! What `run` and `compact` share: the session they work on, and the host set up the way a
+//! turn needs it (providers, the engine slot with blobs and `llm.complete`).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use rampart_engine_api::AgentMessage;
+use rampart_message::ContentBlock;
+use rampart_sessions::entry::SessionHeader;
+use rampart_sessions::store::{SessionEntry, SessionStore, normalize_key, now_unix_ms};
+use rampart_sessions::{Session, SessionOptions};
+
+use super::sessions::find_session;
+use crate::blobs::BlobStore;
+use crate::config::Config;
+use crate::providers::registry::Providers;
+use crate::run::TurnError;
+use crate::run::llm::ProvidersLlm;
+use crate::services::EventSink;
+use crate::slot::{EngineSlot, HostResources};
+
+/// Opens the session `key`, creating and registering it when the registry does not know it.
+pub(super) fn open_or_create(store: &SessionStore, key: &str) -> anyhow::Result<(String, Session)> {
+    if let Some(found) = find_session(store, key)? {
+        let session = Session::open(&found.file, SessionOptions::default())
+            .with_context(|| format!("cannot open session `{key}`"))?;
+        return Ok((found.key.unwrap_or_else(|| normalize_key(key)), session));
+    }
+    let key = normalize_key(key);
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".to_string());
+    let header = SessionHeader::new(cwd);
+    let file = store.dir().join(format!("{}.jsonl", header.id));
+    let session = Session::create(&file, header, SessionOptions::default())?;
+    let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
+    entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
+    store.upsert(&key, entry)?;
+    Ok((key, session))
+}
+
+/// The host pieces one command needs.
+pub(super) struct Host {
+    pub(super) providers: Arc<Providers>,
+    pub(super) slot: EngineSlot,
+}
+
+pub(super) fn host(
+    config: &Config,
+    store: &SessionStore,
+    events: &EventSink,
+) -> anyhow::Result<Host> {
+    let providers = Arc::new(Providers::from_config(config)?);
+    let resources = HostResources {
+        blobs: Some(BlobStore::in_sessions_dir(store.dir())),
+        llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+        ..Default::default()
+    };
+    let slot = EngineSlot::resolve_full(config, events, &resources)?;
+    Ok(Host { providers, slot })
+}
+
+/// The text blocks of an answer.
+pub(super) fn reply_text(message: &AgentMessage) -> String {
+    match message {
+        AgentMessage::Assistant(a) => a
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// What to tell a user whose turn or compaction failed, beyond the error itself.
+pub(super) fn hint(e: &TurnError, config: &Config) -> Option<String> {
+    let file = config
+        .source_file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "no config file (built-in defaults)".to_string());
+    match e.kind() {
+        "provider" | "config" => Some(format!("config: {file}")),
+        _ => None,
+    }
+}

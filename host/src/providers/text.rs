@@ -1,0 +1,58 @@
+//! What a message says as plain text, for the wire formats that have no place for it.
+//!
+//! Why one module: chat-completions and Anthropic messages both lack roles pi has (shell runs,
+//! summaries, custom messages). Each is sent as a user message that says what it is, worded the
+//! same for every provider, so a model reads the same transcript whichever API it is behind.
+
+use rampart_engine_api::AgentMessage;
+use rampart_message::{Content, ContentBlock};
+use serde_json::Value;
+
+/// Text a message carries, with images as a short placeholder (they cannot be text).
+pub fn content_text(content: &Content) -> String {
+    match content {
+        Content::Text(t) => t.clone(),
+        Content::Blocks(blocks) => {
+            let parts: Vec<String> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.clone()),
+                    ContentBlock::Image(i) => Some(format!("[image {}]", i.mime_type)),
+                    _ => None,
+                })
+                .collect();
+            parts.join("\n")
+        }
+    }
+}
+
+/// The user-message text a role without a chat equivalent is sent as: bash runs, summaries
+/// (in pi's injection wording), custom messages and roles we do not know. `None` for the
+/// roles every chat API has (user, assistant, tool result).
+pub fn as_user_text(message: &AgentMessage) -> Option<String> {
+    Some(match message {
+        AgentMessage::User(_) | AgentMessage::Assistant(_) | AgentMessage::ToolResult(_) => {
+            return None;
+        }
+        AgentMessage::Custom(m) => content_text(&m.content),
+        AgentMessage::BashExecution(m) => {
+            let code = match m.exit_code {
+                Some(Some(c)) => format!(" (exit code {c})"),
+                _ => String::new(),
+            };
+            format!("Ran `{}`{code}\n```\n{}\n```", m.command, m.output)
+        }
+        // pi's injection text, so a model sees a summary exactly as pi would show it.
+        AgentMessage::CompactionSummary(m) => format!(
+            "The conversation history before this point was compacted into the following \
+             summary:\n\n<summary>\n{}\n</summary>",
+            m.summary
+        ),
+        AgentMessage::BranchSummary(m) => format!(
+            "The following is a summary of a branch that this conversation came back \
+             from:\n\n<summary>\n{}\n</summary>",
+            m.summary
+        ),
+        AgentMessage::Other(map) => Value::Object(map.clone()).to_string(),
+    })
+}
