@@ -3,7 +3,7 @@
 //! retry fits; and a summariser that hangs leaves the session byte-identical.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

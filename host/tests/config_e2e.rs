@@ -1,7 +1,7 @@
 //! End to end: `rampart config check` and the global flags.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 

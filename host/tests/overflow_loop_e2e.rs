@@ -2,7 +2,7 @@
 //! library whose `compact` always (or never) compacts, so each branch is reached exactly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

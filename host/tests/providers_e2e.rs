@@ -3,7 +3,7 @@
 //! classified (the run loop branches on that classification, never on error text).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

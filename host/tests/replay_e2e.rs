@@ -5,7 +5,7 @@
 //! the report say what happened, and another engine shows another strategy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

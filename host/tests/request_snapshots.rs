@@ -3,7 +3,7 @@
 //! changes what real models see, so it must show up in review as a snapshot diff.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! errors), and `rampart compact SESSION` through the lanes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

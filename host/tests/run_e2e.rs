@@ -3,7 +3,7 @@
 //! server receives, and an overflow the engine cannot compact ends in an actionable error.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

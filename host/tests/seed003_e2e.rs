@@ -4,7 +4,7 @@
 //! in `compaction_e2e.rs` and `run_e2e.rs`.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! ../shared/data/sessions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -518,6 +518,15 @@ fn concurrent_threads_lose_no_increments() {
 const CHILD_DIR_ENV: &str = "RAMPART_STORE_TEST_CHILD_DIR";
 const CHILD_TEST: &str = "helper_child_process_increments";
 
+/// The child test's full name as the test harness knows it: its module path within the test
+/// binary, then its name.
+fn child_test_name() -> String {
+    match module_path!().split_once("::") {
+        Some((_, module)) => format!("{module}::{CHILD_TEST}"),
+        None => CHILD_TEST.to_string(),
+    }
+}
+
 /// Not a test on its own: the body of the child processes spawned below.
 #[test]
 #[ignore = "helper run in child processes by concurrent_processes_lose_no_increments"]
@@ -535,7 +544,12 @@ fn concurrent_processes_lose_no_increments() {
     let children: Vec<_> = (0..2)
         .map(|_| {
             Command::new(&exe)
-                .args(["--ignored", "--exact", CHILD_TEST, "--test-threads=1"])
+                .args([
+                    "--ignored",
+                    "--exact",
+                    &child_test_name(),
+                    "--test-threads=1",
+                ])
                 .env(CHILD_DIR_ENV, dir.path())
                 .stdout(std::process::Stdio::null())
                 .spawn()

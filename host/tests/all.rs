@@ -1,0 +1,20 @@
+//! The host's integration tests, as one test binary: linking each file separately cost a link
+//! of the whole host per file. `tracing_bridge_e2e` stays a binary of its own because it
+//! installs a process-global subscriber.
+
+mod common;
+
+mod compaction_e2e;
+mod config_e2e;
+mod engines_e2e;
+mod layer2_e2e;
+mod overflow_loop_e2e;
+mod providers_e2e;
+mod readme_config;
+mod replay_e2e;
+mod request_snapshots;
+mod run_cli_e2e;
+mod run_e2e;
+mod seed003_e2e;
+mod sessions_e2e;
+mod sim_e2e;
