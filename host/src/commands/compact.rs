@@ -13,9 +13,8 @@ use rampart_sessions::{Session, SessionOptions};
 
 use super::session_host::{hint, host};
 use super::sessions::find_session;
-use crate::blobs::BlobStore;
 use crate::config::Config;
-use crate::run::{RunEvents, RunSettings, Runner, TurnError};
+use crate::run::TurnError;
 use crate::services::EventSink;
 
 /// `rampart compact SESSION [--instructions TEXT]`: compacts now, through the session's lane.
@@ -52,19 +51,7 @@ pub fn compact(
         let mut session = Session::open(&found.file, SessionOptions::default())
             .with_context(|| format!("cannot open session `{id}`"))?;
         let host = host(config, store, &events)?;
-        let settings = RunSettings::from_config(config)?;
-        let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
-        let mut runner = Runner::new(
-            config,
-            &host.slot,
-            host.providers.as_ref(),
-            settings,
-            run_events,
-        );
-        runner = runner.with_blobs(BlobStore::in_sessions_dir(store.dir()));
-        if let Some(key) = &found.key {
-            runner = runner.with_registry(store, key.clone());
-        }
+        let mut runner = host.runner(config, store, &events, &session, found.key.as_deref())?;
         let result = runner.compact_now(&mut session, instructions.map(str::to_string));
         let end = runner
             .events()

@@ -12,9 +12,7 @@ use rampart_sessions::lanes::Lanes;
 use rampart_sessions::store::{SessionStore, now_unix_ms};
 
 use super::session_host::{hint, host, open_or_create, reply_text};
-use crate::blobs::BlobStore;
 use crate::config::Config;
-use crate::run::{RunEvents, RunSettings, Runner};
 use crate::services::EventSink;
 
 /// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
@@ -35,17 +33,7 @@ pub fn run_prompt(
     lanes.run(key, || {
         let (key, mut session) = open_or_create(store, key)?;
         let host = host(config, store, &events)?;
-        let settings = RunSettings::from_config(config)?;
-        let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
-        let mut runner = Runner::new(
-            config,
-            &host.slot,
-            host.providers.as_ref(),
-            settings,
-            run_events,
-        )
-        .with_blobs(BlobStore::in_sessions_dir(store.dir()))
-        .with_registry(store, key.clone());
+        let mut runner = host.runner(config, store, &events, &session, Some(&key))?;
         let user = AgentMessage::user_text(prompt, now_unix_ms());
         let result = runner.run_turn(&mut session, Some(user));
         let _ = runner.finish_turn(&mut session);

@@ -14,8 +14,8 @@ use super::sessions::find_session;
 use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::providers::registry::Providers;
-use crate::run::TurnError;
 use crate::run::llm::ProvidersLlm;
+use crate::run::{RunEvents, RunSettings, Runner, TurnError};
 use crate::services::EventSink;
 use crate::slot::{EngineSlot, HostResources};
 
@@ -45,6 +45,35 @@ pub(super) struct Host {
     pub(super) slot: EngineSlot,
 }
 
+impl Host {
+    /// A runner on `session` with this host's engine and providers, the blob store of the
+    /// sessions directory, and the registry entry `key` kept up to date when there is one.
+    pub(super) fn runner<'a>(
+        &'a self,
+        config: &'a Config,
+        store: &'a SessionStore,
+        events: &EventSink,
+        session: &Session,
+        key: Option<&str>,
+    ) -> anyhow::Result<Runner<'a>> {
+        let settings = RunSettings::from_config(config)?;
+        let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
+        let mut runner = Runner::new(
+            config,
+            &self.slot,
+            self.providers.as_ref(),
+            settings,
+            run_events,
+        )
+        .with_blobs(BlobStore::in_sessions_dir(store.dir()));
+        if let Some(key) = key {
+            runner = runner.with_registry(store, key.to_string());
+        }
+        Ok(runner)
+    }
+}
+
+/// Sets up the host for a command on `store`.
 pub(super) fn host(
     config: &Config,
     store: &SessionStore,
