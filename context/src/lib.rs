@@ -7,7 +7,7 @@
 //!
 //! - [`tokens`]: the shared token counter (estimate, exact BPE with the `exact-tokens`
 //!   feature, calibrated by usage), memoised per shared message;
-//! - [`hygiene`] and [`pairing`]: the transcript passes run before every request;
+//! - [`hygiene`] (with [`pairing`]): the transcript passes run before every request;
 //! - [`guards`]: the context-window guard, tool-result caps, truncation plans, the precheck;
 //! - [`pruning`]: cache-TTL context pruning of old tool results, in the request only;
 //! - [`compaction`]: summarising old history (staged, budgeted, with fallbacks);
@@ -17,6 +17,8 @@ pub mod compaction;
 pub mod guards;
 pub mod hygiene;
 pub mod overflow;
-pub mod pairing;
 pub mod pruning;
 pub mod tokens;
+
+/// Tool-call pairing: a hygiene pass, also used on its own by engines that select messages.
+pub use hygiene::pairing;

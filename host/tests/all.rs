@@ -4,6 +4,7 @@
 
 mod common;
 
+mod architecture;
 mod compaction_e2e;
 mod config_e2e;
 mod engines_e2e;

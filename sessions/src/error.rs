@@ -11,7 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::lock::LockHolder;
+use crate::holder::LockHolder;
 
 /// What kind of failure a [`SessionError`] is, for callers that react differently per kind
 /// (retry on `Locked`, reload on `Conflict`, show the user the rest).

@@ -32,6 +32,7 @@ pub mod context;
 pub mod entry;
 pub mod error;
 mod fsutil;
+mod holder;
 pub mod ids;
 pub mod import;
 pub mod lanes;

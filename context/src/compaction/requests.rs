@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use super::stages::Job;
+use super::job::Job;
 use super::{MAX_SHRINK_STEPS, Run, SHORTENED_FOR_WINDOW_NOTE};
 use crate::compaction::instructions::{SUMMARIZATION_SYSTEM_PROMPT, build_prompt};
 use crate::compaction::split::{DEFAULT_SUMMARY_FALLBACK, chunk_costs};

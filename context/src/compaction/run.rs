@@ -47,8 +47,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
+use self::job::{Job, Label, Task};
 use self::requests::Permits;
-use self::stages::{Job, Label, Task};
 use super::extractive::ExtractiveSummarizer;
 use super::file_ops::{CompactionDetails, collect_tool_failures, format_tool_failures_section};
 use super::history_share::{HistoryShareReport, prune_history_for_context_share};
@@ -696,6 +696,8 @@ impl<'a> Run<'a> {
     }
 }
 
+#[path = "job.rs"]
+mod job;
 #[path = "requests.rs"]
 mod requests;
 #[path = "stages.rs"]

@@ -8,12 +8,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing::{debug, warn};
 
+use super::job::{Job, Label, Task};
 use super::requests::{CallError, ChunkFailure, lock};
 use super::{MIN_MESSAGES_FOR_SPLIT, Run, StageError, Staged};
-use crate::compaction::instructions::{
-    MERGE_SUMMARIES_INSTRUCTIONS, SUMMARIZE_TASK, TURN_PREFIX_INSTRUCTIONS, UPDATE_TASK,
-    chunk_label,
-};
+use crate::compaction::instructions::chunk_label;
 use crate::compaction::split::{
     DEFAULT_SUMMARY_FALLBACK, adaptive_ratio_for, is_oversized_for_summary, max_chunk_tokens,
     normalize_parts, split_by_cost_share,
@@ -23,53 +21,6 @@ use crate::compaction::time::format_utc_minute;
 use crate::compaction::transcript::{request_costs, serialize_each};
 use rampart_message::AgentMessage;
 use rampart_message::SharedMessage;
-
-/// What the requests of a sequence are asked to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Task {
-    History,
-    Merge,
-    TurnPrefix,
-}
-
-impl Task {
-    pub(super) fn text(self, has_previous: bool) -> &'static str {
-        match self {
-            Self::History if has_previous => UPDATE_TASK,
-            Self::History => SUMMARIZE_TASK,
-            Self::Merge => MERGE_SUMMARIES_INSTRUCTIONS,
-            Self::TurnPrefix => TURN_PREFIX_INSTRUCTIONS,
-        }
-    }
-}
-
-/// How a sequence labels its requests.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Label {
-    /// `Chunk { index, of }` per request.
-    Chunks,
-    /// The same kind for every request.
-    Fixed(SummaryKind),
-}
-
-impl Label {
-    pub(super) fn kind(self, index: usize, of: usize) -> SummaryKind {
-        match self {
-            Self::Chunks => SummaryKind::Chunk { index, of },
-            Self::Fixed(kind) => kind,
-        }
-    }
-}
-
-/// One sequence of summarisation requests.
-#[derive(Clone, Copy)]
-pub(super) struct Job<'j> {
-    pub(super) label: Label,
-    pub(super) task: Task,
-    pub(super) instructions: &'j str,
-    pub(super) max_chunk: u64,
-    pub(super) max_tokens: u64,
-}
 
 impl Run<'_> {
     /// The largest chunk for `messages` (`max(1, floor(window · adaptive ratio) − 4096)`),

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::PassReport;
 use super::builder::ListBuilder;
+use super::report::PassReport;
 use rampart_message::MessageList;
 use rampart_message::{
     AgentMessage, AssistantMessage, Content, ContentBlock, Cost, ToolResultMessage, Usage,

@@ -23,6 +23,8 @@
 pub(crate) mod builder;
 pub(crate) mod calls;
 mod history;
+pub mod pairing;
+mod report;
 mod sanitize;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -36,6 +38,10 @@ pub use self::history::{
     StaleUsageReport, limit_history_turns, prune_processed_history_images,
     strip_stale_usage_before_latest_compaction,
 };
+pub use self::pairing::{
+    ErroredAssistantPolicy, PairingReport, SYNTHETIC_RESULT_TEXT, repair_tool_use_result_pairing,
+};
+pub use self::report::PassReport;
 pub use self::sanitize::{
     DetailsReport, MAX_TOOL_NAME_LEN, SanitizeOptions, SanitizeReport, ToolAllowlist,
     is_valid_tool_name, sanitize_tool_call_inputs, strip_tool_result_details,
@@ -48,21 +54,7 @@ pub use self::turns::{
     TurnOrderingReport, sanitize_google_turn_ordering, validate_anthropic_turns,
     validate_gemini_turns,
 };
-pub use crate::pairing::{
-    ErroredAssistantPolicy, PairingReport, SYNTHETIC_RESULT_TEXT, repair_tool_use_result_pairing,
-};
 use rampart_message::MessageList;
-
-/// What every pass report can say about itself.
-///
-/// Why a trait: [`run`] repeats some passes until the transcript is stable and adds their
-/// reports up, and a host wants one test for "did hygiene change anything".
-pub trait PassReport: Default {
-    /// Whether the pass changed anything (equivalently, returned a different list).
-    fn changed(&self) -> bool;
-    /// Adds `other`'s counts to this report.
-    fn absorb(&mut self, other: Self);
-}
 
 /// The provider family a request goes to; it decides which validations [`run`] applies.
 ///
@@ -257,7 +249,7 @@ pub fn run(input: &MessageList, policy: &HygienePolicy) -> (MessageList, Hygiene
         sanitize_tool_call_inputs(l, &sanitize_opts)
     });
     let (mut list, pairing, kept_errored) =
-        crate::pairing::repair(&list, ErroredAssistantPolicy::Preserve);
+        self::pairing::repair(&list, ErroredAssistantPolicy::Preserve);
     report.pairing = pairing;
 
     for _ in 0..MAX_ROUNDS {

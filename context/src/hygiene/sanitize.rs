@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::PassReport;
 use super::builder::ListBuilder;
 use super::calls::{CallRef, call_ref, is_blank, is_signed_thinking};
+use super::report::PassReport;
 use rampart_message::MessageList;
 use rampart_message::{AgentMessage, AssistantMessage, ContentBlock, ToolResultMessage};
 

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::PassReport;
 use super::builder::ListBuilder;
+use super::report::PassReport;
 use rampart_message::MessageList;
 use rampart_message::{AgentMessage, ContentBlock};
 

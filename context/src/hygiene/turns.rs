@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::PassReport;
 use super::builder::ListBuilder;
 use super::calls::{call_ref, for_each_result, is_errored, is_thinking, next_assistant};
+use super::report::PassReport;
 use super::sanitize::with_content;
 use rampart_message::{AgentMessage, AssistantMessage, Content, ContentBlock, UserMessage};
 use rampart_message::{MessageList, SharedMessage};

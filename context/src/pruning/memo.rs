@@ -21,7 +21,7 @@ use crate::tokens::AddressHasher;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use super::estimate::{Measure, measure};
-use super::prune::{Facts, Replacement, compute_clear, compute_soft_trim};
+use super::facts::{Facts, Replacement, compute_clear, compute_soft_trim};
 use super::settings::SoftTrim;
 use crate::tokens::MemoStats;
 use rampart_message::SharedMessage;

@@ -52,6 +52,7 @@
 
 mod duration;
 mod estimate;
+mod facts;
 mod memo;
 mod prune;
 mod settings;

@@ -7,16 +7,14 @@
 //! Anthropic-family models (issue #95840), but the arithmetic is the same for every model, so
 //! whether to call it is the caller's decision alone.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
-use super::estimate::{CHARS_PER_TOKEN, Measure, measure};
+use super::estimate::CHARS_PER_TOKEN;
+pub use super::facts::PruneAction;
+use super::facts::{Direct, Facts, Replacement};
 use super::memo::PruneMemo;
-use super::settings::{EffectiveSettings, SoftTrim};
-use super::trim::{self, SoftTrimKind};
-use crate::tokens::estimate_string_chars;
-use rampart_message::{AgentMessage, ToolResultMessage};
+use super::settings::EffectiveSettings;
+use rampart_message::AgentMessage;
 use rampart_message::{MessageList, SharedMessage};
 
 /// Options of a pruning call that do not come from configuration.
@@ -27,19 +25,6 @@ pub struct PruneOptions {
     /// transcript policy of providers that do not replay reasoning), so that pruning does not
     /// prune for text the provider will never see. Messages are not changed by it.
     pub drop_thinking_for_estimate: bool,
-}
-
-/// What pruning did to one tool result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum PruneAction {
-    /// Cut to its head and tail with a notice (step 5).
-    SoftTrimmed,
-    /// Kept whole, but its images were replaced by a marker (step 5).
-    ImagesRemoved,
-    /// Replaced by the placeholder (step 6). A result trimmed first and then cleared reports
-    /// only this.
-    HardCleared,
 }
 
 /// Why pruning stopped before looking at any tool result.
@@ -162,89 +147,6 @@ pub fn prune_context_messages_with(
         }
         None => prune(list, ctx_tokens, settings, options, &mut Direct),
     }
-}
-
-/// A pruned version of one tool result.
-#[derive(Debug, Clone)]
-pub(crate) struct Replacement {
-    pub(crate) message: SharedMessage,
-    /// Its estimate characters.
-    pub(crate) chars: u64,
-    pub(crate) action: PruneAction,
-}
-
-/// Where a pruning call gets sizes and pruned versions: computed on the spot, or from a
-/// [`PruneMemo`].
-pub(crate) trait Facts {
-    /// The measure of every message of `list`, in order.
-    fn measure_all(&mut self, list: &[SharedMessage]) -> Vec<Measure>;
-    /// `result` (the content of `message`) soft-trimmed, or `None` if trimming leaves it.
-    fn soft_trimmed(
-        &mut self,
-        message: &SharedMessage,
-        result: &ToolResultMessage,
-        trim: &SoftTrim,
-    ) -> Option<Replacement>;
-    /// `result` cleared, or `None` if it already is the placeholder.
-    fn cleared(
-        &mut self,
-        message: &SharedMessage,
-        result: &ToolResultMessage,
-        placeholder: &str,
-    ) -> Option<Replacement>;
-}
-
-/// No memo: everything is computed on the spot.
-struct Direct;
-
-impl Facts for Direct {
-    fn measure_all(&mut self, list: &[SharedMessage]) -> Vec<Measure> {
-        list.iter().map(|m| measure(m)).collect()
-    }
-
-    fn soft_trimmed(
-        &mut self,
-        _: &SharedMessage,
-        result: &ToolResultMessage,
-        trim: &SoftTrim,
-    ) -> Option<Replacement> {
-        compute_soft_trim(result, trim)
-    }
-
-    fn cleared(
-        &mut self,
-        _: &SharedMessage,
-        result: &ToolResultMessage,
-        placeholder: &str,
-    ) -> Option<Replacement> {
-        compute_clear(result, placeholder)
-    }
-}
-
-pub(crate) fn compute_soft_trim(
-    result: &ToolResultMessage,
-    trim: &SoftTrim,
-) -> Option<Replacement> {
-    let (text, kind) = trim::soft_trim(result, trim)?;
-    Some(Replacement {
-        chars: estimate_string_chars(&text),
-        message: Arc::new(trim::with_text(result, text)),
-        action: match kind {
-            SoftTrimKind::Trimmed => PruneAction::SoftTrimmed,
-            SoftTrimKind::ImagesRemoved => PruneAction::ImagesRemoved,
-        },
-    })
-}
-
-pub(crate) fn compute_clear(result: &ToolResultMessage, placeholder: &str) -> Option<Replacement> {
-    if trim::is_cleared(result, placeholder) {
-        return None;
-    }
-    Some(Replacement {
-        chars: estimate_string_chars(placeholder),
-        message: Arc::new(trim::with_text(result, placeholder.to_owned())),
-        action: PruneAction::HardCleared,
-    })
 }
 
 /// A prunable tool result: where it is, its size now, and what replaces it so far.
@@ -420,10 +322,12 @@ mod tests {
     use super::*;
     use crate::pruning::estimate::estimate_message_chars;
     use crate::pruning::settings::HardClear;
+    use crate::pruning::settings::SoftTrim;
     use crate::pruning::test_support::*;
     use crate::pruning::tools::ToolFilter;
     use crate::pruning::trim::PRUNED_IMAGE_MARKER;
     use rampart_message::{Content, ContentBlock};
+    use std::sync::Arc;
 
     /// OpenClaw's test window: 1000 tokens, so 4000 characters.
     const WINDOW: u64 = 1_000;

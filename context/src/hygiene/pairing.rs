@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::hygiene::PassReport;
-use crate::hygiene::builder::ListBuilder;
-use crate::hygiene::calls::{Calls, is_blank, is_errored, next_assistant};
+use super::builder::ListBuilder;
+use super::calls::{Calls, is_blank, is_errored, next_assistant};
+use super::report::PassReport;
 use rampart_message::{AgentMessage, MessageList, ToolResultMessage};
 
 /// Defined in the engine API, where an engine without this library finds it too.
