@@ -21,7 +21,8 @@ use crate::ffi::{
     FfiHost_TO, FfiHostBox,
 };
 use crate::host::{Host, HostApi, LogLevel};
-use crate::protocol::{Empty, Feature, method};
+use crate::method::{Call, CallVisitor, Method};
+use crate::protocol::Feature;
 use crate::wire::{EngineTable, with_engine_table};
 
 /// Exports `$engine` (a type implementing [`crate::EngineFactory`]) as a Rampart engine
@@ -138,32 +139,35 @@ pub fn dispatch_in(
     cx: &CallContext<'_>,
     method_name: &str,
     payload: &str,
-    mut table: Option<&mut EngineTable>,
+    table: Option<&mut EngineTable>,
 ) -> Result<String, EngineError> {
-    let m = method_name;
-    let mut call = |payload: &str| -> Option<Result<String, EngineError>> {
-        let table = table.as_deref_mut();
-        Some(match m {
-            method::BOOTSTRAP => run(m, payload, table, |p| engine.bootstrap(cx, p)),
-            method::INGEST => run(m, payload, table, |p| engine.ingest(cx, p)),
-            method::INGEST_BATCH => run(m, payload, table, |p| engine.ingest_batch(cx, p)),
-            method::ASSEMBLE => run(m, payload, table, |p| engine.assemble(cx, p)),
-            method::COMPACT => run(m, payload, table, |p| engine.compact(cx, p)),
-            method::MAINTAIN => run(m, payload, table, |p| engine.maintain(cx, p)),
-            method::AFTER_TURN => run(m, payload, table, |p| engine.after_turn(cx, p)),
-            method::PREPARE_SUBAGENT_SPAWN => {
-                run(m, payload, table, |p| engine.prepare_subagent_spawn(cx, p))
-            }
-            method::ON_SUBAGENT_ENDED => run(m, payload, table, |p| {
-                engine.on_subagent_ended(cx, p).map(|()| Empty {})
-            }),
-            method::DISPOSE => run(m, payload, table, |_: Empty| {
-                engine.dispose().map(|()| Empty {})
-            }),
-            _ => return None,
-        })
-    };
-    call(payload).unwrap_or_else(|| Err(EngineError::unsupported(m)))
+    /// Runs the method whose parameter type the visit names.
+    struct Dispatch<'d, 'c> {
+        engine: &'d dyn ContextEngine,
+        cx: &'d CallContext<'c>,
+        method: &'d str,
+        payload: &'d str,
+        table: Option<&'d mut EngineTable>,
+    }
+    impl CallVisitor for Dispatch<'_, '_> {
+        type Out = Result<String, EngineError>;
+        fn visit<C: Call>(self) -> Self::Out {
+            let (engine, cx) = (self.engine, self.cx);
+            run(self.method, self.payload, self.table, |p: C| {
+                p.invoke(engine, cx)
+            })
+        }
+    }
+    match Method::from_name(method_name) {
+        Some(method) => method.visit(Dispatch {
+            engine,
+            cx,
+            method: method_name,
+            payload,
+            table,
+        }),
+        None => Err(EngineError::unsupported(method_name)),
+    }
 }
 
 /// Decodes, calls, encodes; the table (when given) is active only while decoding and encoding,

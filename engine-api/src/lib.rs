@@ -15,6 +15,7 @@
 //! - [`message`]: the pi-compatible message model (the `rampart-message` crate, re-exported);
 //! - [`protocol`]: the handshake and the parameters/results of every engine method;
 //! - [`engine`]: the [`ContextEngine`] trait and the per-call context;
+//! - [`method`]: the methods, listed once: [`method::Method`] and [`method::Call`];
 //! - [`host`]: [`Host`], the services an engine may call back;
 //! - [`tokens`]: the token estimate, and exact counts through the host;
 //! - [`pairing`]: which messages must travel together ([`pairing::tool_units`]);
@@ -29,6 +30,7 @@ pub mod error;
 pub mod export;
 pub mod ffi;
 pub mod host;
+pub mod method;
 pub mod pairing;
 pub mod protocol;
 pub mod tokens;

@@ -15,7 +15,8 @@ use crate::wire::{MessageList, SharedMessage};
 /// The protocol name both sides put in their handshake.
 pub const PROTOCOL_NAME: &str = "rampart-engine";
 
-/// Method names of the engine protocol, as carried by `call(method, json)`.
+/// Method names of the engine protocol, as carried by `call(method, json)`: each name is
+/// spelled here, once, and [`crate::method::Method`] is built from these.
 pub mod method {
     /// One-time set-up for a session whose file already existed.
     pub const BOOTSTRAP: &str = "bootstrap";

@@ -138,10 +138,10 @@ fn assemble_roundtrip(c: &mut Criterion) {
         let messages = history(n);
         // Steady state: the same history turn after turn, as a session's unchanged messages are.
         group.bench_with_input(BenchmarkId::new("linked", n), &messages, |b, m| {
-            b.iter(|| black_box(linked.assemble(params(m.clone())).expect("assemble")))
+            b.iter(|| black_box(linked.call(params(m.clone())).expect("assemble")))
         });
         group.bench_with_input(BenchmarkId::new("cdylib", n), &messages, |b, m| {
-            b.iter(|| black_box(library.assemble(params(m.clone())).expect("assemble")))
+            b.iter(|| black_box(library.call(params(m.clone())).expect("assemble")))
         });
         // Turns: the history grows by two messages a turn. 200 successive lists are cycled,
         // so the engine sees a growing history (and, once per cycle, a shorter one).
@@ -158,14 +158,14 @@ fn assemble_roundtrip(c: &mut Criterion) {
             let mut i = 0;
             b.iter(|| {
                 i = (i + 1) % t.len();
-                black_box(linked.assemble(params(t[i].clone())).expect("assemble"))
+                black_box(linked.call(params(t[i].clone())).expect("assemble"))
             })
         });
         group.bench_with_input(BenchmarkId::new("cdylib_growing", n), &turns, |b, t| {
             let mut i = 0;
             b.iter(|| {
                 i = (i + 1) % t.len();
-                black_box(library.assemble(params(t[i].clone())).expect("assemble"))
+                black_box(library.call(params(t[i].clone())).expect("assemble"))
             })
         });
         // Worst case: every message is new to the engine (first turn of a loaded session).
@@ -176,7 +176,7 @@ fn assemble_roundtrip(c: &mut Criterion) {
                         .map(|x| Arc::new((**x).clone()))
                         .collect::<MessageList>()
                 },
-                |fresh| black_box(library.assemble(params(fresh)).expect("assemble")),
+                |fresh| black_box(library.call(params(fresh)).expect("assemble")),
                 BatchSize::LargeInput,
             )
         });

@@ -14,13 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rampart_engine_api::export::{HostCallCtx, call_ctx_ref, dispatch};
 use rampart_engine_api::ffi::FfiEngineBox;
+use rampart_engine_api::method::{Call, Method};
 use rampart_engine_api::protocol::Feature;
-use rampart_engine_api::protocol::{
-    AfterTurnParams, AfterTurnResult, AssembleParams, AssembleResult, BootstrapParams,
-    BootstrapResult, CompactParams, CompactResult, Empty, IngestBatchParams, IngestBatchResult,
-    IngestParams, IngestResult, MaintainParams, PrepareSubagentSpawnParams,
-    PrepareSubagentSpawnResult, SubagentEndedParams, TranscriptRewriteResult, method,
-};
 use rampart_engine_api::{CallContext, ContextEngine, EngineError, EngineInfo, ErrorKind, Host};
 use rampart_message::wire::{HostTable, STALE_REF, with_host_table};
 use serde::Serialize;
@@ -216,22 +211,8 @@ impl EngineHandle {
         }
     }
 
-    /// Calls `method` with typed parameters: directly for a linked engine, as JSON across the
-    /// ABI for a library.
-    fn invoke<P, R>(
-        &self,
-        method_name: &'static str,
-        params: P,
-        direct: fn(&dyn ContextEngine, &CallContext<'_>, P) -> Result<R, EngineError>,
-    ) -> Result<R, EngineError>
-    where
-        P: Serialize + Send + 'static,
-        R: DeserializeOwned + Send + 'static,
-    {
-        self.invoke_within(method_name, self.call_timeout, params, direct)
-    }
-
-    /// [`Self::invoke`] with its own deadline.
+    /// Calls `method` with typed parameters within `timeout`: directly for a linked engine, as
+    /// JSON across the ABI for a library.
     fn invoke_within<P, R>(
         &self,
         method_name: &'static str,
@@ -301,68 +282,24 @@ impl EngineHandle {
         }
     }
 
-    /// `bootstrap`.
-    pub fn bootstrap(&self, p: BootstrapParams) -> Result<BootstrapResult, EngineError> {
-        self.invoke(method::BOOTSTRAP, p, |e, cx, p| e.bootstrap(cx, p))
+    /// Calls the method `params` are for ([`Call::METHOD`]) within the call deadline: on the
+    /// linked engine directly, or across the ABI as JSON with message lists as deltas. One
+    /// generic entry for every method, so a method is listed only in the engine API.
+    pub fn call<C: Call>(&self, params: C) -> Result<C::Output, EngineError> {
+        self.call_within(params, self.call_timeout)
     }
 
-    /// `ingest`.
-    pub fn ingest(&self, p: IngestParams) -> Result<IngestResult, EngineError> {
-        self.invoke(method::INGEST, p, |e, cx, p| e.ingest(cx, p))
-    }
-
-    /// `ingest_batch`.
-    pub fn ingest_batch(&self, p: IngestBatchParams) -> Result<IngestBatchResult, EngineError> {
-        self.invoke(method::INGEST_BATCH, p, |e, cx, p| e.ingest_batch(cx, p))
-    }
-
-    /// `assemble`.
-    pub fn assemble(&self, p: AssembleParams) -> Result<AssembleResult, EngineError> {
-        self.invoke(method::ASSEMBLE, p, |e, cx, p| e.assemble(cx, p))
-    }
-
-    /// `compact`.
-    pub fn compact(&self, p: CompactParams) -> Result<CompactResult, EngineError> {
-        self.invoke(method::COMPACT, p, |e, cx, p| e.compact(cx, p))
-    }
-
-    /// `compact` with a deadline of its own: a compaction waits on summaries and may take
+    /// [`Self::call`] with a deadline of its own: a compaction waits on summaries and may take
     /// minutes, far beyond the usual call deadline. The engine enforces the compaction's
     /// timeout itself; this deadline is the host's backstop.
-    pub fn compact_within(
+    pub fn call_within<C: Call>(
         &self,
-        p: CompactParams,
+        params: C,
         timeout: Duration,
-    ) -> Result<CompactResult, EngineError> {
-        self.invoke_within(method::COMPACT, timeout, p, |e, cx, p| e.compact(cx, p))
-    }
-
-    /// `maintain`.
-    pub fn maintain(&self, p: MaintainParams) -> Result<TranscriptRewriteResult, EngineError> {
-        self.invoke(method::MAINTAIN, p, |e, cx, p| e.maintain(cx, p))
-    }
-
-    /// `after_turn`.
-    pub fn after_turn(&self, p: AfterTurnParams) -> Result<AfterTurnResult, EngineError> {
-        self.invoke(method::AFTER_TURN, p, |e, cx, p| e.after_turn(cx, p))
-    }
-
-    /// `prepare_subagent_spawn`.
-    pub fn prepare_subagent_spawn(
-        &self,
-        p: PrepareSubagentSpawnParams,
-    ) -> Result<PrepareSubagentSpawnResult, EngineError> {
-        self.invoke(method::PREPARE_SUBAGENT_SPAWN, p, |e, cx, p| {
-            e.prepare_subagent_spawn(cx, p)
+    ) -> Result<C::Output, EngineError> {
+        self.invoke_within(C::METHOD.name(), timeout, params, |e, cx, p: C| {
+            p.invoke(e, cx)
         })
-    }
-
-    /// `on_subagent_ended`.
-    pub fn on_subagent_ended(&self, p: SubagentEndedParams) -> Result<(), EngineError> {
-        self.invoke(method::ON_SUBAGENT_ENDED, p, |e, cx, p| {
-            e.on_subagent_ended(cx, p).map(|()| Empty {})
-        })
-        .map(|_: Empty| ())
     }
 
     /// Retires the engine (`dispose`). The library stays loaded: unloading is never safe.
@@ -370,13 +307,13 @@ impl EngineHandle {
         match &self.backend {
             Backend::Linked { engine, .. } => {
                 let engine = engine.clone();
-                self.run(method::DISPOSE, move |_| {
-                    rampart_engine_api::export::guard(method::DISPOSE, || engine.dispose())
+                self.run(Method::Dispose.name(), move |_| {
+                    rampart_engine_api::export::guard(Method::Dispose.name(), || engine.dispose())
                 })
             }
             Backend::Library { engine, .. } => {
                 let engine = engine.clone();
-                self.run(method::DISPOSE, move |_| {
+                self.run(Method::Dispose.name(), move |_| {
                     engine.shutdown().into_result().map_err(EngineError::from)
                 })
             }

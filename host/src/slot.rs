@@ -11,6 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use rampart_engine_api::method::{Call, Method};
 use rampart_engine_api::protocol::{
     AfterTurnParams, AssembleParams, AssembleResult, BootstrapParams, BootstrapResult,
     CompactParams, CompactResult, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult,
@@ -266,10 +267,16 @@ impl EngineSlot {
         Ok(())
     }
 
-    /// Runs `op` on the active engine. `Ok(None)` means the engine answered `Unsupported`, and
-    /// the caller uses its default. Any other failure of a non-legacy engine quarantines it and
-    /// the call is served by `legacy`.
-    pub fn call<R>(
+    /// Calls the method `params` are for on the active engine (see [`EngineSlot::call_with`]).
+    pub fn call<C: Call>(&self, params: C) -> Result<Option<C::Output>, SlotCallError> {
+        self.call_with(C::METHOD.name(), |e| e.call(params.clone()))
+    }
+
+    /// Runs `op` (the operation named `operation`: a method, or a method newer than this host
+    /// called by name through [`EngineHandle::call_json`]) on the active engine. `Ok(None)`
+    /// means the engine answered `Unsupported`, and the caller uses its default. Any other
+    /// failure of a non-legacy engine quarantines it and the call is served by `legacy`.
+    pub fn call_with<R>(
         &self,
         operation: &str,
         op: impl Fn(&EngineHandle) -> Result<R, EngineError>,
@@ -299,20 +306,16 @@ impl EngineSlot {
     /// `assemble`, falling back to the host's messages unchanged when unsupported.
     pub fn assemble(&self, params: AssembleParams) -> Result<AssembleResult, SlotCallError> {
         let fallback = params.messages.clone();
-        Ok(self
-            .call("assemble", |e| e.assemble(params.clone()))?
-            .unwrap_or(AssembleResult {
-                messages: fallback,
-                estimated_tokens: 0,
-                system_prompt_addition: None,
-            }))
+        Ok(self.call(params.clone())?.unwrap_or(AssembleResult {
+            messages: fallback,
+            estimated_tokens: 0,
+            system_prompt_addition: None,
+        }))
     }
 
     /// `ingest`; unsupported means "not ingested, keep the message as it is".
     pub fn ingest(&self, params: IngestParams) -> Result<IngestResult, SlotCallError> {
-        Ok(self
-            .call("ingest", |e| e.ingest(params.clone()))?
-            .unwrap_or_default())
+        Ok(self.call(params.clone())?.unwrap_or_default())
     }
 
     /// `ingest_batch`, falling back to one `ingest` per message.
@@ -320,7 +323,7 @@ impl EngineSlot {
         &self,
         params: IngestBatchParams,
     ) -> Result<IngestBatchResult, SlotCallError> {
-        if let Some(r) = self.call("ingest_batch", |e| e.ingest_batch(params.clone()))? {
+        if let Some(r) = self.call(params.clone())? {
             return Ok(r);
         }
         let mut result = IngestBatchResult::default();
@@ -339,14 +342,12 @@ impl EngineSlot {
 
     /// `compact`; unsupported means nothing was compacted.
     pub fn compact(&self, params: CompactParams) -> Result<CompactResult, SlotCallError> {
-        Ok(self
-            .call("compact", |e| e.compact(params.clone()))?
-            .unwrap_or(CompactResult {
-                ok: true,
-                compacted: false,
-                reason: Some("the engine does not compact".into()),
-                result: None,
-            }))
+        Ok(self.call(params.clone())?.unwrap_or(CompactResult {
+            ok: true,
+            compacted: false,
+            reason: Some("the engine does not compact".into()),
+            result: None,
+        }))
     }
 
     /// [`EngineSlot::compact`] with its own deadline (see [`EngineHandle::compact_within`]).
@@ -356,7 +357,9 @@ impl EngineSlot {
         timeout: std::time::Duration,
     ) -> Result<CompactResult, SlotCallError> {
         Ok(self
-            .call("compact", |e| e.compact_within(params.clone(), timeout))?
+            .call_with(Method::Compact.name(), |e| {
+                e.call_within(params.clone(), timeout)
+            })?
             .unwrap_or(CompactResult {
                 ok: true,
                 compacted: false,
@@ -367,9 +370,7 @@ impl EngineSlot {
 
     /// `bootstrap`; unsupported means nothing to set up.
     pub fn bootstrap(&self, params: BootstrapParams) -> Result<BootstrapResult, SlotCallError> {
-        Ok(self
-            .call("bootstrap", |e| e.bootstrap(params.clone()))?
-            .unwrap_or_default())
+        Ok(self.call(params.clone())?.unwrap_or_default())
     }
 
     /// `maintain`; unsupported means nothing changed.
@@ -377,17 +378,12 @@ impl EngineSlot {
         &self,
         params: MaintainParams,
     ) -> Result<TranscriptRewriteResult, SlotCallError> {
-        Ok(self
-            .call("maintain", |e| e.maintain(params.clone()))?
-            .unwrap_or_default())
+        Ok(self.call(params.clone())?.unwrap_or_default())
     }
 
     /// `after_turn`, falling back to `ingest_batch` of the new messages, as OpenClaw does.
     pub fn after_turn(&self, params: AfterTurnParams) -> Result<(), SlotCallError> {
-        if self
-            .call("after_turn", |e| e.after_turn(params.clone()))?
-            .is_some()
-        {
+        if self.call(params.clone())?.is_some() {
             return Ok(());
         }
         let start = usize::try_from(params.pre_prompt_message_count).unwrap_or(usize::MAX);

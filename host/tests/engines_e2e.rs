@@ -53,7 +53,7 @@ fn window_is_resolved_from_config_and_assembles_differently_from_legacy() {
     assert_eq!(slot.state(), SlotState::Active);
 
     let windowed = slot.assemble(assemble_params(50)).unwrap();
-    let legacy = slot.legacy().assemble(assemble_params(50)).unwrap();
+    let legacy = slot.legacy().call(assemble_params(50)).unwrap();
     assert_eq!(
         legacy.messages.len(),
         50,
@@ -314,7 +314,7 @@ fn methods_the_engine_does_not_know_fall_back_to_defaults() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unsupported);
     assert_eq!(
-        slot.call("summarize_v9", |e| e.call_json("summarize_v9", "{}"))
+        slot.call_with("summarize_v9", |e| e.call_json("summarize_v9", "{}"))
             .unwrap(),
         None
     );
@@ -418,8 +418,8 @@ fn library_and_linked_window_agree_turn_after_turn() {
             messages: messages.clone().into(),
             ..assemble_params(0)
         };
-        let a = library.assemble(params.clone()).unwrap();
-        let b = linked.assemble(params).unwrap();
+        let a = library.call(params.clone()).unwrap();
+        let b = linked.call(params).unwrap();
         assert_eq!(a.messages, b.messages, "turn {turn}");
         assert_eq!(a.estimated_tokens, b.estimated_tokens, "turn {turn}");
         // What came back across the ABI are the host's own messages, not copies.
