@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use rampart_engine_api::protocol::{AssembleParams, SessionRef};
 use rampart_engine_api::{AgentMessage, Host, MessageList};
-use rampart_host::engine_handle::EngineHandle;
-use rampart_host::loader::{LoadRequest, load_engine};
-use rampart_host::services::{EventSink, HostServices};
+use rampart_host::engine::handle::EngineHandle;
+use rampart_host::engine::loader::{LoadRequest, load_engine};
+use rampart_host::engine::services::{EventSink, HostServices};
 
 fn window_library() -> PathBuf {
     let file = format!(

@@ -11,9 +11,9 @@ use rampart_engine_api::AgentMessage;
 use rampart_engine_api::protocol::ModelRef;
 use rampart_host::blobs::BlobStore;
 use rampart_host::config::Config;
+use rampart_host::engine::services::EventSink;
+use rampart_host::engine::slot::EngineSlot;
 use rampart_host::persist::SessionWriter;
-use rampart_host::services::EventSink;
-use rampart_host::slot::EngineSlot;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::{FsyncPolicy, Session, SessionOptions};
 

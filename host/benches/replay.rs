@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rampart_host::config::Config;
+use rampart_host::engine::services::EventSink;
 use rampart_host::replay::{ReplayOptions, run_command};
-use rampart_host::services::EventSink;
 use serde_json::Value;
 
 const GENERATOR: &str = "/work/shared/bench/gen_session.py";

@@ -1,15 +1,13 @@
-//! The library behind the `rampart` binary: configuration, the engine loader, the
-//! `contextEngine` slot with its failure policy, and the services engines call back.
+//! The library behind the `rampart` binary. ARCHITECTURE.md at the repository root says where
+//! each concept lives: commands, configuration, engine hosting, providers, the run loop and
+//! the replay.
 
 pub mod blobs;
 pub mod commands;
 pub mod config;
-pub mod engine_handle;
-pub mod loader;
+pub mod engine;
 pub mod models;
 pub mod persist;
 pub mod providers;
 pub mod replay;
 pub mod run;
-pub mod services;
-pub mod slot;

@@ -16,7 +16,7 @@ use rampart_sessions::entry::EntryBody;
 use rampart_sessions::{Session, SessionError};
 
 use crate::blobs::BlobStore;
-use crate::slot::{EngineSlot, SlotCallError};
+use crate::engine::slot::{EngineSlot, SlotCallError};
 
 /// Why a message could not be persisted.
 #[derive(Debug, thiserror::Error)]

@@ -10,9 +10,9 @@ use common::*;
 use rampart_engine_api::ErrorKind;
 use rampart_engine_api::protocol::{AfterTurnParams, AssembleParams, SessionRef};
 use rampart_host::config;
-use rampart_host::engine_handle::EngineOrigin;
-use rampart_host::services::EventSink;
-use rampart_host::slot::{EngineSlot, SlotCallError, SlotState};
+use rampart_host::engine::handle::EngineOrigin;
+use rampart_host::engine::services::EventSink;
+use rampart_host::engine::slot::{EngineSlot, SlotCallError, SlotState};
 
 fn slot_for(dir: &std::path::Path, id: &str, lib: &std::path::Path, extra: &str) -> EngineSlot {
     let path = config_for(dir, id, lib, extra);
@@ -394,7 +394,7 @@ fn engines_check_reports_or_explains() {
 #[test]
 fn library_and_linked_window_agree_turn_after_turn() {
     use rampart_engine_api::Host;
-    use rampart_host::engine_handle::EngineHandle;
+    use rampart_host::engine::handle::EngineHandle;
     use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
@@ -405,7 +405,8 @@ fn library_and_linked_window_agree_turn_after_turn() {
         "[plugins.engines.window.config]\nkeepRecentTokens = 1500",
     );
     let library = slot.active();
-    let services = rampart_host::services::HostServices::new("window", EventSink::tracing_only());
+    let services =
+        rampart_host::engine::services::HostServices::new("window", EventSink::tracing_only());
     let linked = EngineHandle::linked(
         Arc::new(rampart_window::WindowEngine::new(1500)),
         Host::new(Arc::new(services)),

@@ -12,10 +12,10 @@ use rampart_context::hygiene;
 use rampart_context::tokens::CountMode;
 use rampart_engine_api::AgentMessage;
 use rampart_host::config::{self, Config};
+use rampart_host::engine::services::EventSink;
+use rampart_host::engine::slot::EngineSlot;
 use rampart_host::providers::{ModelRequest, ModelResponse, Provider, ProviderError};
 use rampart_host::run::{ModelSource, ResolvedProvider, RunEvents, RunSettings, Runner, TurnError};
-use rampart_host::services::EventSink;
-use rampart_host::slot::EngineSlot;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::{Session, SessionOptions};
 

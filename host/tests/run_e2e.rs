@@ -10,10 +10,10 @@ use std::path::Path;
 use common::loopback::{Loopback, openai_overflow_error, openai_text_stream};
 use rampart_engine_api::AgentMessage;
 use rampart_host::config::{self, Config};
+use rampart_host::engine::services::EventSink;
+use rampart_host::engine::slot::EngineSlot;
 use rampart_host::providers::registry::Providers;
 use rampart_host::run::{RunEvents, RunSettings, Runner, TurnError};
-use rampart_host::services::EventSink;
-use rampart_host::slot::EngineSlot;
 use rampart_message::ContentBlock;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::{Session, SessionOptions};
@@ -376,7 +376,7 @@ fn when_compaction_fails_the_recovery_truncates_tool_results_in_the_session() {
     .unwrap();
     let sink = EventSink::tracing_only();
     let providers = std::sync::Arc::new(Providers::from_config(&config).unwrap());
-    let resources = rampart_host::slot::HostResources {
+    let resources = rampart_host::engine::slot::HostResources {
         blobs: None,
         llm: Some(std::sync::Arc::new(
             rampart_host::run::llm::ProvidersLlm::new(providers.clone()),

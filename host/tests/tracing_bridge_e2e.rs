@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use rampart_engine_api::protocol::{AssembleParams, SessionRef};
 use rampart_host::config;
-use rampart_host::services::EventSink;
-use rampart_host::slot::EngineSlot;
+use rampart_host::engine::services::EventSink;
+use rampart_host::engine::slot::EngineSlot;
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);

@@ -14,8 +14,8 @@ use rampart_sessions::{Session, SessionOptions};
 use super::session_host::{hint, host};
 use super::sessions::find_session;
 use crate::config::Config;
+use crate::engine::services::EventSink;
 use crate::run::TurnError;
-use crate::services::EventSink;
 
 /// `rampart compact SESSION [--instructions TEXT]`: compacts now, through the session's lane.
 pub fn compact(

@@ -8,10 +8,10 @@ use clap::Subcommand;
 
 use super::load_config;
 use crate::config;
-use crate::engine_handle::EngineOrigin;
-use crate::loader::{LoadRequest, inspect_library, load_engine};
-use crate::services::{EventSink, HostServices};
-use crate::slot::{EngineSlot, SlotState, host_max_log_level};
+use crate::engine::handle::EngineOrigin;
+use crate::engine::loader::{LoadRequest, inspect_library, load_engine};
+use crate::engine::services::{EventSink, HostServices};
+use crate::engine::slot::{EngineSlot, SlotState, host_max_log_level};
 
 /// `rampart engines …`
 #[derive(Debug, Subcommand)]

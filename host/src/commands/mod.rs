@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{self, Config, ConfigSource};
-use crate::services::EventSink;
+use crate::engine::services::EventSink;
 
 pub mod compact;
 pub mod config_check;

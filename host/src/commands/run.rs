@@ -13,7 +13,7 @@ use rampart_sessions::store::{SessionStore, now_unix_ms};
 
 use super::session_host::{hint, host, open_or_create, reply_text};
 use crate::config::Config;
-use crate::services::EventSink;
+use crate::engine::services::EventSink;
 
 /// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
 pub const DEFAULT_SESSION_KEY: &str = "main";

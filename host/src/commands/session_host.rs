@@ -13,11 +13,11 @@ use rampart_sessions::{Session, SessionOptions};
 use super::sessions::find_session;
 use crate::blobs::BlobStore;
 use crate::config::Config;
+use crate::engine::services::EventSink;
+use crate::engine::slot::{EngineSlot, HostResources};
 use crate::providers::registry::Providers;
 use crate::run::llm::ProvidersLlm;
 use crate::run::{RunEvents, RunSettings, Runner, TurnError};
-use crate::services::EventSink;
-use crate::slot::{EngineSlot, HostResources};
 
 /// Opens the session `key`, creating and registering it when the registry does not know it.
 pub(super) fn open_or_create(store: &SessionStore, key: &str) -> anyhow::Result<(String, Session)> {

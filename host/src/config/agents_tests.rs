@@ -61,7 +61,8 @@ fn the_engines_settings_are_the_hosts_read_back() {
     assert_eq!(json["contextLimits"]["toolResultMaxChars"], 12_000);
     assert!(defaults.pruning.is_some());
     // The legacy engine accepts them as they are.
-    let engine = rampart_legacy::LegacyEngine::new(crate::slot::legacy_config(&config), None);
+    let engine =
+        rampart_legacy::LegacyEngine::new(crate::engine::slot::legacy_config(&config), None);
     assert!(engine.is_ok(), "{:?}", engine.err());
 }
 
@@ -71,6 +72,6 @@ fn the_engines_settings_are_the_hosts_read_back() {
 fn the_engine_sees_changed_settings() {
     let mut config = cfg(EVERY_KEY);
     config.agent_defaults.context_tokens = None;
-    let json = crate::slot::legacy_config(&config);
+    let json = crate::engine::slot::legacy_config(&config);
     assert!(json.get("contextTokens").is_none(), "{json}");
 }

@@ -19,13 +19,13 @@ use super::tap::TapSource;
 use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::config::ModelsConfigError;
+use crate::engine::services::EventSink;
+use crate::engine::slot::{EngineSlot, HostResources, RequiredEngineFailed, SlotState};
 use crate::models::guard_models;
 use crate::providers::registry::{Providers, RegistryError, SIM_PROVIDER_ID};
 use crate::providers::sim::SimProvider;
 use crate::run::llm::ProvidersLlm;
 use crate::run::{ModelSource, RequestRecord, RunEvents, RunSettings, Runner, TurnError};
-use crate::services::EventSink;
-use crate::slot::{EngineSlot, HostResources, RequiredEngineFailed, SlotState};
 
 /// Why a replay stopped before its end (a failed call is not one of these: it is a row).
 #[derive(Debug, thiserror::Error)]

@@ -56,7 +56,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 use crate::config::Config;
-use crate::services::EventSink;
+use crate::engine::services::EventSink;
 
 pub use drive::{ReplayError, Replayer};
 pub use summary::{Row, Summary};

@@ -7,8 +7,8 @@
 use rampart_engine_api::host::EngineEvent;
 use serde_json::Value;
 
-use crate::services::EventSink;
-pub use crate::services::RecordedEvent;
+use crate::engine::services::EventSink;
+pub use crate::engine::services::RecordedEvent;
 
 /// The source name host events carry, beside engine ids.
 pub const HOST_SOURCE: &str = "host";

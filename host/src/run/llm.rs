@@ -14,9 +14,9 @@ use rampart_message::ContentBlock;
 
 use super::ModelSource;
 use crate::config::{Config, ModelName};
+use crate::engine::services::LlmService;
 use crate::providers::registry::Providers;
 use crate::providers::{ApiKind, ModelRequest, ProviderError, ProviderErrorKind};
-use crate::services::LlmService;
 
 /// Answers `llm.complete` with the model the request names.
 pub struct ProvidersLlm {

@@ -44,10 +44,10 @@ use serde_json::json;
 use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::config::{ModelName, ModelsConfigError};
+use crate::engine::slot::EngineSlot;
 use crate::models::guard_models;
 use crate::persist::{PersistError, SessionWriter};
 use crate::providers::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
-use crate::slot::EngineSlot;
 
 pub use events::{EventKind, RecordedEvent, RunEvents};
 

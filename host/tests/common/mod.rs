@@ -118,9 +118,9 @@ pub fn tool_call(id: &str, name: &str, path: &str, timestamp: u64) -> AgentMessa
 /// (when given) and `llm.complete`.
 pub struct Harness {
     pub config: rampart_host::config::Config,
-    pub sink: rampart_host::services::EventSink,
+    pub sink: rampart_host::engine::services::EventSink,
     pub providers: std::sync::Arc<rampart_host::providers::registry::Providers>,
-    pub slot: rampart_host::slot::EngineSlot,
+    pub slot: rampart_host::engine::slot::EngineSlot,
 }
 
 impl Harness {
@@ -134,19 +134,19 @@ impl Harness {
         config: rampart_host::config::Config,
         blobs: Option<rampart_host::blobs::BlobStore>,
     ) -> Self {
-        let sink = rampart_host::services::EventSink::tracing_only();
+        let sink = rampart_host::engine::services::EventSink::tracing_only();
         let providers = std::sync::Arc::new(
             rampart_host::providers::registry::Providers::from_config(&config).unwrap(),
         );
-        let resources = rampart_host::slot::HostResources {
+        let resources = rampart_host::engine::slot::HostResources {
             blobs,
             llm: Some(std::sync::Arc::new(
                 rampart_host::run::llm::ProvidersLlm::new(providers.clone()),
             )),
             ..Default::default()
         };
-        let slot =
-            rampart_host::slot::EngineSlot::resolve_full(&config, &sink, &resources).unwrap();
+        let slot = rampart_host::engine::slot::EngineSlot::resolve_full(&config, &sink, &resources)
+            .unwrap();
         Self {
             config,
             sink,

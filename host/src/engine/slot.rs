@@ -22,9 +22,9 @@ use rampart_legacy::{LEGACY_ID, LegacyEngine};
 
 use crate::blobs::BlobStore;
 use crate::config::Config;
-use crate::engine_handle::EngineHandle;
-use crate::loader::{LoadRequest, load_engine};
-use crate::services::{EventSink, HostServices};
+use crate::engine::handle::EngineHandle;
+use crate::engine::loader::{LoadRequest, load_engine};
+use crate::engine::services::{EventSink, HostServices};
 
 /// A quarantine: which engine failed, in which operation, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,7 +101,7 @@ pub struct HostResources {
     /// The blob store behind `blobs.put`.
     pub blobs: Option<BlobStore>,
     /// The models behind `llm.complete`.
-    pub llm: Option<Arc<dyn crate::services::LlmService>>,
+    pub llm: Option<Arc<dyn crate::engine::services::LlmService>>,
     /// The chat model's tokenizer, for `tokens.count` requests that name none.
     pub count_mode: rampart_context::tokens::CountMode,
 }

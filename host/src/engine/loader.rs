@@ -24,7 +24,7 @@ use rampart_engine_api::ffi::{EngineModule_Ref, FfiEngineBox};
 use rampart_engine_api::protocol::{ProtocolInfo, major_of};
 use rampart_engine_api::{EngineError, EngineInfo, EngineInit, ErrorKind, HostApi};
 
-use crate::engine_handle::EngineHandle;
+use crate::engine::handle::EngineHandle;
 
 /// Why a library could not become an engine. Each message names the file and says what to do.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,15 @@
+//! Hosting engines: everything between `plugins.toml`'s `contextEngine` and an engine's answer.
+//!
+//! - [`loader`]: checks and loads a library under a deadline (header, API major, layout,
+//!   constructor, handshake);
+//! - [`handle`]: one engine, built in or loaded, called on its own thread with a deadline, its
+//!   message lists crossing the ABI as deltas;
+//! - [`slot`]: the `contextEngine` slot: the configured engine, quarantine, and `legacy` as the
+//!   fallback, with the host's default for every method an engine does not support;
+//! - [`services`]: what an engine can call back (logs, events, `llm.complete`, blobs, token
+//!   counts, the clock).
+
+pub mod handle;
+pub mod loader;
+pub mod services;
+pub mod slot;
