@@ -9,6 +9,7 @@ mod compaction_e2e;
 mod config_e2e;
 mod engines_e2e;
 mod layer2_e2e;
+mod old_api;
 mod overflow_loop_e2e;
 mod providers_e2e;
 mod readme_config;

@@ -1,0 +1,50 @@
+//! `rampart-engine-api`: the one crate a Rampart context engine depends on.
+//!
+//! An engine author implements [`ContextEngine`] (plus [`EngineFactory`] for construction) and
+//! writes `rampart_engine_api::export_engine!(MyEngine);`. The macro exports an abi_stable root
+//! module whose typed surface is frozen for the whole 1.x line; everything that can grow travels
+//! as named JSON calls with serde defaults (see [`protocol`]), so a 1.0 engine keeps loading in
+//! every later 1.x host.
+//!
+//! Layout, one concern per module:
+//! - [`message`]: the pi-compatible message model (session format v3);
+//! - [`protocol`]: the handshake and the parameters/results of every engine method;
+//! - [`engine`]: the [`ContextEngine`] trait and the per-call context;
+//! - [`host`]: [`Host`], the services an engine may call back;
+//! - [`tokens`], [`pairing`]: the shared token counter and tool-call pairing helpers;
+//! - [`hygiene`]: the transcript passes the host runs before every request;
+//! - [`guards`]: the context-window guard, tool-result caps, truncation plans, the precheck;
+//! - [`error`]: [`EngineError`] and its exhaustive [`ErrorKind`] classification;
+//! - [`ffi`]: the frozen abi_stable surface (hosts use it; engine authors never need to);
+//! - [`export`]: what `export_engine!` expands to: panic guards, dispatch, tracing bridge.
+
+#![allow(non_local_definitions, non_camel_case_types)]
+
+pub mod engine;
+pub mod error;
+pub mod export;
+pub mod ffi;
+pub mod host;
+pub mod message;
+pub mod protocol;
+pub mod wire;
+
+pub use engine::{CallContext, CancelFlag, ContextEngine, EngineFactory, EngineInit};
+pub use error::{EngineError, ErrorKind};
+pub use host::{Host, HostApi, LogLevel};
+pub use message::AgentMessage;
+pub use protocol::{EngineInfo, ProtocolInfo};
+pub use wire::{MessageList, SharedMessage};
+
+/// Re-exported so `export_engine!` can name abi_stable without the engine crate depending on it.
+#[doc(hidden)]
+pub use abi_stable;
+/// Re-exported for engine authors: configuration and open records are JSON values.
+pub use serde_json;
+
+/// The version of this crate, which is the engine API version an engine is built against.
+pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The API major this crate implements. Hosts refuse libraries of any other major before running
+/// their code.
+pub const API_MAJOR: u32 = 1;
