@@ -5,6 +5,7 @@
 //! crate gives one [`FakeHost`] with scripted answers and a record of every call, message
 //! [`build`]ers, and a [`Harness`] that drives an engine through the same JSON dispatch the ABI
 //! uses, so a parameter or result that would not survive the trip fails here, not in a host.
+//! [`conformance::run`] loads a built engine library and checks every method's contract.
 //!
 //! ```
 //! use rampart_engine_test::{FakeHost, Harness, build};
@@ -23,6 +24,8 @@
 //! let out = harness.assemble(vec![build::user("hello")], Some(1_000)).unwrap();
 //! assert_eq!(out.messages.len(), 1);
 //! ```
+
+pub mod conformance;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
