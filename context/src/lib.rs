@@ -11,9 +11,11 @@
 //! - [`guards`]: the context-window guard, tool-result caps, truncation plans, the precheck;
 //! - [`pruning`]: cache-TTL context pruning of old tool results, in the request only;
 //! - [`compaction`]: summarising old history (staged, budgeted, with fallbacks);
+//! - [`events`]: the typed events the run loop and the engines report;
 //! - [`overflow`]: recognising a provider's "prompt too long" in its own words.
 
 pub mod compaction;
+pub mod events;
 pub mod guards;
 pub mod hygiene;
 pub mod overflow;

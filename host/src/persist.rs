@@ -76,6 +76,8 @@ pub struct SessionWriter {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CapRecord {
+    /// The tool call whose result was capped.
+    pub tool_call_id: String,
     /// The tool whose result was capped.
     pub tool_name: String,
     /// Characters of the original text.
@@ -134,6 +136,7 @@ impl SessionWriter {
             let blob = blobs.put(text.as_bytes()).map_err(PersistError::Blob)?;
             if let AgentMessage::ToolResult(r) = &*message {
                 self.caps.push(CapRecord {
+                    tool_call_id: r.tool_call_id.clone(),
                     tool_name: r.tool_name.clone(),
                     original_chars: text.chars().count(),
                     blob: Some(blob.clone()),

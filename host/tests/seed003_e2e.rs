@@ -14,6 +14,7 @@ use rampart_engine_api::AgentMessage;
 use rampart_host::blobs::BlobStore;
 use rampart_host::config;
 use rampart_host::run::RequestRecord;
+use rampart_host::run::events::Event;
 use rampart_message::wire::SharedMessage;
 use rampart_message::{AssistantMessage, ContentBlock};
 use serde_json::json;
@@ -98,6 +99,7 @@ fn a_hundred_tool_turns_stay_within_the_window_and_every_request_is_paired() {
 
     let mut records = Vec::new();
     let mut kinds = Vec::new();
+    let mut caps = Vec::new();
     for turn in 0..100u64 {
         let id = format!("call_{turn}");
         sim.push_reply(assistant(
@@ -136,7 +138,12 @@ fn a_hundred_tool_turns_stay_within_the_window_and_every_request_is_paired() {
         let report = runner.run_turn(&mut session, None).unwrap();
         records.extend(report.requests);
         runner.finish_turn(&mut session).unwrap();
-        kinds.extend(runner.events().drain().into_iter().map(|e| e.kind));
+        for recorded in runner.events().drain() {
+            if let Some(Event::IngestCap(cap)) = recorded.event() {
+                caps.push(cap);
+            }
+            kinds.push(recorded.kind);
+        }
     }
 
     assert_eq!(
@@ -157,8 +164,19 @@ fn a_hundred_tool_turns_stay_within_the_window_and_every_request_is_paired() {
     // The history outgrew the window many times over: compaction ran, and was observed.
     assert!(kinds.iter().any(|k| k == "compaction_start"));
     assert!(kinds.iter().any(|k| k == "compaction_end"));
-    // The 2 MB result was capped on its way in, its original kept in a blob.
+    // The 2 MB result was capped on its way in, its original kept in a blob, and the event
+    // names the call and the tool whose output it capped.
     assert!(kinds.iter().any(|k| k == "ingest_cap"), "{kinds:?}");
+    assert_eq!(caps.len(), 1, "{caps:?}");
+    assert_eq!(caps[0].tool_name.as_deref(), Some("read"));
+    assert_eq!(caps[0].tool_call_id.as_deref(), Some("call_50"));
+    assert_eq!(caps[0].original_chars, 17 * 120_000);
+    assert!(
+        caps[0]
+            .blob
+            .as_ref()
+            .is_some_and(|b| b.starts_with("sha256:"))
+    );
     assert_eq!(
         sim.requests_seen() as usize,
         records.len() + sim.log().overflows as usize

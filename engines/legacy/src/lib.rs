@@ -20,6 +20,7 @@
 use std::sync::Arc;
 
 use rampart_context::compaction::CompactionSettings;
+use rampart_context::events::{Event, IngestCap, Prune};
 use rampart_context::guards::tool_result::{DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest};
 use rampart_context::pruning::{self, CacheTouch, EffectiveSettings, PruneMemo, PruneOptions};
 use rampart_engine_api::host::BlobPutRequest;
@@ -207,11 +208,20 @@ impl ContextEngine for LegacyEngine {
                 "blob": reference,
             }),
         );
-        let _ = host.emit_event(&rampart_engine_api::host::EngineEvent {
-            kind: "ingest_cap".into(),
-            session_id: Some(p.session.session_id.clone()),
-            data: serde_json::to_value(&report).unwrap_or_default(),
-        });
+        let _ = host.emit_event(
+            &Event::IngestCap(IngestCap {
+                tool_call_id: message.tool_call_id().map(str::to_string),
+                tool_name: match &*message {
+                    rampart_engine_api::AgentMessage::ToolResult(r) => Some(r.tool_name.clone()),
+                    _ => None,
+                },
+                original_chars: report.original_chars as u64,
+                cap_chars: Some(report.cap_chars as u64),
+                omitted_chars: Some(report.omitted_chars as u64),
+                blob: Some(reference.clone()),
+            })
+            .envelope(Some(p.session.session_id.clone())),
+        );
         Ok(IngestResult {
             ingested: false,
             replacement: Some(Arc::new(capped)),
@@ -253,21 +263,18 @@ impl ContextEngine for LegacyEngine {
             Some(&self.prune_memo),
         );
         if report.changed() {
-            let _ = cx
-                .host()
-                .emit_event(&rampart_engine_api::host::EngineEvent {
-                    kind: "prune".into(),
-                    session_id: Some(p.session.session_id.clone()),
-                    data: serde_json::json!({
-                        "softTrimmed": report.soft_trimmed,
-                        "hardCleared": report.hard_cleared,
-                        "charsBefore": report.chars_before,
-                        "charsAfter": report.chars_after,
-                        "prunedChars": report.chars_before.saturating_sub(report.chars_after),
-                        "ratioBefore": report.ratio_before,
-                        "ratioAfter": report.ratio_after,
-                    }),
-                });
+            let _ = cx.host().emit_event(
+                &Event::Prune(Prune {
+                    soft_trimmed: report.soft_trimmed as u64,
+                    hard_cleared: report.hard_cleared as u64,
+                    chars_before: report.chars_before,
+                    chars_after: report.chars_after,
+                    pruned_chars: report.chars_before.saturating_sub(report.chars_after),
+                    ratio_before: report.ratio_before,
+                    ratio_after: report.ratio_after,
+                })
+                .envelope(Some(p.session.session_id.clone())),
+            );
         }
         Ok(pass(messages))
     }

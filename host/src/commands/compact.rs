@@ -16,6 +16,7 @@ use super::sessions::find_session;
 use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::run::TurnError;
+use crate::run::events::{CompactionEnd, Event};
 
 /// `rampart compact SESSION [--instructions TEXT]`: compacts now, through the session's lane.
 pub fn compact(
@@ -53,23 +54,27 @@ pub fn compact(
         let host = host(config, store, &events)?;
         let mut runner = host.runner(config, store, &events, &session, found.key.as_deref())?;
         let result = runner.compact_now(&mut session, instructions.map(str::to_string));
-        let end = runner
+        let end: CompactionEnd = runner
             .events()
             .drain()
-            .into_iter()
-            .rfind(|e| e.kind == "compaction_end");
+            .iter()
+            .rev()
+            .find_map(|e| match e.event() {
+                Some(Event::CompactionEnd(end)) => Some(end),
+                _ => None,
+            })
+            .unwrap_or_default();
         let engine = host.slot.active().id().to_string();
         host.slot.shutdown();
         match result {
             Ok(true) => {
-                let data = end.map(|e| e.data).unwrap_or_default();
-                let figure = |k: &str| data.get(k).and_then(|v| v.as_u64());
+                let figure = |n: Option<u64>| n.map_or("?".to_string(), |n| n.to_string());
                 writeln!(
                     out,
                     "compacted session `{id}` with engine {engine}: {} → {} tokens{}",
-                    figure("tokensBefore").map_or("?".to_string(), |n| n.to_string()),
-                    figure("tokensAfter").map_or("?".to_string(), |n| n.to_string()),
-                    figure("summaryChars")
+                    figure(end.tokens_before),
+                    figure(end.tokens_after),
+                    end.summary_chars
                         .map(|c| format!(", summary of {c} characters"))
                         .unwrap_or_default()
                 )?;
@@ -77,12 +82,7 @@ pub fn compact(
             }
             Ok(false) => {
                 let why = end
-                    .and_then(|e| {
-                        e.data
-                            .get("why")
-                            .and_then(|w| w.as_str())
-                            .map(str::to_string)
-                    })
+                    .why
                     .unwrap_or_else(|| "the engine gave no reason".to_string());
                 writeln!(
                     err,

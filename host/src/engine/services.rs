@@ -38,6 +38,14 @@ pub struct RecordedEvent {
     pub data: serde_json::Value,
 }
 
+impl RecordedEvent {
+    /// The typed event, or `None` for a kind this version does not know (a third-party
+    /// engine's own), which readers pass over.
+    pub fn event(&self) -> Option<rampart_context::events::Event> {
+        rampart_context::events::Event::from_envelope(&self.kind, &self.data)
+    }
+}
+
 impl std::fmt::Debug for EventSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventSink")

@@ -7,10 +7,9 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::run::RecordedEvent;
-use crate::run::events::HOST_SOURCE;
+use crate::run::events::{Event, HOST_SOURCE};
 
 /// One model call of the replay (the run loop's "turn"): its size and what each layer did.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -150,41 +149,39 @@ pub struct Summary {
 
 impl Row {
     /// Folds one event into the row (and the counters only the summary keeps into `tally`).
+    /// Kinds this version does not know (a third-party engine's own) are passed over.
     pub fn absorb(&mut self, event: &RecordedEvent, tally: &mut Tally) {
         let host = event.source == HOST_SOURCE;
-        let data = &event.data;
-        match event.kind.as_str() {
+        let Some(typed) = event.event() else {
+            return;
+        };
+        match typed {
             // Each cap is reported once: by the engine that capped it (`legacy`), or by the
-            // host when its persistence guard did (`by: persistence`).
-            "ingest_cap" => {
+            // host when its persistence guard did.
+            Event::IngestCap(_) => {
                 self.truncations += 1;
                 tally.ingest_caps += 1;
                 self.tag("cap");
             }
-            "hygiene" if host => self.tag("hyg"),
-            "assemble_failed" if host => self.tag("asm-fail"),
-            "tool_loop_truncation" if host => {
+            Event::Hygiene(_) if host => self.tag("hyg"),
+            Event::AssembleFailed(_) if host => self.tag("asm-fail"),
+            Event::ToolLoopTruncation(_) if host => {
                 self.truncations += 1;
                 tally.tool_loop_truncations += 1;
                 self.tag("loop-trunc");
             }
-            "truncation_pass"
-                if host && data.get("changed").and_then(Value::as_bool) == Some(true) =>
-            {
+            Event::TruncationPass(pass) if host && pass.changed => {
                 self.truncations += 1;
                 tally.truncation_passes += 1;
                 self.tag("trunc");
             }
-            "prune" => {
-                let chars = pruned_chars(data);
-                if chars > 0 || data.get("changed").and_then(Value::as_bool) != Some(false) {
-                    self.prunes += 1;
-                    self.pruned_chars += chars;
-                    self.tag("prune");
-                }
+            Event::Prune(prune) => {
+                self.prunes += 1;
+                self.pruned_chars += prune.pruned_chars;
+                self.tag("prune");
             }
-            "compaction_end" if host => {
-                if data.get("compacted").and_then(Value::as_bool) == Some(true) {
+            Event::CompactionEnd(end) if host => {
+                if end.compacted {
                     self.compactions += 1;
                     self.tag("compact");
                 } else {
@@ -192,16 +189,16 @@ impl Row {
                     self.tag("compact-no");
                 }
             }
-            "overflow" if host => {
+            Event::Overflow(_) if host => {
                 self.overflows += 1;
                 self.tag("overflow");
             }
-            "retry" if host => {
+            Event::Retry(_) if host => {
                 tally.retried = true;
                 self.tag("retry");
             }
-            "guard_block" if host => self.tag("block"),
-            "guard_warn" if host => tally.guard_warnings += 1,
+            Event::GuardBlock(_) if host => self.tag("block"),
+            Event::GuardWarn(_) if host => tally.guard_warnings += 1,
             _ => {}
         }
     }
@@ -220,22 +217,6 @@ impl Row {
         }
         self.tags.push(tag.to_string());
     }
-}
-
-/// Characters a prune removed, from whichever figures its event carries: `prunedChars`, or
-/// `charsBefore - charsAfter` (the pruning report), at the top level or under `report`.
-fn pruned_chars(data: &Value) -> u64 {
-    let from = |v: &Value| -> Option<u64> {
-        if let Some(n) = v.get("prunedChars").and_then(Value::as_u64) {
-            return Some(n);
-        }
-        let before = v.get("charsBefore").and_then(Value::as_u64)?;
-        let after = v.get("charsAfter").and_then(Value::as_u64)?;
-        Some(before.saturating_sub(after))
-    };
-    from(data)
-        .or_else(|| data.get("report").and_then(from))
-        .unwrap_or(0)
 }
 
 /// Counters the summary needs beyond the rows, gathered while events are folded.
@@ -321,30 +302,63 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn event(source: &str, kind: &str, data: Value) -> RecordedEvent {
+    fn event(source: &str, event: Event) -> RecordedEvent {
+        let envelope = event.envelope(None);
         RecordedEvent {
             source: source.into(),
-            kind: kind.into(),
-            data,
+            kind: envelope.kind,
+            data: envelope.data,
         }
+    }
+
+    fn pass(changed: bool) -> Event {
+        Event::TruncationPass(crate::run::events::TruncationPass {
+            changed,
+            rewritten: u64::from(changed),
+            bytes_freed: 0,
+            reason: None,
+        })
     }
 
     #[test]
     fn tags_count_repeats_and_every_cap_once_whoever_reports_it() {
+        use crate::run::events::{CompactionEnd, IngestCap, Prune};
         let mut row = Row::default();
         let mut tally = Tally::default();
         for e in [
             // One cap by the engine, one by the host's persistence guard.
-            event("legacy", "ingest_cap", json!({})),
-            event("host", "ingest_cap", json!({"toolName": "read"})),
-            event("host", "truncation_pass", json!({"changed": false})),
-            event("host", "truncation_pass", json!({"changed": true})),
+            event("legacy", Event::IngestCap(IngestCap::default())),
+            event(
+                "host",
+                Event::IngestCap(IngestCap {
+                    tool_name: Some("read".into()),
+                    ..Default::default()
+                }),
+            ),
+            event("host", pass(false)),
+            event("host", pass(true)),
             event(
                 "legacy",
-                "prune",
-                json!({"report": {"charsBefore": 900, "charsAfter": 400}}),
+                Event::Prune(Prune {
+                    chars_before: 900,
+                    chars_after: 400,
+                    pruned_chars: 500,
+                    ..Default::default()
+                }),
             ),
-            event("host", "compaction_end", json!({"compacted": true})),
+            event(
+                "host",
+                Event::CompactionEnd(CompactionEnd {
+                    compacted: true,
+                    ..Default::default()
+                }),
+            ),
+            // A third-party engine's own kind is passed over.
+            RecordedEvent {
+                source: "memo".into(),
+                kind: "memory_flush".into(),
+                data: json!({"files": 3}),
+            },
         ] {
             row.absorb(&e, &mut tally);
         }

@@ -14,7 +14,7 @@
 //! On an overflow (from the provider, the tool-loop guard or the precheck): up to 3
 //! compactions, retrying only when something was compacted; then one in-session tool-result
 //! truncation pass; then an error the user can act on. Every decision is an event
-//! ([`events::EventKind`]).
+//! ([`events::Event`]).
 
 pub mod events;
 pub mod llm;
@@ -49,7 +49,8 @@ use crate::models::guard_models;
 use crate::persist::{PersistError, SessionWriter};
 use crate::providers::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
 
-pub use events::{EventKind, RecordedEvent, RunEvents};
+use events::*;
+pub use events::{RecordedEvent, RunEvents};
 
 /// Compactions one turn may run after model timeouts (`MAX_TIMEOUT_COMPACTION_ATTEMPTS`).
 pub const MAX_TIMEOUT_COMPACTION_ATTEMPTS: u32 = 2;
@@ -482,25 +483,26 @@ impl<'a> Runner<'a> {
             Ok(chosen) => {
                 for line in &chosen.skipped {
                     self.events
-                        .emit(EventKind::GuardBlock, json!({ "line": line }));
+                        .emit(Event::GuardBlock(GuardBlock { line: line.clone() }));
                 }
                 if chosen.warned {
-                    self.events.emit(
-                        EventKind::GuardWarn,
-                        json!({ "model": chosen.name, "window": chosen.window.tokens }),
-                    );
+                    self.events.emit(Event::GuardWarn(GuardWarn {
+                        model: chosen.name.to_string(),
+                        window: chosen.window.tokens,
+                    }));
                 }
                 Ok((chosen.name, chosen.window.tokens))
             }
             Err(all) => {
                 for line in &all.blocked {
                     self.events
-                        .emit(EventKind::GuardBlock, json!({ "line": line }));
+                        .emit(Event::GuardBlock(GuardBlock { line: line.clone() }));
                 }
-                self.events.emit(
-                    EventKind::GiveUp,
-                    json!({ "kind": "window_too_small", "message": all.message }),
-                );
+                self.events.emit(Event::GiveUp(GiveUp {
+                    kind: "window_too_small".into(),
+                    message: all.message.clone(),
+                    ..Default::default()
+                }));
                 Err(TurnError::Blocked {
                     message: all.message,
                     blocked: all.blocked,
@@ -523,7 +525,13 @@ impl<'a> Runner<'a> {
         let writer = self.writer(window);
         let ids = writer.append(slot, session, Arc::new(message), Some(model))?;
         for cap in writer.take_caps() {
-            self.events.emit(EventKind::IngestCap, json!(cap));
+            self.events.emit(Event::IngestCap(IngestCap {
+                tool_call_id: Some(cap.tool_call_id),
+                tool_name: Some(cap.tool_name),
+                original_chars: cap.original_chars as u64,
+                blob: cap.blob,
+                ..Default::default()
+            }));
         }
         Ok(ids)
     }
@@ -563,10 +571,10 @@ impl<'a> Runner<'a> {
                 Decision::Send(p) => p,
                 Decision::Retry => {
                     recovery.truncation_passes += 1;
-                    self.events.emit(
-                        EventKind::Retry,
-                        json!({ "attempt": attempt, "after": "truncation" }),
-                    );
+                    self.events.emit(Event::Retry(Retry {
+                        attempt,
+                        after: "truncation".into(),
+                    }));
                     continue;
                 }
                 Decision::Overflow {
@@ -594,13 +602,14 @@ impl<'a> Runner<'a> {
                 max_tokens: self.settings.max_output_tokens,
                 deadline: None,
             };
-            self.events.emit(
-                EventKind::Request,
-                json!({
-                    "turn": self.turn, "attempt": attempt, "model": name, "window": window,
-                    "estimatedTokens": prepared.estimated, "messages": request.messages.len(),
-                }),
-            );
+            self.events.emit(Event::Request(Request {
+                turn: self.turn,
+                attempt,
+                model: name.to_string(),
+                window,
+                estimated_tokens: prepared.estimated,
+                messages: request.messages.len() as u64,
+            }));
             let mut record = RequestRecord {
                 turn: self.turn,
                 attempt,
@@ -616,13 +625,13 @@ impl<'a> Runner<'a> {
                     let prompt_tokens = prompt_tokens_of(usage);
                     record.prompt_tokens = prompt_tokens;
                     requests.push(record);
-                    self.events.emit(
-                        EventKind::Response,
-                        json!({
-                            "turn": self.turn, "attempt": attempt, "promptTokens": prompt_tokens,
-                            "outputTokens": usage.output, "retries": response.retries,
-                        }),
-                    );
+                    self.events.emit(Event::Response(Response {
+                        turn: self.turn,
+                        attempt,
+                        prompt_tokens,
+                        output_tokens: usage.output,
+                        retries: response.retries,
+                    }));
                     let reply = self.finish_attempt(
                         session,
                         response.message,
@@ -673,13 +682,14 @@ impl<'a> Runner<'a> {
                     // and retry rather than fail the turn (at most twice a turn).
                     requests.push(record);
                     recovery.timeout_compactions += 1;
-                    self.events.emit(
-                        EventKind::Overflow,
-                        json!({
-                            "attempt": attempt, "message": e.to_string(), "trigger": "timeout",
-                            "estimatedTokens": prepared.estimated, "window": window,
-                        }),
-                    );
+                    self.events.emit(Event::Overflow(Overflow {
+                        attempt,
+                        message: e.to_string(),
+                        trigger: Some("timeout".into()),
+                        estimated_tokens: Some(prepared.estimated),
+                        window,
+                        ..Default::default()
+                    }));
                     match self.compact(
                         session,
                         &model,
@@ -690,26 +700,34 @@ impl<'a> Runner<'a> {
                     ) {
                         Ok(true) => {
                             recovery.compacted += 1;
-                            self.events.emit(
-                                EventKind::Retry,
-                                json!({ "attempt": attempt, "after": "compaction" }),
-                            );
+                            self.events.emit(Event::Retry(Retry {
+                                attempt,
+                                after: "compaction".into(),
+                            }));
                         }
                         _ => {
-                            self.events.emit(
-                                EventKind::GiveUp,
-                                json!({ "kind": "provider", "errorKind": e.kind(), "message": e.to_string() }),
-                            );
+                            self.events.emit(Event::GiveUp(GiveUp {
+                                kind: "provider".into(),
+                                message: e.to_string(),
+                                error_kind: serde_json::to_value(e.kind())
+                                    .ok()
+                                    .and_then(|v| v.as_str().map(str::to_string)),
+                                ..Default::default()
+                            }));
                             return Err(e.into());
                         }
                     }
                 }
                 Err(e) => {
                     requests.push(record);
-                    self.events.emit(
-                        EventKind::GiveUp,
-                        json!({ "kind": "provider", "errorKind": e.kind(), "message": e.to_string() }),
-                    );
+                    self.events.emit(Event::GiveUp(GiveUp {
+                        kind: "provider".into(),
+                        message: e.to_string(),
+                        error_kind: serde_json::to_value(e.kind())
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string)),
+                        ..Default::default()
+                    }));
                     return Err(e.into());
                 }
             }
@@ -731,10 +749,10 @@ impl<'a> Runner<'a> {
         policy.history_limit = self.settings.history_limit;
         let (clean, report) = hygiene::run(&history, &policy);
         if changes_the_request(&report) {
-            self.events.emit(
-                EventKind::Hygiene,
-                json!({ "stage": "history", "report": report }),
-            );
+            self.events.emit(Event::Hygiene(Hygiene {
+                stage: "history".into(),
+                report: serde_json::to_value(&report).unwrap_or_default(),
+            }));
         }
 
         let cache_touched_at = self.cache_touched_at(session);
@@ -758,10 +776,10 @@ impl<'a> Runner<'a> {
                     error = %e,
                     "context engine assemble failed, using pipeline messages: {e}"
                 );
-                self.events.emit(
-                    EventKind::AssembleFailed,
-                    json!({ "engine": self.slot.configured_id(), "error": e.to_string() }),
-                );
+                self.events.emit(Event::AssembleFailed(AssembleFailed {
+                    engine: self.slot.configured_id().to_string(),
+                    error: e.to_string(),
+                }));
                 (clean.clone(), None)
             }
         };
@@ -773,10 +791,10 @@ impl<'a> Runner<'a> {
             hygiene::run(&list, &policy)
         };
         if changes_the_request(&report) {
-            self.events.emit(
-                EventKind::Hygiene,
-                json!({ "stage": "assembled", "report": report }),
-            );
+            self.events.emit(Event::Hygiene(Hygiene {
+                stage: "assembled".into(),
+                report: serde_json::to_value(&report).unwrap_or_default(),
+            }));
         }
         let system = match (addition, &self.settings.system_prompt) {
             (Some(a), Some(s)) if !a.is_empty() => Some(format!("{a}\n\n{s}")),
@@ -797,13 +815,19 @@ impl<'a> Runner<'a> {
         );
         if !args.shortened.is_empty() {
             self.events
-                .emit(EventKind::ToolLoopTruncation, json!({ "arguments": args }));
+                .emit(Event::ToolLoopTruncation(ToolLoopTruncation {
+                    arguments: serde_json::to_value(&args).ok(),
+                    report: None,
+                }));
         }
         let list = match guard_tool_loop(&list, window) {
             Ok((list, report)) => {
                 if !report.truncated.is_empty() {
                     self.events
-                        .emit(EventKind::ToolLoopTruncation, json!({ "report": report }));
+                        .emit(Event::ToolLoopTruncation(ToolLoopTruncation {
+                            arguments: None,
+                            report: serde_json::to_value(&report).ok(),
+                        }));
                 }
                 list
             }
@@ -829,13 +853,12 @@ impl<'a> Runner<'a> {
             reserve_tokens: self.settings.reserve_tokens,
             tool_result_reducible_chars: potential.max_reducible_chars as u64,
         });
-        self.events.emit(
-            EventKind::PrecheckRoute,
-            json!({
-                "route": outcome.route.as_str(), "estimated": estimated, "window": window,
-                "overflowTokens": outcome.overflow_tokens,
-            }),
-        );
+        self.events.emit(Event::PrecheckRoute(PrecheckRoute {
+            route: outcome.route.as_str().to_string(),
+            estimated,
+            window,
+            overflow_tokens: outcome.overflow_tokens,
+        }));
         use rampart_context::guards::precheck::Route;
         match outcome.route {
             Route::Fits => Ok(Decision::Send(Prepared {

@@ -15,7 +15,8 @@ use rampart_sessions::Session;
 use rampart_sessions::store::{CompactionCheckpoint, CompactionSnapshot};
 use serde_json::json;
 
-use super::{EventKind, OverflowKind, Recovery, Runner, TurnError, session_ref};
+use super::events::*;
+use super::{OverflowKind, Recovery, Runner, TurnError, session_ref};
 use crate::persist::{PersistError, truncate_tool_results_in_session};
 
 /// Compactions one turn may run for overflows (`MAX_OVERFLOW_COMPACTION_ATTEMPTS`).
@@ -35,13 +36,13 @@ impl Runner<'_> {
         compact_then_truncate: bool,
         attempt: u32,
     ) -> Result<(), TurnError> {
-        self.events.emit(
-            EventKind::Overflow,
-            json!({
-                "attempt": attempt, "message": text, "observedTokens": observed_tokens,
-                "window": window,
-            }),
-        );
+        self.events.emit(Event::Overflow(Overflow {
+            attempt,
+            message: text.to_string(),
+            observed_tokens,
+            window,
+            ..Default::default()
+        }));
         let compaction_failure = is_compaction_failure_error(text);
         if !compaction_failure && recovery.overflow_compactions < MAX_OVERFLOW_COMPACTION_ATTEMPTS {
             recovery.overflow_compactions += 1;
@@ -59,10 +60,10 @@ impl Runner<'_> {
                     if compact_then_truncate && self.truncate_in_session(session, window)? {
                         recovery.truncation_passes += 1;
                     }
-                    self.events.emit(
-                        EventKind::Retry,
-                        json!({ "attempt": attempt, "after": "compaction" }),
-                    );
+                    self.events.emit(Event::Retry(Retry {
+                        attempt,
+                        after: "compaction".into(),
+                    }));
                     return Ok(());
                 }
                 Ok(false) => {}
@@ -82,10 +83,10 @@ impl Runner<'_> {
                 && self.truncate_in_session(session, window)?
             {
                 recovery.truncation_passes += 1;
-                self.events.emit(
-                    EventKind::Retry,
-                    json!({ "attempt": attempt, "after": "truncation" }),
-                );
+                self.events.emit(Event::Retry(Retry {
+                    attempt,
+                    after: "truncation".into(),
+                }));
                 return Ok(());
             }
         }
@@ -94,10 +95,15 @@ impl Runner<'_> {
         } else {
             OverflowKind::ContextOverflow
         };
-        self.events.emit(
-            EventKind::GiveUp,
-            json!({ "kind": kind, "message": CONTEXT_OVERFLOW_USER_MESSAGE, "cause": text }),
-        );
+        self.events.emit(Event::GiveUp(GiveUp {
+            kind: serde_json::to_value(kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            message: CONTEXT_OVERFLOW_USER_MESSAGE.to_string(),
+            cause: Some(text.to_string()),
+            ..Default::default()
+        }));
         Err(TurnError::ContextOverflow {
             kind,
             message: CONTEXT_OVERFLOW_USER_MESSAGE.to_string(),
@@ -131,13 +137,12 @@ impl Runner<'_> {
             truncate_tool_results_in_session(session, window, self.settings.tool_result_max_chars)
                 .map_err(PersistError::from)?;
         let changed = result.changed;
-        self.events.emit(
-            EventKind::TruncationPass,
-            json!({
-                "changed": changed, "rewritten": result.rewritten_entries,
-                "bytesFreed": result.bytes_freed, "reason": result.reason,
-            }),
-        );
+        self.events.emit(Event::TruncationPass(TruncationPass {
+            changed,
+            rewritten: result.rewritten_entries,
+            bytes_freed: result.bytes_freed,
+            reason: result.reason.clone(),
+        }));
         Ok(changed)
     }
 
@@ -165,10 +170,11 @@ impl Runner<'_> {
             Err(e) => return Err(e.to_string()),
         };
         let started = Instant::now();
-        self.events.emit(
-            EventKind::CompactionStart,
-            json!({ "reason": reason, "attempt": attempt, "observedTokens": observed_tokens }),
-        );
+        self.events.emit(Event::CompactionStart(CompactionStart {
+            reason: reason.to_string(),
+            attempt,
+            observed_tokens,
+        }));
         // The engine stops at the compaction timeout; the host's backstop waits a little
         // longer so the engine's own, cleaner "timed out" answer arrives first.
         let backstop = self.settings.compaction_timeout + std::time::Duration::from_secs(30);
@@ -306,20 +312,19 @@ impl Runner<'_> {
     ) {
         let result = outcome.and_then(|o| o.result.as_ref());
         let details = result.map(|r| &r.details);
-        self.events.emit(
-            EventKind::CompactionEnd,
-            json!({
-                "reason": reason,
-                "compacted": outcome.is_some_and(|o| o.compacted),
-                "tokensBefore": result.map(|r| r.tokens_before),
-                "tokensAfter": result.and_then(|r| r.tokens_after),
-                "durationMs": duration_ms,
-                "summaryChars": result.and_then(|r| r.summary.as_ref()).map(|s| s.chars().count()),
-                "fallbackLevel": details.and_then(|d| d.get("fallbackLevel")).cloned(),
-                "parts": details.and_then(|d| d.get("parts")).cloned(),
-                "error": error,
-                "why": outcome.and_then(|o| o.reason.clone()),
-            }),
-        );
+        self.events.emit(Event::CompactionEnd(CompactionEnd {
+            reason: reason.to_string(),
+            compacted: outcome.is_some_and(|o| o.compacted),
+            tokens_before: result.map(|r| r.tokens_before),
+            tokens_after: result.and_then(|r| r.tokens_after),
+            duration_ms,
+            summary_chars: result
+                .and_then(|r| r.summary.as_ref())
+                .map(|s| s.chars().count() as u64),
+            fallback_level: details.and_then(|d| d.get("fallbackLevel")).cloned(),
+            parts: details.and_then(|d| d.get("parts")).cloned(),
+            error: error.map(str::to_string),
+            why: outcome.and_then(|o| o.reason.clone()),
+        }));
     }
 }

@@ -1,0 +1,85 @@
+use super::*;
+
+/// Every kind keeps its wire name, and reads back from its envelope as itself.
+#[test]
+fn every_kind_round_trips_through_its_envelope() {
+    let events = [
+        (
+            "guard_warn",
+            Event::GuardWarn(GuardWarn {
+                model: "sim/m".into(),
+                window: 24_000,
+            }),
+        ),
+        (
+            "ingest_cap",
+            Event::IngestCap(IngestCap {
+                tool_call_id: Some("call_1".into()),
+                tool_name: Some("read".into()),
+                original_chars: 5_000_000,
+                ..Default::default()
+            }),
+        ),
+        (
+            "compaction_end",
+            Event::CompactionEnd(CompactionEnd {
+                reason: "overflow".into(),
+                compacted: true,
+                tokens_before: Some(30_000),
+                tokens_after: Some(9_000),
+                ..Default::default()
+            }),
+        ),
+        (
+            "give_up",
+            Event::GiveUp(GiveUp {
+                kind: "context_overflow".into(),
+                message: "m".into(),
+                ..Default::default()
+            }),
+        ),
+        (
+            "retry",
+            Event::Retry(Retry {
+                attempt: 2,
+                after: "compaction".into(),
+            }),
+        ),
+    ];
+    for (kind, event) in events {
+        let envelope = event.envelope(Some("s1".into()));
+        assert_eq!(envelope.kind, kind);
+        assert_eq!(envelope.session_id.as_deref(), Some("s1"));
+        assert_eq!(event.kind(), kind);
+        assert_eq!(
+            Event::from_envelope(&envelope.kind, &envelope.data),
+            Some(event)
+        );
+    }
+}
+
+/// The data keeps the field names `--events` files and old readers use.
+#[test]
+fn data_is_camel_case() {
+    let envelope = Event::IngestCap(IngestCap {
+        tool_call_id: Some("c".into()),
+        tool_name: Some("bash".into()),
+        original_chars: 10,
+        omitted_chars: Some(4),
+        ..Default::default()
+    })
+    .envelope(None);
+    assert_eq!(
+        envelope.data,
+        serde_json::json!({"toolCallId": "c", "toolName": "bash", "originalChars": 10, "omittedChars": 4})
+    );
+}
+
+/// A kind this version does not know is not an event, and not an error either.
+#[test]
+fn unknown_kinds_stay_raw() {
+    assert_eq!(
+        Event::from_envelope("memory_flush", &serde_json::json!({})),
+        None
+    );
+}
