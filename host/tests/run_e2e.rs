@@ -39,6 +39,7 @@ contextWindow = 8000
 [[models.providers.local.models]]
 id = "large"
 contextWindow = 64000
+maxTokens = 4096
 "#
     );
     config::parse(&text, Path::new("plugins.toml")).unwrap()
@@ -99,6 +100,8 @@ fn an_8k_model_is_blocked_before_any_request_and_the_64k_fallback_gets_the_turn(
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].body["model"], "large");
+    // The model's own output cap (`maxTokens`) goes with its requests.
+    assert_eq!(requests[0].body["max_tokens"], 4096);
     let kinds = kinds(runner.events());
     assert!(kinds.contains(&"guard_block".to_string()), "{kinds:?}");
     assert!(kinds.contains(&"response".to_string()), "{kinds:?}");

@@ -88,6 +88,8 @@ pub struct ModelEntry {
     /// `tokenizer`: how prompts to this model are counted; `None` picks the model's default
     /// ([`CountMode::for_model`]).
     pub tokenizer: Option<CountMode>,
+    /// `maxTokens`: the cap on an answer's tokens (OpenClaw's key), sent with each request.
+    pub max_tokens: Option<u64>,
 }
 
 /// A model name, `provider/model`. Why a type: the name was split by hand in six places with
@@ -271,7 +273,7 @@ pub const PROVIDER_KEYS: &[&str] = &[
 
 /// The keys a model entry may hold: ours, plus OpenClaw's model metadata (`name`, `reasoning`,
 /// `input`, `cost`, `maxTokens`), accepted and type-checked so that an OpenClaw models list can
-/// be pasted in, though this host does not use them.
+/// be pasted in. `maxTokens` caps each answer; the others are not used.
 pub const MODEL_KEYS: &[&str] = &[
     "id",
     "contextWindow",
@@ -505,6 +507,7 @@ fn add_sim_default(settings: &mut ProviderSettings) {
         context_window: Some(DEFAULT_CONTEXT_TOKENS),
         context_tokens: None,
         tokenizer: Some(CountMode::Estimate),
+        max_tokens: None,
     });
 }
 
@@ -557,7 +560,7 @@ fn parse_models(
         };
         let context_window = number("contextWindow")?;
         let context_tokens = number("contextTokens")?;
-        number("maxTokens")?;
+        let max_tokens = number("maxTokens")?;
         let tokenizer = match table.get("tokenizer") {
             None => None,
             Some(v) => {
@@ -613,6 +616,7 @@ fn parse_models(
             context_window,
             context_tokens,
             tokenizer,
+            max_tokens,
         });
     }
     Ok(out)

@@ -424,6 +424,7 @@ mod tests {
             context_window: Some(window),
             context_tokens: None,
             tokenizer: tokenizer.map(|t| t.parse().unwrap()),
+            max_tokens: None,
         }
     }
 

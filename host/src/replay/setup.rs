@@ -249,6 +249,7 @@ pub fn replay_config(
         context_window: Some(window),
         context_tokens: None,
         tokenizer: Some(profile.tokenizer),
+        max_tokens: None,
     });
     config.models.insert(sim);
 

@@ -66,6 +66,33 @@ pub fn default_model() -> ModelName {
     )
 }
 
+/// One model as an attempt uses it, resolved once (the window guard, then the provider) and
+/// passed down: its name, its window, its output cap, how its prompts are counted, and the
+/// provider that serves it. Why one value: these facts used to travel as a name string split in
+/// several places and a window under many names, and could drift apart.
+#[derive(Clone)]
+pub struct ResolvedModel {
+    /// The model.
+    pub name: ModelName,
+    /// Its context window, in tokens, as layer 1 resolved it.
+    pub context_window: u64,
+    /// The cap on an answer's tokens: the model's `maxTokens`, else the run's setting.
+    pub max_output_tokens: Option<u64>,
+    /// How prompts to it are counted.
+    pub count_mode: CountMode,
+    /// The wire family, which picks the hygiene policy.
+    pub family: hygiene::Provider,
+    /// The backend.
+    pub provider: Arc<dyn Provider>,
+}
+
+impl ResolvedModel {
+    /// The model as the engine protocol names it.
+    pub fn model_ref(&self) -> ModelRef {
+        model_ref(&self.name, self.context_window)
+    }
+}
+
 /// A provider as the run loop needs it.
 #[derive(Clone)]
 pub struct ResolvedProvider {
@@ -473,6 +500,26 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// The model of this attempt: layer 1 over the candidate list, then its provider, once.
+    fn resolve_model(&self) -> Result<ResolvedModel, TurnError> {
+        let (name, context_window) = self.guard()?;
+        let provider = self.models.resolve(&name)?;
+        let max_output_tokens = self
+            .config
+            .models
+            .model(&name)
+            .and_then(|m| m.max_tokens)
+            .or(self.settings.max_output_tokens);
+        Ok(ResolvedModel {
+            name,
+            context_window,
+            max_output_tokens,
+            count_mode: provider.count_mode,
+            family: provider.family,
+            provider: provider.provider,
+        })
+    }
+
     /// Layer 1 over the candidate list. Emits a block event per skipped model and a warning
     /// when the chosen one is small.
     fn guard(&self) -> Result<(ModelName, u64), TurnError> {
@@ -561,12 +608,12 @@ impl<'a> Runner<'a> {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
-            let (name, window) = self.guard()?;
-            let resolved = self.models.resolve(&name)?;
+            let resolved = self.resolve_model()?;
+            let (name, window) = (resolved.name.clone(), resolved.context_window);
             let counter = self.counter(resolved.count_mode);
-            let model = model_ref(&name, window);
+            let model = resolved.model_ref();
 
-            let decision = self.prepare(session, &resolved, &counter, &model, window)?;
+            let decision = self.prepare(session, &resolved, &counter)?;
             let prepared = match decision {
                 Decision::Send(p) => p,
                 Decision::Retry => {
@@ -599,7 +646,7 @@ impl<'a> Runner<'a> {
                 model: name.model.clone(),
                 system: prepared.system.clone(),
                 messages: prepared.list.iter().cloned().collect(),
-                max_tokens: self.settings.max_output_tokens,
+                max_tokens: resolved.max_output_tokens,
                 deadline: None,
             };
             self.events.emit(Event::Request(Request {
@@ -739,11 +786,11 @@ impl<'a> Runner<'a> {
     fn prepare(
         &mut self,
         session: &mut Session,
-        resolved: &ResolvedProvider,
+        resolved: &ResolvedModel,
         counter: &TokenCounter,
-        model: &ModelRef,
-        window: u64,
     ) -> Result<Decision, TurnError> {
+        let window = resolved.context_window;
+        let model = &resolved.model_ref();
         let history = session.context().into_list();
         let mut policy = HygienePolicy::for_provider(resolved.family);
         policy.history_limit = self.settings.history_limit;
