@@ -128,6 +128,37 @@ impl std::fmt::Display for Method {
     }
 }
 
+/// Parses a wire name, so a method name read from anywhere (a config, a log, a `call`) becomes
+/// a [`Method`] with `?`. The error is the answer a callee gives for that name: a method this
+/// version does not know (one from a later 1.x) is [`crate::ErrorKind::Unsupported`], never a
+/// failure of another kind. Same as [`Method::from_name`].
+impl std::str::FromStr for Method {
+    type Err = EngineError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Method::from_name(name).ok_or_else(|| EngineError::unsupported(name))
+    }
+}
+
+/// A method serialises as its wire name, so a method in a JSON record (a quarantine, an event,
+/// a recording) reads the same as the name `call` carries.
+impl Serialize for Method {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// Reads a wire name back. A name this version does not know is an error that lists the known
+/// ones, since [`Method`] has no variant for it; code that must tolerate methods from later
+/// versions keeps the name as a string and uses [`Method::from_name`].
+impl<'de> serde::Deserialize<'de> for Method {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(deserializer)?;
+        Method::from_name(&name)
+            .ok_or_else(|| serde::de::Error::unknown_variant(&name, method::ALL))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "method_tests.rs"]

@@ -15,6 +15,29 @@ fn names_round_trip_and_match_the_constants() {
     assert_eq!(Method::from_name("summon_dragons"), None);
 }
 
+/// `FromStr`, `Display` and serde spell a method exactly as `call` does; an unknown name is
+/// `unsupported` (parse) or an error naming it (serde), never another method.
+#[test]
+fn methods_parse_and_serialise_as_their_wire_names() {
+    for m in Method::ALL {
+        assert_eq!(m.name().parse::<Method>().unwrap(), *m);
+        assert_eq!(m.to_string(), m.name());
+        let json = serde_json::to_string(m).unwrap();
+        assert_eq!(json, format!("\"{}\"", m.name()));
+        assert_eq!(serde_json::from_str::<Method>(&json).unwrap(), *m);
+    }
+    assert_eq!(
+        serde_json::to_string(&Method::PrepareSubagentSpawn).unwrap(),
+        r#""prepare_subagent_spawn""#
+    );
+    let e = "summon_dragons".parse::<Method>().unwrap_err();
+    assert_eq!(e.kind, crate::ErrorKind::Unsupported);
+    assert!(e.message.contains("summon_dragons"), "{e}");
+    let e = serde_json::from_str::<Method>(r#""summon_dragons""#).unwrap_err();
+    assert!(e.to_string().contains("summon_dragons"), "{e}");
+    assert!(serde_json::from_str::<Method>(r#""Assemble""#).is_err());
+}
+
 struct Quiet;
 impl HostApi for Quiet {
     fn log(&self, _: LogLevel, _: &str, _: &str, _: &str) {}
