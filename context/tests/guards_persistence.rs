@@ -193,7 +193,7 @@ fn synthetic_results_can_be_turned_off() {
 #[test]
 fn capped_results_report_and_name_the_blob() {
     let mut guard = PersistenceGuard::new(PersistenceOptions {
-        context_window_tokens: 128_000,
+        context_window: 128_000,
         ..PersistenceOptions::default()
     });
     let big = AgentMessage::tool_result("a", "read", "y".repeat(1_000_000), false, 1);

@@ -17,7 +17,7 @@ fn short_history() -> Vec<AgentMessage> {
 fn run(budget: u64, reserve: u64, estimated: u64) -> rampart_context::guards::PrecheckOutcome {
     precheck(&PrecheckInput {
         estimated_tokens: estimated,
-        budget_tokens: budget,
+        context_window: budget,
         reserve_tokens: reserve,
         tool_result_reducible_chars: 0,
     })
@@ -97,7 +97,7 @@ fn error_text() {
 fn reducible_tool_results_choose_truncation() {
     let base = PrecheckInput {
         estimated_tokens: 20_000,
-        budget_tokens: 16_000,
+        context_window: 16_000,
         reserve_tokens: 20_000,
         tool_result_reducible_chars: 0,
     };

@@ -95,7 +95,7 @@ impl SessionWriter {
         blobs: Option<BlobStore>,
     ) -> Self {
         let opts = PersistenceOptions {
-            context_window_tokens: if blobs.is_some() { context_window } else { 0 },
+            context_window: if blobs.is_some() { context_window } else { 0 },
             tool_result_max_chars: if blobs.is_some() {
                 tool_result_max_chars
             } else {

@@ -35,7 +35,7 @@ pub struct PersistenceOptions {
     /// The per-result cap in characters (`toolResultMaxChars`).
     pub tool_result_max_chars: usize,
     /// The model's window in tokens, which lowers the cap to 30 % of it; 0 when unknown.
-    pub context_window_tokens: u64,
+    pub context_window: u64,
 }
 
 impl Default for PersistenceOptions {
@@ -43,7 +43,7 @@ impl Default for PersistenceOptions {
         Self {
             allow_synthetic_tool_results: true,
             tool_result_max_chars: DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS,
-            context_window_tokens: 0,
+            context_window: 0,
         }
     }
 }
@@ -82,10 +82,7 @@ impl PersistenceGuard {
 
     /// The cap, in characters, applied to tool results.
     pub fn cap_chars(&self) -> usize {
-        ingest_cap_chars(
-            self.opts.context_window_tokens,
-            self.opts.tool_result_max_chars,
-        )
+        ingest_cap_chars(self.opts.context_window, self.opts.tool_result_max_chars)
     }
 
     /// True when `msg` would be capped: the host then stores the original first and passes its
@@ -126,7 +123,7 @@ impl PersistenceGuard {
                 let msg = AgentMessage::ToolResult(tr);
                 match cap_at_ingest(
                     &msg,
-                    self.opts.context_window_tokens,
+                    self.opts.context_window,
                     self.opts.tool_result_max_chars,
                     full_output_ref,
                 ) {

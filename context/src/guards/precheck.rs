@@ -56,8 +56,8 @@ pub fn estimate_pre_prompt_tokens<M: Borrow<AgentMessage>>(
 pub struct PrecheckInput {
     /// The request's estimate ([`estimate_pre_prompt_tokens`]).
     pub estimated_tokens: u64,
-    /// The window's token budget (the resolved context window).
-    pub budget_tokens: u64,
+    /// The resolved context window, in tokens; the reserve comes off it.
+    pub context_window: u64,
     /// Tokens to keep free for compaction and the answer (pi's compaction reserve, at least
     /// 20,000 after OpenClaw's floor).
     pub reserve_tokens: u64,
@@ -128,7 +128,7 @@ impl PrecheckOutcome {
 ///   `≥ max(overflow·4 + 512·4, ceil(overflow·4·1.5))`: [`Route::TruncateToolResultsOnly`];
 ///   else [`Route::CompactThenTruncate`].
 pub fn precheck(input: &PrecheckInput) -> PrecheckOutcome {
-    let budget = input.budget_tokens;
+    let budget = input.context_window;
     let half = (budget as f64 * MIN_PROMPT_BUDGET_RATIO).floor() as u64;
     let min_prompt = MIN_PROMPT_BUDGET_TOKENS.min(half.max(1));
     let effective_reserve = input.reserve_tokens.min(budget.saturating_sub(min_prompt));
@@ -168,7 +168,7 @@ mod tests {
     fn input(estimated: u64, budget: u64, reserve: u64, reducible: u64) -> PrecheckInput {
         PrecheckInput {
             estimated_tokens: estimated,
-            budget_tokens: budget,
+            context_window: budget,
             reserve_tokens: reserve,
             tool_result_reducible_chars: reducible,
         }

@@ -37,12 +37,12 @@ pub struct ToolArgsReport {
 /// what happened), yet head and tail keep enough to recognise it.
 pub fn executed_argument_limit(
     budget_tokens: u64,
-    window_tokens: u64,
+    context_window: u64,
     max_chars_cap: usize,
 ) -> usize {
     let quarter = (budget_tokens.saturating_mul(4) / 4) as usize;
     quarter.min(calculate_max_tool_result_chars(
-        window_tokens,
+        context_window,
         max_chars_cap,
     ))
 }

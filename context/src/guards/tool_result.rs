@@ -409,13 +409,13 @@ fn truncate_counted<'a>(
 // Messages
 // ---------------------------------------------------------------------------
 
-/// `min(floor(ctx_tokens · 0.3) · 4, cap)`: the most characters one tool result may keep in a
-/// window of `ctx_tokens` tokens.
+/// `min(floor(context_window · 0.3) · 4, cap)`: the most characters one tool result may keep in a
+/// window of `context_window` tokens.
 ///
 /// Why chars = tokens · 4: it is the estimate every budget in the reference uses (pi's
 /// chars/4), so caps agree with the token estimate that decides overflow.
-pub fn calculate_max_tool_result_chars(ctx_tokens: u64, cap: usize) -> usize {
-    let share_tokens = (ctx_tokens as f64 * MAX_TOOL_RESULT_CONTEXT_SHARE).floor();
+pub fn calculate_max_tool_result_chars(context_window: u64, cap: usize) -> usize {
+    let share_tokens = (context_window as f64 * MAX_TOOL_RESULT_CONTEXT_SHARE).floor();
     let chars = share_tokens * 4.0;
     if chars >= cap as f64 {
         cap
@@ -449,11 +449,11 @@ fn content_text_len(content: &Content) -> usize {
 }
 
 /// True when `msg` is a tool result whose text exceeds
-/// [`calculate_max_tool_result_chars`]`(ctx_tokens, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS)`.
-pub fn is_oversized_tool_result(msg: &AgentMessage, ctx_tokens: u64) -> bool {
+/// [`calculate_max_tool_result_chars`]`(context_window, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS)`.
+pub fn is_oversized_tool_result(msg: &AgentMessage, context_window: u64) -> bool {
     matches!(msg, AgentMessage::ToolResult(_))
         && tool_result_text_len(msg)
-            > calculate_max_tool_result_chars(ctx_tokens, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS)
+            > calculate_max_tool_result_chars(context_window, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS)
 }
 
 /// A tool result after [`truncate_tool_result_message`].
@@ -581,13 +581,13 @@ pub struct CapReport {
 }
 
 /// The cap used when a tool result is persisted: `min(floor(window · 0.3) · 4, max_chars)`.
-/// A `window_tokens` of 0 means "unknown", and only `tool_result_max_chars` applies; this keeps
+/// A `context_window` of 0 means "unknown", and only `tool_result_max_chars` applies; this keeps
 /// an unresolved window from shrinking every result to the minimum.
-pub fn ingest_cap_chars(window_tokens: u64, tool_result_max_chars: usize) -> usize {
-    if window_tokens == 0 {
+pub fn ingest_cap_chars(context_window: u64, tool_result_max_chars: usize) -> usize {
+    if context_window == 0 {
         tool_result_max_chars
     } else {
-        calculate_max_tool_result_chars(window_tokens, tool_result_max_chars)
+        calculate_max_tool_result_chars(context_window, tool_result_max_chars)
     }
 }
 
@@ -601,11 +601,11 @@ pub fn ingest_cap_chars(window_tokens: u64, tool_result_max_chars: usize) -> usi
 /// records next to it.
 pub fn cap_at_ingest(
     msg: &AgentMessage,
-    window_tokens: u64,
+    context_window: u64,
     tool_result_max_chars: usize,
     full_output_ref: Option<&str>,
 ) -> Option<(AgentMessage, CapReport)> {
-    let cap = ingest_cap_chars(window_tokens, tool_result_max_chars);
+    let cap = ingest_cap_chars(context_window, tool_result_max_chars);
     let opts = TruncateOptions {
         min_keep_chars: MIN_KEEP_CHARS,
         full_output_ref,
@@ -725,15 +725,15 @@ fn reduction_plan<M: Borrow<AgentMessage>>(
 }
 
 /// Sizes up the oversized and aggregate truncation plans for `messages` in a window of
-/// `ctx_tokens`, with the default per-result cap. Reads only; costs one pass over the tool
+/// `context_window`, with the default per-result cap. Reads only; costs one pass over the tool
 /// results' text.
 pub fn estimate_tool_result_reduction_potential<M: Borrow<AgentMessage>>(
     messages: &[M],
-    ctx_tokens: u64,
+    context_window: u64,
 ) -> ReductionPotential {
     estimate_tool_result_reduction_potential_capped(
         messages,
-        ctx_tokens,
+        context_window,
         DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS,
     )
 }
@@ -742,19 +742,23 @@ pub fn estimate_tool_result_reduction_potential<M: Borrow<AgentMessage>>(
 /// (`toolResultMaxChars`) instead of the default.
 pub fn estimate_tool_result_reduction_potential_capped<M: Borrow<AgentMessage>>(
     messages: &[M],
-    ctx_tokens: u64,
+    context_window: u64,
     cap: usize,
 ) -> ReductionPotential {
-    reduction_plan(messages, calculate_max_tool_result_chars(ctx_tokens, cap)).0
+    reduction_plan(
+        messages,
+        calculate_max_tool_result_chars(context_window, cap),
+    )
+    .0
 }
 
 /// True when truncating tool results would shrink the session at all: something is oversized
 /// or the results together exceed the aggregate budget.
 pub fn session_likely_has_oversized_tool_results<M: Borrow<AgentMessage>>(
     messages: &[M],
-    ctx_tokens: u64,
+    context_window: u64,
 ) -> bool {
-    let p = estimate_tool_result_reduction_potential(messages, ctx_tokens);
+    let p = estimate_tool_result_reduction_potential(messages, context_window);
     p.oversized_count > 0 || p.aggregate_reducible_chars > 0
 }
 
@@ -763,7 +767,7 @@ pub fn session_likely_has_oversized_tool_results<M: Borrow<AgentMessage>>(
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionTruncationPlan {
     /// The window the plan was made for, in tokens.
-    pub context_window_tokens: u64,
+    pub context_window: u64,
     /// The figures the plan was made from.
     pub potential: ReductionPotential,
     /// `(index in the given messages, replacement)`, in index order.
@@ -790,7 +794,7 @@ impl SessionTruncationPlan {
             "[tool-result-truncation] Truncated {} tool result(s) in session \
              (contextWindow={} maxChars={} aggregateBudgetChars={} oversized={} aggregate={})",
             self.edits.len(),
-            self.context_window_tokens,
+            self.context_window,
             self.potential.max_chars,
             self.potential.aggregate_budget_chars,
             self.oversized_truncated,
@@ -803,21 +807,21 @@ impl SessionTruncationPlan {
 /// the default per-result cap. Used once per overflow, after compaction could not help.
 pub fn plan_session_truncation<M: Borrow<AgentMessage>>(
     messages: &[M],
-    ctx_tokens: u64,
+    context_window: u64,
 ) -> SessionTruncationPlan {
-    plan_session_truncation_capped(messages, ctx_tokens, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS)
+    plan_session_truncation_capped(messages, context_window, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS)
 }
 
 /// [`plan_session_truncation`] with a configured per-result cap.
 pub fn plan_session_truncation_capped<M: Borrow<AgentMessage>>(
     messages: &[M],
-    ctx_tokens: u64,
+    context_window: u64,
     cap: usize,
 ) -> SessionTruncationPlan {
-    let max_chars = calculate_max_tool_result_chars(ctx_tokens, cap);
+    let max_chars = calculate_max_tool_result_chars(context_window, cap);
     let (potential, items) = reduction_plan(messages, max_chars);
     let mut plan = SessionTruncationPlan {
-        context_window_tokens: ctx_tokens,
+        context_window,
         potential,
         edits: Vec::with_capacity(items.len()),
         oversized_truncated: 0,

@@ -98,22 +98,28 @@ impl PruningReport {
     }
 }
 
-/// Prunes old tool results from `list` for a model with a window of `ctx_tokens` tokens,
+/// Prunes old tool results from `list` for a model with a window of `context_window` tokens,
 /// without a memo and with default [`PruneOptions`].
 ///
 /// Fine for one-off calls and tests; on every turn of a session use
 /// [`prune_context_messages_with`] and a [`PruneMemo`], which makes repeated calls O(messages).
 pub fn prune_context_messages(
     list: &MessageList,
-    ctx_tokens: u64,
+    context_window: u64,
     settings: &EffectiveSettings,
 ) -> (MessageList, PruningReport) {
-    prune_context_messages_with(list, ctx_tokens, settings, PruneOptions::default(), None)
+    prune_context_messages_with(
+        list,
+        context_window,
+        settings,
+        PruneOptions::default(),
+        None,
+    )
 }
 
 /// OpenClaw's `pruneContextMessages`, in memory only.
 ///
-/// 1. The window in characters is `ctx_tokens × 4`; message sizes are estimate characters
+/// 1. The window in characters is `context_window × 4`; message sizes are estimate characters
 ///    (CJK weighted 4, images 8,000, other roles 256; see [`super::estimate_message_chars`]).
 /// 2. Cutoff: the `keep_last_assistants`-th assistant message from the end; it and everything
 ///    after it are protected. Too few assistants: nothing happens. 0: nothing is protected.
@@ -134,7 +140,7 @@ pub fn prune_context_messages(
 /// The TTL gate is not applied here: check [`super::gate`] first, as OpenClaw's extension does.
 pub fn prune_context_messages_with(
     list: &MessageList,
-    ctx_tokens: u64,
+    context_window: u64,
     settings: &EffectiveSettings,
     options: PruneOptions,
     memo: Option<&PruneMemo>,
@@ -143,9 +149,9 @@ pub fn prune_context_messages_with(
         Some(memo) => {
             let mut state = memo.lock();
             state.prepare(&settings.soft_trim, &settings.hard_clear.placeholder);
-            prune(list, ctx_tokens, settings, options, &mut *state)
+            prune(list, context_window, settings, options, &mut *state)
         }
-        None => prune(list, ctx_tokens, settings, options, &mut Direct),
+        None => prune(list, context_window, settings, options, &mut Direct),
     }
 }
 
@@ -176,17 +182,17 @@ fn cutoff_index(list: &[SharedMessage], keep: usize) -> Option<usize> {
 
 fn prune<F: Facts>(
     list: &MessageList,
-    ctx_tokens: u64,
+    context_window: u64,
     settings: &EffectiveSettings,
     options: PruneOptions,
     facts: &mut F,
 ) -> (MessageList, PruningReport) {
     let mut report = PruningReport::default();
-    if ctx_tokens == 0 {
+    if context_window == 0 {
         report.skipped = Some(SkipReason::NoWindow);
         return (list.clone(), report);
     }
-    let window = ctx_tokens.saturating_mul(CHARS_PER_TOKEN);
+    let window = context_window.saturating_mul(CHARS_PER_TOKEN);
     report.char_window = window;
 
     let measures = facts.measure_all(list);
@@ -1031,7 +1037,7 @@ mod tests {
             specs in prop::collection::vec(spec(0), 0..24),
             settings in settings(),
             tiny_trim in any::<bool>(),
-            ctx_tokens in 0u64..3_000,
+            context_window in 0u64..3_000,
             drop_thinking in any::<bool>(),
         ) {
             let mut settings = settings;
@@ -1041,12 +1047,12 @@ mod tests {
             }
             let input = build(&specs);
             let options = PruneOptions { drop_thinking_for_estimate: drop_thinking };
-            let (out, report) = prune_context_messages_with(&input, ctx_tokens, &settings, options, None);
+            let (out, report) = prune_context_messages_with(&input, context_window, &settings, options, None);
             check_shape(&input, &out, &report)?;
             let memo = PruneMemo::new();
             for _ in 0..2 {
                 let (again, again_report) =
-                    prune_context_messages_with(&input, ctx_tokens, &settings, options, Some(&memo));
+                    prune_context_messages_with(&input, context_window, &settings, options, Some(&memo));
                 prop_assert_eq!(&again, &out);
                 prop_assert_eq!(&again_report, &report);
             }
@@ -1058,10 +1064,10 @@ mod tests {
         fn pruning_never_grows_a_message(
             specs in prop::collection::vec(spec(20), 0..24),
             settings in settings(),
-            ctx_tokens in 1u64..3_000,
+            context_window in 1u64..3_000,
         ) {
             let input = build(&specs);
-            let (out, report) = prune_context_messages(&input, ctx_tokens, &settings);
+            let (out, report) = prune_context_messages(&input, context_window, &settings);
             check_shape(&input, &out, &report)?;
             for (a, b) in input.iter().zip(out.iter()) {
                 prop_assert!(estimate_message_chars(b) <= estimate_message_chars(a));

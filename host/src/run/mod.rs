@@ -896,7 +896,7 @@ impl<'a> Runner<'a> {
         );
         let outcome = precheck(&PrecheckInput {
             estimated_tokens: estimated,
-            budget_tokens: window,
+            context_window: window,
             reserve_tokens: self.settings.reserve_tokens,
             tool_result_reducible_chars: potential.max_reducible_chars as u64,
         });

@@ -234,7 +234,7 @@ impl Runner<'_> {
     pub(super) fn compaction_budget(&self, window: u64) -> u64 {
         let outcome = precheck(&PrecheckInput {
             estimated_tokens: 0,
-            budget_tokens: window,
+            context_window: window,
             reserve_tokens: self.settings.reserve_tokens,
             tool_result_reducible_chars: 0,
         });
