@@ -84,6 +84,37 @@ impl Event {
     pub fn kind(&self) -> String {
         self.envelope(None).kind
     }
+
+    /// What the event is about, for structured logs: the turn and attempt, the tool call.
+    pub fn subject(&self) -> Subject<'_> {
+        let mut subject = Subject::default();
+        match self {
+            Event::Request(r) => (subject.turn, subject.attempt) = (Some(r.turn), Some(r.attempt)),
+            Event::Response(r) => (subject.turn, subject.attempt) = (Some(r.turn), Some(r.attempt)),
+            Event::Overflow(o) => subject.attempt = Some(o.attempt),
+            Event::Retry(r) => subject.attempt = Some(r.attempt),
+            Event::CompactionStart(c) => subject.attempt = Some(c.attempt),
+            Event::IngestCap(c) => {
+                subject.tool_call_id = c.tool_call_id.as_deref();
+                subject.tool_name = c.tool_name.as_deref();
+            }
+            _ => {}
+        }
+        subject
+    }
+}
+
+/// What an event is about ([`Event::subject`]); absent parts are `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Subject<'a> {
+    /// The turn of the session's run.
+    pub turn: Option<u64>,
+    /// The attempt of the turn.
+    pub attempt: Option<u32>,
+    /// The tool call.
+    pub tool_call_id: Option<&'a str>,
+    /// The tool.
+    pub tool_name: Option<&'a str>,
 }
 
 /// [`Event::GuardWarn`].

@@ -83,3 +83,29 @@ fn unknown_kinds_stay_raw() {
         None
     );
 }
+
+/// Logs can be filtered by what an event is about.
+#[test]
+fn events_name_their_subject() {
+    let request = Event::Request(Request {
+        turn: 3,
+        attempt: 2,
+        model: "sim/m".into(),
+        window: 32_000,
+        estimated_tokens: 10,
+        messages: 4,
+    });
+    let subject = request.subject();
+    assert_eq!((subject.turn, subject.attempt), (Some(3), Some(2)));
+    let cap = Event::IngestCap(IngestCap {
+        tool_call_id: Some("call_9".into()),
+        tool_name: Some("bash".into()),
+        ..Default::default()
+    });
+    assert_eq!(cap.subject().tool_call_id, Some("call_9"));
+    assert_eq!(cap.subject().tool_name, Some("bash"));
+    assert_eq!(
+        Event::GuardBlock(GuardBlock { line: "x".into() }).subject(),
+        Subject::default()
+    );
+}
