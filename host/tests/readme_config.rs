@@ -72,3 +72,53 @@ fn the_readme_main_job_replays_its_example_and_leaves_it_untouched() {
     assert!(stdout.contains("no errors"), "{stdout}");
     assert_eq!(std::fs::read(&input).unwrap(), before);
 }
+
+/// The defaults the README states are the ones the code defines (each is defined once, in the
+/// code; this keeps the prose from drifting from it).
+#[test]
+fn the_readme_states_the_defaults_the_code_defines() {
+    use rampart_context::guards::window::{
+        CONTEXT_WINDOW_HARD_MIN_TOKENS, CONTEXT_WINDOW_WARN_BELOW_TOKENS, DEFAULT_CONTEXT_TOKENS,
+    };
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let readme = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let thousands = |n: u64| {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let statements = [
+        format!(
+            "then {}; an `agents.defaults.contextTokens` cap",
+            thousands(DEFAULT_CONTEXT_TOKENS)
+        ),
+        format!(
+            "Below {} tokens it warns; below {} it blocks",
+            thousands(CONTEXT_WINDOW_WARN_BELOW_TOKENS),
+            thousands(CONTEXT_WINDOW_HARD_MIN_TOKENS)
+        ),
+        format!("Minimum is {CONTEXT_WINDOW_HARD_MIN_TOKENS}."),
+        format!(
+            "(`timeoutSeconds`, default {})",
+            rampart_context::compaction::settings::DEFAULT_TIMEOUT_SECONDS
+        ),
+        format!(
+            "(`ttl`, default {} minutes)",
+            rampart_context::pruning::DEFAULT_TTL_MS / 60_000
+        ),
+        format!("with a {}-token window", thousands(DEFAULT_CONTEXT_TOKENS)),
+    ];
+    for statement in statements {
+        assert!(
+            readme.contains(&statement),
+            "README.md should say `{statement}`, as the code defines it"
+        );
+    }
+}
