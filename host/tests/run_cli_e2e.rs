@@ -260,3 +260,44 @@ fn compact_of_an_unknown_session_names_it() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no session `nope`"), "{}", text(&out));
 }
+
+/// Issue 12, defect 4: with `RUST_LOG=debug` the HTTP client logs from its own thread while the
+/// command writes its report; holding the stderr lock across the turn deadlocked the two.
+#[test]
+fn a_turn_with_debug_logging_does_not_hang() {
+    let w = world();
+    let server = Loopback::start();
+    server.push(openai_text_stream("logged answer", 12, 3));
+    let config = local_config(w.dir.path(), &server.url(), "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "--sessions-dir",
+            w.sessions.to_str().unwrap(),
+            "run",
+            "hello",
+        ])
+        .env_remove("RAMPART_CONFIG")
+        .env("RUST_LOG", "debug")
+        .current_dir(w.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("`rampart run` with RUST_LOG=debug did not finish within 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(out.contains("logged answer"), "{out}");
+}

@@ -155,7 +155,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             let events = event_sink(cli.global.events.as_deref())?;
             let (_, config) = load_config(cli.global.config)?;
             let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
-            let mut err = std::io::stderr().lock();
+            // Not `stderr().lock()`: the lock would be held for the whole turn, and the log
+            // (which other threads, such as the HTTP client's, write to stderr) would wait on
+            // it forever. Each write takes the lock for itself.
+            let mut err = std::io::stderr();
             run::run_prompt(
                 &config,
                 &store,
@@ -173,7 +176,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             let events = event_sink(cli.global.events.as_deref())?;
             let (_, config) = load_config(cli.global.config)?;
             let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
-            let mut err = std::io::stderr().lock();
+            // As for `run`: never hold the stderr lock across the work.
+            let mut err = std::io::stderr();
             compact::compact(
                 &config,
                 &store,
