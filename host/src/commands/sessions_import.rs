@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use rampart_sessions::import::{self, OpenError, SourceFormat};
 use rampart_sessions::save_session;
-use rampart_sessions::store::{SessionEntry, SessionStore, StoreError, normalize_key, now_unix_ms};
+use rampart_sessions::store::{
+    SessionEntry, SessionStore, StoreError, is_safe_session_id, normalize_key, now_unix_ms,
+};
 
 /// What one import produced.
 #[derive(Debug, Clone)]
@@ -80,6 +82,31 @@ pub fn import_into(
                 existing: store.session_file_path(&existing).display().to_string(),
             });
         }
+        let mut warnings = session.warnings;
+        // The id names the new file: one that is not a safe file name (`../escaped`) gets a
+        // fresh id, so nothing is written outside the sessions directory; the source's id is
+        // kept in the header and named in the warnings.
+        if !is_safe_session_id(&header.id) {
+            let fresh = rampart_sessions::ids::new_uuid();
+            warnings.push(format!(
+                "the session's header `id` {:?} is not a safe file name; the imported session \
+                 is {fresh} (the original id is kept as `importedFrom.sourceHeaderId`)",
+                header.id
+            ));
+            let source_id = serde_json::Value::String(header.id.clone());
+            match header.extra.get_mut("importedFrom") {
+                Some(serde_json::Value::Object(from)) => {
+                    from.insert("sourceHeaderId".into(), source_id);
+                }
+                _ => {
+                    header.extra.insert(
+                        "importedFrom".into(),
+                        serde_json::json!({ "sourceHeaderId": source_id }),
+                    );
+                }
+            }
+            header.id = fresh;
+        }
         // A session id already used in this directory (the same file imported under another
         // key) gets a fresh id, so the two never share a file.
         let mut file = store.dir().join(format!("{}.jsonl", header.id));
@@ -97,7 +124,7 @@ pub fn import_into(
             file,
             format: session.format,
             entries: session.tree.len(),
-            warnings: session.warnings,
+            warnings,
         });
     }
     Ok(outcomes)

@@ -62,6 +62,19 @@ pub fn normalize_key(key: &str) -> String {
     key.to_lowercase()
 }
 
+/// Whether a session id can name a file in the sessions directory as it is: letters, digits,
+/// `-`, `_` and `.`, not starting with a dot, at most 200 characters. Why so strict: the id
+/// comes from files and clients, and becomes `<dir>/<id>.jsonl`; a `/`, a `..` or a leading dot
+/// would write outside the store, or hide the file.
+pub fn is_safe_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 200
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 /// The current time as Unix milliseconds, the unit of `updatedAt` and `createdAt`.
 pub fn now_unix_ms() -> u64 {
     u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0)

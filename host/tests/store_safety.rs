@@ -1,0 +1,77 @@
+//! Issue 12, defect 1: ids that come from files never become paths outside the store.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rampart_host::commands::sessions_import::import_into;
+use rampart_sessions::store::{SessionStore, is_safe_session_id};
+
+/// A pi session whose header id is `../escaped` imports under a fresh id, inside the store,
+/// with a warning that names the field; nothing is written beside the store.
+#[test]
+fn a_header_id_that_climbs_out_of_the_store_is_replaced() {
+    let root = tempfile::tempdir().unwrap();
+    let store_dir = root.path().join("store");
+    let store = SessionStore::open(&store_dir).unwrap();
+    let source = root.path().join("source").join("evil.jsonl");
+    std::fs::create_dir_all(source.parent().unwrap()).unwrap();
+    std::fs::write(
+        &source,
+        concat!(
+            r#"{"type":"session","version":3,"id":"../escaped","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+            "\n",
+            r#"{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+
+    let outcomes = import_into(&store, &source, None).unwrap();
+
+    assert_eq!(outcomes.len(), 1);
+    let outcome = &outcomes[0];
+    assert!(
+        is_safe_session_id(&outcome.session_id),
+        "{}",
+        outcome.session_id
+    );
+    assert_eq!(outcome.file.parent().unwrap(), store_dir.as_path());
+    assert!(
+        outcome
+            .warnings
+            .iter()
+            .any(|w| w.contains("header `id`") && w.contains("../escaped")),
+        "{:?}",
+        outcome.warnings
+    );
+    // Nothing beside the store or the source.
+    let mut top: Vec<String> = std::fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(top, ["source", "store"]);
+    // The original id is kept in the new file's header.
+    let header = std::fs::read_to_string(&outcome.file).unwrap();
+    assert!(
+        header.contains("\"sourceHeaderId\":\"../escaped\""),
+        "{header}"
+    );
+}
+
+#[test]
+fn safe_ids_are_file_names_and_nothing_else() {
+    for ok in ["0b9c7f2e-3a1d-4f55-9e0a-1c2d3e4f5a6b", "main", "a.b_c-1"] {
+        assert!(is_safe_session_id(ok), "{ok}");
+    }
+    for bad in [
+        "",
+        "../escaped",
+        "a/b",
+        "a\\b",
+        ".hidden",
+        "..",
+        "x\0y",
+        &"x".repeat(201),
+    ] {
+        assert!(!is_safe_session_id(bad), "{bad:?}");
+    }
+}
