@@ -96,3 +96,55 @@ fn global_flags_work_before_and_after_the_subcommand() {
         }
     }
 }
+
+/// Issue 12, defect 8: `config check` refuses what `run` or `replay` would refuse or misread,
+/// each with the file, line and key.
+#[test]
+fn config_check_refuses_what_any_command_would() {
+    let cases = [
+        (
+            "[plugins.slots]\ncontextEngine = \"x\"\n[plugins.engines.x]\npath = \"/nonexistent/libx.so\"\n",
+            ":3:",
+            "plugins.engines.x.path",
+        ),
+        (
+            "[agents.defaults]\ncontextToken = 5\n",
+            ":2:",
+            "agents.defaults.contextToken",
+        ),
+        ("[agents]\nlist = []\n", ":2:", "agents.list"),
+        ("[models]\nfoo = 1\n", ":2:", "models.foo"),
+        (
+            "[agents.defaults.contextPruning]\nmode = \"cache-ttl\"\nttl = \"-5m\"\n",
+            ":3:",
+            "agents.defaults.contextPruning.ttl",
+        ),
+        (
+            "[agents.defaults.contextPruning]\nmode = \"cache-ttl\"\nttl = \"soon\"\n",
+            ":3:",
+            "agents.defaults.contextPruning.ttl",
+        ),
+        (
+            "[agents.defaults.compaction]\ntimeoutSeconds = 0\n",
+            ":2:",
+            "agents.defaults.compaction.timeoutSeconds",
+        ),
+        (
+            "[agents.defaults.model]\nprimary = \"gpt-4o\"\n",
+            ":2:",
+            "agents.defaults.model.primary",
+        ),
+    ];
+    for (body, line, key) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = write_config(dir.path(), body);
+        let out = rampart(&["config", "check", "--config", cfg.to_str().unwrap()]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{body}\n{t}");
+        assert!(
+            t.contains(&format!("{}{line}", cfg.display())),
+            "{body}\n{t}"
+        );
+        assert!(t.contains(key), "{body}\n{t}");
+    }
+}

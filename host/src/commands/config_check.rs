@@ -56,6 +56,22 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
         }
         match config.resolve_engine_path(&id) {
             Ok(None) => writeln!(out, "engine {id}: built in")?,
+            // A declared library that is not there fails every command that loads it.
+            Ok(Some(path)) if !path.is_file() => {
+                failures += 1;
+                let file = config
+                    .source_file
+                    .as_ref()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_default();
+                let line = config.engines.get(&id).map_or(0, |e| e.line);
+                writeln!(
+                    out,
+                    "error: {file}:{line}: `plugins.engines.{id}.path` names {}, which is not a \
+                     file; build the engine there or fix the path",
+                    path.display()
+                )?;
+            }
             Ok(Some(path)) => writeln!(
                 out,
                 "engine {id}: {}{}",

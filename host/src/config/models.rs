@@ -187,6 +187,12 @@ impl Default for ModelsConfig {
 impl ModelsConfig {
     /// Reads every `[models.providers.*]` table plus the well-known ids.
     pub(super) fn parse(source: &Source<'_>) -> Result<Self, ModelsConfigError> {
+        if let Some(key) = source.models.keys().find(|k| k.as_str() != "providers") {
+            return Err(source.err(
+                &format!("models.{key}"),
+                "is not a known key. Allowed here: providers",
+            ));
+        }
         let mut ids: Vec<String> = WELL_KNOWN.iter().map(|s| s.to_string()).collect();
         if let Some(providers) = providers_table(source)? {
             ids.extend(providers.keys().cloned());
