@@ -257,3 +257,27 @@ fn importing_a_file_with_a_torn_line_writes_nothing_beside_it() {
     );
     assert!(said.contains("line 3"), "the torn line is named: {said}");
 }
+
+/// Issue 12, defect 9: an import error goes to stderr and names the file; stdout stays empty,
+/// so a script that reads it never takes the error for a result.
+#[test]
+fn an_import_error_goes_to_stderr_naming_the_file() {
+    let store = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let file = src.path().join("garbage.jsonl");
+    std::fs::write(&file, "not json at all\n{\"x\":1}\n").unwrap();
+
+    let out = sessions(store.path(), &["import", file.to_str().unwrap()]);
+
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error:") && err.contains("garbage.jsonl"),
+        "{err}"
+    );
+}

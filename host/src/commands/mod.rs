@@ -138,7 +138,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Config(cmd) => config_check::run(cmd, cli.global.config, out),
         Command::Sessions(cmd) => {
             let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
-            sessions::run(cmd, &store, out)
+            sessions::run(cmd, &store, out, &mut std::io::stderr())
         }
         Command::Replay(args) => {
             let events = event_sink(cli.global.events.as_deref())?;

@@ -63,13 +63,18 @@ pub enum SessionsCommand {
 }
 
 /// Runs `sessions …` against `store`.
-pub fn run(cmd: SessionsCommand, store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
+pub fn run(
+    cmd: SessionsCommand,
+    store: &SessionStore,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<i32> {
     match cmd {
         SessionsCommand::List => list(store, out),
         SessionsCommand::Show { id, branch, json } => {
             show(store, &id, branch.as_deref(), json, out)
         }
-        SessionsCommand::Import { file, key } => import(store, &file, key.as_deref(), out),
+        SessionsCommand::Import { file, key } => import(store, &file, key.as_deref(), out, err),
         SessionsCommand::Export {
             id,
             format,
@@ -267,11 +272,13 @@ pub fn import(
     file: &Path,
     key: Option<&str>,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let outcomes = match import_into(store, file, key) {
         Ok(o) => o,
+        // Errors go to stderr, so a script reading stdout never takes one for a result.
         Err(e) => {
-            writeln!(out, "error: {e}")?;
+            writeln!(err, "error: {e}")?;
             return Ok(1);
         }
     };
