@@ -59,7 +59,7 @@ impl LockHolder {
 
 /// Whether a process with this pid exists.
 #[cfg(unix)]
-fn pid_exists(pid: u32) -> bool {
+pub(crate) fn pid_exists(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -74,7 +74,7 @@ fn pid_exists(pid: u32) -> bool {
 }
 
 #[cfg(not(unix))]
-fn pid_exists(_pid: u32) -> bool {
+pub(crate) fn pid_exists(_pid: u32) -> bool {
     true
 }
 

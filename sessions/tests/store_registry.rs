@@ -606,3 +606,45 @@ proptest! {
         prop_assert_eq!(SessionStore::open(dir.path()).unwrap().load().unwrap(), loaded);
     }
 }
+
+/// Issue 12, defect 10: registry temp files a killed writer left behind are removed when the
+/// store is opened, once their process is gone and they are old; a live writer's are kept.
+#[test]
+fn stale_temp_files_of_dead_writers_are_removed_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    SessionStore::open(dir.path()).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3_600);
+    let make = |name: &str, modified: std::time::SystemTime| {
+        let path = dir.path().join(name);
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_modified(modified).unwrap();
+        path
+    };
+    // A pid no process has (Linux caps pids far below this).
+    let dead_old = make(".sessions.json.4000000000.00000000000000aa.tmp", old);
+    let dead_young = make(
+        ".sessions.json.4000000000.00000000000000bb.tmp",
+        std::time::SystemTime::now(),
+    );
+    let live_old = make(
+        &format!(".sessions.json.{}.00000000000000cc.tmp", std::process::id()),
+        old,
+    );
+    let unrelated = make(".other.4000000000.00000000000000dd.tmp", old);
+
+    SessionStore::open(dir.path()).unwrap();
+
+    assert!(
+        !dead_old.exists(),
+        "the dead writer's old temp file is removed"
+    );
+    assert!(
+        dead_young.exists(),
+        "a young one may belong to a reused pid"
+    );
+    assert!(live_old.exists(), "a live writer's temp file is in use");
+    assert!(
+        unrelated.exists(),
+        "only the registry's temp files are touched"
+    );
+}

@@ -36,9 +36,23 @@ pub fn run_prompt(
         let mut runner = host.runner(config, store, &events, &session, Some(&key))?;
         let user = AgentMessage::user_text(prompt, now_unix_ms());
         let result = runner.run_turn(&mut session, Some(user));
-        let _ = runner.finish_turn(&mut session);
-        let _ = session.sync();
+        let finished = runner.finish_turn(&mut session);
+        // A turn is acknowledged only once it is on disk: a failed sync (a full disk) is an
+        // error with the OS's reason, never silence.
+        let synced = session.sync();
         host.slot.shutdown();
+        let persisted = match (finished, synced) {
+            (Err(e), _) => Err(format!("the turn could not be completed: {e}")),
+            (_, Err(e)) => Err(format!("the session could not be synced to disk: {e}")),
+            _ => Ok(()),
+        };
+        if let (Ok(_), Err(why)) = (&result, &persisted) {
+            writeln!(err, "error: session `{key}`: {why}")?;
+            return Ok(1);
+        }
+        if let Err(why) = &persisted {
+            writeln!(err, "error: session `{key}`: {why}")?;
+        }
         match result {
             Ok(report) => {
                 let text = reply_text(&report.reply);

@@ -53,6 +53,10 @@ pub fn default_sessions_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "rampart").map(|dirs| dirs.data_dir().join("sessions"))
 }
 
+/// How old a registry temp file of a dead process must be before [`SessionStore::open`]
+/// removes it.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
+
 /// The registry's canonical form of a session key: lower-cased, as OpenClaw's
 /// `normalizeStoreSessionKey` does, so `Agent:Main` and `agent:main` are one session.
 ///
@@ -275,6 +279,7 @@ impl SessionStore {
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             writes: AtomicU64::new(0),
         };
+        store.remove_stale_temp_files();
         let loaded = store.load_from_disk()?;
         tracing::debug!(
             registry = %store.path.display(),
@@ -282,6 +287,50 @@ impl SessionStore {
             "opened session registry"
         );
         Ok(store)
+    }
+
+    /// Removes registry temp files (`.sessions.json.<pid>.<random>.tmp`) that a writer killed
+    /// between writing and renaming left behind: those whose process is gone and which are
+    /// older than [`STALE_TEMP_AGE`]. Why both: a live writer's temp file is in use, and a
+    /// young one may belong to a process whose pid was just reused.
+    fn remove_stale_temp_files(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let prefix = format!(".{REGISTRY_FILE_NAME}.");
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some(rest) = name
+                .strip_prefix(&prefix)
+                .and_then(|r| r.strip_suffix(".tmp"))
+            else {
+                continue;
+            };
+            let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age >= STALE_TEMP_AGE);
+            if old && !crate::holder::pid_exists(pid) {
+                match std::fs::remove_file(entry.path()) {
+                    Ok(()) => tracing::info!(
+                        temp_file = %entry.path().display(),
+                        pid,
+                        "removed a registry temp file left by a process that is gone"
+                    ),
+                    Err(error) => tracing::warn!(
+                        temp_file = %entry.path().display(),
+                        %error,
+                        "could not remove a stale registry temp file"
+                    ),
+                }
+            }
+        }
     }
 
     /// Changes how long updates wait for another process's lock.
