@@ -524,3 +524,35 @@ fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() 
     assert!(after.starts_with(&on_disk));
     assert!(after.contains(&"row 0\n".repeat(6_000).replace('\n', "\\n")));
 }
+
+/// Issue 12, defect 7: a `required` engine that fails a call stops the turn with its line;
+/// the host does not go on with the fallback, and nothing reaches the model.
+#[test]
+fn a_required_engine_that_fails_stops_the_turn_before_any_request() {
+    let text = format!(
+        r#"
+[plugins.slots]
+contextEngine = "fx-panic-assemble"
+[plugins.engines.fx-panic-assemble]
+path = "{}"
+required = true
+"#,
+        crate::common::fixture("fx-panic-assemble").display()
+    );
+    let config = config::parse(&text, Path::new("plugins.toml")).unwrap();
+    let slot = EngineSlot::resolve(&config, &EventSink::tracing_only()).unwrap();
+    let providers = Providers::from_config(&config).unwrap();
+    let sim = providers.sim("sim").unwrap();
+    let settings = RunSettings::from_config(&config).unwrap();
+    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let mut runner = Runner::new(&config, &slot, &providers, settings, events);
+    let mut w = world();
+
+    let err = runner
+        .run_turn(&mut w.session, Some(AgentMessage::user_text("hi", 1)))
+        .unwrap_err();
+
+    assert_eq!(err.kind(), "required_engine", "{err}");
+    assert!(err.to_string().contains("fx-panic-assemble"), "{err}");
+    assert_eq!(sim.requests_seen(), 0, "nothing was sent to the model");
+}

@@ -44,7 +44,7 @@ use serde_json::json;
 use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::config::{ModelName, ModelsConfigError};
-use crate::engine::slot::EngineSlot;
+use crate::engine::slot::{EngineSlot, SlotCallError};
 use crate::models::guard_models;
 use crate::persist::{PersistError, SessionWriter};
 use crate::providers::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
@@ -243,6 +243,10 @@ pub enum TurnError {
     #[error(transparent)]
     Persist(#[from] PersistError),
     /// A compaction the user asked for failed; the session is as it was.
+    /// A context engine marked `required = true` failed: the turn stops with its line instead
+    /// of falling back.
+    #[error(transparent)]
+    RequiredEngine(#[from] crate::engine::slot::RequiredEngineFailed),
     #[error("compaction failed: {reason}")]
     CompactionFailed {
         /// The engine's reason.
@@ -275,6 +279,7 @@ impl TurnError {
             Self::Config(_) | Self::UnknownModel { .. } => "config",
             Self::Persist(_) => "session",
             Self::CompactionFailed { .. } => "compaction_failed",
+            Self::RequiredEngine(_) => "required_engine",
         }
     }
 }
@@ -817,6 +822,8 @@ impl<'a> Runner<'a> {
         });
         let (list, addition) = match assembled {
             Ok(result) => (result.messages, result.system_prompt_addition),
+            // Required means the run stops with the engine's line, before any request.
+            Err(SlotCallError::Required(failed)) => return Err(failed.into()),
             Err(e) => {
                 tracing::warn!(
                     engine = self.slot.configured_id(),
