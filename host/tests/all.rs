@@ -6,6 +6,7 @@ mod common;
 
 mod architecture;
 mod compaction_e2e;
+mod concurrency_e2e;
 mod config_e2e;
 mod engines_e2e;
 mod layer2_e2e;

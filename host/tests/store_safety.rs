@@ -75,3 +75,46 @@ fn safe_ids_are_file_names_and_nothing_else() {
         assert!(!is_safe_session_id(bad), "{bad:?}");
     }
 }
+
+/// A registry entry whose `sessionFile` climbs out of the store (or whose `sessionId` is a
+/// path) is refused by `run`, naming the key and the field; nothing is written outside.
+#[test]
+fn registry_entries_that_lead_outside_the_store_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let store_dir = root.path().join("store");
+    std::fs::create_dir_all(&store_dir).unwrap();
+    std::fs::write(
+        store_dir.join("sessions.json"),
+        r#"{
+  "climb": {"sessionId": "abc", "sessionFile": "../escaped.jsonl", "updatedAt": 1},
+  "byid": {"sessionId": "../escaped", "updatedAt": 1}
+}"#,
+    )
+    .unwrap();
+    let config = root.path().join("plugins.toml");
+    std::fs::write(&config, "").unwrap();
+    for (key, field) in [("climb", "sessionFile"), ("byid", "sessionId")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--sessions-dir")
+            .arg(&store_dir)
+            .args(["run", "hello", "--session", key])
+            .env_remove("RAMPART_CONFIG")
+            .current_dir(root.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(key) && stderr.contains(field) && stderr.contains("outside"),
+            "{stderr}"
+        );
+    }
+    let mut top: Vec<String> = std::fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(top, ["plugins.toml", "store"], "nothing beside the store");
+}

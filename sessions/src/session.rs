@@ -132,6 +132,8 @@ pub struct Session {
     identity: FileId,
     cursor: Cursor,
     lock: SessionLock,
+    /// The write lock while [`Session::hold`] keeps it across appends (a whole turn).
+    held: Option<LockGuard>,
     /// Written since the last fsync.
     unsynced: bool,
     /// Everything noticed since open (the load plus every catch-up).
@@ -239,6 +241,7 @@ impl Session {
             identity,
             cursor: loaded.cursor,
             lock,
+            held: None,
             unsynced: false,
             report: loaded.report,
         };
@@ -529,9 +532,43 @@ impl Session {
         save_session(target, &self.header, &self.tree)
     }
 
-    /// Takes the write lock and catches up with other writers.
-    fn lock(&mut self) -> Result<(LockGuard, CatchUp)> {
-        let guard = self.lock.acquire(self.options.lock_timeout)?;
+    /// Takes the write lock and keeps it, across every append, until [`Session::release`] or
+    /// the session is dropped; catches up with other writers first, so what is read next is
+    /// the file as it stands. Waits up to `timeout` for another holder; the error names its
+    /// pid.
+    ///
+    /// Why: a turn reads the context, waits for a model, then appends the answer. With the
+    /// lock taken per append, a second writer could append its own prompt in between, and the
+    /// transcript would read `user, user, assistant, assistant`. Holding it for the turn makes
+    /// the second writer wait for the whole turn instead.
+    pub fn hold(&mut self, timeout: Duration) -> Result<CatchUp> {
+        if self.held.is_none() {
+            self.held = Some(self.lock.acquire(timeout)?);
+        }
+        let caught_up = self.catch_up_locked();
+        if caught_up.is_err() {
+            self.held = None;
+        }
+        caught_up
+    }
+
+    /// Lets go of a lock taken by [`Session::hold`]; nothing when it is not held.
+    pub fn release(&mut self) {
+        self.held = None;
+    }
+
+    /// Whether [`Session::hold`] keeps the write lock now.
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// Takes the write lock (unless [`Session::hold`] keeps it) and catches up with other
+    /// writers. The guard is `None` when the lock is held for longer than this call.
+    fn lock(&mut self) -> Result<(Option<LockGuard>, CatchUp)> {
+        let guard = match self.held {
+            Some(_) => None,
+            None => Some(self.lock.acquire(self.options.lock_timeout)?),
+        };
         let caught_up = self.catch_up_locked()?;
         Ok((guard, caught_up))
     }

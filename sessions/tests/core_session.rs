@@ -329,3 +329,61 @@ fn a_second_handle_catches_up_before_appending() {
     );
     assert_eq!(first.entries().len(), 4);
 }
+
+/// `hold` keeps the write lock across appends: another handle on the file cannot append until
+/// it is released, and then sees everything the holder wrote before its own entry.
+#[test]
+fn hold_keeps_the_lock_for_a_whole_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let short = SessionOptions {
+        lock_timeout: std::time::Duration::from_millis(100),
+        ..SessionOptions::default()
+    };
+    let mut first = Session::create(&path, SessionHeader::new("/w"), short.clone()).unwrap();
+    let mut second = Session::open(&path, short).unwrap();
+
+    first.hold(std::time::Duration::from_millis(100)).unwrap();
+    assert!(first.is_held());
+    first
+        .append_message(AgentMessage::user_text("first prompt", 1))
+        .unwrap();
+    let blocked = second
+        .append_message(AgentMessage::user_text("second prompt", 2))
+        .unwrap_err();
+    assert_eq!(
+        blocked.kind(),
+        rampart_sessions::ErrorKind::Locked,
+        "{blocked}"
+    );
+    assert!(
+        second.hold(std::time::Duration::from_millis(50)).is_err(),
+        "a second holder waits, then fails"
+    );
+    first
+        .append_message(AgentMessage::assistant_text(
+            "first answer",
+            "a",
+            "p",
+            "m",
+            3,
+        ))
+        .unwrap();
+    first.release();
+    assert!(!first.is_held());
+
+    let caught_up = second.hold(std::time::Duration::from_millis(100)).unwrap();
+    assert_eq!(caught_up.new_entries, 2, "it read the whole first turn");
+    second
+        .append_message(AgentMessage::user_text("second prompt", 4))
+        .unwrap();
+    drop(second);
+    let reopened = Session::open(&path, SessionOptions::default()).unwrap();
+    let texts: Vec<String> = reopened
+        .context()
+        .messages
+        .iter()
+        .map(|m| text(m))
+        .collect();
+    assert_eq!(texts, ["first prompt", "first answer", "second prompt"]);
+}

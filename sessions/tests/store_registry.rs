@@ -383,7 +383,7 @@ fn compaction_recomputes_counters_at_once() {
         .unwrap();
 
     let entry = store
-        .record_compaction("k", checkpoint(1, Some(12_000)))
+        .record_compaction("k", checkpoint(1, Some(12_000)), 25)
         .unwrap();
     assert_eq!(entry.compaction_count, 1);
     assert_eq!(entry.total_tokens, Some(12_000));
@@ -398,7 +398,9 @@ fn compaction_recomputes_counters_at_once() {
         "the window does not change"
     );
 
-    let entry = store.record_compaction("k", checkpoint(2, None)).unwrap();
+    let entry = store
+        .record_compaction("k", checkpoint(2, None), 25)
+        .unwrap();
     assert_eq!(entry.compaction_count, 2);
     assert_eq!(entry.total_tokens, Some(12_000));
     assert_eq!(entry.total_tokens_fresh, Some(false));
@@ -412,6 +414,34 @@ fn compaction_recomputes_counters_at_once() {
         read_json(dir.path())["k"]["compactionCheckpoints"][0]["preCompaction"]["leafId"],
         json!("00000001")
     );
+}
+
+#[test]
+fn compaction_checkpoints_keep_only_the_newest_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    store.upsert("k", SessionEntry::new("s", 1)).unwrap();
+    for i in 1..=30 {
+        store
+            .record_compaction("k", checkpoint(i, Some(1_000)), 25)
+            .unwrap();
+    }
+    let entry = store.get("k").unwrap().unwrap();
+    assert_eq!(
+        entry.compaction_count, 30,
+        "the count still counts them all"
+    );
+    let ids: Vec<_> = entry
+        .compaction_checkpoints
+        .iter()
+        .map(|c| c.checkpoint_id.clone())
+        .collect();
+    let expected: Vec<_> = (6..=30).map(|i| format!("cp-{i}")).collect();
+    assert_eq!(ids, expected, "the 25 newest, oldest first");
+    let entry = store
+        .record_compaction("k", checkpoint(31, Some(1_000)), 3)
+        .unwrap();
+    assert_eq!(entry.compaction_checkpoints.len(), 3);
 }
 
 #[test]

@@ -52,6 +52,13 @@ pub fn compact(
         let mut session = Session::open(&found.file, SessionOptions::default())
             .with_context(|| format!("cannot open session `{id}`"))?;
         let host = host(config, store, &events)?;
+        // Held for the whole compaction, as a turn holds it: a turn of another process must
+        // not land between reading the branch and writing its summary.
+        if let Err(e) = session.hold(config.session.write_lock_timeout) {
+            host.slot.shutdown();
+            writeln!(err, "error: session `{id}`: {e}")?;
+            return Ok(1);
+        }
         let mut runner = host.runner(config, store, &events, &session, found.key.as_deref())?;
         let result = runner.compact_now(&mut session, instructions.map(str::to_string));
         let end: CompactionEnd = runner

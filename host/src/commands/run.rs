@@ -33,6 +33,17 @@ pub fn run_prompt(
     lanes.run(key, || {
         let (key, mut session) = open_or_create(store, key)?;
         let host = host(config, store, &events)?;
+        // The lock is held from reading the context to appending the answer (released when
+        // `session` drops), so another writer's turn never lands inside this one.
+        if let Err(e) = session.hold(config.session.write_lock_timeout) {
+            host.slot.shutdown();
+            writeln!(err, "error: session `{key}`: {e}")?;
+            writeln!(
+                err,
+                "nothing was written; the wait is `session.writeLockTimeoutMs` in the config"
+            )?;
+            return Ok(1);
+        }
         let mut runner = host.runner(config, store, &events, &session, Some(&key))?;
         let user = AgentMessage::user_text(prompt, now_unix_ms());
         let result = runner.run_turn(&mut session, Some(user));

@@ -20,6 +20,11 @@ use crate::run::llm::ProvidersLlm;
 use crate::run::{RunEvents, RunSettings, Runner, TurnError};
 
 /// Opens the session `key`, creating and registering it when the registry does not know it.
+///
+/// Creation is create-if-absent under the registry lock: of several processes that start on a
+/// new key at once, exactly one creates the file and registers it, and the others open that
+/// file. Why under the lock: creating first and registering after let each process make its
+/// own file, and the registry kept only the last, orphaning the others' turns.
 pub(super) fn open_or_create(store: &SessionStore, key: &str) -> anyhow::Result<(String, Session)> {
     if let Some(found) = find_session(store, key)? {
         let session = Session::open(&found.file, SessionOptions::default())
@@ -30,12 +35,28 @@ pub(super) fn open_or_create(store: &SessionStore, key: &str) -> anyhow::Result<
     let cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| ".".to_string());
-    let header = SessionHeader::new(cwd);
-    let file = store.dir().join(format!("{}.jsonl", header.id));
-    let session = Session::create(&file, header, SessionOptions::default())?;
-    let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
-    entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
-    store.upsert(&key, entry)?;
+    let created = store.update(|map| -> anyhow::Result<Option<Session>> {
+        if map.contains_key(&key) {
+            // Another process registered it since we looked: open theirs below.
+            return Ok(None);
+        }
+        let header = SessionHeader::new(cwd);
+        let file = store.dir().join(format!("{}.jsonl", header.id));
+        let session = Session::create(&file, header, SessionOptions::default())?;
+        let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
+        entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        map.insert(key.clone(), entry);
+        Ok(Some(session))
+    })??;
+    if let Some(session) = created {
+        return Ok((key, session));
+    }
+    let entry = store
+        .get(&key)?
+        .with_context(|| format!("session `{key}` was registered and then removed meanwhile"))?;
+    let file = store.session_file_path(&key, &entry)?;
+    let session = Session::open(&file, SessionOptions::default())
+        .with_context(|| format!("cannot open session `{key}`"))?;
     Ok((key, session))
 }
 

@@ -96,15 +96,17 @@ pub struct FoundSession {
 pub fn find_session(store: &SessionStore, id: &str) -> Result<Option<FoundSession>, StoreError> {
     let key = normalize_key(id);
     if let Some(entry) = store.get(&key)? {
+        let file = store.session_file_path(&key, &entry)?;
         return Ok(Some(FoundSession {
             key: Some(key),
-            file: store.session_file_path(&entry),
+            file,
         }));
     }
     if let Some((key, entry)) = store.list()?.into_iter().find(|(_, e)| e.session_id == id) {
+        let file = store.session_file_path(&key, &entry)?;
         return Ok(Some(FoundSession {
             key: Some(key),
-            file: store.session_file_path(&entry),
+            file,
         }));
     }
     let path = std::path::Path::new(id);
@@ -175,7 +177,9 @@ pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
             "{key:width$}  {:36}  {updated:24}  {:>11}  {}",
             entry.session_id,
             entry.compaction_count,
-            store.session_file_path(&entry).display()
+            store
+                .session_file_path(&key, &entry)
+                .map_or_else(|e| format!("(refused: {e})"), |p| p.display().to_string())
         )?;
     }
     Ok(0)

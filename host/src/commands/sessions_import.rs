@@ -78,8 +78,10 @@ pub fn import_into(
         };
         if let Some(existing) = store.get(&key)? {
             return Err(ImportFailure::KeyTaken {
-                key,
-                existing: store.session_file_path(&existing).display().to_string(),
+                key: key.clone(),
+                existing: store
+                    .session_file_path(&key, &existing)
+                    .map_or_else(|e| e.to_string(), |p| p.display().to_string()),
             });
         }
         let mut warnings = session.warnings;

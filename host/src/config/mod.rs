@@ -45,7 +45,15 @@ pub const DEFAULT_LOAD_TIMEOUT_MS: u64 = 5_000;
 /// Largest accepted timeout, in milliseconds (24 hours); larger values are surely typos.
 pub const MAX_TIMEOUT_MS: u64 = 86_400_000;
 
-const TOP_KEYS: &[&str] = &["plugins", "models", "agents"];
+/// Default wait for another process's session write lock (`session.writeLockTimeoutMs`).
+pub const DEFAULT_SESSION_LOCK_TIMEOUT_MS: u64 = 10_000;
+
+/// Default cap on the compaction checkpoints kept per session in the registry
+/// (`session.maxCompactionCheckpoints`), OpenClaw's 25.
+pub const DEFAULT_MAX_COMPACTION_CHECKPOINTS: usize = 25;
+
+const TOP_KEYS: &[&str] = &["plugins", "models", "agents", "session"];
+const SESSION_KEYS: &[&str] = &["writeLockTimeoutMs", "maxCompactionCheckpoints"];
 const PLUGINS_KEYS: &[&str] = &[
     "searchPaths",
     "callTimeoutMs",
@@ -141,6 +149,31 @@ pub struct Config {
     pub models: ModelsConfig,
     /// `agents.defaults`, checked.
     pub agent_defaults: AgentDefaults,
+    /// `session`: how sessions are shared between processes.
+    pub session: SessionSettings,
+}
+
+/// The `[session]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// How long a turn waits for another process's write lock on its session before failing
+    /// with an error naming that process (`writeLockTimeoutMs`, default 10 s). A turn holds
+    /// the lock from reading the context to appending the answer, so this is the time a
+    /// second writer will wait for a turn in progress.
+    pub write_lock_timeout: Duration,
+    /// How many compaction checkpoints the registry keeps per session, newest last
+    /// (`maxCompactionCheckpoints`, default 25; OpenClaw's cap). Older ones are dropped from
+    /// the registry only: the compaction entries stay in the transcript.
+    pub max_compaction_checkpoints: usize,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        Self {
+            write_lock_timeout: Duration::from_millis(DEFAULT_SESSION_LOCK_TIMEOUT_MS),
+            max_compaction_checkpoints: DEFAULT_MAX_COMPACTION_CHECKPOINTS,
+        }
+    }
 }
 
 impl Default for Config {
@@ -156,6 +189,7 @@ impl Default for Config {
             engines: BTreeMap::new(),
             models: ModelsConfig::default(),
             agent_defaults: AgentDefaults::default(),
+            session: SessionSettings::default(),
         }
     }
 }

@@ -109,7 +109,7 @@ fn unknown_key_top_level() {
     assert_eq!(
         e.to_string(),
         "/etc/rampart/plugins.toml:3:2: unknown key `plugin`; allowed keys here: \
-         plugins, models, agents. Fix the key or remove it."
+         plugins, models, agents, session. Fix the key or remove it."
     );
     let (key, line, col, _) = unknown_key(e);
     assert_eq!((key.as_str(), line, col), ("plugin", 3, 2));
@@ -420,4 +420,45 @@ fn read_error_names_file() {
         e.to_string().contains(&dir.path().display().to_string()),
         "{e}"
     );
+}
+
+#[test]
+fn session_table_sets_the_lock_wait_and_the_checkpoint_cap() {
+    let config = parse("", &file()).unwrap();
+    assert_eq!(config.session, SessionSettings::default());
+    assert_eq!(
+        config.session.write_lock_timeout,
+        Duration::from_secs(10),
+        "a second writer waits 10 s by default"
+    );
+    let config = parse(
+        "[session]\nwriteLockTimeoutMs = 250\nmaxCompactionCheckpoints = 3\n",
+        &file(),
+    )
+    .unwrap();
+    assert_eq!(
+        config.session.write_lock_timeout,
+        Duration::from_millis(250)
+    );
+    assert_eq!(config.session.max_compaction_checkpoints, 3);
+    let e = err("[session]\nwriteLockTimeoutMs = -1\n");
+    assert!(
+        e.to_string()
+            .contains("2:22: invalid value for `session.writeLockTimeoutMs`"),
+        "{e}"
+    );
+    let e = err("[session]\nmaxCompactionCheckpoints = 0\n");
+    assert!(
+        e.to_string()
+            .contains("invalid value for `session.maxCompactionCheckpoints`"),
+        "{e}"
+    );
+    let e = err("[session]\nmaxCompactionCheckpoints = \"25\"\n");
+    assert!(
+        e.to_string().contains("session.maxCompactionCheckpoints"),
+        "{e}"
+    );
+    let (key, line, _, allowed) = unknown_key(err("[session]\nlockTimeout = 5\n"));
+    assert_eq!((key.as_str(), line), ("session.lockTimeout", 2));
+    assert!(allowed.contains(&"writeLockTimeoutMs".to_owned()));
 }

@@ -240,7 +240,39 @@ impl Validator<'_> {
         {
             self.plugins(t, &mut config);
         }
+        if let Some(v) = root.get("session")
+            && let Some(t) = self.table("session", v)
+        {
+            self.session(t, &mut config);
+        }
         (config, raw)
+    }
+
+    fn session(&mut self, session: &DeTable<'_>, config: &mut Config) {
+        self.check_keys("session", session, SESSION_KEYS);
+        if let Some(v) = session.get("writeLockTimeoutMs")
+            && let Some(d) = self.millis("session.writeLockTimeoutMs", v)
+        {
+            config.session.write_lock_timeout = d;
+        }
+        let key = "session.maxCompactionCheckpoints";
+        if let Some(v) = session.get("maxCompactionCheckpoints") {
+            if !matches!(v.get_ref(), DeValue::Integer(_)) {
+                self.wrong_type(key, v, "an integer");
+            } else if let Some(n) = self.integer(key, v) {
+                match usize::try_from(n) {
+                    Ok(n) if (1..=10_000).contains(&n) => {
+                        config.session.max_compaction_checkpoints = n;
+                    }
+                    _ => self.invalid(
+                        key,
+                        v.span(),
+                        describe(v.get_ref()),
+                        "an integer from 1 to 10000",
+                    ),
+                }
+            }
+        }
     }
 
     fn plugins(&mut self, plugins: &DeTable<'_>, config: &mut Config) {

@@ -296,7 +296,11 @@ impl Runner<'_> {
                 },
                 extra: Default::default(),
             };
-            if let Err(e) = store.record_compaction(key, checkpoint) {
+            if let Err(e) = store.record_compaction(
+                key,
+                checkpoint,
+                self.config.session.max_compaction_checkpoints,
+            ) {
                 tracing::warn!(error = %e, key, "could not record the compaction in the registry");
             }
         }

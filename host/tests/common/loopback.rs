@@ -81,13 +81,24 @@ pub struct Reply {
     status: u16,
     headers: Vec<(String, String)>,
     body: Body,
+    /// Waited after reading the request, before answering: a slow model.
+    delay: Duration,
 }
 
 #[derive(Debug, Clone)]
 enum Body {
     Bytes(Vec<u8>),
-    Sse { events: Vec<String>, complete: bool },
+    Sse {
+        events: Vec<String>,
+        complete: bool,
+    },
     Hang(Duration),
+    /// A 200 event stream that sends only SSE comments (`: keep-alive`) every `every`, for
+    /// `total`, then closes without an event: a provider that is alive and says nothing.
+    KeepAlive {
+        every: Duration,
+        total: Duration,
+    },
     Close,
 }
 
@@ -98,6 +109,7 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             body: Body::Bytes(value.to_string().into_bytes()),
+            delay: Duration::ZERO,
         }
     }
 
@@ -107,6 +119,7 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "text/plain".into())],
             body: Body::Bytes(body.as_bytes().to_vec()),
+            delay: Duration::ZERO,
         }
     }
 
@@ -120,6 +133,7 @@ impl Reply {
                 events,
                 complete: true,
             },
+            delay: Duration::ZERO,
         }
     }
 
@@ -141,6 +155,7 @@ impl Reply {
             status: 0,
             headers: Vec::new(),
             body: Body::Hang(duration),
+            delay: Duration::ZERO,
         }
     }
 
@@ -150,7 +165,22 @@ impl Reply {
             status: 0,
             headers: Vec::new(),
             body: Body::Close,
+            delay: Duration::ZERO,
         }
+    }
+
+    /// A 200 event stream of keep-alive comments only, every `every` for `total`.
+    pub fn keep_alive_only(every: Duration, total: Duration) -> Self {
+        Self {
+            body: Body::KeepAlive { every, total },
+            ..Self::sse(Vec::new())
+        }
+    }
+
+    /// The same reply, sent `delay` after the request was read.
+    pub fn delayed(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     /// Adds a response header (e.g. `retry-after`).
@@ -315,6 +345,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> std::io::Result<Option<Rec
 }
 
 fn write_reply(mut stream: TcpStream, reply: Reply, state: &State) -> std::io::Result<()> {
+    std::thread::sleep(reply.delay);
     let head = |extra: &str| {
         let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
         for (name, value) in &reply.headers {
@@ -348,6 +379,15 @@ fn write_reply(mut stream: TcpStream, reply: Reply, state: &State) -> std::io::R
             let until = Instant::now() + *duration;
             while Instant::now() < until && !state.stop.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        Body::KeepAlive { every, total } => {
+            stream.write_all(head("transfer-encoding: chunked\r\n").as_bytes())?;
+            stream.flush()?;
+            let until = Instant::now() + *total;
+            while Instant::now() < until && !state.stop.load(Ordering::SeqCst) {
+                write_chunk(&mut stream, ": keep-alive\n\n")?;
+                std::thread::sleep(*every);
             }
         }
         Body::Close => {}

@@ -79,6 +79,40 @@ pub fn is_safe_session_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// `file` as a path inside `dir`, or `None` when it would lead outside it. Lexical (`..` is
+/// resolved against the components, not by following links), because the file may not exist
+/// yet and the check must hold before anything is created.
+fn confine(dir: &Path, file: &Path) -> Option<PathBuf> {
+    let relative = if file.is_absolute() {
+        match file.strip_prefix(dir) {
+            Ok(rest) => rest.to_path_buf(),
+            Err(_) => {
+                let canonical = std::fs::canonicalize(dir).ok()?;
+                file.strip_prefix(&canonical).ok()?.to_path_buf()
+            }
+        }
+    } else {
+        file.to_path_buf()
+    };
+    let mut inside = PathBuf::new();
+    for part in relative.components() {
+        match part {
+            std::path::Component::Normal(name) => inside.push(name),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !inside.pop() {
+                    return None;
+                }
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => return None,
+        }
+    }
+    if inside.as_os_str().is_empty() {
+        return None;
+    }
+    Some(dir.join(inside))
+}
+
 /// The current time as Unix milliseconds, the unit of `updatedAt` and `createdAt`.
 pub fn now_unix_ms() -> u64 {
     u64::try_from(chrono::Utc::now().timestamp_millis()).unwrap_or(0)
@@ -186,6 +220,24 @@ pub enum StoreError {
         key: String,
         /// The registry file.
         path: PathBuf,
+    },
+    /// An entry's `sessionFile` leads outside the sessions directory, or its `sessionId` is
+    /// not a safe file name. Nothing is read or written through it.
+    #[error(
+        "session `{key}` in `{}` has {field} `{value}`, which leads outside the sessions \
+         directory; rampart only reads and writes sessions inside it. Fix the entry's \
+         `{field}`, or move the file into the directory and point `sessionFile` at it",
+        path.display()
+    )]
+    UnsafeSessionPath {
+        /// The registry file.
+        path: PathBuf,
+        /// The entry's key.
+        key: String,
+        /// `sessionFile` or `sessionId`.
+        field: &'static str,
+        /// What the entry says.
+        value: String,
     },
     /// The map could not be turned into JSON (not expected: every value is JSON already).
     #[error("cannot serialise the session registry `{}`: {source}", path.display())]
@@ -355,13 +407,34 @@ impl SessionStore {
         self.writes.load(Ordering::Relaxed)
     }
 
-    /// Where `entry`'s transcript lives: `sessionFile` resolved against the sessions
-    /// directory, or OpenClaw's default `<dir>/<sessionId>.jsonl` when it is absent.
-    pub fn session_file_path(&self, entry: &SessionEntry) -> PathBuf {
+    /// Where `entry` (registered under `key`) keeps its transcript: `sessionFile` resolved
+    /// against the sessions directory, or OpenClaw's default `<dir>/<sessionId>.jsonl` when it
+    /// is absent.
+    ///
+    /// Both fields come from a file anyone may edit, so the result is confined to the
+    /// directory: a `sessionFile` that leads outside it (`../x`, an absolute path elsewhere) or
+    /// a `sessionId` that is not a safe file name is refused with an error naming the key and
+    /// the field, never followed. An absolute `sessionFile` inside the directory (what OpenClaw
+    /// writes) is accepted.
+    pub fn session_file_path(
+        &self,
+        key: &str,
+        entry: &SessionEntry,
+    ) -> Result<PathBuf, StoreError> {
+        let unsafe_path = |field: &'static str, value: &str| StoreError::UnsafeSessionPath {
+            path: self.path.clone(),
+            key: key.to_string(),
+            field,
+            value: value.to_string(),
+        };
         match &entry.session_file {
-            // `join` keeps an absolute path as is.
-            Some(file) => self.dir.join(file),
-            None => self.dir.join(format!("{}.jsonl", entry.session_id)),
+            Some(file) => {
+                confine(&self.dir, Path::new(file)).ok_or_else(|| unsafe_path("sessionFile", file))
+            }
+            None if is_safe_session_id(&entry.session_id) => {
+                Ok(self.dir.join(format!("{}.jsonl", entry.session_id)))
+            }
+            None => Err(unsafe_path("sessionId", &entry.session_id)),
         }
     }
 
@@ -480,10 +553,13 @@ impl SessionStore {
     /// input/output/cache counters are cleared: they describe a prompt that no longer exists,
     /// and a display reading them would show the old size (#66483). Without it,
     /// `totalTokens` is kept but marked stale (`totalTokensFresh: false`).
+    ///
+    /// Only the newest `keep` checkpoints are kept (at least one).
     pub fn record_compaction(
         &self,
         key: &str,
         checkpoint: CompactionCheckpoint,
+        keep: usize,
     ) -> Result<SessionEntry, StoreError> {
         self.modify_entry(key, move |entry| {
             entry.compaction_count = entry.compaction_count.saturating_add(1);
@@ -503,6 +579,12 @@ impl SessionStore {
                 }
             }
             entry.compaction_checkpoints.push(checkpoint);
+            // Keep the newest `keep`: the list grew without bound (OpenClaw caps it at 25).
+            // The compactions themselves stay in the transcript.
+            let len = entry.compaction_checkpoints.len();
+            if len > keep.max(1) {
+                entry.compaction_checkpoints.drain(..len - keep.max(1));
+            }
         })
     }
 
@@ -656,16 +738,45 @@ mod tests {
         let store = SessionStore::open(dir.path()).unwrap();
         let mut entry = SessionEntry::new("abc", 1);
         assert_eq!(
-            store.session_file_path(&entry),
+            store.session_file_path("k", &entry).unwrap(),
             dir.path().join("abc.jsonl")
         );
         entry.session_file = Some("sub/x.jsonl".into());
         assert_eq!(
-            store.session_file_path(&entry),
+            store.session_file_path("k", &entry).unwrap(),
             dir.path().join("sub/x.jsonl")
         );
-        let abs = dir.path().join("elsewhere.jsonl");
+        let abs = dir.path().join("inside.jsonl");
         entry.session_file = Some(abs.to_string_lossy().into_owned());
-        assert_eq!(store.session_file_path(&entry), abs);
+        assert_eq!(store.session_file_path("k", &entry).unwrap(), abs);
+    }
+
+    #[test]
+    fn entries_that_lead_outside_the_directory_are_refused_naming_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path().join("s")).unwrap();
+        let outside = dir.path().join("elsewhere.jsonl");
+        for (file, id, field) in [
+            (Some("../escaped.jsonl".to_string()), "ok", "sessionFile"),
+            (
+                Some("a/../../escaped.jsonl".to_string()),
+                "ok",
+                "sessionFile",
+            ),
+            (
+                Some(outside.to_string_lossy().into_owned()),
+                "ok",
+                "sessionFile",
+            ),
+            (Some(String::new()), "ok", "sessionFile"),
+            (None, "../escaped", "sessionId"),
+            (None, "/tmp/x", "sessionId"),
+        ] {
+            let mut entry = SessionEntry::new(id, 1);
+            entry.session_file = file;
+            let err = store.session_file_path("agent:x", &entry).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("agent:x") && text.contains(field), "{text}");
+        }
     }
 }
