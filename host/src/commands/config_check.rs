@@ -72,6 +72,16 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
                     path.display()
                 )?;
             }
+            // A file whose headers claim more than it holds would kill a command that maps it;
+            // reading its headers runs none of its code.
+            Ok(Some(path)) if let Err(damage) = crate::engine::library_file::check(&path) => {
+                failures += 1;
+                writeln!(
+                    out,
+                    "error: engine {id}: `{}` cannot be loaded: {damage}",
+                    path.display()
+                )?;
+            }
             Ok(Some(path)) => writeln!(
                 out,
                 "engine {id}: {}{}",

@@ -2,7 +2,8 @@
 //! handshake, all under a deadline.
 //!
 //! Order, cheapest and safest first:
-//! 1. the file exists and is a regular file;
+//! 1. the file exists, is a regular file, and its headers claim nothing past its end
+//!    (`library_file`: mapping a truncated file kills the process with SIGBUS);
 //! 2. `lib_header_from_path` opens it and finds abi_stable's header (never `load_from_file`,
 //!    which caches the first library of a root-module type and silently returns it again);
 //! 3. the header's engine-api version has our major, checked before any layout check or
@@ -48,6 +49,15 @@ pub enum LoadError {
         path: PathBuf,
         /// What the OS loader said.
         reason: String,
+    },
+    /// The file's headers claim more than the file holds, or are not an object file's: mapping
+    /// it would crash the process (SIGBUS), so it is never handed to the OS loader.
+    #[error("engine library `{}` cannot be loaded: {damage}", path.display())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        damage: crate::engine::library_file::Damage,
     },
     /// A shared library without the engine ABI's header.
     #[error(
@@ -196,8 +206,15 @@ fn check_file(path: &Path) -> Result<PathBuf, LoadError> {
         Ok(meta) if !meta.is_file() => Err(LoadError::NotAFile {
             path: path.to_path_buf(),
         }),
-        // Canonical, so the same library reached by two spellings is recognised as one.
-        Ok(_) => Ok(path.canonicalize().unwrap_or_else(|_| path.to_path_buf())),
+        Ok(_) => {
+            // Canonical, so the same library reached by two spellings is recognised as one.
+            let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+            crate::engine::library_file::check(&path).map_err(|damage| LoadError::Damaged {
+                path: path.clone(),
+                damage,
+            })?;
+            Ok(path)
+        }
     }
 }
 

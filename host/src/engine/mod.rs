@@ -10,6 +10,7 @@
 //!   counts, the clock).
 
 pub mod handle;
+pub mod library_file;
 pub mod loader;
 pub mod services;
 pub mod slot;
