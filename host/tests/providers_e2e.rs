@@ -31,6 +31,7 @@ fn settings(api: ApiKind, url: &str, key_env: Option<&str>) -> ProviderSettings 
         base_url: Some(url.to_owned()),
         api_key_env: key_env.map(str::to_owned),
         timeout: Duration::from_secs(10),
+        stream_idle_timeout: Duration::from_secs(10),
         max_retries: MAX_RETRIES,
         retry_base: Duration::from_millis(5),
         models: Vec::new(),

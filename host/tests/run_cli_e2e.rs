@@ -8,7 +8,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::loopback::{Loopback, openai_text_stream, refused_url};
+use common::loopback::{Loopback, Reply, openai_text_stream, refused_url};
 use common::{fixture, text, write_config};
 use serde_json::Value;
 
@@ -300,4 +300,29 @@ fn a_turn_with_debug_logging_does_not_hang() {
     let mut out = String::new();
     std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
     assert!(out.contains("logged answer"), "{out}");
+}
+
+/// Issue 12, defect 11: a server that answers 200 and then sends only keep-alive comments
+/// used to hold the run until it hung up. The stream idle timeout ends the turn with an error
+/// naming the key, and the prompt stays in the session.
+#[test]
+fn a_stream_of_keep_alives_only_ends_at_the_idle_timeout() {
+    let w = world();
+    let server = Loopback::start();
+    server.push(Reply::keep_alive_only(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(60),
+    ));
+    let config = local_config(w.dir.path(), &server.url(), "streamIdleTimeoutSeconds = 1");
+
+    let out = w.run(&config, &["run", "are you there", "--session", "k"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("streamIdleTimeoutSeconds") && stderr.contains("keep-alives"),
+        "{stderr}"
+    );
+    assert_eq!(server.request_count(), 1, "an idle stream is not retried");
+    let messages = w.show(&config, "k");
+    assert_eq!(messages.len(), 1, "the prompt is kept: {messages:?}");
 }

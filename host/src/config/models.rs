@@ -8,6 +8,7 @@
 //! baseUrl = "http://127.0.0.1:8080/v1"
 //! apiKeyEnv = "LLAMA_KEY"           # the variable holding the key; never the key itself
 //! timeoutSeconds = 120              # one attempt's limit
+//! streamIdleTimeoutSeconds = 300    # a stream that sends no event (keep-alives only) this long fails
 //! maxRetries = 3                    # retries of 429 and 5xx answers
 //! retryBaseMs = 500                 # the first back-off, doubled per retry
 //! [[models.providers.local-llama.models]]
@@ -64,6 +65,10 @@ pub struct ProviderSettings {
     pub api_key_env: Option<String>,
     /// `timeoutSeconds` (default 120): one attempt's limit.
     pub timeout: Duration,
+    /// `streamIdleTimeoutSeconds` (default 300): the longest a streamed answer may go without
+    /// an event. Keep-alive comments do not count, so a provider that keeps the connection
+    /// alive and says nothing cannot hold a run forever.
+    pub stream_idle_timeout: Duration,
     /// `maxRetries` (default 3): retries of 429 and 5xx answers, with exponential back-off.
     pub max_retries: u32,
     /// `retryBaseMs` (default 500): the first back-off; doubles per retry, capped at 30 s.
@@ -247,6 +252,10 @@ pub const SIM_DEFAULT_MODEL: &str = "default";
 /// `timeoutSeconds` when absent: long enough for a large streamed answer.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
 
+/// `streamIdleTimeoutSeconds` when absent: as codex, long enough for a model that thinks for
+/// minutes while its server sends keep-alives.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_SECONDS: u64 = 300;
+
 /// `maxRetries` when absent.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
 
@@ -271,6 +280,7 @@ pub const PROVIDER_KEYS: &[&str] = &[
     "baseUrl",
     "apiKeyEnv",
     "timeoutSeconds",
+    "streamIdleTimeoutSeconds",
     "maxRetries",
     "retryBaseMs",
     "overflowWording",
@@ -490,6 +500,7 @@ fn builtin_settings(id: &str, api: ApiKind) -> ProviderSettings {
         base_url: endpoint.map(|(url, _)| url.to_string()),
         api_key_env: endpoint.map(|(_, env)| env.to_string()),
         timeout: Duration::from_secs(DEFAULT_TIMEOUT_SECONDS),
+        stream_idle_timeout: Duration::from_secs(DEFAULT_STREAM_IDLE_TIMEOUT_SECONDS),
         max_retries: DEFAULT_MAX_RETRIES,
         retry_base: Duration::from_millis(DEFAULT_RETRY_BASE_MS),
         models: Vec::new(),
@@ -744,6 +755,18 @@ fn parse_provider(
             })?
         }
     };
+    let stream_idle_timeout = match table.get("streamIdleTimeoutSeconds") {
+        None => Duration::from_secs(DEFAULT_STREAM_IDLE_TIMEOUT_SECONDS),
+        Some(v) => {
+            let secs = ctx.positive(&key("streamIdleTimeoutSeconds"), v, "seconds")?;
+            Duration::try_from_secs_f64(secs).map_err(|_| {
+                ctx.err(
+                    &key("streamIdleTimeoutSeconds"),
+                    format!("is too large to be a duration, found {}", describe(v)),
+                )
+            })?
+        }
+    };
     let max_retries = match table.get("maxRetries") {
         None => DEFAULT_MAX_RETRIES,
         Some(v) => {
@@ -791,6 +814,7 @@ fn parse_provider(
         base_url,
         api_key_env,
         timeout,
+        stream_idle_timeout,
         max_retries,
         retry_base,
         models,

@@ -84,6 +84,13 @@ fn well_known_network_providers_get_their_endpoints() {
     assert_eq!(s.base_url.as_deref(), Some("https://api.anthropic.com/v1"));
     assert_eq!(s.api_key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
     assert_eq!(s.timeout, Duration::from_secs(30));
+    assert_eq!(
+        s.stream_idle_timeout,
+        Duration::from_secs(DEFAULT_STREAM_IDLE_TIMEOUT_SECONDS)
+    );
+    let c = cfg("[models.providers.anthropic]\nstreamIdleTimeoutSeconds = 45\n");
+    let s = provider_settings(&c, "anthropic").unwrap();
+    assert_eq!(s.stream_idle_timeout, Duration::from_secs(45));
     // Overrides are kept; a trailing slash is dropped.
     let c = cfg(
         "[models.providers.openai]\nbaseUrl = \"http://127.0.0.1:9/v1/\"\napiKeyEnv = \"MY_KEY\"\n",
@@ -191,6 +198,11 @@ fn wrong_types_name_the_key_the_found_type_and_what_is_allowed() {
         (
             "[models.providers.openai]\ntimeoutSeconds = \"soon\"\n",
             "models.providers.openai.timeoutSeconds",
+            "positive number",
+        ),
+        (
+            "[models.providers.openai]\nstreamIdleTimeoutSeconds = 0\n",
+            "models.providers.openai.streamIdleTimeoutSeconds",
             "positive number",
         ),
         (

@@ -5,6 +5,7 @@
 //! thinking is only accepted back with the signature Anthropic gave it.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use rampart_engine_api::AgentMessage;
 use rampart_message::wire::SharedMessage;
@@ -68,13 +69,14 @@ impl Provider for AnthropicProvider {
             ("anthropic-version", ANTHROPIC_VERSION),
             ("content-type", "application/json"),
         ];
+        let idle = self.http.stream_idle_timeout();
         let (answer, retries) = self.http.post(
             &self.url,
             &request.model,
             &headers,
             &body,
             request.deadline,
-            read,
+            |response| read(response, idle),
         )?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
@@ -226,14 +228,14 @@ fn tool_input(arguments: &Value) -> Value {
 
 /// Reads a 2xx answer: a stream normally, a whole JSON message from proxies that ignore
 /// `stream: true`.
-fn read(response: Response) -> Result<Answer, Failure> {
+fn read(response: Response, idle: Duration) -> Result<Answer, Failure> {
     if content_type(&response) == "application/json" {
         let value = read_json(response)?;
         check_error(&value)?;
         return Answer::from_json(&value);
     }
     let mut answer = Answer::default();
-    for event in SseReader::new(response) {
+    for event in SseReader::with_idle_timeout(response, idle) {
         let event = event?;
         if event.data.trim().is_empty() {
             continue;

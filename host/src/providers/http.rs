@@ -87,6 +87,8 @@ pub enum Failure {
     Invalid(String),
     /// No answer (or no further bytes) within the timeout.
     Timeout,
+    /// A stream sent no event (keep-alive comments aside) for this long.
+    Idle(Duration),
 }
 
 impl From<io::Error> for Failure {
@@ -115,6 +117,7 @@ pub struct HttpClient {
     api_key_env: Option<String>,
     auth: AuthStyle,
     timeout: Duration,
+    stream_idle: Duration,
     max_retries: u32,
     retry_base: Duration,
 }
@@ -138,6 +141,7 @@ impl HttpClient {
             api_key_env: settings.api_key_env.clone(),
             auth,
             timeout: settings.timeout,
+            stream_idle: settings.stream_idle_timeout,
             max_retries: settings.max_retries,
             retry_base: settings.retry_base,
         })
@@ -202,6 +206,12 @@ impl HttpClient {
             std::thread::sleep(delay);
             attempt += 1;
         }
+    }
+
+    /// `streamIdleTimeoutSeconds`: how long a stream may go without an event; what the
+    /// providers give their [`SseReader`].
+    pub fn stream_idle_timeout(&self) -> Duration {
+        self.stream_idle
     }
 
     /// Reads the key named by `apiKeyEnv`. `Ok(None)` when no variable is configured: local
@@ -289,6 +299,9 @@ impl HttpClient {
         let provider = self.provider.clone();
         match failure {
             Failure::Timeout => Err(self.timeout_error()),
+            // Final, like a timeout: the same request would very likely idle again, and the run
+            // loop decides what a timeout means for the turn.
+            Failure::Idle(after) => Err(ProviderError::StreamIdle { provider, after }),
             Failure::Invalid(message) => Err(ProviderError::InvalidResponse {
                 provider,
                 message: redact(&message),
@@ -544,6 +557,8 @@ pub struct SseReader<R: Read> {
     reader: BufReader<R>,
     line: Vec<u8>,
     done: bool,
+    /// The longest wait for an event, and when the last one arrived (or reading began).
+    idle: Option<(Duration, Instant)>,
 }
 
 impl<R: Read> fmt::Debug for SseReader<R> {
@@ -561,6 +576,19 @@ impl<R: Read> SseReader<R> {
             reader: BufReader::new(reader),
             line: Vec::new(),
             done: false,
+            idle: None,
+        }
+    }
+
+    /// Like [`SseReader::new`], but fails with [`Failure::Idle`] once `idle` passes without an
+    /// event. Why a clock of its own: comments (`: keep-alive`) and blank lines reset every
+    /// per-read timeout, so a server that sends only them would hold the caller forever. The
+    /// check runs as each line arrives; a server that sends nothing at all meets the
+    /// per-read timeout instead.
+    pub fn with_idle_timeout(reader: R, idle: Duration) -> Self {
+        Self {
+            idle: Some((idle, Instant::now())),
+            ..Self::new(reader)
         }
     }
 
@@ -584,9 +612,18 @@ impl<R: Read> SseReader<R> {
             if self.line.last() == Some(&b'\r') {
                 self.line.pop();
             }
+            if let Some((idle, since)) = self.idle
+                && since.elapsed() > idle
+            {
+                self.done = true;
+                return Err(Failure::Idle(idle));
+            }
             let line = String::from_utf8_lossy(&self.line);
             if line.is_empty() {
                 if let Some(data) = data {
+                    if let Some((_, since)) = &mut self.idle {
+                        *since = Instant::now();
+                    }
                     return Ok(Some(SseEvent { event, data }));
                 }
                 // A blank line after only comments or an `event:` is no event (SSE spec).
@@ -640,6 +677,45 @@ mod tests {
             event: event.map(str::to_owned),
             data: data.to_owned(),
         }
+    }
+
+    /// Yields one `: keep-alive` comment per read, `pause` apart, forever.
+    struct KeepAlives {
+        pause: Duration,
+    }
+
+    impl Read for KeepAlives {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            std::thread::sleep(self.pause);
+            let line = b": keep-alive\n\n";
+            let n = line.len().min(buf.len());
+            buf[..n].copy_from_slice(&line[..n]);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_stream_of_comments_only_fails_at_the_idle_timeout() {
+        let mut reader = SseReader::with_idle_timeout(
+            KeepAlives {
+                pause: Duration::from_millis(5),
+            },
+            Duration::from_millis(50),
+        );
+        match reader.next() {
+            Some(Err(Failure::Idle(after))) => assert_eq!(after, Duration::from_millis(50)),
+            other => panic!("expected the idle failure, got {other:?}"),
+        }
+        assert!(reader.next().is_none(), "nothing after the failure");
+    }
+
+    #[test]
+    fn events_reset_the_idle_clock() {
+        let raw = "data: 1\n\n: ping\n\ndata: 2\n\n";
+        let events: Vec<_> =
+            SseReader::with_idle_timeout(raw.as_bytes(), Duration::from_secs(60)).collect();
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().all(Result::is_ok));
     }
 
     #[test]

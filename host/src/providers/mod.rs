@@ -187,6 +187,18 @@ pub enum ProviderError {
         /// The timeout that expired.
         after: Duration,
     },
+    /// A streamed answer sent no event for too long (keep-alives only, or nothing).
+    #[error(
+        "{provider}: the answer's stream sent no event for {}s, only keep-alives \
+         (`models.providers.{provider}.streamIdleTimeoutSeconds`)",
+        after.as_secs()
+    )]
+    StreamIdle {
+        /// The provider id.
+        provider: String,
+        /// The idle timeout that expired.
+        after: Duration,
+    },
     /// Any other 4xx.
     #[error("{provider}: request rejected (HTTP {status}): {message}")]
     BadRequest {
@@ -223,7 +235,9 @@ impl ProviderError {
             ProviderError::Auth { .. } => ProviderErrorKind::Auth,
             ProviderError::MissingApiKey { .. } => ProviderErrorKind::MissingApiKey,
             ProviderError::Unreachable { .. } => ProviderErrorKind::Unreachable,
-            ProviderError::Timeout { .. } => ProviderErrorKind::Timeout,
+            ProviderError::Timeout { .. } | ProviderError::StreamIdle { .. } => {
+                ProviderErrorKind::Timeout
+            }
             ProviderError::BadRequest { .. } => ProviderErrorKind::BadRequest,
             ProviderError::InvalidResponse { .. } => ProviderErrorKind::InvalidResponse,
             ProviderError::Cancelled { .. } => ProviderErrorKind::Cancelled,

@@ -435,6 +435,7 @@ mod tests {
             base_url: None,
             api_key_env: None,
             timeout: Duration::from_secs(120),
+            stream_idle_timeout: Duration::from_secs(300),
             max_retries: 3,
             retry_base: Duration::from_millis(500),
             models,

@@ -8,6 +8,7 @@
 pub mod wire;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use rampart_message::{
     AssistantMessage, ContentBlock, Extra, StopReason, ThinkingContent, ToolCall, Usage,
@@ -57,13 +58,14 @@ impl Provider for OpenAiProvider {
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let body = request_body(request);
+        let idle = self.http.stream_idle_timeout();
         let (answer, retries) = self.http.post(
             &self.url,
             &request.model,
             &[],
             &body,
             request.deadline,
-            read,
+            |response| read(response, idle),
         )?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
@@ -116,18 +118,18 @@ fn request_message(message: &rampart_engine_api::AgentMessage) -> Value {
 
 /// Reads a 2xx answer: a stream normally, a whole JSON object from servers that ignore
 /// `stream: true`.
-fn read(response: Response) -> Result<Answer, Failure> {
+fn read(response: Response, idle: Duration) -> Result<Answer, Failure> {
     if content_type(&response) == "application/json" {
         let value = read_json(response)?;
         check_error(&value)?;
         return Answer::from_json(&value);
     }
-    read_stream(response)
+    read_stream(response, idle)
 }
 
-fn read_stream(response: Response) -> Result<Answer, Failure> {
+fn read_stream(response: Response, idle: Duration) -> Result<Answer, Failure> {
     let mut answer = Answer::default();
-    for event in SseReader::new(response) {
+    for event in SseReader::with_idle_timeout(response, idle) {
         let event = event?;
         let data = event.data.trim();
         if data == "[DONE]" {
