@@ -17,6 +17,7 @@ mod providers_e2e;
 mod readme_config;
 mod replay_e2e;
 mod request_snapshots;
+mod required_engine_e2e;
 mod run_cli_e2e;
 mod run_e2e;
 mod seed003_e2e;

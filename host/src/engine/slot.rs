@@ -38,19 +38,29 @@ pub struct Quarantine {
 }
 
 impl Quarantine {
-    /// The one log line (and, for a required engine, the error) that reports it.
+    /// The one log line that reports it.
     pub fn line(&self) -> String {
         format!(
-            "context engine \"{}\" failed during {}: {}; quarantined for this process, \
-             continuing with the built-in engine \"{LEGACY_ID}\"",
+            "{}; quarantined for this process, continuing with the built-in engine \
+             \"{LEGACY_ID}\"",
+            self.what()
+        )
+    }
+
+    /// Which engine failed where, and why: the part of the line that does not depend on what
+    /// the host does next.
+    pub fn what(&self) -> String {
+        format!(
+            "context engine \"{}\" failed during {}: {}",
             self.engine, self.operation, self.reason
         )
     }
 }
 
-/// A required engine failed: the host must stop. The message is the quarantine line.
+/// A required engine failed: the host must stop. The message says what failed and that
+/// nothing falls back (the quarantine line would promise the built-in engine).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{} (the engine is marked required = true, so rampart stops)", .0.line())]
+#[error("{}; the engine is marked required = true, so rampart stops", .0.what())]
 pub struct RequiredEngineFailed(pub Quarantine);
 
 /// The state of the slot, for `engines list` and tests.
@@ -252,7 +262,7 @@ impl EngineSlot {
 
     fn quarantine_now(&self, q: Quarantine) -> Result<(), RequiredEngineFailed> {
         if self.required {
-            tracing::error!(engine = %q.engine, operation = %q.operation, reason = %q.reason, required = true, "{}", q.line());
+            tracing::error!(engine = %q.engine, operation = %q.operation, reason = %q.reason, required = true, "{}", q.what());
             return Err(RequiredEngineFailed(q));
         }
         let mut slot = match self.quarantine.lock() {

@@ -242,11 +242,11 @@ pub enum TurnError {
     /// The session could not be read or written.
     #[error(transparent)]
     Persist(#[from] PersistError),
-    /// A compaction the user asked for failed; the session is as it was.
     /// A context engine marked `required = true` failed: the turn stops with its line instead
     /// of falling back.
     #[error(transparent)]
     RequiredEngine(#[from] crate::engine::slot::RequiredEngineFailed),
+    /// A compaction the user asked for failed; the session is as it was.
     #[error("compaction failed: {reason}")]
     CompactionFailed {
         /// The engine's reason.
@@ -757,6 +757,9 @@ impl<'a> Runner<'a> {
                                 after: "compaction".into(),
                             }));
                         }
+                        Err(recovery::CompactFailure::Required(failed)) => {
+                            return Err(failed.into());
+                        }
                         _ => {
                             self.events.emit(Event::GiveUp(GiveUp {
                                 kind: "provider".into(),
@@ -977,6 +980,10 @@ impl<'a> Runner<'a> {
             token_budget: Some(window),
             runtime_context: json!({}),
         }) {
+            // The answer is on disk either way; a required engine still stops the run.
+            if let SlotCallError::Required(failed) = e {
+                return Err(failed.into());
+            }
             tracing::warn!(error = %e, "after_turn failed; the turn is kept");
         }
         if let Err(e) = self.slot.maintain(MaintainParams {
@@ -984,6 +991,9 @@ impl<'a> Runner<'a> {
             reason: Some("turn".to_string()),
             runtime_context: json!({}),
         }) {
+            if let SlotCallError::Required(failed) = e {
+                return Err(failed.into());
+            }
             tracing::warn!(error = %e, "maintain failed; the turn is kept");
         }
         if let Some((store, key)) = &self.registry {

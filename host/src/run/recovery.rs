@@ -17,7 +17,26 @@ use serde_json::json;
 
 use super::events::*;
 use super::{OverflowKind, Recovery, Runner, TurnError, session_ref};
+use crate::engine::slot::{RequiredEngineFailed, SlotCallError};
 use crate::persist::{PersistError, truncate_tool_results_in_session};
+
+/// Why a compaction did not happen.
+#[derive(Debug)]
+pub(crate) enum CompactFailure {
+    /// It failed; the turn may go on (truncation, then the overflow error).
+    Failed(String),
+    /// A `required = true` engine failed: the turn stops with its line.
+    Required(RequiredEngineFailed),
+}
+
+impl std::fmt::Display for CompactFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Failed(reason) => f.write_str(reason),
+            Self::Required(failed) => write!(f, "{failed}"),
+        }
+    }
+}
 
 /// Compactions one turn may run for overflows (`MAX_OVERFLOW_COMPACTION_ATTEMPTS`).
 pub const MAX_OVERFLOW_COMPACTION_ATTEMPTS: u32 = 3;
@@ -67,7 +86,8 @@ impl Runner<'_> {
                     return Ok(());
                 }
                 Ok(false) => {}
-                Err(reason) => {
+                Err(CompactFailure::Required(failed)) => return Err(failed.into()),
+                Err(CompactFailure::Failed(reason)) => {
                     tracing::warn!(
                         session = %session.header().id,
                         "auto-compaction failed for {}: {reason}",
@@ -124,7 +144,10 @@ impl Runner<'_> {
         self.custom_instructions = instructions;
         let result = self.compact(session, &model, window, None, "manual", 1);
         self.custom_instructions = None;
-        result.map_err(|reason| TurnError::CompactionFailed { reason })
+        result.map_err(|failure| match failure {
+            CompactFailure::Required(failed) => TurnError::RequiredEngine(failed),
+            CompactFailure::Failed(reason) => TurnError::CompactionFailed { reason },
+        })
     }
 
     /// One in-session tool-result truncation pass; true when it changed the session.
@@ -158,7 +181,7 @@ impl Runner<'_> {
         observed_tokens: Option<u64>,
         reason: &str,
         attempt: u32,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, CompactFailure> {
         let context = session.context();
         let entry_ids = context
             .entry_indices
@@ -167,7 +190,7 @@ impl Runner<'_> {
             .collect();
         let compaction_model = match self.models.compaction_model(self.config, model) {
             Ok(m) => m,
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(CompactFailure::Failed(e.to_string())),
         };
         let started = Instant::now();
         self.events.emit(Event::CompactionStart(CompactionStart {
@@ -199,7 +222,10 @@ impl Runner<'_> {
             Ok(r) => r,
             Err(e) => {
                 self.emit_compaction_end(reason, duration_ms, None, Some(&e.to_string()));
-                return Err(e.to_string());
+                return Err(match e {
+                    SlotCallError::Required(failed) => CompactFailure::Required(failed),
+                    other => CompactFailure::Failed(other.to_string()),
+                });
             }
         };
         let persisted = self.persist_compaction(session, &outcome, reason);
@@ -215,7 +241,7 @@ impl Runner<'_> {
         };
         self.emit_compaction_end(reason, duration_ms, Some(&outcome), failure.as_deref());
         if let Some(failure) = failure {
-            return Err(failure);
+            return Err(CompactFailure::Failed(failure));
         }
         if !outcome.compacted {
             tracing::info!(
