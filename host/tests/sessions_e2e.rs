@@ -255,7 +255,10 @@ fn importing_a_file_with_a_torn_line_writes_nothing_beside_it() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(said.contains("line 3"), "the torn line is named: {said}");
+    assert!(
+        said.contains(&format!("{}:3:", file.display())),
+        "the torn line is named with its file: {said}"
+    );
 }
 
 /// Issue 12, defect 9: an import error goes to stderr and names the file; stdout stays empty,
@@ -280,4 +283,59 @@ fn an_import_error_goes_to_stderr_naming_the_file() {
         err.contains("error:") && err.contains("garbage.jsonl"),
         "{err}"
     );
+}
+
+/// Issue 12, defect 9: one invalid UTF-8 byte used to reject the whole file. Now it costs its
+/// line, named as `file:line` on stderr, and every other line is imported; a broken JSON
+/// document names `file:line:column`, never `<input>`.
+#[test]
+fn an_invalid_byte_costs_its_line_and_is_named_with_file_and_line() {
+    let store = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    // A pi v3 file: the middle message carries one byte that is not UTF-8.
+    let pi = src.path().join("pi.jsonl");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(
+        br#"{"type":"session","version":3,"id":"s-bad-byte","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#,
+    );
+    bytes.push(b'\n');
+    bytes.extend_from_slice(
+        br#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"first","timestamp":1}}"#,
+    );
+    bytes.push(b'\n');
+    bytes.extend_from_slice(
+        br#"{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"user","content":"bad "#,
+    );
+    bytes.push(0xff);
+    bytes.extend_from_slice(br#" byte","timestamp":2}}"#);
+    bytes.push(b'\n');
+    bytes.extend_from_slice(
+        br#"{"type":"message","id":"a0000003","parentId":"a0000001","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"third","timestamp":3}}"#,
+    );
+    bytes.push(b'\n');
+    std::fs::write(&pi, &bytes).unwrap();
+
+    let out = sessions(
+        store.path(),
+        &["import", pi.to_str().unwrap(), "--as", "pi"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("{}:3:", pi.display())), "{err}");
+    let shown = sessions(store.path(), &["show", "pi", "--json"]);
+    let messages: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(messages.as_array().unwrap().len(), 2, "{messages}");
+
+    // A JSON document cut short: file, line and column.
+    let doc = src.path().join("chat.json");
+    std::fs::write(
+        &doc,
+        "[\n  {\"role\": \"user\", \"content\": \"hi\"},\n  {\"role\": ",
+    )
+    .unwrap();
+    let out = sessions(store.path(), &["import", doc.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("{}:3:", doc.display())), "{err}");
+    assert!(!err.contains("<input>"), "{err}");
 }

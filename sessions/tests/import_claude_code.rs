@@ -243,7 +243,7 @@ fn split_response_lines_merge_and_results_follow() {
         imported
             .warnings
             .iter()
-            .any(|w| w.contains("line 8") && w.contains("server_tool_use")),
+            .any(|w| w.contains(":8: ") && w.contains("server_tool_use")),
         "{:?}",
         imported.warnings
     );
@@ -350,7 +350,7 @@ fn compaction_sidechains_and_broken_lines() {
     assert!(
         matches!(&last.kind, ImportedKind::Custom { custom_type, data } if custom_type == "import.unparsed-line" && data["line"] == 5)
     );
-    assert!(imported.warnings.iter().any(|w| w.starts_with("line 5:")));
+    assert!(imported.warnings.iter().any(|w| w.contains(":5: ")));
 }
 
 #[test]
@@ -382,4 +382,42 @@ fn subagent_files_read_their_sidecar() {
     assert!(imported.items.iter().all(|i| i.sidechain));
     assert_eq!(imported.items[1].parent, Some(0));
     assert_eq!(imported.items[1].extra["agentId"], "abc123");
+}
+
+/// Issue 12, defect 9: a byte that is not UTF-8 in one line costs that line only; the warning
+/// names the file and the line.
+#[test]
+fn an_invalid_byte_costs_only_its_line() {
+    let lines = session();
+    let whole = import(&lines);
+    let mut bytes = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i == 1 {
+            // Inside a JSON string of the second line.
+            let at = l.find("plan").unwrap();
+            bytes.extend_from_slice(&l.as_bytes()[..at]);
+            bytes.push(0xfe);
+            bytes.extend_from_slice(&l.as_bytes()[at..]);
+        } else {
+            bytes.extend_from_slice(l.as_bytes());
+        }
+        bytes.push(b'\n');
+    }
+    let cut = import_bytes(&bytes, "session.jsonl").unwrap().remove(0);
+    assert!(
+        cut.warnings
+            .iter()
+            .any(|w| w.starts_with("session.jsonl:2: not UTF-8")),
+        "{:?}",
+        cut.warnings
+    );
+    assert!(
+        cut.items.len() + 1 >= whole.items.len(),
+        "only the bad line is lost: {} of {} items",
+        cut.items.len(),
+        whole.items.len()
+    );
+    // Binary data is still refused as a whole.
+    let err = import_bytes(&[0xff, 0xfe, 0x00, 0x01, b'\n', 0xff], "blob.bin").unwrap_err();
+    assert!(err.to_string().contains("not UTF-8"), "{err}");
 }

@@ -296,11 +296,12 @@ pub fn import(
             o.entries,
             o.file.display()
         )?;
+        // Diagnostics go to stderr, each naming the file (and line): stdout holds the result.
         for w in o.warnings.iter().take(20) {
-            writeln!(out, "  note: {w}")?;
+            writeln!(err, "warning: {w}")?;
         }
         if o.warnings.len() > 20 {
-            writeln!(out, "  … and {} more notes", o.warnings.len() - 20)?;
+            writeln!(err, "warning: … and {} more", o.warnings.len() - 20)?;
         }
     }
     Ok(0)

@@ -64,12 +64,72 @@ pub(crate) enum Input<'a> {
     Document(Value),
 }
 
+/// A line of the source that is not UTF-8 text, left out of the import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidLine {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based byte column of the first invalid byte.
+    pub column: usize,
+}
+
+impl InvalidLine {
+    /// The warning an import carries for it, naming `file` and the line.
+    pub fn warning(&self, file: &str) -> String {
+        format!(
+            "{file}:{}: not UTF-8 text (invalid byte at column {}); this line was left out, \
+             the others were read",
+            self.line, self.column
+        )
+    }
+}
+
+/// Blanks the lines of `bytes` that are not UTF-8, keeping every newline (so line numbers hold)
+/// and every other byte. Why: one bad byte in a JSONL transcript used to reject the whole
+/// file; now it costs its line, which the import names. A file whose lines are mostly not
+/// UTF-8 is returned unchanged: it is binary, and detection says so.
+pub(crate) fn blank_invalid_lines(bytes: &[u8]) -> (std::borrow::Cow<'_, [u8]>, Vec<InvalidLine>) {
+    use std::borrow::Cow;
+    if std::str::from_utf8(bytes).is_ok() {
+        return (Cow::Borrowed(bytes), Vec::new());
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut invalid = Vec::new();
+    let mut lines = 0usize;
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            lines += 1;
+        }
+        match std::str::from_utf8(line) {
+            Ok(_) => out.extend_from_slice(line),
+            Err(e) => invalid.push(InvalidLine {
+                line: i + 1,
+                column: e.valid_up_to() + 1,
+            }),
+        }
+    }
+    if invalid.len() * 2 > lines {
+        return (Cow::Borrowed(bytes), Vec::new());
+    }
+    (Cow::Owned(out), invalid)
+}
+
 /// Detect the format of a transcript from its bytes.
 ///
 /// Returns the format, or [`ImportError::UnknownFormat`] (whose message lists
 /// every supported format) / [`ImportError::InvalidJson`].
 pub fn detect(bytes: &[u8]) -> Result<SourceFormat, ImportError> {
-    sniff(bytes, "<input>").map(|(format, _)| format)
+    detect_named(bytes, "<input>")
+}
+
+/// [`detect`] for the contents of `file`, which errors name. Lines that are not UTF-8 do not
+/// decide the format (see [`blank_invalid_lines`]).
+pub fn detect_named(bytes: &[u8], file: &str) -> Result<SourceFormat, ImportError> {
+    let (bytes, _) = blank_invalid_lines(bytes);
+    sniff(&bytes, file).map(|(format, _)| format)
 }
 
 /// Detect and keep what was parsed, so importers do not parse twice.

@@ -64,7 +64,7 @@ use std::path::{Path, PathBuf};
 use rampart_message::AgentMessage;
 use serde_json::{Map, Value};
 
-pub use detect::detect;
+pub use detect::{InvalidLine, detect, detect_named};
 pub use open::{OpenError, Opened, SYSTEM_PROMPT_CUSTOM_TYPE, open};
 
 /// One conversation read from another tool's transcript, ready to become a pi
@@ -371,7 +371,8 @@ fn import_inner(
     name: &str,
     path: Option<&Path>,
 ) -> Result<Vec<Imported>, ImportError> {
-    let (format, input) = detect::sniff(bytes, name)?;
+    let (bytes, invalid) = detect::blank_invalid_lines(bytes);
+    let (format, input) = detect::sniff(&bytes, name)?;
     let origin = Origin { path };
     if let Some(version) = format.pi_version() {
         return Err(ImportError::NativePiSession {
@@ -379,7 +380,7 @@ fn import_inner(
             version,
         });
     }
-    Ok(match (format, input) {
+    let mut imported = match (format, input) {
         (SourceFormat::ClaudeCode, detect::Input::Lines(text)) => {
             vec![claude_code::import(text, &origin)]
         }
@@ -406,5 +407,25 @@ fn import_inner(
                 reason: format!("internal error: {format} detected with an unexpected layout"),
             });
         }
-    })
+    };
+    // Every warning names the file, and the line when the importer knew it (`file:line: …`),
+    // so a user can go to it.
+    for session in &mut imported {
+        let mut warnings: Vec<String> = invalid.iter().map(|l| l.warning(name)).collect();
+        warnings.extend(session.warnings.drain(..).map(|w| located(name, &w)));
+        session.warnings = warnings;
+    }
+    Ok(imported)
+}
+
+/// `warning` as `file:line: …` when it starts with `line N: `, else as `file: …`.
+fn located(file: &str, warning: &str) -> String {
+    if let Some(rest) = warning.strip_prefix("line ")
+        && let Some((number, text)) = rest.split_once(": ")
+        && !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+    {
+        return format!("{file}:{number}: {text}");
+    }
+    format!("{file}: {warning}")
 }

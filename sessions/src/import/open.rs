@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::{ImportError, Imported, ImportedKind, SourceFormat, detect, import_file_all};
+use super::{ImportError, Imported, ImportedKind, SourceFormat, detect_named, import_file_all};
 use crate::entry::{
     CURRENT_VERSION, CompactionEntry, CustomEntry, Entry, EntryBody, ModelChangeEntry,
     SessionHeader, ThinkingLevelChangeEntry,
@@ -62,13 +62,7 @@ pub fn open(path: &Path) -> Result<Vec<Opened>, OpenError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let format = detect(&bytes).map_err(|e| match e {
-        ImportError::UnknownFormat { reason, .. } => ImportError::UnknownFormat {
-            file: path.display().to_string(),
-            reason,
-        },
-        other => other,
-    })?;
+    let format = detect_named(&bytes, &path.display().to_string())?;
     drop(bytes);
     if format.pi_version().is_some() {
         return Ok(vec![open_pi(path)?]);
@@ -109,8 +103,10 @@ fn open_pi(path: &Path) -> Result<Opened, OpenError> {
         .iter()
         .map(|c| {
             format!(
-                "line {} could not be read and was left out: {}",
-                c.line, c.reason
+                "{}:{}: the line could not be read and was left out: {}",
+                path.display(),
+                c.line,
+                c.reason
             )
         })
         .collect();
