@@ -53,4 +53,4 @@ pub use entry::{Entry, EntryBody, SessionHeader};
 pub use error::{ErrorKind, SessionError};
 pub use load::{LoadOptions, LoadReport, Loaded, load_file, parse_bytes};
 pub use session::{FsyncPolicy, Session, SessionOptions, save_session};
-pub use tree::SessionTree;
+pub use tree::{Bridge, LostLine, SessionTree};

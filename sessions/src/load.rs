@@ -110,6 +110,9 @@ pub struct LoadReport {
     pub sidecar_error: Option<String>,
     /// What the v1/v2 → v3 migration did, if the file needed one.
     pub migration: Option<MigrationReport>,
+    /// Entries whose parent was on a corrupt line, linked around it in memory (the file is
+    /// not changed).
+    pub bridged: Vec<crate::tree::Bridge>,
 }
 
 impl LoadReport {
@@ -120,6 +123,7 @@ impl LoadReport {
             && self.duplicate_ids.is_empty()
             && self.pending_tail.is_none()
             && self.sidecar_error.is_none()
+            && self.bridged.is_empty()
     }
 }
 
@@ -305,6 +309,7 @@ pub(crate) fn load_source(
         }
         report.migration = Some(migration);
     }
+    bridge_lost_lines(source, path, &mut tree, &mut report);
     report.bytes = cursor.offset;
     report.entries = tree.len();
     Ok(Loaded {
@@ -339,10 +344,53 @@ pub(crate) fn catch_up(
         &mut |line, _, raw, report| accept_v3(tree, path, line, raw, report),
     );
     tree.resolve_dangling();
+    bridge_lost_lines(source, path, tree, report);
     report.bytes = cursor.offset;
     report.entries = tree.len();
     record_corrupt(path, source, report, first_new_corrupt, options);
     Ok(())
+}
+
+/// How much of a corrupt line is read to find its entry's id and parent: pi writes them first.
+const LOST_LINE_PREFIX: usize = 4096;
+
+/// Links entries whose parent was on a corrupt line around it (see [`crate::tree::Bridge`]),
+/// reading the first bytes of each corrupt line for the ids it held, and reports each link.
+fn bridge_lost_lines(
+    source: &dyn ReadAt,
+    path: &Path,
+    tree: &mut SessionTree,
+    report: &mut LoadReport,
+) {
+    if report.corrupt_lines.is_empty() || !tree.has_dangling() {
+        return;
+    }
+    let lost: Vec<crate::tree::LostLine> = report
+        .corrupt_lines
+        .iter()
+        .map(|c| {
+            let mut prefix = vec![0; usize::try_from(c.length).unwrap_or(0).min(LOST_LINE_PREFIX)];
+            let read = source.read_at(&mut prefix, c.offset).unwrap_or(0);
+            prefix.truncate(read);
+            let (id, parent_id) = crate::parse::ids_in_prefix(&prefix);
+            crate::tree::LostLine {
+                line: c.line,
+                id,
+                parent_id,
+            }
+        })
+        .collect();
+    for bridge in tree.bridge_lost_lines(&lost) {
+        tracing::warn!(
+            file = %path.display(),
+            line = bridge.line,
+            entry = %bridge.entry_id,
+            lost_line = bridge.lost_line,
+            now_under = %bridge.now_under,
+            "an entry's parent was on a line that could not be read; it is linked around that line"
+        );
+        report.bridged.push(bridge);
+    }
 }
 
 /// Copies `report.corrupt_lines[from..]` to a sidecar, if recording is on; a failure is

@@ -404,6 +404,49 @@ impl<'de> Visitor<'de> for FastVisitor {
     }
 }
 
+/// The top-level `id` and `parentId` of an entry line, read from its first bytes without
+/// parsing the rest (which may be cut, huge or not JSON at all). pi writes `type`, `id` and
+/// `parentId` first, so they are found before any nested `"id"`. `parentId` is `Some(None)`
+/// for an explicit `null`.
+pub(crate) fn ids_in_prefix(prefix: &[u8]) -> (Option<String>, Option<Option<String>>) {
+    let text = String::from_utf8_lossy(prefix);
+    // Only the part before the entry's payload: a nested `"id"` (a tool call's) must not count.
+    let head = ["\"message\"", "\"data\"", "\"summary\"", "\"content\""]
+        .iter()
+        .filter_map(|key| text.find(key))
+        .min()
+        .map_or(text.as_ref(), |end| &text[..end]);
+    let id = string_field(head, "id").flatten();
+    let parent_id = string_field(head, "parentId");
+    (id, parent_id)
+}
+
+/// The value of `"key": "…"` (a plain string without escapes, at most 128 bytes) or
+/// `"key": null` in `text`.
+fn string_field(text: &str, key: &str) -> Option<Option<String>> {
+    let needle = format!("\"{key}\"");
+    let mut from = 0;
+    while let Some(at) = text[from..].find(&needle) {
+        let after = &text[from + at + needle.len()..];
+        from += at + needle.len();
+        let Some(value) = after.trim_start().strip_prefix(':') else {
+            continue;
+        };
+        let value = value.trim_start();
+        if value.starts_with("null") {
+            return Some(None);
+        }
+        let rest = value.strip_prefix('"')?;
+        let end = rest.find('"')?;
+        let found = &rest[..end];
+        if found.len() > 128 || found.contains('\\') {
+            return None;
+        }
+        return Some(Some(found.to_string()));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -48,6 +48,36 @@ pub struct SessionTree {
     synthesized: Vec<OnceLock<SharedMessage>>,
 }
 
+/// A line the loader could not use, as far as the tree is concerned: where it was, and what its
+/// first bytes still showed of the entry it held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostLine {
+    /// 1-based file line.
+    pub line: u64,
+    /// The entry id it held, when it could be read.
+    pub id: Option<String>,
+    /// Its entry's parent (`Some(None)`: a root), when it could be read.
+    pub parent_id: Option<Option<String>>,
+}
+
+/// An entry whose parent was on a lost line, now linked around that line: to the lost entry's
+/// own parent when the line still showed it, else to the entry just before the line. Why:
+/// without the bridge the walk from the leaf stopped at the hole, and one bad line cut the
+/// active branch down to the entries after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bridge {
+    /// The entry that was relinked.
+    pub entry_id: String,
+    /// Its file line.
+    pub line: u64,
+    /// The parent id it names, which no readable line holds.
+    pub lost_parent_id: String,
+    /// The lost line that (most likely) held that parent.
+    pub lost_line: u64,
+    /// The entry it now follows.
+    pub now_under: String,
+}
+
 /// An id that appears on more than one entry; lookups find the last one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DuplicateId {
@@ -148,6 +178,104 @@ impl SessionTree {
             }
         }
         self.unresolved = still;
+    }
+
+    /// Whether some entry's parent id names no entry.
+    pub(crate) fn has_dangling(&self) -> bool {
+        self.unresolved > 0
+    }
+
+    /// Links entries whose parent is missing around the `lost` lines (see [`Bridge`]); returns
+    /// the links made. Entries whose parent is missing for another reason stay roots, as in
+    /// pi. Cheap when nothing dangles.
+    pub(crate) fn bridge_lost_lines(&mut self, lost: &[LostLine]) -> Vec<Bridge> {
+        if self.unresolved == 0 || lost.is_empty() {
+            return Vec::new();
+        }
+        let mut bridges = Vec::new();
+        for index in 0..self.entries.len() {
+            if self.parents[index].is_some() {
+                continue;
+            }
+            let Some(missing) = self.entries[index].parent_id.clone() else {
+                continue;
+            };
+            if self.by_id.contains_key(&missing) {
+                continue;
+            }
+            let line = self.lines[index];
+            let Some(hole) = lost
+                .iter()
+                .find(|l| l.id.as_deref() == Some(missing.as_str()))
+                .or_else(|| {
+                    // The id was unreadable: the nearest such line before the entry.
+                    lost.iter()
+                        .filter(|l| l.id.is_none() && l.line < line)
+                        .max_by_key(|l| l.line)
+                })
+            else {
+                continue;
+            };
+            let Some(target) = self.around(hole, lost, index) else {
+                continue;
+            };
+            self.parents[index] = Some(target);
+            self.unresolved = self.unresolved.saturating_sub(1);
+            bridges.push(Bridge {
+                entry_id: self.entries[index].id.clone(),
+                line,
+                lost_parent_id: missing,
+                lost_line: hole.line,
+                now_under: self.entries[target].id.clone(),
+            });
+        }
+        bridges
+    }
+
+    /// Where an entry (at `child`) whose parent was on `hole` goes: the lost entry's own parent
+    /// (following further lost lines), else the last entry before the hole; always an entry
+    /// earlier than `child`, so no cycle can form. `None` when the lost entry was a root.
+    fn around(&self, hole: &LostLine, lost: &[LostLine], child: usize) -> Option<usize> {
+        let mut hole = hole;
+        for _ in 0..lost.len() {
+            match &hole.parent_id {
+                Some(None) => return None,
+                Some(Some(parent)) => {
+                    if let Some(&found) = self.by_id.get(parent) {
+                        return (found < child).then_some(found);
+                    }
+                    match lost
+                        .iter()
+                        .find(|l| l.id.as_deref() == Some(parent.as_str()))
+                    {
+                        Some(next) if next.line < hole.line => hole = next,
+                        _ => break,
+                    }
+                }
+                None => break,
+            }
+        }
+        (0..child)
+            .rev()
+            .find(|&j| self.lines[j] != 0 && self.lines[j] < hole.line)
+    }
+
+    /// Rewrites the `parentId` of every entry to the parent it is linked to in this tree (after
+    /// [`SessionTree::bridge_lost_lines`]); returns how many changed. For writing a **new**
+    /// file (an import) whose links must stand on their own; a session's own file is never
+    /// rewritten this way.
+    pub fn write_links_into_entries(&mut self) -> usize {
+        let mut changed = 0;
+        for index in 0..self.entries.len() {
+            if let Some(parent) = self.parents[index] {
+                let id = self.entries[parent].id.clone();
+                if self.entries[index].parent_id.as_deref() != Some(id.as_str()) {
+                    self.entries[index].parent_id = Some(id);
+                    changed += 1;
+                }
+            }
+        }
+        changed
     }
 
     /// All entries in file order.

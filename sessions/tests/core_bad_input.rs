@@ -341,3 +341,125 @@ proptest! {
         prop_assert!(Session::open(&path, SessionOptions::default()).is_ok());
     }
 }
+
+fn texts_of(loaded: &rampart_sessions::Loaded) -> Vec<String> {
+    rampart_sessions::build_session_context(&loaded.tree, rampart_sessions::LeafSelector::Current)
+        .messages
+        .iter()
+        .map(|m| {
+            serde_json::to_value(&**m).unwrap()["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// Issue 12, defect 6: a bad line costs that line and nothing more. Before, the walk from the
+/// leaf stopped at the entry whose parent was on the bad line, and everything before it left
+/// the active branch. Now the entry is linked around the line (to the lost entry's parent,
+/// read from the line's first bytes) and the link is reported.
+#[test]
+fn a_bad_line_in_the_middle_of_a_chain_costs_only_that_line() {
+    let ids = ["a0000001", "a0000002", "a0000003", "a0000004", "a0000005"];
+    let mut lines = vec![HEADER.to_string()];
+    for (i, id) in ids.iter().enumerate() {
+        let parent = i.checked_sub(1).map(|p| ids[p]);
+        lines.push(message_line(id, parent, &format!("m{i}")));
+    }
+    // Three ways to lose line 4 (entry a0000003): invalid JSON after a readable start, a line
+    // over the length limit, and bytes with no readable id at all.
+    let cut_json = {
+        let l = &lines[3];
+        format!("{}<<garbage", &l[..l.len() - 30])
+    };
+    let huge = message_line("a0000003", Some("a0000002"), &"x".repeat(4000));
+    let binary = "\u{1}\u{2}not json at all".to_string();
+    for (name, bad) in [("cut", cut_json), ("huge", huge), ("binary", binary)] {
+        let mut file = lines.clone();
+        file[3] = bad;
+        let text = file.join("\n") + "\n";
+        let options = LoadOptions {
+            max_line_bytes: 2048,
+            record_corrupt_lines: false,
+        };
+        let loaded = parse_bytes(text.as_bytes(), &options).unwrap();
+        assert_eq!(loaded.report.corrupt_lines.len(), 1, "{name}");
+        assert_eq!(
+            texts_of(&loaded),
+            ["m0", "m1", "m3", "m4"],
+            "{name}: only the lost entry is missing from the active branch"
+        );
+        let bridged = &loaded.report.bridged;
+        assert_eq!(bridged.len(), 1, "{name}: {bridged:?}");
+        assert_eq!(bridged[0].entry_id, "a0000004", "{name}");
+        assert_eq!(bridged[0].lost_parent_id, "a0000003", "{name}");
+        assert_eq!(bridged[0].lost_line, 4, "{name}");
+        assert_eq!(bridged[0].now_under, "a0000002", "{name}");
+        assert!(!loaded.report.is_clean());
+    }
+}
+
+/// The file itself is never rewritten by the bridge: a session opened for writing links in
+/// memory, appends after the leaf, and the bad line stays where it was.
+#[test]
+fn bridging_changes_nothing_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let text = format!(
+        "{HEADER}\n{}\n{{\"type\":\"message\",\"id\":\"a0000002\",\"parentId\":\"a0000001\",<<cut\n{}\n",
+        message_line("a0000001", None, "one"),
+        message_line("a0000003", Some("a0000002"), "three"),
+    );
+    fs::write(&path, &text).unwrap();
+    let mut session = Session::open(&path, SessionOptions::default()).unwrap();
+    assert_eq!(session.context().messages.len(), 2);
+    session
+        .append_message(AgentMessage::user_text("four", 4))
+        .unwrap();
+    let after = fs::read_to_string(&path).unwrap();
+    assert!(after.starts_with(&text), "the old bytes are untouched");
+    drop(session);
+    let reopened = Session::open(&path, SessionOptions::default()).unwrap();
+    assert_eq!(reopened.context().messages.len(), 3);
+}
+
+/// Issue 12, defect 6, import side: a pi import used to keep a `parentId` that pointed
+/// nowhere. The imported tree links around the lost line, says so naming file and line, and
+/// every `parentId` it would write names an entry it holds.
+#[test]
+fn a_pi_import_links_around_a_lost_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("source.jsonl");
+    let text = format!(
+        "{HEADER}\n{}\n{{\"type\":\"message\",\"id\":\"a0000002\",\"parentId\":\"a0000001\",<<cut\n{}\n",
+        message_line("a0000001", None, "one"),
+        message_line("a0000003", Some("a0000002"), "three"),
+    );
+    fs::write(&path, &text).unwrap();
+    let opened = rampart_sessions::import::open(&path).unwrap().remove(0);
+    let ids: Vec<&str> = opened
+        .tree
+        .entries()
+        .iter()
+        .map(|e| e.id.as_str())
+        .collect();
+    for entry in opened.tree.entries() {
+        if let Some(parent) = &entry.parent_id {
+            assert!(ids.contains(&parent.as_str()), "{} → {parent}", entry.id);
+        }
+    }
+    assert!(
+        opened
+            .warnings
+            .iter()
+            .any(|w| w.contains(&format!("{}:4:", path.display())) && w.contains("a0000001")),
+        "{:?}",
+        opened.warnings
+    );
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        text,
+        "the source is only read"
+    );
+}

@@ -233,11 +233,20 @@ pub fn show(
             .map(|m| format!(", model: {}/{}", m.provider, m.model_id))
             .unwrap_or_default()
     )?;
+    let file = loaded.report.path.display();
     for c in &loaded.report.corrupt_lines {
         writeln!(
             out,
-            "warning: line {} could not be read: {}",
+            "warning: {file}:{}: the line could not be read: {}",
             c.line, c.reason
+        )?;
+    }
+    for b in &loaded.report.bridged {
+        writeln!(
+            out,
+            "warning: {file}:{}: entry {} followed {}, which was on line {}; it is linked to {} \
+             (in memory; the file is unchanged)",
+            b.line, b.entry_id, b.lost_parent_id, b.lost_line, b.now_under
         )?;
     }
     for (i, m) in messages.iter().enumerate() {

@@ -125,12 +125,28 @@ fn open_pi(path: &Path) -> Result<Opened, OpenError> {
             }
         ));
     }
+    // The new file's links must stand on their own: an entry whose parent was on a lost line
+    // names the entry it was linked to instead of an id no line holds.
+    for bridge in &loaded.report.bridged {
+        warnings.push(format!(
+            "{}:{}: entry {} named parent {}, which was on the unreadable line {}; it now \
+             follows {}",
+            path.display(),
+            bridge.line,
+            bridge.entry_id,
+            bridge.lost_parent_id,
+            bridge.lost_line,
+            bridge.now_under
+        ));
+    }
+    let mut tree = loaded.tree;
+    tree.write_links_into_entries();
     let mut header = loaded.header;
     header.version = Some(CURRENT_VERSION);
     Ok(Opened {
         format,
         header,
-        tree: loaded.tree,
+        tree,
         warnings,
     })
 }
