@@ -11,3 +11,4 @@ pub mod persist;
 pub mod providers;
 pub mod replay;
 pub mod run;
+pub mod spill;

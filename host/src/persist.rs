@@ -149,9 +149,28 @@ impl SessionWriter {
             .on_message_with_ref((*message).clone(), reference.as_deref());
         let mut ids = Vec::with_capacity(out.messages.len());
         for m in out.messages {
+            let m = self.fit_line(session, m)?;
             ids.push(session.append_message(m)?);
         }
         Ok(ids)
+    }
+
+    /// `message` with content too large for one session line moved to the blob store (see
+    /// [`crate::spill`]); unchanged without a blob store, in which case the session refuses an
+    /// oversized line with its own error.
+    fn fit_line(
+        &self,
+        session: &Session,
+        message: AgentMessage,
+    ) -> Result<AgentMessage, PersistError> {
+        let Some(blobs) = &self.blobs else {
+            return Ok(message);
+        };
+        let limit = session.options().load.max_line_bytes;
+        match crate::spill::spill_oversized(&message, blobs, limit).map_err(PersistError::Blob)? {
+            Some((spilled, _)) => Ok(spilled),
+            None => Ok(message),
+        }
     }
 
     /// The tool results capped since the last call.

@@ -118,3 +118,69 @@ fn registry_entries_that_lead_outside_the_store_are_refused() {
     top.sort();
     assert_eq!(top, ["plugins.toml", "store"], "nothing beside the store");
 }
+
+/// Issue 12, defect 6, writing side: a tool result too large for one line is imported with its
+/// text in the blob store (written before the line), so every line of the new file loads and
+/// nothing is cut from the branch. The limit is lowered so the test need not write 64 MiB.
+#[test]
+fn an_import_never_writes_a_line_the_loader_would_refuse() {
+    use rampart_host::commands::sessions_import::import_into_with;
+    use rampart_sessions::{LoadOptions, load_file};
+
+    let root = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(root.path().join("store")).unwrap();
+    let source = root.path().join("big.jsonl");
+    let big: String = (0..100_000).map(|i| format!("row {i}\\n")).collect();
+    let lines = [
+        r#"{"type":"session","version":3,"id":"big-session","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp"}"#.to_string(),
+        r#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"read it","timestamp":1}}"#.to_string(),
+        format!(
+            r#"{{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-01-01T00:00:02.000Z","message":{{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{{"type":"text","text":"{big}"}}],"isError":false,"timestamp":2}}}}"#
+        ),
+        r#"{"type":"message","id":"a0000003","parentId":"a0000002","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"thanks","timestamp":3}}"#.to_string(),
+    ];
+    std::fs::write(&source, lines.join("\n") + "\n").unwrap();
+    let limit = 256 * 1024;
+
+    let outcome = import_into_with(&store, &source, Some("big"), limit)
+        .unwrap()
+        .remove(0);
+
+    let written = std::fs::read_to_string(&outcome.file).unwrap();
+    assert!(
+        written.lines().all(|l| l.len() <= limit),
+        "a line over the limit was written"
+    );
+    let loaded = load_file(
+        &outcome.file,
+        &LoadOptions {
+            max_line_bytes: limit,
+            record_corrupt_lines: false,
+        },
+    )
+    .unwrap();
+    assert!(loaded.report.is_clean(), "{:?}", loaded.report);
+    assert_eq!(loaded.tree.len(), 3, "no entry lost");
+    let warning = outcome
+        .warnings
+        .iter()
+        .find(|w| w.contains("blob") && w.contains(":3:"))
+        .unwrap_or_else(|| panic!("{:?}", outcome.warnings));
+    let reference = warning
+        .split_whitespace()
+        .find(|w| w.starts_with("sha256:"))
+        .unwrap();
+    let blob = store
+        .dir()
+        .join("blobs")
+        .read_dir()
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .find(|p| reference.contains(&*p.file_name().unwrap().to_string_lossy()))
+        .expect("the blob the warning names exists");
+    assert_eq!(
+        std::fs::read_to_string(blob).unwrap(),
+        big.replace("\\n", "\n")
+    );
+}

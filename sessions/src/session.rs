@@ -648,6 +648,7 @@ impl Session {
             buf.push(b'\n');
         }
         for entry in &entries {
+            let start = buf.len();
             serde_json::to_writer(&mut buf, entry).map_err(|e| SessionError::InvalidRequest {
                 path: self.path.clone(),
                 problem: format!(
@@ -655,6 +656,11 @@ impl Session {
                     entry.entry_type()
                 ),
             })?;
+            // Never write a line the loader would refuse: it would be lost on the next load.
+            let limit = self.options.load.max_line_bytes;
+            if buf.len() - start > limit {
+                return Err(line_too_long(&self.path, entry, buf.len() - start, limit));
+            }
             buf.push(b'\n');
         }
         // One `write` of whole lines: with `O_APPEND` the kernel places it at the end as a
@@ -723,17 +729,30 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
             path: target.into(),
             problem: format!("the header cannot be written as JSON: {e}"),
         })?;
+    // A line the loader would refuse is never written: the whole save fails before the file
+    // appears (the temp file is dropped).
+    let limit = crate::load::DEFAULT_MAX_LINE_BYTES;
+    let mut too_long: Option<(usize, usize)> = None;
     fsutil::write_atomically(target, Place::CreateNew, |out| {
         out.write_all(header_line.as_bytes())?;
         out.write_all(b"\n")?;
-        for entry in tree.entries() {
-            serde_json::to_writer(&mut *out, entry)?;
-            out.write_all(b"\n")?;
+        let mut line = Vec::new();
+        for (index, entry) in tree.entries().iter().enumerate() {
+            line.clear();
+            serde_json::to_writer(&mut line, entry)?;
+            if line.len() > limit {
+                too_long = Some((index, line.len()));
+                return Err(io::Error::other("line over the loader's limit"));
+            }
+            line.push(b'\n');
+            out.write_all(&line)?;
         }
         Ok(())
     })
     .map_err(|e| {
-        if e.kind() == io::ErrorKind::AlreadyExists {
+        if let Some((index, length)) = too_long {
+            line_too_long(target, &tree.entries()[index], length, limit)
+        } else if e.kind() == io::ErrorKind::AlreadyExists {
             SessionError::InvalidRequest {
                 path: target.into(),
                 problem: "a file already exists there; choose another path (existing files are never overwritten)".into(),
@@ -742,4 +761,18 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
             SessionError::io(target, "write", e)
         }
     })
+}
+
+/// The error for an entry whose line would be longer than the loader accepts.
+fn line_too_long(path: &Path, entry: &Entry, length: usize, limit: usize) -> SessionError {
+    SessionError::InvalidRequest {
+        path: path.into(),
+        problem: format!(
+            "entry {} (`{}`) would be a line of {length} bytes, over the {limit}-byte limit the \
+             loader reads; nothing was written. Move its large content to the blob store first \
+             (rampart does this for message text)",
+            entry.id,
+            entry.entry_type()
+        ),
+    }
 }

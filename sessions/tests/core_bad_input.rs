@@ -463,3 +463,37 @@ fn a_pi_import_links_around_a_lost_line() {
         "the source is only read"
     );
 }
+
+/// The last guard: an append whose line the loader would refuse fails with an error naming the
+/// size and the limit, and writes nothing (before, it was written and lost on the next load).
+#[test]
+fn an_append_over_the_line_limit_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let options = SessionOptions {
+        load: LoadOptions {
+            max_line_bytes: 4096,
+            record_corrupt_lines: true,
+        },
+        ..SessionOptions::default()
+    };
+    let mut session = Session::create(
+        &path,
+        rampart_sessions::SessionHeader::new("/w"),
+        options.clone(),
+    )
+    .unwrap();
+    session
+        .append_message(AgentMessage::user_text("small", 1))
+        .unwrap();
+    let before = fs::read(&path).unwrap();
+    let err = session
+        .append_message(AgentMessage::user_text("y".repeat(10_000), 2))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidRequest);
+    assert!(err.to_string().contains("4096-byte limit"), "{err}");
+    assert_eq!(fs::read(&path).unwrap(), before, "nothing was written");
+    assert_eq!(session.context().messages.len(), 1);
+    let reloaded = Session::open(&path, options).unwrap();
+    assert!(reloaded.report().is_clean());
+}

@@ -6,8 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
+use rampart_sessions::entry::EntryBody;
 use rampart_sessions::import::{self, OpenError, SourceFormat};
-use rampart_sessions::save_session;
+use rampart_sessions::{SessionTree, save_session};
+
+use crate::blobs::BlobStore;
+use crate::spill::spill_oversized;
 use rampart_sessions::store::{
     SessionEntry, SessionStore, StoreError, is_safe_session_id, normalize_key, now_unix_ms,
 };
@@ -41,6 +45,9 @@ pub enum ImportFailure {
     /// The registry could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Content too large for one line could not be kept in the blob store.
+    #[error(transparent)]
+    Blob(crate::blobs::BlobError),
     /// The key is taken; nothing was written.
     #[error(
         "a session with key `{key}` already exists ({existing}); choose another key with --as, \
@@ -60,6 +67,23 @@ pub fn import_into(
     store: &SessionStore,
     source: &Path,
     key: Option<&str>,
+) -> Result<Vec<ImportOutcome>, ImportFailure> {
+    import_into_with(
+        store,
+        source,
+        key,
+        rampart_sessions::load::DEFAULT_MAX_LINE_BYTES,
+    )
+}
+
+/// [`import_into`] with the longest line the new file may hold: message content that would
+/// make a longer line goes to the store's blob store first (see [`crate::spill`]). Tests use a
+/// small limit to exercise that without writing 64 MiB.
+pub fn import_into_with(
+    store: &SessionStore,
+    source: &Path,
+    key: Option<&str>,
+    max_line_bytes: usize,
 ) -> Result<Vec<ImportOutcome>, ImportFailure> {
     let opened = import::open(source)?;
     let base_key = normalize_key(
@@ -116,7 +140,14 @@ pub fn import_into(
             header.id = rampart_sessions::ids::new_uuid();
             file = store.dir().join(format!("{}.jsonl", header.id));
         }
-        save_session(&file, &header, &session.tree)?;
+        let tree = fit_lines(
+            session.tree,
+            &BlobStore::in_sessions_dir(store.dir()),
+            max_line_bytes,
+            source,
+            &mut warnings,
+        )?;
+        save_session(&file, &header, &tree)?;
         let mut entry = SessionEntry::new(header.id.clone(), now_unix_ms());
         entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
         store.upsert(&key, entry)?;
@@ -125,11 +156,52 @@ pub fn import_into(
             session_id: header.id.clone(),
             file,
             format: session.format,
-            entries: session.tree.len(),
+            entries: tree.len(),
             warnings,
         });
     }
     Ok(outcomes)
+}
+
+/// `tree` with every message that would make a line over `max_line_bytes` spilled to `blobs`
+/// (each spill named in `warnings`); the same tree when nothing is that large.
+fn fit_lines(
+    tree: SessionTree,
+    blobs: &BlobStore,
+    max_line_bytes: usize,
+    source: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<SessionTree, ImportFailure> {
+    let mut changed = false;
+    let mut entries = Vec::with_capacity(tree.len());
+    for (index, entry) in tree.entries().iter().enumerate() {
+        let mut entry = entry.clone();
+        if let EntryBody::Message(m) = &mut entry.body
+            && let Some((spilled, spill)) =
+                spill_oversized(&m.message, blobs, max_line_bytes).map_err(ImportFailure::Blob)?
+        {
+            let at = match tree.line_of(index) {
+                0 => String::new(),
+                line => format!(":{line}"),
+            };
+            warnings.push(format!(
+                "{}{at}: entry {} would be a line of {} bytes, over the {max_line_bytes}-byte \
+                 limit; its largest text is kept whole in the blob store as {} and shortened in the \
+                 session",
+                source.display(),
+                entry.id,
+                spill.line_bytes_before,
+                spill.blobs.join(", ")
+            ));
+            m.message = std::sync::Arc::new(spilled);
+            changed = true;
+        }
+        entries.push(entry);
+    }
+    if !changed {
+        return Ok(tree);
+    }
+    Ok(SessionTree::from_entries(entries).0)
 }
 
 fn stem(path: &Path) -> String {
