@@ -339,3 +339,73 @@ fn an_invalid_byte_costs_its_line_and_is_named_with_file_and_line() {
     assert!(err.contains(&format!("{}:3:", doc.display())), "{err}");
     assert!(!err.contains("<input>"), "{err}");
 }
+
+/// Issue 12, defect 10: a session file no registry entry names (a process killed before it
+/// registered its session) is reported by `sessions doctor` and relinked by `--relink`, with
+/// its turns intact; an entry whose file is gone is reported. Nothing is deleted.
+#[test]
+fn doctor_reports_and_relinks_orphans() {
+    let store = tempfile::tempdir().unwrap();
+    let dir = store.path();
+    let config = dir.join("plugins.toml");
+    std::fs::write(&config, "").unwrap();
+    let run = |prompt: &str, key: &str| {
+        let out = rampart(&[
+            "--config",
+            config.to_str().unwrap(),
+            "--sessions-dir",
+            dir.to_str().unwrap(),
+            "run",
+            prompt,
+            "--session",
+            key,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    };
+    run("kept turn", "kept");
+    run("orphaned turn", "gone");
+    // Drop `gone` from the registry, as a crash between writing and registering would leave it.
+    let registry = dir.join("sessions.json");
+    let mut map: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&registry).unwrap()).unwrap();
+    let orphan_id = map["gone"]["sessionId"].as_str().unwrap().to_string();
+    map.as_object_mut().unwrap().remove("gone");
+    map["lost"] = serde_json::json!({"sessionId": "not-there", "updatedAt": 1});
+    std::fs::write(&registry, serde_json::to_string_pretty(&map).unwrap()).unwrap();
+
+    let out = sessions(dir, &["doctor"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("orphan:") && said.contains(&orphan_id),
+        "{said}"
+    );
+    assert!(said.contains("missing: `lost`"), "{said}");
+    assert!(!said.contains(".lock"), "sidecars are not sessions: {said}");
+
+    let out = sessions(dir, &["doctor", "--relink"]);
+    let said = text(&out);
+    assert!(
+        said.contains(&format!("relinked as `recovered:{orphan_id}`")),
+        "{said}"
+    );
+    let shown = sessions(dir, &["show", &format!("recovered:{orphan_id}"), "--json"]);
+    let messages: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(
+        messages[0]["content"][0]["text"], "orphaned turn",
+        "{messages}"
+    );
+
+    // Once the missing entry is removed, the directory is healthy.
+    let mut map: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&registry).unwrap()).unwrap();
+    map.as_object_mut().unwrap().remove("lost");
+    std::fs::write(&registry, serde_json::to_string_pretty(&map).unwrap()).unwrap();
+    let out = sessions(dir, &["doctor"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("ok: 2 sessions registered"),
+        "{}",
+        text(&out)
+    );
+}

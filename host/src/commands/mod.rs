@@ -24,6 +24,7 @@ pub mod replay;
 pub mod run;
 pub mod session_host;
 pub mod sessions;
+pub mod sessions_doctor;
 pub mod sessions_import;
 
 pub use config_check::ConfigCommand;

@@ -49,6 +49,13 @@ pub enum SessionsCommand {
         #[arg(long = "as", value_name = "KEY")]
         key: Option<String>,
     },
+    /// Report session files no registry entry names (left by crashes) and entries whose file
+    /// is missing; with --relink, register the orphans. Nothing is deleted.
+    Doctor {
+        /// Register each orphan as `recovered:<session id>`.
+        #[arg(long)]
+        relink: bool,
+    },
     /// Export a session.
     Export {
         /// A registry key, a session id, or a session file.
@@ -75,6 +82,9 @@ pub fn run(
             show(store, &id, branch.as_deref(), json, out)
         }
         SessionsCommand::Import { file, key } => import(store, &file, key.as_deref(), out, err),
+        SessionsCommand::Doctor { relink } => {
+            super::sessions_doctor::doctor(store, relink, out, err)
+        }
         SessionsCommand::Export {
             id,
             format,

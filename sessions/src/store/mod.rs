@@ -438,6 +438,34 @@ impl SessionStore {
         }
     }
 
+    /// Session files (`*.jsonl` directly in the directory) that no registry entry names: turns
+    /// written by a process killed before it registered its session, or files copied in by
+    /// hand. Sorted by path. Entries whose path is refused ([`SessionStore::session_file_path`])
+    /// name nothing here.
+    pub fn unregistered_files(&self) -> Result<Vec<PathBuf>, StoreError> {
+        let registered: std::collections::HashSet<PathBuf> = self
+            .load()?
+            .iter()
+            .filter_map(|(key, entry)| self.session_file_path(key, entry).ok())
+            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .collect();
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| StoreError::Read {
+            path: self.dir.clone(),
+            source,
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+            .filter(|p| {
+                let canonical = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+                !registered.contains(&canonical)
+            })
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
     /// A snapshot of the whole registry, read without the lock (writes are atomic renames,
     /// so a reader always sees one complete version).
     pub fn load(&self) -> Result<SessionMap, StoreError> {
