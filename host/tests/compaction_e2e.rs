@@ -12,7 +12,7 @@ use common::Harness;
 use common::loopback::{Loopback, Reply, openai_text_stream};
 use rampart_engine_api::AgentMessage;
 use rampart_host::config::{self, Config};
-use rampart_host::run::RecordedEvent;
+use rampart_host::run::{RecordedEvent, RegistryWrites};
 use rampart_sessions::entry::{EntryBody, SessionHeader};
 use rampart_sessions::{Session, SessionOptions};
 
@@ -88,7 +88,10 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
             rampart_sessions::store::SessionEntry::new(w.session.header().id.clone(), 1),
         )
         .unwrap();
-    let mut runner = h.runner().with_registry(&store, "k");
+    let mut runner = h
+        .runner()
+        .with_registry(&store, "k", RegistryWrites::PerTurn);
+    let writes_before = store.writes();
     let before = std::fs::read_to_string(w.session.path()).unwrap();
 
     let report = runner
@@ -134,6 +137,11 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
     }
     let after = std::fs::read_to_string(w.session.path()).unwrap();
     assert!(after.starts_with(&before), "the file only grows");
+    // The turn's registry changes (the compaction, then the answer's usage) are written in
+    // one rewrite of sessions.json when the turn ends.
+    assert_eq!(store.writes(), writes_before, "nothing written mid-turn");
+    runner.finish_turn(&mut w.session).unwrap();
+    assert_eq!(store.writes(), writes_before + 1);
     // The registry counts the compaction, keeps a checkpoint naming the entry, and its token
     // figure is the real usage of the answer that followed, not the pre-compaction size.
     let entry = store.get("k").unwrap().unwrap();

@@ -680,3 +680,47 @@ fn the_model_flag_picks_the_tokenizer_and_the_overflow_wording() {
     .unwrap();
     assert_eq!(first["model"], "sim/gpt-4o");
 }
+
+/// Issue 12, performance: a replay into a sessions directory rewrote `sessions.json` (two
+/// fsyncs and a rename each) after every model call and compaction, 629 times for the main
+/// example, which made it twice as slow as a replay without a directory. Now the entry is
+/// written when the session is created and once at the end, and holds the same figures.
+#[test]
+fn a_replay_into_a_sessions_directory_writes_the_registry_twice_with_every_figure() {
+    use rampart_host::engine::services::EventSink;
+    use rampart_host::replay::{Replayer, setup, source};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let input = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
+    let recorded = source::load(&input, None).unwrap();
+    let profile = setup::ModelProfile::from_flags(None, None, None).unwrap();
+    let config = rampart_host::config::parse("", Path::new("plugins.toml")).unwrap();
+    let config = setup::replay_config(config, &profile, 32_000, None, None).unwrap();
+    let place = setup::ReplayDir::prepare(Some(&tmp.path().join("sessions")), false).unwrap();
+    let replayer =
+        Replayer::new(&config, &profile, 32_000, &place, EventSink::tracing_only()).unwrap();
+    let outcome = replayer.run(&recorded, false, &mut |_, _| Ok(())).unwrap();
+    assert!(outcome.summary.compactions > 25, "{:?}", outcome.summary);
+
+    assert_eq!(
+        place.store.writes(),
+        2,
+        "one write at creation and one at the end, whatever the number of calls"
+    );
+    let listed = place.store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    let entry = &listed[0].1;
+    assert_eq!(entry.compaction_count, outcome.summary.compactions);
+    assert_eq!(
+        entry.compaction_checkpoints.len(),
+        25,
+        "the newest maxCompactionCheckpoints are kept"
+    );
+    let last_row = outcome.rows.last().unwrap();
+    assert_eq!(entry.context_tokens, Some(32_000));
+    assert!(
+        entry.total_tokens_fresh == Some(true) && entry.total_tokens.unwrap_or(0) > 0,
+        "the last answer's usage is recorded: {entry:?} (last row {last_row:?})"
+    );
+}

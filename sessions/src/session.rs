@@ -508,9 +508,11 @@ impl Session {
     }
 
     /// Forces appended entries to stable storage (the end of a turn under
-    /// [`FsyncPolicy::PerTurn`]). Cheap when nothing was written since the last sync.
+    /// [`FsyncPolicy::PerTurn`]). Cheap when nothing was written since the last sync, and a
+    /// no-op under [`FsyncPolicy::Never`]: the caller that chose it (a replay's scratch
+    /// session) has said it needs no flush, and the run loop syncs after every answer.
     pub fn sync(&mut self) -> Result<()> {
-        if self.unsynced {
+        if self.unsynced && self.options.fsync != FsyncPolicy::Never {
             self.file
                 .sync_data()
                 .map_err(|e| SessionError::io(&self.path, "sync", e))?;

@@ -8,7 +8,8 @@ use std::process::Command;
 
 use proptest::prelude::*;
 use rampart_sessions::store::{
-    CompactionCheckpoint, CompactionSnapshot, SessionEntry, SessionStore, StoreError, UsageSample,
+    CompactionCheckpoint, CompactionSnapshot, RegistryChange, SessionEntry, SessionStore,
+    StoreError, UsageSample,
 };
 use serde_json::{Value, json};
 
@@ -677,4 +678,55 @@ fn stale_temp_files_of_dead_writers_are_removed_on_open() {
         unrelated.exists(),
         "only the registry's temp files are touched"
     );
+}
+
+#[test]
+fn a_batch_of_changes_is_one_write_with_the_result_of_applying_them_one_by_one() {
+    let usage = |input| UsageSample {
+        input,
+        output: 100,
+        cache_read: 0,
+        cache_write: 0,
+        context_used: input + 100,
+        context_window: Some(32_000),
+    };
+    let changes = vec![
+        RegistryChange::Usage(usage(20_000)),
+        RegistryChange::Compaction(Box::new(checkpoint(1, Some(8_000)))),
+        RegistryChange::Usage(usage(9_000)),
+        RegistryChange::Compaction(Box::new(checkpoint(2, None))),
+        RegistryChange::Compaction(Box::new(checkpoint(3, Some(7_000)))),
+    ];
+
+    let one_by_one = tempfile::tempdir().unwrap();
+    let single = SessionStore::open(one_by_one.path()).unwrap();
+    single.upsert("k", SessionEntry::new("s", 1)).unwrap();
+    for change in changes.clone() {
+        match change {
+            RegistryChange::Usage(u) => single.record_usage("k", u).map(|_| ()),
+            RegistryChange::Compaction(c) => single.record_compaction("k", *c, 2).map(|_| ()),
+        }
+        .unwrap();
+    }
+
+    let batched = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(batched.path()).unwrap();
+    store.upsert("k", SessionEntry::new("s", 1)).unwrap();
+    let writes = store.writes();
+    let mut entry = store.record("k", changes, 2).unwrap().unwrap();
+    assert_eq!(store.writes(), writes + 1, "one atomic rewrite");
+    let mut expected = single.get("k").unwrap().unwrap();
+    entry.updated_at = 0;
+    expected.updated_at = 0;
+    assert_eq!(entry, expected);
+    assert_eq!(entry.compaction_count, 3);
+    assert_eq!(entry.compaction_checkpoints.len(), 2);
+    assert_eq!(
+        (entry.total_tokens, entry.input_tokens),
+        (Some(7_000), None),
+        "the last change (a compaction) decides the counters"
+    );
+
+    assert_eq!(store.record("k", Vec::new(), 2).unwrap(), None);
+    assert_eq!(store.writes(), writes + 1, "an empty batch writes nothing");
 }

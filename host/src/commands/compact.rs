@@ -61,6 +61,7 @@ pub fn compact(
         }
         let mut runner = host.runner(config, store, &events, &session, found.key.as_deref())?;
         let result = runner.compact_now(&mut session, instructions.map(str::to_string));
+        runner.flush_registry();
         let end: CompactionEnd = runner
             .events()
             .drain()

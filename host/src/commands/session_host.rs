@@ -17,7 +17,7 @@ use crate::engine::services::EventSink;
 use crate::engine::slot::{EngineSlot, HostResources};
 use crate::providers::registry::Providers;
 use crate::run::llm::ProvidersLlm;
-use crate::run::{RunEvents, RunSettings, Runner, TurnError};
+use crate::run::{RegistryWrites, RunEvents, RunSettings, Runner, TurnError};
 
 /// Opens the session `key`, creating and registering it when the registry does not know it.
 ///
@@ -88,7 +88,7 @@ impl Host {
         )
         .with_blobs(BlobStore::in_sessions_dir(store.dir()));
         if let Some(key) = key {
-            runner = runner.with_registry(store, key.to_string());
+            runner = runner.with_registry(store, key.to_string(), RegistryWrites::PerTurn);
         }
         Ok(runner)
     }

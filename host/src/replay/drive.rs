@@ -25,7 +25,9 @@ use crate::models::guard_models;
 use crate::providers::registry::{Providers, RegistryError, SIM_PROVIDER_ID};
 use crate::providers::sim::SimProvider;
 use crate::run::llm::ProvidersLlm;
-use crate::run::{ModelSource, RequestRecord, RunEvents, RunSettings, Runner, TurnError};
+use crate::run::{
+    ModelSource, RegistryWrites, RequestRecord, RunEvents, RunSettings, Runner, TurnError,
+};
 
 /// Why a replay stopped before its end (a failed call is not one of these: it is a row).
 #[derive(Debug, thiserror::Error)]
@@ -200,6 +202,10 @@ impl<'a> Replayer<'a> {
         let description = self.describe();
         let key = self.place.free_key(&recorded.file)?;
         let mut session = self.create_session(recorded, &key)?;
+        // Held for the whole replay: nobody else writes a session the replay just created, and
+        // taking the lock per append (open, flock, the holder's pid written, close) was a
+        // fifth of a replay's system calls.
+        session.hold(self.config.session.write_lock_timeout)?;
 
         let mut settings = RunSettings::from_config(self.config)?;
         settings.system_prompt = recorded.system_prompt.clone();
@@ -207,10 +213,10 @@ impl<'a> Replayer<'a> {
         let run_events = RunEvents::new(self.events.clone(), Some(session.header().id.clone()));
         let runner = Runner::new(self.config, &self.slot, &tap, settings, run_events)
             .with_blobs(BlobStore::in_sessions_dir(&self.place.dir));
-        // The registry's counters are only worth their per-call atomic write (and fsync) when
-        // someone will look at the session afterwards.
+        // The registry's counters are only worth keeping when someone will look at the session
+        // afterwards, and then they are written once, at the end (or when the replay stops).
         let mut runner = if self.place.kept() {
-            runner.with_registry(&self.place.store, key)
+            runner.with_registry(&self.place.store, key, RegistryWrites::Batched)
         } else {
             runner
         };
@@ -307,6 +313,7 @@ impl<'a> Replayer<'a> {
         for event in runner.events().drain() {
             trailing.absorb(&event, &mut walk.tally);
         }
+        runner.flush_registry();
         session.sync()?;
         walk.summary.close(&walk.tally);
         walk.summary.timings.run_ms = walk.run_time.as_secs_f64() * 1e3;

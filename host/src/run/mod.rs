@@ -38,7 +38,7 @@ use rampart_engine_api::protocol::{
 use rampart_message::wire::{MessageList, SharedMessage};
 use rampart_message::{AgentMessage, Usage};
 use rampart_sessions::Session;
-use rampart_sessions::store::SessionStore;
+use rampart_sessions::store::{RegistryChange, SessionStore, UsageSample};
 use serde_json::json;
 
 use crate::blobs::BlobStore;
@@ -336,7 +336,7 @@ pub struct Runner<'a> {
     settings: RunSettings,
     events: RunEvents,
     blobs: Option<BlobStore>,
-    registry: Option<(&'a SessionStore, String)>,
+    registry: Option<RegistryLink<'a>>,
     counters: HashMap<CountMode, Arc<TokenCounter>>,
     writer: Option<(u64, SessionWriter)>,
     turn: u64,
@@ -351,8 +351,48 @@ pub struct Runner<'a> {
     records_cache_touch: bool,
 }
 
+/// The registry entry a runner keeps up to date, and the changes not yet written to it.
+///
+/// Changes are written in one atomic rewrite of `sessions.json` at the end of each turn
+/// ([`Runner::finish_turn`]), or only when [`Runner::flush_registry`] is called for a
+/// [`RegistryWrites::Batched`] runner; whatever is still pending when the runner is dropped is
+/// written then. The session file, not the registry, is the record of a turn: a crash between
+/// the two loses at most a counter update, never a message.
+pub(crate) struct RegistryLink<'a> {
+    pub(crate) store: &'a SessionStore,
+    pub(crate) key: String,
+    writes: RegistryWrites,
+    pending: Vec<RegistryChange>,
+}
+
+/// When a runner writes its registry entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistryWrites {
+    /// At the end of every turn (`rampart run`, `rampart compact`): another process may read
+    /// the entry at any time.
+    PerTurn,
+    /// Only when [`Runner::flush_registry`] is called, and when the runner is dropped (a
+    /// replay: nobody reads its entry before it ends, and rewriting `sessions.json` after each
+    /// of 517 calls made it twice as slow as a replay without a sessions directory).
+    Batched,
+}
+
 /// The custom entry type that records when the provider's prompt cache was last written.
 pub const CACHE_TTL_CUSTOM_TYPE: &str = "openclaw.cache-ttl";
+
+impl Drop for Runner<'_> {
+    /// A runner that ends early (an error, a replay stopped on its first failure) still writes
+    /// the registry changes of what it did.
+    fn drop(&mut self) {
+        if self
+            .registry
+            .as_ref()
+            .is_some_and(|l| !l.pending.is_empty())
+        {
+            self.flush_registry();
+        }
+    }
+}
 
 impl std::fmt::Debug for Runner<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -426,10 +466,45 @@ impl<'a> Runner<'a> {
         self
     }
 
-    /// Updates `key`'s entry in `store` after every answer and compaction.
-    pub fn with_registry(mut self, store: &'a SessionStore, key: impl Into<String>) -> Self {
-        self.registry = Some((store, key.into()));
+    /// Keeps `key`'s entry in `store` up to date with every answer's usage and every
+    /// compaction, written as `writes` says.
+    pub fn with_registry(
+        mut self,
+        store: &'a SessionStore,
+        key: impl Into<String>,
+        writes: RegistryWrites,
+    ) -> Self {
+        self.registry = Some(RegistryLink {
+            store,
+            key: key.into(),
+            writes,
+            pending: Vec::new(),
+        });
         self
+    }
+
+    /// Writes the registry changes not yet written, in one rewrite of `sessions.json`. A
+    /// failure is logged, not returned: the session file holds the turn either way.
+    pub fn flush_registry(&mut self) {
+        let Some(link) = &mut self.registry else {
+            return;
+        };
+        let changes = std::mem::take(&mut link.pending);
+        let count = changes.len();
+        if let Err(e) = link.store.record(
+            &link.key,
+            changes,
+            self.config.session.max_compaction_checkpoints,
+        ) {
+            tracing::warn!(error = %e, key = %link.key, changes = count, "could not update the session registry");
+        }
+    }
+
+    /// Queues a change of the registry entry (nothing without a registry).
+    pub(crate) fn queue_registry(&mut self, change: RegistryChange) {
+        if let Some(link) = &mut self.registry {
+            link.pending.push(change);
+        }
     }
 
     /// Runs on this clock (Unix ms) instead of the wall clock until cleared: a replay sets each
@@ -591,6 +666,13 @@ impl<'a> Runner<'a> {
     /// Ends a turn of appends: pending tool calls get their synthetic results, the file is
     /// synced.
     pub fn finish_turn(&mut self, session: &mut Session) -> Result<Vec<String>, TurnError> {
+        if self
+            .registry
+            .as_ref()
+            .is_some_and(|link| link.writes == RegistryWrites::PerTurn)
+        {
+            self.flush_registry();
+        }
         match &mut self.writer {
             Some((_, writer)) => Ok(writer.finish_turn(session)?),
             None => Ok(Vec::new()),
@@ -996,19 +1078,14 @@ impl<'a> Runner<'a> {
             }
             tracing::warn!(error = %e, "maintain failed; the turn is kept");
         }
-        if let Some((store, key)) = &self.registry {
-            let sample = rampart_sessions::store::UsageSample {
-                input: usage.input,
-                output: usage.output,
-                cache_read: usage.cache_read,
-                cache_write: usage.cache_write,
-                context_used: prompt_tokens + usage.output,
-                context_window: Some(window),
-            };
-            if let Err(e) = store.record_usage(key, sample) {
-                tracing::warn!(error = %e, key, "could not update the session registry");
-            }
-        }
+        self.queue_registry(RegistryChange::Usage(UsageSample {
+            input: usage.input,
+            output: usage.output,
+            cache_read: usage.cache_read,
+            cache_write: usage.cache_write,
+            context_used: prompt_tokens + usage.output,
+            context_window: Some(window),
+        }));
         Ok(reply)
     }
 }

@@ -12,7 +12,7 @@ use rampart_context::guards::tool_result::session_likely_has_oversized_tool_resu
 use rampart_context::overflow::{CONTEXT_OVERFLOW_USER_MESSAGE, is_compaction_failure_error};
 use rampart_engine_api::protocol::{CompactParams, CompactResult, ModelRef};
 use rampart_sessions::Session;
-use rampart_sessions::store::{CompactionCheckpoint, CompactionSnapshot};
+use rampart_sessions::store::{CompactionCheckpoint, CompactionSnapshot, RegistryChange};
 use serde_json::json;
 
 use super::events::*;
@@ -296,10 +296,10 @@ impl Runner<'_> {
         session
             .sync()
             .map_err(|e| format!("could not sync the session: {e}"))?;
-        if let Some((store, key)) = &self.registry {
+        if let Some(key) = self.registry.as_ref().map(|link| link.key.clone()) {
             let checkpoint = CompactionCheckpoint {
                 checkpoint_id: entry_id.clone(),
-                session_key: key.clone(),
+                session_key: key,
                 session_id: session.header().id.clone(),
                 created_at: rampart_sessions::store::now_unix_ms(),
                 reason: reason.to_string(),
@@ -322,13 +322,7 @@ impl Runner<'_> {
                 },
                 extra: Default::default(),
             };
-            if let Err(e) = store.record_compaction(
-                key,
-                checkpoint,
-                self.config.session.max_compaction_checkpoints,
-            ) {
-                tracing::warn!(error = %e, key, "could not record the compaction in the registry");
-            }
+            self.queue_registry(RegistryChange::Compaction(Box::new(checkpoint)));
         }
         Ok(())
     }

@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use types::{CompactionCheckpoint, CompactionSnapshot, SessionEntry, SessionMap, UsageSample};
+pub use types::{
+    CompactionCheckpoint, CompactionSnapshot, RegistryChange, SessionEntry, SessionMap, UsageSample,
+};
 
 use disk::FileLock;
 
@@ -560,17 +562,7 @@ impl SessionStore {
     /// `totalTokens` to `context_used` (marked fresh), `contextTokens` to the window when
     /// given, and bumps `updatedAt`.
     pub fn record_usage(&self, key: &str, usage: UsageSample) -> Result<SessionEntry, StoreError> {
-        self.modify_entry(key, |entry| {
-            entry.input_tokens = Some(usage.input);
-            entry.output_tokens = Some(usage.output);
-            entry.cache_read = Some(usage.cache_read);
-            entry.cache_write = Some(usage.cache_write);
-            entry.total_tokens = Some(usage.context_used);
-            entry.total_tokens_fresh = Some(true);
-            if let Some(window) = usage.context_window {
-                entry.context_tokens = Some(window);
-            }
-        })
+        self.modify_entry(key, |entry| apply_usage(entry, usage))
     }
 
     /// Records a finished compaction: increments `compactionCount`, appends the checkpoint
@@ -589,31 +581,36 @@ impl SessionStore {
         checkpoint: CompactionCheckpoint,
         keep: usize,
     ) -> Result<SessionEntry, StoreError> {
+        self.modify_entry(key, move |entry| apply_compaction(entry, checkpoint, keep))
+    }
+
+    /// Applies `changes` to `key`'s entry in the order given, in one atomic rewrite of the
+    /// registry: the batched form of [`record_usage`](Self::record_usage) and
+    /// [`record_compaction`](Self::record_compaction), with the same result as calling them
+    /// one by one. An empty batch writes nothing and returns `None`.
+    ///
+    /// A replay used to rewrite (and fsync twice) `sessions.json` after every model call, which
+    /// made it twice as slow with a sessions directory as without one.
+    pub fn record(
+        &self,
+        key: &str,
+        changes: Vec<RegistryChange>,
+        keep_checkpoints: usize,
+    ) -> Result<Option<SessionEntry>, StoreError> {
+        if changes.is_empty() {
+            return Ok(None);
+        }
         self.modify_entry(key, move |entry| {
-            entry.compaction_count = entry.compaction_count.saturating_add(1);
-            match checkpoint.tokens_after {
-                Some(after) => {
-                    entry.total_tokens = Some(after);
-                    entry.total_tokens_fresh = Some(true);
-                    entry.input_tokens = None;
-                    entry.output_tokens = None;
-                    entry.cache_read = None;
-                    entry.cache_write = None;
-                }
-                None => {
-                    if entry.total_tokens.is_some() {
-                        entry.total_tokens_fresh = Some(false);
+            for change in changes {
+                match change {
+                    RegistryChange::Usage(usage) => apply_usage(entry, usage),
+                    RegistryChange::Compaction(checkpoint) => {
+                        apply_compaction(entry, *checkpoint, keep_checkpoints)
                     }
                 }
             }
-            entry.compaction_checkpoints.push(checkpoint);
-            // Keep the newest `keep`: the list grew without bound (OpenClaw caps it at 25).
-            // The compactions themselves stay in the transcript.
-            let len = entry.compaction_checkpoints.len();
-            if len > keep.max(1) {
-                entry.compaction_checkpoints.drain(..len - keep.max(1));
-            }
         })
+        .map(Some)
     }
 
     /// Applies `change` to an existing entry and bumps its `updatedAt` (never backwards, so a
@@ -712,6 +709,46 @@ fn normalize_map_keys(path: &Path, map: &mut SessionMap) {
         if let Some(entry) = map.remove(&raw_key) {
             insert_merging(path, map, &raw_key, entry);
         }
+    }
+}
+
+/// An answer's usage, as [`SessionStore::record_usage`] documents it.
+fn apply_usage(entry: &mut SessionEntry, usage: UsageSample) {
+    entry.input_tokens = Some(usage.input);
+    entry.output_tokens = Some(usage.output);
+    entry.cache_read = Some(usage.cache_read);
+    entry.cache_write = Some(usage.cache_write);
+    entry.total_tokens = Some(usage.context_used);
+    entry.total_tokens_fresh = Some(true);
+    if let Some(window) = usage.context_window {
+        entry.context_tokens = Some(window);
+    }
+}
+
+/// A finished compaction, as [`SessionStore::record_compaction`] documents it.
+fn apply_compaction(entry: &mut SessionEntry, checkpoint: CompactionCheckpoint, keep: usize) {
+    entry.compaction_count = entry.compaction_count.saturating_add(1);
+    match checkpoint.tokens_after {
+        Some(after) => {
+            entry.total_tokens = Some(after);
+            entry.total_tokens_fresh = Some(true);
+            entry.input_tokens = None;
+            entry.output_tokens = None;
+            entry.cache_read = None;
+            entry.cache_write = None;
+        }
+        None => {
+            if entry.total_tokens.is_some() {
+                entry.total_tokens_fresh = Some(false);
+            }
+        }
+    }
+    entry.compaction_checkpoints.push(checkpoint);
+    // Keep the newest `keep`: the list grew without bound (OpenClaw caps it at 25).
+    // The compactions themselves stay in the transcript.
+    let len = entry.compaction_checkpoints.len();
+    if len > keep.max(1) {
+        entry.compaction_checkpoints.drain(..len - keep.max(1));
     }
 }
 

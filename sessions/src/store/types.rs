@@ -171,3 +171,18 @@ pub struct UsageSample {
     /// The model's window, when known; stored as `contextTokens`. `None` keeps the old value.
     pub context_window: Option<u64>,
 }
+
+/// One change to a session's registry entry, as the run loop produces them.
+///
+/// A writer that batches its changes (a turn, a replay) keeps them in the order they happened
+/// and applies them in one atomic rewrite of `sessions.json` with
+/// [`SessionStore::record`](super::SessionStore::record): the order matters, because a
+/// compaction clears the usage counters that an answer after it sets again.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RegistryChange {
+    /// An answer's usage (see [`SessionStore::record_usage`](super::SessionStore::record_usage)).
+    Usage(UsageSample),
+    /// A finished compaction (see
+    /// [`SessionStore::record_compaction`](super::SessionStore::record_compaction)).
+    Compaction(Box<CompactionCheckpoint>),
+}
