@@ -121,48 +121,38 @@ pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> Sess
         return SessionContext::empty();
     };
     let entries = tree.entries();
-    let path = tree.path_to(leaf);
+    // The last thinking level, model and compaction on the path come from the tree's memo
+    // (rule 3 and 4): a turn costs the entries it sends, not a walk of the whole branch.
+    let nearest = tree.nearest(leaf);
 
     let mut context = SessionContext::empty();
     context.leaf_id = Some(entries[leaf].id.clone());
-    // The last of each setting on the path wins, so look from the leaf back and take the first
-    // of each: that clones one model name instead of one per assistant message on the branch.
-    let mut thinking_level = None;
-    let mut model = None;
-    let mut compaction_at = None;
-    for (position, &index) in path.iter().enumerate().rev() {
-        match &entries[index].body {
-            EntryBody::ThinkingLevelChange(change) if thinking_level.is_none() => {
-                thinking_level = Some(&change.thinking_level);
-            }
-            EntryBody::ModelChange(change) if model.is_none() => {
-                model = Some((&change.provider, &change.model_id));
-            }
-            EntryBody::Message(m) if model.is_none() => {
-                if let AgentMessage::Assistant(assistant) = &*m.message {
-                    model = Some((&assistant.provider, &assistant.model));
-                }
-            }
-            EntryBody::Compaction(_) if compaction_at.is_none() => compaction_at = Some(position),
-            _ => {}
-        }
-        if thinking_level.is_some() && model.is_some() && compaction_at.is_some() {
-            break;
-        }
+    if let Some(EntryBody::ThinkingLevelChange(change)) =
+        nearest.thinking_level.map(|at| &entries[at].body)
+    {
+        context.thinking_level.clone_from(&change.thinking_level);
     }
-    if let Some(level) = thinking_level {
-        context.thinking_level.clone_from(level);
-    }
-    context.model = model.map(|(provider, model_id)| ModelRef {
-        provider: provider.clone(),
-        model_id: model_id.clone(),
-    });
+    context.model = nearest
+        .model
+        .and_then(|at| match &entries[at].body {
+            EntryBody::ModelChange(change) => Some((&change.provider, &change.model_id)),
+            EntryBody::Message(m) => match &*m.message {
+                AgentMessage::Assistant(assistant) => Some((&assistant.provider, &assistant.model)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .map(|(provider, model_id)| ModelRef {
+            provider: provider.clone(),
+            model_id: model_id.clone(),
+        });
 
-    let mut messages = Vec::with_capacity(path.len() + 1);
-    let mut indices = Vec::with_capacity(path.len() + 1);
-    match compaction_at {
-        Some(position) => {
-            let at = path[position];
+    let (messages, indices) = match nearest.compaction {
+        Some(at) => {
+            // The entries after the compaction, from the leaf up.
+            let after = tree.walk_up_until(leaf, Some(at));
+            let mut messages = Vec::with_capacity(after.len() + 1);
+            let mut indices = Vec::with_capacity(after.len() + 1);
             let entry = &entries[at];
             if let EntryBody::Compaction(compaction) = &entry.body {
                 if let Some(summary) = tree.synthesized_message(at, || {
@@ -178,27 +168,44 @@ pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> Sess
                 }
                 // Kept entries: from `firstKeptEntryId` up to the compaction. If that id is not
                 // on the path before the compaction, nothing before it is kept (pi's behaviour).
-                let before = &path[..position];
-                if let Some(first_kept) = before
-                    .iter()
-                    .position(|&index| entries[index].id == compaction.first_kept_entry_id)
-                {
-                    for &index in &before[first_kept..] {
+                // The walk goes up from the compaction, so it costs the kept entries (and the
+                // whole branch only in that rare case).
+                let mut kept = Vec::new();
+                let mut current = tree.parent_index(at);
+                let mut found = false;
+                while let Some(index) = current {
+                    if kept.len() >= entries.len() {
+                        break;
+                    }
+                    kept.push(index);
+                    if entries[index].id == compaction.first_kept_entry_id {
+                        found = true;
+                        break;
+                    }
+                    current = tree.parent_index(index);
+                }
+                if found {
+                    for &index in kept.iter().rev() {
                         push_message(&mut messages, &mut indices, tree, index);
                     }
                 }
                 context.compaction_id = Some(entry.id.clone());
             }
-            for &index in &path[position + 1..] {
+            for &index in after.iter().rev() {
                 push_message(&mut messages, &mut indices, tree, index);
             }
+            (messages, indices)
         }
         None => {
+            let path = tree.path_to(leaf);
+            let mut messages = Vec::with_capacity(path.len());
+            let mut indices = Vec::with_capacity(path.len());
             for &index in &path {
                 push_message(&mut messages, &mut indices, tree, index);
             }
+            (messages, indices)
         }
-    }
+    };
     context.messages = messages;
     context.entry_indices = indices;
     context

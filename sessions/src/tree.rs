@@ -46,6 +46,24 @@ pub struct SessionTree {
     /// unchanged (the ABI compares messages by pointer) and a turn costs no copy of it.
     /// Empty cells cost 16 bytes per entry; nothing is built for entries no context reaches.
     synthesized: Vec<OnceLock<SharedMessage>>,
+    /// For each entry, the nearest entries on its way to the root (itself included) that the
+    /// context builder looks for: computed the first time a walk needs them and kept, so a
+    /// turn finds the model, the thinking level and the last compaction in O(1) instead of
+    /// walking the whole branch (which made a 100k-message replay quadratic). Reset when a
+    /// parent link changes (dangling links healed, lines bridged), which only a load does.
+    nearest: Vec<OnceLock<Nearest>>,
+}
+
+/// The nearest entries of interest on an entry's way to the root, itself included (see
+/// [`SessionTree::nearest`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Nearest {
+    /// The last `thinking_level_change`.
+    pub(crate) thinking_level: Option<usize>,
+    /// The last `model_change` or assistant message.
+    pub(crate) model: Option<usize>,
+    /// The last `compaction`.
+    pub(crate) compaction: Option<usize>,
 }
 
 /// A line the loader could not use, as far as the tree is concerned: where it was, and what its
@@ -136,7 +154,74 @@ impl SessionTree {
         self.lines.push(line);
         self.parents.push(parent);
         self.synthesized.push(OnceLock::new());
+        self.nearest.push(OnceLock::new());
         duplicate
+    }
+
+    /// The nearest thinking-level change, model source and compaction on the way from
+    /// `index` to the root (see the `nearest` field). Each entry's figure is computed once:
+    /// the walk stops at the first ancestor that already has one. `Nearest::default()` for an
+    /// index out of range.
+    pub(crate) fn nearest(&self, index: usize) -> Nearest {
+        let Some(cell) = self.nearest.get(index) else {
+            return Nearest::default();
+        };
+        if let Some(known) = cell.get() {
+            return *known;
+        }
+        let mut chain = Vec::new();
+        let mut base = Nearest::default();
+        let mut current = Some(index);
+        while let Some(at) = current {
+            if let Some(known) = self.nearest[at].get() {
+                base = *known;
+                break;
+            }
+            chain.push(at);
+            if chain.len() > self.entries.len() {
+                // A cycle (only a hand-edited file has one): the walk stops, as in `path_to`.
+                break;
+            }
+            current = self.parents[at];
+        }
+        for &at in chain.iter().rev() {
+            let mut own = base;
+            match &self.entries[at].body {
+                EntryBody::ThinkingLevelChange(_) => own.thinking_level = Some(at),
+                EntryBody::ModelChange(_) => own.model = Some(at),
+                EntryBody::Message(m) if matches!(&*m.message, AgentMessage::Assistant(_)) => {
+                    own.model = Some(at);
+                }
+                EntryBody::Compaction(_) => own.compaction = Some(at),
+                _ => {}
+            }
+            // In a cycle an entry is met twice; the first figure stays.
+            let _ = self.nearest[at].set(own);
+            base = own;
+        }
+        base
+    }
+
+    /// Forgets every entry's [`Nearest`]: a parent link changed.
+    fn forget_nearest(&mut self) {
+        for cell in &mut self.nearest {
+            *cell = OnceLock::new();
+        }
+    }
+
+    /// The indices from `index` up to (not including) `stop`, or to the root when `stop` is not
+    /// on the way, nearest first. Bounded like `path_to` against cycles.
+    pub(crate) fn walk_up_until(&self, index: usize, stop: Option<usize>) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut current = (index < self.entries.len()).then_some(index);
+        while let Some(at) = current {
+            if Some(at) == stop || out.len() >= self.entries.len() {
+                break;
+            }
+            out.push(at);
+            current = self.parents[at];
+        }
+        out
     }
 
     /// The message synthesised for the entry at `index`, made by `make` the first time and the
@@ -165,6 +250,7 @@ impl SessionTree {
         if self.unresolved == 0 {
             return;
         }
+        self.forget_nearest();
         let mut still = 0;
         for (index, entry) in self.entries.iter().enumerate() {
             if self.parents[index].is_some() {
@@ -192,6 +278,7 @@ impl SessionTree {
         if self.unresolved == 0 || lost.is_empty() {
             return Vec::new();
         }
+        self.forget_nearest();
         let mut bridges = Vec::new();
         for index in 0..self.entries.len() {
             if self.parents[index].is_some() {
@@ -281,6 +368,14 @@ impl SessionTree {
     /// All entries in file order.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
+    }
+
+    /// The entries in file order with their file lines (0 for entries never written), giving
+    /// up the tree: for writing a session out entry by entry, each entry's memory is freed as
+    /// it is written instead of the whole tree staying until the end.
+    pub fn into_entries(self) -> impl Iterator<Item = (Entry, u64)> {
+        let Self { entries, lines, .. } = self;
+        entries.into_iter().zip(lines)
     }
 
     /// The number of entries.
