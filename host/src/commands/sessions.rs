@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use rampart_engine_api::AgentMessage;
+use rampart_message::{Content, ContentBlock};
 use rampart_sessions::store::{SessionStore, StoreError, default_sessions_dir, normalize_key};
 use rampart_sessions::{LeafSelector, LoadOptions, load_file, save_session};
 
 use super::markdown::to_markdown;
 use super::sessions_import::import_into;
-use crate::providers::openai::wire::{to_openai_message, to_openai_messages};
+use crate::providers::openai::wire::to_openai_messages;
+use crate::providers::text::as_user_text;
 
 /// Output formats of `sessions export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -267,26 +269,103 @@ pub fn show(
     Ok(0)
 }
 
-/// The first line of a message, shortened, for listings.
+/// How many characters of a message `sessions show` prints.
+const PREVIEW_CHARS: usize = 100;
+
+/// The start of a message on one line (whitespace collapsed), at most [`PREVIEW_CHARS`]
+/// characters and `…` when there is more; an assistant's tool calls are named after its text.
+///
+/// Built from the message's own text, word by word, and stopped once the line is full: it used
+/// to convert the whole message to its OpenAI form first, which copied every tool result in
+/// full and took half of `sessions show`'s time on a 1M-token session.
 fn preview(message: &AgentMessage) -> String {
-    let value = to_openai_message(message);
-    let mut text = match value.get("content") {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        _ => String::new(),
-    };
-    if let Some(calls) = value.get("tool_calls").and_then(|c| c.as_array()) {
-        let names: Vec<&str> = calls
-            .iter()
-            .filter_map(|c| c["function"]["name"].as_str())
-            .collect();
-        text = format!("{text} [calls: {}]", names.join(", "));
+    let mut line = PreviewLine::default();
+    match message {
+        AgentMessage::User(m) => line.content(&m.content),
+        AgentMessage::ToolResult(m) => line.content(&m.content),
+        AgentMessage::Assistant(m) => {
+            for block in &m.content {
+                if let ContentBlock::Text(t) = block {
+                    line.push(&t.text);
+                }
+            }
+            let calls: Vec<&str> = m
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolCall(c) => Some(c.name.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if !calls.is_empty() {
+                line.push(&format!("[calls: {}]", calls.join(", ")));
+            }
+        }
+        other => {
+            if let Some(text) = as_user_text(other) {
+                line.push(&text);
+            }
+        }
     }
-    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut short: String = line.chars().take(100).collect();
-    if line.chars().count() > 100 {
-        short.push('…');
+    line.finish()
+}
+
+/// A preview line being filled (see [`preview`]).
+#[derive(Default)]
+struct PreviewLine {
+    text: String,
+    chars: usize,
+    full: bool,
+}
+
+impl PreviewLine {
+    /// Adds what a content holds as text (an image as `[image TYPE]`).
+    fn content(&mut self, content: &Content) {
+        match content {
+            Content::Text(t) => self.push(t),
+            Content::Blocks(blocks) => {
+                for block in blocks {
+                    match block {
+                        ContentBlock::Text(t) => self.push(&t.text),
+                        ContentBlock::Image(i) => self.push(&format!("[image {}]", i.mime_type)),
+                        _ => {}
+                    }
+                }
+            }
+        }
     }
-    short
+
+    /// Adds the words of `piece`, one space between words, until the line is full.
+    fn push(&mut self, piece: &str) {
+        for word in piece.split_whitespace() {
+            if self.full {
+                return;
+            }
+            if !self.text.is_empty() {
+                if self.chars == PREVIEW_CHARS {
+                    self.full = true;
+                    return;
+                }
+                self.text.push(' ');
+                self.chars += 1;
+            }
+            for c in word.chars() {
+                if self.chars == PREVIEW_CHARS {
+                    self.full = true;
+                    return;
+                }
+                self.text.push(c);
+                self.chars += 1;
+            }
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if self.full {
+            self.text.push('…');
+        }
+        self.text
+    }
 }
 
 /// `sessions import`.
@@ -359,3 +438,7 @@ pub fn export(
     }
     Ok(0)
 }
+
+#[cfg(test)]
+#[path = "sessions_tests.rs"]
+mod tests;
