@@ -13,6 +13,11 @@
 //! Input: `$RAMPART_BENCH_1M` when set, else generated into the target's tmp directory with
 //! `python3 /work/shared/bench/gen_session.py --preset 1m` (deterministic bytes).
 //!
+//! `replay_scaling/<n>` replays sessions of `n` messages (5k, 10k, 20k; 100k once, printed,
+//! with `RAMPART_BENCH_100K=1`), made from the same preset by cycling its messages with fresh
+//! ids and texts cut to 1,200 characters: the time must grow linearly with the messages (a
+//! 100k-message replay used to take 570 s, quadratic in the branch length).
+//!
 //! Run with `cargo bench -p rampart-host --bench replay`. Numbers go in BENCHMARKS.md.
 
 use std::path::{Path, PathBuf};
@@ -95,5 +100,84 @@ fn replay(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, replay);
+/// A pi v3 session of `n` messages cycled from the preset `source` (see the module docs).
+fn scaled_input(source: &Path, n: usize) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-{n}-messages.jsonl"));
+    if path.exists() {
+        return path;
+    }
+    let text = std::fs::read_to_string(source).expect("the preset reads");
+    let mut lines = text.lines();
+    let header = lines.next().expect("a header line");
+    let messages: Vec<Value> = lines
+        .map(|l| serde_json::from_str::<Value>(l).expect("preset lines are JSON"))
+        .filter(|v| v["type"] == "message")
+        .collect();
+    let mut out = String::with_capacity(n * 1_200);
+    out.push_str(header);
+    out.push('\n');
+    let mut parent = Value::Null;
+    for i in 0..n {
+        let mut entry = messages[i % messages.len()].clone();
+        let cycle = i / messages.len();
+        let id = format!("{i:08x}");
+        entry["id"] = Value::String(id.clone());
+        entry["parentId"] = parent;
+        parent = Value::String(id);
+        let message = &mut entry["message"];
+        if let Some(call_id) = message["toolCallId"].as_str() {
+            message["toolCallId"] = Value::String(format!("{call_id}_{cycle}"));
+        }
+        if let Some(blocks) = message["content"].as_array_mut() {
+            for block in blocks {
+                if let Some(call_id) = block["id"].as_str().filter(|_| block["type"] == "toolCall")
+                {
+                    block["id"] = Value::String(format!("{call_id}_{cycle}"));
+                }
+                if let Some(text) = block["text"].as_str() {
+                    let chars: Vec<char> = text.chars().collect();
+                    if chars.len() > 1_200 {
+                        let cut: String = chars[..600]
+                            .iter()
+                            .chain(&chars[chars.len() - 600..])
+                            .collect();
+                        block["text"] = Value::String(cut);
+                    }
+                }
+            }
+        }
+        out.push_str(&entry.to_string());
+        out.push('\n');
+    }
+    std::fs::write(&path, out).expect("the scaled input is written");
+    path
+}
+
+fn replay_scaling(c: &mut Criterion) {
+    let source = input();
+    if std::env::var_os("RAMPART_BENCH_100K").is_some() {
+        let file = scaled_input(&source, 100_000);
+        let started = std::time::Instant::now();
+        let s = replay_once(&file);
+        eprintln!(
+            "replay of 100,000 messages at {WINDOW}: {} calls, {} compactions, {:.1} s, peak RSS {:.0} MiB",
+            s["calls"],
+            s["compactions"],
+            started.elapsed().as_secs_f64(),
+            s["peakRssBytes"].as_f64().unwrap_or(0.0) / (1024.0 * 1024.0)
+        );
+    }
+    let mut group = c.benchmark_group("replay_scaling");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    for n in [5_000usize, 10_000, 20_000] {
+        let file = scaled_input(&source, n);
+        group.bench_function(format!("{n}_messages"), |b| {
+            b.iter(|| replay_once(&file));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, replay, replay_scaling);
 criterion_main!(benches);
