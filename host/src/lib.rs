@@ -8,6 +8,7 @@ pub mod config;
 pub mod engine;
 pub mod models;
 pub mod persist;
+pub mod prose;
 pub mod providers;
 pub mod replay;
 pub mod run;

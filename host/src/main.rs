@@ -20,7 +20,7 @@ fn main() {
             0
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", rampart_host::prose::error_chain(&e));
             2
         }
     };

@@ -11,6 +11,7 @@ mod config_e2e;
 mod damaged_library_e2e;
 mod engines_e2e;
 mod layer2_e2e;
+mod newcomer_e2e;
 mod old_api;
 mod overflow_loop_e2e;
 mod providers_e2e;

@@ -698,8 +698,15 @@ fn a_replay_into_a_sessions_directory_writes_the_registry_twice_with_every_figur
     let config = rampart_host::config::parse("", Path::new("plugins.toml")).unwrap();
     let config = setup::replay_config(config, &profile, 32_000, None, None).unwrap();
     let place = setup::ReplayDir::prepare(Some(&tmp.path().join("sessions")), false).unwrap();
-    let replayer =
-        Replayer::new(&config, &profile, 32_000, &place, EventSink::tracing_only()).unwrap();
+    let replayer = Replayer::new(
+        &config,
+        &profile,
+        32_000,
+        &place,
+        EventSink::tracing_only(),
+        rampart_host::replay::EngineChoice::Configured,
+    )
+    .unwrap();
     let outcome = replayer.run(&recorded, false, &mut |_, _| Ok(())).unwrap();
     assert!(outcome.summary.compactions > 25, "{:?}", outcome.summary);
 

@@ -12,7 +12,7 @@ use rampart_sessions::store::SessionStore;
 use rampart_sessions::{Session, SessionOptions};
 
 use super::session_host::{hint, host};
-use super::sessions::find_session;
+use super::sessions::{find_session, no_such_session};
 use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::run::TurnError;
@@ -29,18 +29,7 @@ pub fn compact(
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let Some(found) = find_session(store, id)? else {
-        let keys: Vec<String> = store.list()?.into_iter().map(|(k, _)| k).collect();
-        writeln!(
-            err,
-            "error: no session `{id}` in {} (keys: {}); give a key, a session id or a session \
-             file path",
-            store.path().display(),
-            if keys.is_empty() {
-                "none".to_string()
-            } else {
-                keys.join(", ")
-            }
-        )?;
+        writeln!(err, "error: {}", no_such_session(store, id)?)?;
         return Ok(1);
     };
     let lane_key = found

@@ -123,13 +123,26 @@ pub fn default_log_filter(command: &Command) -> &'static str {
 pub fn init_logging_with(format: LogFormat, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    use std::io::IsTerminal;
+    let colour = use_colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour)
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+/// Whether log lines are coloured: only on a terminal, and never when `NO_COLOR` is set to
+/// anything but the empty string (no-color.org). Escape codes in a piped or redirected log
+/// were the first thing a new user saw of a failed command.
+pub fn use_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// Runs a parsed command line; the exit code is the result.
@@ -138,7 +151,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::Engines(cmd) => engines::run(cmd, cli.global.config, out),
         Command::Config(cmd) => config_check::run(cmd, cli.global.config, out),
         Command::Sessions(cmd) => {
-            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            let dir = cli.global.sessions_dir.as_deref();
+            let store = if cmd.writes_the_store() {
+                sessions::open_store(dir)?
+            } else {
+                sessions::open_store_read_only(dir)?
+            };
             sessions::run(cmd, &store, out, &mut std::io::stderr())
         }
         Command::Replay(args) => {

@@ -142,22 +142,59 @@ pub fn open_store(dir: Option<&Path>) -> anyhow::Result<SessionStore> {
     Ok(SessionStore::open(&dir)?)
 }
 
+/// [`open_store`] for a command that only reads the store: the directory is not created.
+pub fn open_store_read_only(dir: Option<&Path>) -> anyhow::Result<SessionStore> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => default_sessions_dir().context(
+            "no platform data directory is known here; pass --sessions-dir DIR to choose one",
+        )?,
+    };
+    Ok(SessionStore::open_read_only(&dir)?)
+}
+
+impl SessionsCommand {
+    /// Whether the command writes into the store (then the store is created if missing).
+    pub fn writes_the_store(&self) -> bool {
+        match self {
+            Self::Import { .. } => true,
+            Self::Doctor { relink } => *relink,
+            Self::List | Self::Show { .. } | Self::Export { .. } => false,
+        }
+    }
+}
+
 /// Finds a session by registry key, by session id, or as a path to a session file, with an
 /// error that lists what exists.
 fn resolve(store: &SessionStore, id: &str) -> anyhow::Result<PathBuf> {
     if let Some(found) = find_session(store, id)? {
         return Ok(found.file);
     }
+    bail!("{}", no_such_session(store, id)?)
+}
+
+/// The keys an error names when it shows what exists: more made one line of hundreds of
+/// keys, which `sessions list` shows better, as a table.
+const KEYS_NAMED: usize = 5;
+
+/// The error for a session `id` the store does not have: the store, a few of its keys (the
+/// newest), and where to see the rest.
+pub fn no_such_session(store: &SessionStore, id: &str) -> Result<String, StoreError> {
     let keys: Vec<String> = store.list()?.into_iter().map(|(k, _)| k).collect();
-    bail!(
-        "no session `{id}` in {} (keys: {}); give a key, a session id or a session file path",
-        store.path().display(),
-        if keys.is_empty() {
-            "none yet; import one with `rampart sessions import FILE`".to_string()
-        } else {
-            keys.join(", ")
-        }
-    )
+    let named = match keys.len() {
+        0 => "none yet; import one with `rampart sessions import FILE`".to_string(),
+        n if n <= KEYS_NAMED => keys.join(", "),
+        n => format!(
+            "{}, and {} more: `rampart sessions list` shows them all",
+            keys[..KEYS_NAMED].join(", "),
+            n - KEYS_NAMED
+        ),
+    };
+    Ok(format!(
+        "no session `{id}` in {} (keys: {named}); give a key, a session id or a session file \
+         path",
+        store.path().display()
+    ))
 }
 
 /// `sessions list`.

@@ -46,8 +46,9 @@ pub enum ConfigError {
     },
     /// The file is not valid TOML.
     #[error(
-        "{}:{line}:{column}: invalid TOML: {message}. Fix the syntax at that spot.",
-        file.display()
+        "{}:{line}:{column}: invalid TOML: {}. Fix the syntax at that spot.",
+        file.display(),
+        crate::prose::clause(message)
     )]
     Syntax {
         /// The config file.
@@ -119,9 +120,10 @@ pub enum ConfigError {
     #[error(
         "{}unknown engine id `{id}`; available ids: {}. Pick one of them, add \
          `[plugins.engines.{id}]` with a `path`, or put the library in a `plugins.searchPaths` \
-         directory.",
+         directory.{}",
         location_prefix(file.as_deref(), *line),
-        available.join(", ")
+        available.join(", "),
+        no_file_found(searched)
     )]
     UnknownEngine {
         /// The config file that selected the id, if any.
@@ -132,6 +134,8 @@ pub enum ConfigError {
         id: String,
         /// The ids that would work: built in, declared, and found in the search paths.
         available: Vec<String>,
+        /// Where `plugins.toml` was looked for, when none was found.
+        searched: Vec<PathBuf>,
     },
     /// A declared engine without `path` whose library is in none of the search paths.
     #[error(
@@ -187,4 +191,21 @@ pub(super) fn join_paths(paths: &[PathBuf]) -> String {
         .map(|p| format!("`{}`", p.display()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The sentence that says no `plugins.toml` was found and where it was looked for (empty when
+/// a file was read).
+fn no_file_found(searched: &[PathBuf]) -> String {
+    if searched.is_empty() {
+        return String::new();
+    }
+    let places: Vec<String> = searched
+        .iter()
+        .map(|p| format!("`{}`", p.display()))
+        .collect();
+    format!(
+        " No plugins.toml was found (looked for {}), so only the built-in engine is known: pass \
+         --config FILE, or set RAMPART_CONFIG.",
+        places.join(", ")
+    )
 }

@@ -130,6 +130,10 @@ impl fmt::Display for ConfigSource {
 pub struct Config {
     /// The file this was read from; `None` for the built-in defaults. Used in messages.
     pub source_file: Option<PathBuf>,
+    /// Where `plugins.toml` was looked for when none was found (empty when one was read):
+    /// errors that need a file (an engine id only a file could declare) say where it was
+    /// looked for, so a user outside the repository learns why only `legacy` is known.
+    pub searched: Vec<PathBuf>,
     /// Id of the engine in the `contextEngine` slot (`plugins.slots.contextEngine`,
     /// trimmed; `legacy` when absent or empty).
     pub context_engine: String,
@@ -181,6 +185,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             source_file: None,
+            searched: Vec::new(),
             context_engine: BUILTIN_ENGINE_ID.to_owned(),
             context_engine_line: None,
             search_paths: Vec::new(),
@@ -270,7 +275,14 @@ pub fn locate_with(
 /// Reads and validates the configuration from `source`; the defaults need no file.
 pub fn load(source: &ConfigSource) -> Result<Config, ConfigError> {
     let Some(path) = source.path() else {
-        return Ok(Config::default());
+        let searched = match source {
+            ConfigSource::Defaults { searched } => searched.clone(),
+            _ => Vec::new(),
+        };
+        return Ok(Config {
+            searched,
+            ..Config::default()
+        });
     };
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
@@ -428,6 +440,7 @@ impl Config {
                     },
                     id: id.to_owned(),
                     available: self.available_engine_ids(),
+                    searched: self.searched.clone(),
                 }),
             },
         }

@@ -221,6 +221,7 @@ impl Validator<'_> {
     pub(super) fn config(&mut self, root: &DeTable<'_>) -> (Config, RawTables) {
         let mut config = Config {
             source_file: Some(self.file.to_path_buf()),
+            searched: Vec::new(),
             ..Config::default()
         };
         let mut raw = RawTables::default();

@@ -57,6 +57,21 @@ impl Quarantine {
     }
 }
 
+/// Whose choice the engine in the slot is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolution {
+    /// The config's: a failing engine is quarantined (or stops the host when required).
+    Configured,
+    /// The command line's: a failing engine is refused.
+    Requested,
+}
+
+/// Why [`EngineSlot::resolve_as`] gave no slot.
+enum ResolveFailure {
+    Required(RequiredEngineFailed),
+    Refused(Quarantine),
+}
+
 /// A required engine failed: the host must stop. The message says what failed and that
 /// nothing falls back (the quarantine line would promise the built-in engine).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -190,6 +205,37 @@ impl EngineSlot {
         events: &EventSink,
         resources: &HostResources,
     ) -> Result<Self, RequiredEngineFailed> {
+        match Self::resolve_as(config, events, resources, Resolution::Configured) {
+            Ok(slot) => Ok(slot),
+            Err(ResolveFailure::Required(failed)) => Err(failed),
+            // Only `Resolution::Requested` refuses.
+            Err(ResolveFailure::Refused(q)) => Err(RequiredEngineFailed(q)),
+        }
+    }
+
+    /// [`EngineSlot::resolve_full`] for an engine the user named for this command
+    /// (`replay --engine ID`): an engine that cannot be resolved or loaded is refused with
+    /// what failed, and nothing is logged or quarantined. Falling back to `legacy` would
+    /// answer a question the user did not ask, and the log line said "continuing with the
+    /// built-in engine" just before the command stopped.
+    pub fn resolve_requested(
+        config: &Config,
+        events: &EventSink,
+        resources: &HostResources,
+    ) -> Result<Self, Quarantine> {
+        match Self::resolve_as(config, events, resources, Resolution::Requested) {
+            Ok(slot) => Ok(slot),
+            Err(ResolveFailure::Required(failed)) => Err(failed.0),
+            Err(ResolveFailure::Refused(q)) => Err(q),
+        }
+    }
+
+    fn resolve_as(
+        config: &Config,
+        events: &EventSink,
+        resources: &HostResources,
+        resolution: Resolution,
+    ) -> Result<Self, ResolveFailure> {
         let legacy = Arc::new(legacy_handle(config, events, resources));
         let id = config.context_engine.clone();
         let required = config.engines.get(&id).is_some_and(|e| e.required);
@@ -224,11 +270,15 @@ impl EngineSlot {
                 Ok(slot)
             }
             Err((operation, reason)) => {
-                slot.quarantine_now(Quarantine {
+                let q = Quarantine {
                     engine: id,
                     operation: operation.into(),
                     reason,
-                })?;
+                };
+                if resolution == Resolution::Requested {
+                    return Err(ResolveFailure::Refused(q));
+                }
+                slot.quarantine_now(q).map_err(ResolveFailure::Required)?;
                 Ok(slot)
             }
         }

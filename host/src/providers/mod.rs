@@ -142,7 +142,8 @@ pub enum ProviderError {
     },
     /// The key was refused.
     #[error(
-        "{provider}: the API key was refused (HTTP {status}): {message}. Check the key in ${env_var}."
+        "{provider}: the API key was refused (HTTP {status}): {}. Check the key in ${env_var}.",
+        crate::prose::clause(message)
     )]
     Auth {
         /// The provider id.
@@ -166,7 +167,8 @@ pub enum ProviderError {
     },
     /// Could not connect.
     #[error(
-        "{provider}: cannot reach {url}: {message}. Is the server running, and is `models.providers.{provider}.baseUrl` right?"
+        "{provider}: cannot reach {url}: {}. Is the server running, and is `models.providers.{provider}.baseUrl` right?",
+        crate::prose::clause(message)
     )]
     Unreachable {
         /// The provider id.

@@ -29,6 +29,16 @@ use crate::run::{
     ModelSource, RegistryWrites, RequestRecord, RunEvents, RunSettings, Runner, TurnError,
 };
 
+/// Whose choice the replay's engine is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// The config's `contextEngine`: an engine that cannot load is quarantined and `legacy`
+    /// replays instead, as in a live run (the replay's notes say so).
+    Configured,
+    /// `--engine ID`: an engine that cannot load stops the replay before it starts.
+    Requested,
+}
+
 /// Why a replay stopped before its end (a failed call is not one of these: it is a row).
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -38,6 +48,10 @@ pub enum ReplayError {
     /// A required engine failed to load.
     #[error(transparent)]
     Engine(#[from] RequiredEngineFailed),
+    /// The engine named by `--engine` cannot serve (the reason names the engine and, for an
+    /// unknown id, the ids available).
+    #[error("--engine {}: {}", .0.engine, .0.reason)]
+    EngineRefused(crate::engine::slot::Quarantine),
     /// The providers could not be built from the config.
     #[error(transparent)]
     Providers(#[from] RegistryError),
@@ -46,8 +60,9 @@ pub enum ReplayError {
     Config(#[from] ModelsConfigError),
     /// The window is below the guard's minimum: every call would be blocked.
     #[error(
-        "--window {window}: {message}. The window guard blocks every call below that, so there \
-         is nothing to replay; choose a larger --window"
+        "--window {window}: {}. The window guard blocks every call below that, so there is \
+         nothing to replay; choose a larger --window",
+        crate::prose::clause(message)
     )]
     WindowTooSmall {
         /// The window asked for.
@@ -140,6 +155,7 @@ impl<'a> Replayer<'a> {
         window: u64,
         place: &'a ReplayDir,
         events: EventSink,
+        engine: EngineChoice,
     ) -> Result<Self, ReplayError> {
         let providers = Arc::new(Providers::from_config(config)?);
         let sim = providers
@@ -159,7 +175,11 @@ impl<'a> Replayer<'a> {
             llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
             count_mode: profile.tokenizer,
         };
-        let slot = EngineSlot::resolve_full(config, &events, &resources)?;
+        let slot = match engine {
+            EngineChoice::Configured => EngineSlot::resolve_full(config, &events, &resources)?,
+            EngineChoice::Requested => EngineSlot::resolve_requested(config, &events, &resources)
+                .map_err(ReplayError::EngineRefused)?,
+        };
         Ok(Self {
             config,
             profile,

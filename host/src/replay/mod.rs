@@ -58,7 +58,7 @@ use anyhow::Context;
 use crate::config::Config;
 use crate::engine::services::EventSink;
 
-pub use drive::{ReplayError, Replayer};
+pub use drive::{EngineChoice, ReplayError, Replayer};
 pub use summary::{Row, Summary};
 
 /// What `rampart replay` was asked to do (the command line, parsed).
@@ -108,6 +108,28 @@ pub fn run_command(
     let started = Instant::now();
     let before = std::fs::metadata(&options.input).ok();
 
+    // Output files are opened before anything else: a path that cannot be written is an error
+    // now, not after the last row of a long replay.
+    let mut requests_out = match &options.requests_out {
+        Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
+            format!(
+                "cannot create the --requests-out file `{}`; check the directory exists and is \
+                 writable",
+                path.display()
+            )
+        })?)),
+        None => None,
+    };
+    let report_out = match &options.report {
+        Some(path) => Some(File::create(path).with_context(|| {
+            format!(
+                "cannot create the --report file `{}`; check the directory exists and is writable",
+                path.display()
+            )
+        })?),
+        None => None,
+    };
+
     let loaded_at = Instant::now();
     let recorded = source::load(&options.input, options.session_index)?;
     let load_time = loaded_at.elapsed();
@@ -127,25 +149,18 @@ pub fn run_command(
     )?;
     let place = setup::ReplayDir::prepare(sessions_dir, options.keep)?;
 
-    let mut requests_out = match &options.requests_out {
-        Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
-            format!(
-                "cannot create the --requests-out file `{}`; check the directory exists and is \
-                 writable",
-                path.display()
-            )
-        })?)),
-        None => None,
-    };
-
     let mut screen = table::Screen::new(options.json, recorded.calls());
-    let replayer = Replayer::new(&config, &profile, window, &place, events)?;
+    let choice = match options.engine {
+        Some(_) => EngineChoice::Requested,
+        None => EngineChoice::Configured,
+    };
+    let replayer = Replayer::new(&config, &profile, window, &place, events, choice)?;
     let quarantine = replayer.quarantine_line();
     if let Some(q) = &quarantine {
-        if options.engine.is_some() {
-            anyhow::bail!("--engine {}: {q}", config.context_engine);
-        }
         screen.note(&format!("warning: {q}"));
+    }
+    if let Some(note) = profile.fallback_note(&replayer.describe().wording) {
+        screen.note(&format!("warning: {note}"));
     }
     if !options.json {
         table::write_header(out, &recorded, replayer.describe())?;
@@ -172,11 +187,11 @@ pub fn run_command(
     summary.session_dir = kept.as_ref().map(|p| p.display().to_string());
     summary.peak_rss_bytes = summary::peak_rss_bytes();
 
-    if let Some(path) = &options.report {
+    if let (Some(path), Some(mut file)) = (&options.report, report_out) {
         let report_started = Instant::now();
         summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
         let html = report_html::render(&summary, &outcome.rows);
-        std::fs::write(path, html).with_context(|| {
+        file.write_all(html.as_bytes()).with_context(|| {
             format!(
                 "cannot write the --report file `{}`; check the directory exists and is writable",
                 path.display()

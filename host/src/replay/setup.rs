@@ -89,6 +89,9 @@ pub struct ModelProfile {
     /// Whose overflow text the simulator answers with; `None` keeps the config's (default
     /// `anthropic`).
     pub wording: Option<OverflowWording>,
+    /// `--model`, when it names no family the mapping knows and the tokenizer or the wording
+    /// was not given by flag: the replay then says what it fell back to.
+    pub unrecognised: Option<String>,
 }
 
 impl ModelProfile {
@@ -109,8 +112,12 @@ impl ModelProfile {
                 id: id.clone(),
                 tokenizer: CountMode::Estimate,
                 wording: None,
+                unrecognised: None,
             },
         };
+        if profile.unrecognised.is_some() && tokenizer.is_some() && wording.is_some() {
+            profile.unrecognised = None;
+        }
         if let Some(t) = tokenizer {
             profile.tokenizer = t.parse().map_err(|e| SetupError::BadFlag {
                 flag: "--tokenizer",
@@ -160,11 +167,27 @@ impl ModelProfile {
         } else {
             None
         };
+        let recognised = wording.is_some() || tokenizer != CountMode::Estimate;
         Self {
             id: id.to_string(),
             tokenizer,
             wording,
+            unrecognised: (!recognised).then(|| full.to_string()),
         }
+    }
+
+    /// The warning for a `--model` the mapping does not know, naming what the replay counts
+    /// with and answers overflows in (`wording`: the simulator's, after the config).
+    pub fn fallback_note(&self, wording: &str) -> Option<String> {
+        self.unrecognised.as_ref().map(|model| {
+            format!(
+                "--model {model}: not a model family this replay knows (see `rampart replay \
+                 --help`); prompts are counted with the `{}` tokenizer and overflows are \
+                 answered in `{wording}` wording. Pass --tokenizer and --overflow-wording to \
+                 choose",
+                self.tokenizer.name()
+            )
+        })
     }
 
     /// `sim/<id>`, the name requests and rows carry.
@@ -381,6 +404,19 @@ mod tests {
             Some(OverflowWording::Bedrock)
         );
         assert_eq!(p("mystery").wording, None);
+        assert_eq!(p("mystery").unrecognised.as_deref(), Some("mystery"));
+        assert_eq!(p("gpt-4o").unrecognised, None);
+        let note = p("mystery").fallback_note("anthropic").unwrap();
+        assert!(
+            note.contains("`estimate` tokenizer") && note.contains("`anthropic` wording"),
+            "{note}"
+        );
+        let chosen = ModelProfile::from_flags(Some("mystery"), Some("estimate"), Some("openai"));
+        assert_eq!(
+            chosen.unwrap().unrecognised,
+            None,
+            "both chosen by flag: nothing to warn"
+        );
         let none = ModelProfile::from_flags(None, None, None).unwrap();
         assert_eq!(none.id, "replay");
         assert_eq!(none.tokenizer, CountMode::Estimate);

@@ -343,6 +343,24 @@ impl SessionStore {
         Ok(store)
     }
 
+    /// Opens the registry in `dir` for reading only: the directory is not created (a missing
+    /// one reads as a store without sessions) and nothing in it is touched, not even the temp
+    /// files killed writers left. For commands that only look (`sessions list`, `show`,
+    /// `export`): a new user's first `sessions list` used to create the data directory.
+    /// Writing through the store still works where the directory exists.
+    pub fn open_read_only(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let dir = dir.into();
+        let store = Self {
+            path: dir.join(REGISTRY_FILE_NAME),
+            lock_path: dir.join(LOCK_FILE_NAME),
+            dir,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            writes: AtomicU64::new(0),
+        };
+        store.load_from_disk()?;
+        Ok(store)
+    }
+
     /// Removes registry temp files (`.sessions.json.<pid>.<random>.tmp`) that a writer killed
     /// between writing and renaming left behind: those whose process is gone and which are
     /// older than [`STALE_TEMP_AGE`]. Why both: a live writer's temp file is in use, and a
@@ -451,10 +469,17 @@ impl SessionStore {
             .filter_map(|(key, entry)| self.session_file_path(key, entry).ok())
             .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
             .collect();
-        let entries = std::fs::read_dir(&self.dir).map_err(|source| StoreError::Read {
-            path: self.dir.clone(),
-            source,
-        })?;
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            // A store opened read-only whose directory was never made holds no files.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(source) => {
+                return Err(StoreError::Read {
+                    path: self.dir.clone(),
+                    source,
+                });
+            }
+        };
         let mut found: Vec<PathBuf> = entries
             .flatten()
             .map(|e| e.path())
