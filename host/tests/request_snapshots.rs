@@ -149,3 +149,40 @@ fn the_turn_after_a_truncation_pass() {
     assert!(body.to_string().contains("more characters truncated"));
     insta::assert_json_snapshot!(body);
 }
+
+/// Issue 13, item 4: a Claude Code tool result made only of `tool_reference` blocks (what a
+/// tool search loaded), and a block of a kind nobody knows, reach both wire formats as text
+/// that says what they were, never as an empty result.
+#[test]
+fn blocks_no_wire_format_has_are_sent_as_text_saying_what_they_were() {
+    use rampart_host::providers::anthropic::to_anthropic_messages;
+    use rampart_host::providers::openai::wire::to_openai_messages;
+
+    let result: AgentMessage = serde_json::from_value(json!({
+        "role": "toolResult", "toolCallId": "toolu_01", "toolName": "ToolSearch",
+        "content": [
+            {"type": "tool_reference", "tool_name": "WebSearch"},
+            {"type": "tool_reference", "tool_name": "WebFetch"},
+            {"type": "hologram", "frames": [1, 2, 3]}
+        ],
+        "isError": false, "timestamp": 1_763_000_000_000u64
+    }))
+    .unwrap();
+    let messages: Vec<std::sync::Arc<AgentMessage>> = vec![
+        std::sync::Arc::new(AgentMessage::user_text("Find the docs.", 1_763_000_000_000)),
+        std::sync::Arc::new(call("toolu_01", "docs")),
+        std::sync::Arc::new(result),
+    ];
+    let openai = to_openai_messages(messages.iter().map(|m| &**m));
+    let anthropic = to_anthropic_messages(&messages);
+    let tool = &openai[2]["content"];
+    assert!(
+        tool.as_str()
+            .unwrap()
+            .contains("[tool reference: WebSearch]"),
+        "{tool}"
+    );
+    let sent = &anthropic[2]["content"][0]["content"];
+    assert_eq!(sent.as_array().unwrap().len(), 3, "{sent}");
+    insta::assert_json_snapshot!(json!({"openai": openai, "anthropic": anthropic}));
+}

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
-use super::text::as_user_text;
+use super::text::{as_user_text, other_block_text};
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
 
 /// Where requests go when the config names no `baseUrl`.
@@ -174,6 +174,7 @@ fn content_blocks(content: &Content) -> Vec<Value> {
                     "type": "image",
                     "source": {"type": "base64", "media_type": i.mime_type, "data": i.data},
                 })),
+                ContentBlock::Other(block) => text_block(&other_block_text(block)),
                 _ => None,
             })
             .collect(),

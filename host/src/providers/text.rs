@@ -18,12 +18,41 @@ pub fn content_text(content: &Content) -> String {
                 .filter_map(|b| match b {
                     ContentBlock::Text(t) => Some(t.text.clone()),
                     ContentBlock::Image(i) => Some(format!("[image {}]", i.mime_type)),
+                    ContentBlock::Other(block) => Some(other_block_text(block)),
                     _ => None,
                 })
                 .collect();
             parts.join("\n")
         }
     }
+}
+
+/// How long the JSON of a block of an unknown kind may be when it is shown as text.
+const OTHER_BLOCK_CHARS: usize = 2_000;
+
+/// A content block no wire format has a form for, as text that says what it was: Claude Code
+/// puts `tool_reference` blocks (the tools a tool search loaded) in tool results, and sent as
+/// nothing they made the result empty, which a provider refuses or a model misreads. A
+/// `tool_reference` reads `[tool reference: NAME]`; any other kind `[KIND block: JSON]`, the
+/// JSON cut at 2,000 characters.
+pub fn other_block_text(block: &serde_json::Map<String, Value>) -> String {
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("untyped");
+    if kind == "tool_reference"
+        && let Some(name) = block.get("tool_name").and_then(Value::as_str)
+    {
+        return format!("[tool reference: {name}]");
+    }
+    let mut fields = block.clone();
+    fields.remove("type");
+    let json = Value::Object(fields).to_string();
+    let mut shown: String = json.chars().take(OTHER_BLOCK_CHARS).collect();
+    if shown.len() < json.len() {
+        shown.push('…');
+    }
+    format!("[{kind} block: {shown}]")
 }
 
 /// The user-message text a role without a chat equivalent is sent as: bash runs, summaries

@@ -5,7 +5,7 @@ use rampart_engine_api::AgentMessage;
 use rampart_message::{Content, ContentBlock};
 use serde_json::{Value, json};
 
-use crate::providers::text::{as_user_text, content_text};
+use crate::providers::text::{as_user_text, content_text, other_block_text};
 
 /// OpenAI content for a user turn: a string, or parts when there are images.
 fn user_content(content: &Content) -> Value {
@@ -21,6 +21,9 @@ fn user_content(content: &Content) -> Value {
                             "type": "image_url",
                             "image_url": {"url": format!("data:{};base64,{}", i.mime_type, i.data)}
                         })),
+                        ContentBlock::Other(block) => {
+                            Some(json!({"type": "text", "text": other_block_text(block)}))
+                        }
                         _ => None,
                     })
                     .collect(),
