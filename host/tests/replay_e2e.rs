@@ -139,12 +139,17 @@ fn check_request(line: &str, window: u64, file: &Path) {
             *answered.entry(id).or_default() += 1;
             i += 1;
         }
-        let errored = m["stopReason"] == "error" || m["stopReason"] == "aborted";
+        // The audit file is the wire: an errored or aborted turn is not sent (its calls never
+        // ran and have no results), so it is not recorded either (issue 13, item 5).
+        assert!(
+            m["stopReason"] != "error" && m["stopReason"] != "aborted",
+            "{}: turn {}: an {} assistant turn is in a recorded request",
+            file.display(),
+            r["turn"],
+            m["stopReason"]
+        );
         for id in &calls {
             let results = answered.get(id).copied().unwrap_or(0);
-            if errored && results == 0 {
-                continue;
-            }
             assert_eq!(
                 results,
                 1,

@@ -47,6 +47,23 @@ pub fn sent_to_model(message: &rampart_engine_api::AgentMessage) -> bool {
     }
 }
 
+/// The messages of `messages` that [`sent_to_model`] lets through: what every wire adapter
+/// sends, so the simulator counts what a real provider would receive and `--requests-out`
+/// records it (an errored turn's unanswered tool call used to appear there, and counted in the
+/// simulated prompt). The same allocations: a token memo keyed by message stays warm.
+pub fn wire_messages(messages: &[SharedMessage]) -> std::borrow::Cow<'_, [SharedMessage]> {
+    if messages.iter().all(|m| sent_to_model(m)) {
+        return std::borrow::Cow::Borrowed(messages);
+    }
+    std::borrow::Cow::Owned(
+        messages
+            .iter()
+            .filter(|m| sent_to_model(m))
+            .cloned()
+            .collect(),
+    )
+}
+
 /// One request to a model: what the run loop hands a provider after hygiene, assemble and the
 /// precheck. Providers translate it to their wire format and never change the messages' meaning.
 #[derive(Debug, Clone, Default)]

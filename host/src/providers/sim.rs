@@ -333,7 +333,9 @@ impl Provider for SimProvider {
             .system
             .as_deref()
             .map_or(0, |s| model.counter.count_text(s));
-        let prompt_tokens = system.saturating_add(model.counter.count_total(&request.messages));
+        // What a real provider's adapter would send, not what the run loop handed over.
+        let sent = super::wire_messages(&request.messages);
+        let prompt_tokens = system.saturating_add(model.counter.count_total(&sent));
         {
             let mut log = lock(&self.log);
             log.last_prompt_tokens = Some(prompt_tokens);

@@ -14,10 +14,12 @@ use rampart_engine_api::protocol::ModelRef;
 use rampart_message::wire::SharedMessage;
 
 use crate::config::{Config, ModelName};
-use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError};
+use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError, wire_messages};
 use crate::run::{ModelSource, ResolvedProvider, TurnError};
 
-/// One request as the provider received it, with the prompt size.
+/// One request as the provider received it (the messages its wire adapter sends: errored and
+/// aborted turns and excluded shell runs left out, as [`wire_messages`] says), with the prompt
+/// size.
 #[derive(Debug, Clone)]
 pub struct Tapped {
     /// The model asked.
@@ -128,13 +130,13 @@ impl Provider for TapProvider {
                     .system
                     .as_deref()
                     .map_or(0, |s| self.counter.count_text(s));
-                system + self.counter.count_total(&request.messages)
+                system + self.counter.count_total(&wire_messages(&request.messages))
             }
         };
         lock(&self.log).push(Tapped {
             model: self.name.clone(),
             system: request.system.clone(),
-            messages: request.messages.clone(),
+            messages: wire_messages(&request.messages).into_owned(),
             prompt_tokens,
             answered: result.is_ok(),
         });
