@@ -172,8 +172,8 @@ fn an_allowlist_removes_calls_and_their_results() {
 #[test]
 fn anthropic_policy_settles_in_one_run() {
     // An errored turn's result is preserved by the first repair, dropped by the second; the
-    // Anthropic validation then strips the now unanswered call, and a merge of the two users
-    // the orphan separated follows.
+    // Anthropic validation then strips the now unanswered call, drops the turn it left empty,
+    // and merges the users on either side of it.
     let input = list(vec![
         user("u", 1),
         with_calls(&["a"], "error", 2),
@@ -185,8 +185,9 @@ fn anthropic_policy_settles_in_one_run() {
     ]);
     let policy = HygienePolicy::for_provider(Provider::Anthropic);
     let (out, report) = hygiene::run(&input, &policy);
-    assert_eq!(roles(&out), ["user", "assistant", "user", "assistant"]);
-    assert_eq!(report.anthropic.merged_users, 1);
+    assert_eq!(roles(&out), ["user", "assistant"]);
+    assert_eq!(report.anthropic.merged_users, 2);
+    assert_eq!(report.anthropic.dropped_empty_turns, 1);
     assert_eq!(report.pairing_after_limit.dropped_errored_results, 1);
     let (again, report) = hygiene::run(&out, &policy);
     assert!(MessageList::same_list(&again, &out));

@@ -16,6 +16,7 @@ mod old_api;
 mod overflow_loop_e2e;
 mod providers_e2e;
 mod readme_config;
+mod replay_as_provider_e2e;
 mod replay_e2e;
 mod request_snapshots;
 mod required_engine_e2e;

@@ -36,6 +36,7 @@ fn settings(api: ApiKind, url: &str, key_env: Option<&str>) -> ProviderSettings 
         retry_base: Duration::from_millis(5),
         models: Vec::new(),
         overflow_wording: None,
+        speaks: None,
     }
 }
 

@@ -130,7 +130,9 @@ impl HygienePolicy {
     /// usage for everyone, plus the provider family's own rules.
     pub fn for_provider(provider: Provider) -> Self {
         let (anthropic, gemini, first) = match provider {
-            Provider::Anthropic => (true, false, false),
+            // Anthropic, too, wants the user first: a conversation that opens with the
+            // assistant is refused.
+            Provider::Anthropic => (true, false, true),
             Provider::Gemini => (false, true, true),
             Provider::OpenAiCompletions => (true, true, true),
             Provider::Other => (false, false, false),
@@ -142,11 +144,12 @@ impl HygienePolicy {
             fix_assistant_first: first,
             validate_anthropic: anthropic,
             validate_gemini: gemini,
-            // Google and Anthropic reject ids outside `[A-Za-z0-9_-]`-like grammars, and ids
+            // Google and Anthropic reject ids outside their grammars, and ids
             // from other providers (`call_…|…`, `functions.x:0`) reach them in replayed or
             // imported transcripts.
             tool_call_id_mode: match provider {
-                Provider::Anthropic | Provider::Gemini => Some(ToolIdMode::Strict),
+                Provider::Anthropic => Some(ToolIdMode::Anthropic),
+                Provider::Gemini => Some(ToolIdMode::Strict),
                 _ => None,
             },
             prune_images: true,

@@ -31,7 +31,16 @@ pub enum ToolIdMode {
     /// Exactly nine characters of `[A-Za-z0-9]` (Mistral). Other ids are replaced by a
     /// nine-character digest of the original.
     Strict9,
+    /// `[A-Za-z0-9_-]{1,64}`, Anthropic's `tool_use.id` grammar: its own `toolu_…` ids and
+    /// OpenAI's `call_…` pass untouched (`Strict` rewrote them, 1,555 turns of the shared
+    /// samples). An id outside it becomes its valid characters (others as `_`, cut to 54)
+    /// plus `_` and a nine-character digest of the whole original: made from the id alone, so
+    /// it is the same on every call and the provider's prompt cache holds.
+    Anthropic,
 }
+
+/// The longest id [`ToolIdMode::Anthropic`] accepts.
+const ANTHROPIC_MAX_ID: usize = 64;
 
 /// The id given to a call whose id has no usable character left after filtering.
 pub const SANITIZED_TOOL_ID: &str = "sanitizedtoolid";
@@ -64,6 +73,12 @@ fn is_valid(id: &str, mode: ToolIdMode) -> bool {
     match mode {
         ToolIdMode::Strict => alnum,
         ToolIdMode::Strict9 => alnum && id.len() == 9,
+        ToolIdMode::Anthropic => {
+            (1..=ANTHROPIC_MAX_ID).contains(&id.len())
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        }
     }
 }
 
@@ -87,7 +102,7 @@ fn digest9(original: &str, salt: u32) -> String {
 fn candidate(original: &str, mode: ToolIdMode) -> String {
     if original.is_empty() {
         return match mode {
-            ToolIdMode::Strict => DEFAULT_TOOL_ID.to_string(),
+            ToolIdMode::Strict | ToolIdMode::Anthropic => DEFAULT_TOOL_ID.to_string(),
             ToolIdMode::Strict9 => digest9(DEFAULT_TOOL_ID, 0),
         };
     }
@@ -104,7 +119,24 @@ fn candidate(original: &str, mode: ToolIdMode) -> String {
             }
         }
         ToolIdMode::Strict9 => digest9(original, 0),
+        ToolIdMode::Anthropic => anthropic_id(original, 0),
     }
+}
+
+/// The [`ToolIdMode::Anthropic`] rewrite of `original` (see there); `salt` only on a collision.
+fn anthropic_id(original: &str, salt: u32) -> String {
+    let kept: String = original
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(ANTHROPIC_MAX_ID - 10)
+        .collect();
+    format!("{kept}_{}", digest9(original, salt))
 }
 
 /// Builds the old → new mapping for every id in `list` that `mode` rejects. Valid ids are
@@ -141,6 +173,7 @@ fn plan(list: &MessageList, mode: ToolIdMode) -> HashMap<String, String> {
             new = match mode {
                 ToolIdMode::Strict => format!("{}{}", candidate(id, mode), salt + 1),
                 ToolIdMode::Strict9 => digest9(id, salt),
+                ToolIdMode::Anthropic => anthropic_id(id, salt),
             };
         }
         taken.insert(new.clone());
@@ -150,9 +183,94 @@ fn plan(list: &MessageList, mode: ToolIdMode) -> HashMap<String, String> {
 }
 
 /// Rewrites tool-call ids (in assistant calls and in tool results alike) that `mode` rejects.
+/// Under [`ToolIdMode::Anthropic`], an id an earlier assistant turn already used is renamed in
+/// its later turn and that turn's results first: Anthropic refuses a request in which two
+/// `tool_use` blocks share an id, and some models (Kimi's `functions.read:0`) number their calls
+/// per turn. Each pair is kept, with its own id.
 ///
 /// Returns the input list itself when every id is already valid.
 pub fn sanitize_tool_call_ids(list: &MessageList, mode: ToolIdMode) -> (MessageList, ToolIdReport) {
+    if mode == ToolIdMode::Anthropic {
+        let (unique, renamed) = rename_reused_ids(list);
+        if renamed > 0 {
+            let (out, mut report) = rewrite_invalid(&unique, mode);
+            report.ids_rewritten += renamed;
+            report.messages_changed = changed_messages(list, &out);
+            return (out, report);
+        }
+    }
+    rewrite_invalid(list, mode)
+}
+
+/// How many messages of `after` are not the allocation of the same position in `before`.
+fn changed_messages(before: &MessageList, after: &MessageList) -> usize {
+    before
+        .iter()
+        .zip(after.iter())
+        .filter(|(a, b)| !Arc::ptr_eq(a, b))
+        .count()
+}
+
+/// Renames, in each assistant turn, the call ids an earlier turn of `list` already used (and
+/// the ids of the results after it, up to the next assistant turn). The new id is the old one
+/// with `#` and the number of earlier turns that used it, which [`rewrite_invalid`] then turns
+/// into a valid id. Returns the list and the number of calls renamed.
+fn rename_reused_ids(list: &MessageList) -> (MessageList, usize) {
+    let mut used: HashMap<String, usize> = HashMap::new();
+    let mut renamed = 0;
+    let mut out = ListBuilder::new(list);
+    let mut current: HashMap<String, String> = HashMap::new();
+    for (index, message) in list.iter().enumerate() {
+        match message.as_ref() {
+            AgentMessage::Assistant(a) => {
+                current.clear();
+                // Ids this turn shares with earlier turns; a repeat within the turn is the
+                // pairing repair's to judge, not a reuse.
+                let ids: HashSet<&str> = a
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                for id in ids {
+                    let seen = used.entry(id.to_string()).or_insert(0);
+                    if *seen > 0 {
+                        current.insert(id.to_string(), format!("{id}#{}", *seen));
+                    }
+                    *seen += 1;
+                }
+                if current.is_empty() {
+                    out.keep(index);
+                    continue;
+                }
+                let mut new = a.clone();
+                for block in &mut new.content {
+                    if let ContentBlock::ToolCall(c) = block
+                        && let Some(id) = current.get(&c.id)
+                    {
+                        c.id = id.clone();
+                        renamed += 1;
+                    }
+                }
+                out.push(Arc::new(AgentMessage::Assistant(new)));
+            }
+            AgentMessage::ToolResult(r) if current.contains_key(&r.tool_call_id) => {
+                let mut new = r.clone();
+                if let Some(id) = current.get(&r.tool_call_id) {
+                    new.tool_call_id = id.clone();
+                }
+                out.push(Arc::new(AgentMessage::ToolResult(new)));
+            }
+            _ => out.keep(index),
+        }
+    }
+    (out.finish(), renamed)
+}
+
+/// The id rewrite proper: every id `mode` rejects, through one injective mapping.
+fn rewrite_invalid(list: &MessageList, mode: ToolIdMode) -> (MessageList, ToolIdReport) {
     let mapping = plan(list, mode);
     if mapping.is_empty() {
         return (list.clone(), ToolIdReport::default());
@@ -269,6 +387,86 @@ mod tests {
         assert_eq!(ids[1], "ab");
         assert_ne!(ids[0], "ab");
         assert!(is_valid(&ids[0], ToolIdMode::Strict));
+    }
+
+    #[test]
+    fn anthropic_keeps_native_ids_and_rewrites_others_the_same_on_every_call() {
+        let long = "x".repeat(80);
+        let input = list(vec![
+            user("go"),
+            calls(
+                &[
+                    ("toolu_012yAbC-9", "read"),
+                    ("call_ab-12", "read"),
+                    ("functions.read:0", "read"),
+                    ("call_1|fc_2", "read"),
+                    (long.as_str(), "read"),
+                ],
+                "toolUse",
+            ),
+            result("toolu_012yAbC-9", "read"),
+            result("call_ab-12", "read"),
+            result("functions.read:0", "read"),
+            result("call_1|fc_2", "read"),
+            result(&long, "read"),
+        ]);
+        let (out, report) = sanitize_tool_call_ids(&input, ToolIdMode::Anthropic);
+        let ids = call_ids(&out);
+        assert_eq!(
+            &ids[..2],
+            ["toolu_012yAbC-9", "call_ab-12"],
+            "native ids pass"
+        );
+        assert_eq!(report.ids_rewritten, 3);
+        assert!(ids[2].starts_with("functions_read_0_"), "{}", ids[2]);
+        assert!(ids[3].starts_with("call_1_fc_2_"), "{}", ids[3]);
+        assert!(
+            ids.iter().all(|id| is_valid(id, ToolIdMode::Anthropic)),
+            "{ids:?}"
+        );
+        assert_eq!(
+            result_ids(&out),
+            ids.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        // The same id gets the same rewrite whatever else the list holds (a later call, an
+        // earlier part compacted away): the prompt cache holds.
+        let later = list(vec![
+            calls(&[("call_1|fc_2", "read")], "toolUse"),
+            result("call_1|fc_2", "read"),
+        ]);
+        let (again, _) = sanitize_tool_call_ids(&later, ToolIdMode::Anthropic);
+        assert_eq!(call_ids(&again), [ids[3].clone()]);
+    }
+
+    #[test]
+    fn anthropic_gives_a_reused_id_its_own_name_in_each_later_turn() {
+        let input = list(vec![
+            user("go"),
+            calls(&[("functions.read:0", "read")], "toolUse"),
+            result("functions.read:0", "read"),
+            calls(&[("functions.read:0", "read")], "toolUse"),
+            result("functions.read:0", "read"),
+            calls(&[("toolu_A", "read")], "toolUse"),
+            result("toolu_A", "read"),
+        ]);
+        let (out, report) = sanitize_tool_call_ids(&input, ToolIdMode::Anthropic);
+        let ids = call_ids(&out);
+        assert_eq!(ids.len(), 3);
+        assert_ne!(ids[0], ids[1], "each pair keeps an id of its own");
+        assert_eq!(ids[2], "toolu_A");
+        assert_eq!(
+            result_ids(&out),
+            ids.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        assert!(
+            ids.iter().all(|id| is_valid(id, ToolIdMode::Anthropic)),
+            "{ids:?}"
+        );
+        assert_eq!(report.messages_changed, 4);
+        assert!(
+            Arc::ptr_eq(&out[5], &input[5]),
+            "untouched turns are shared"
+        );
     }
 
     #[test]

@@ -34,17 +34,24 @@ pub struct AnthropicTurnsReport {
     pub replaced_turns: usize,
     /// User messages merged into the user message before them.
     pub merged_users: usize,
+    /// `error`/`aborted` assistant turns with no content left, dropped (in the request only)
+    /// so the user messages around them could merge.
+    pub dropped_empty_turns: usize,
 }
 
 impl PassReport for AnthropicTurnsReport {
     fn changed(&self) -> bool {
-        self.stripped_calls > 0 || self.replaced_turns > 0 || self.merged_users > 0
+        self.stripped_calls > 0
+            || self.replaced_turns > 0
+            || self.merged_users > 0
+            || self.dropped_empty_turns > 0
     }
 
     fn absorb(&mut self, other: Self) {
         self.stripped_calls += other.stripped_calls;
         self.replaced_turns += other.replaced_turns;
         self.merged_users += other.merged_users;
+        self.dropped_empty_turns += other.dropped_empty_turns;
     }
 }
 
@@ -81,15 +88,20 @@ fn replacement(assistant: &AssistantMessage) -> Vec<ContentBlock> {
 ///    for `error`/`aborted` turns, which are not sent anyway). A turn with thinking is signed as
 ///    a whole, so it is kept only when every call is answered (by a result recording the same
 ///    tool name, if it recorded one); otherwise all its content is replaced likewise.
-/// 2. consecutive user messages are merged into one: blocks concatenated, the later message's
-///    fields and timestamp kept.
+/// 2. an `error` or `aborted` turn left with no content is dropped: Anthropic refuses an
+///    empty assistant message, and the turn said nothing. (OpenClaw kept it, and the user
+///    messages on either side then stood apart.)
+/// 3. consecutive user messages are merged into one: blocks concatenated (a string content
+///    becomes a text block, so nothing is lost), the later message's fields and timestamp
+///    kept.
 ///
 /// Results are recognised in every shape [`crate::hygiene`] knows (tool-result messages, raw
 /// `tool` messages, `tool_result` blocks). Returns `input` itself when nothing changes.
 pub fn validate_anthropic_turns(input: &MessageList) -> (MessageList, AnthropicTurnsReport) {
     let mut report = AnthropicTurnsReport::default();
     let stripped = strip_dangling_calls(input, &mut report);
-    let merged = merge_runs(&stripped, is_user, merge_users, &mut report.merged_users);
+    let kept = drop_empty_errored_turns(&stripped, &mut report);
+    let merged = merge_runs(&kept, is_user, merge_users, &mut report.merged_users);
     (merged, report)
 }
 
@@ -134,6 +146,22 @@ fn strip_dangling_calls(input: &MessageList, report: &mut AnthropicTurnsReport) 
         out.push(Arc::new(AgentMessage::Assistant(with_content(
             assistant, content,
         ))));
+    }
+    out.finish()
+}
+
+fn drop_empty_errored_turns(input: &MessageList, report: &mut AnthropicTurnsReport) -> MessageList {
+    let empty_errored = |m: &AgentMessage| matches!(m, AgentMessage::Assistant(a) if is_errored(a) && a.content.is_empty());
+    if !input.iter().any(|m| empty_errored(m)) {
+        return input.clone();
+    }
+    let mut out = ListBuilder::new(input);
+    for (i, message) in input.iter().enumerate() {
+        if empty_errored(message) {
+            report.dropped_empty_turns += 1;
+        } else {
+            out.keep(i);
+        }
     }
     out.finish()
 }
@@ -278,16 +306,19 @@ impl PassReport for TurnOrderingReport {
 }
 
 /// Puts a short user message ([`BOOTSTRAP_USER_TEXT`]) in front of a transcript whose first
-/// message is an assistant turn. Idempotent; returns `input` itself when the transcript already
-/// opens with something else.
+/// message is an assistant turn, or that has no message at all (a subagent's transcript holds
+/// its answers but not the prompt its parent gave it, and no provider takes an empty request).
+/// Idempotent; returns `input` itself when the transcript already opens with something else.
 pub fn sanitize_google_turn_ordering(input: &MessageList) -> (MessageList, TurnOrderingReport) {
-    let Some(AgentMessage::Assistant(first)) = input.first().map(|m| m.as_ref()) else {
-        return (input.clone(), TurnOrderingReport::default());
+    let timestamp = match input.first().map(|m| m.as_ref()) {
+        None => 0,
+        Some(AgentMessage::Assistant(first)) => first.timestamp,
+        Some(_) => return (input.clone(), TurnOrderingReport::default()),
     };
     let mut out = Vec::with_capacity(input.len() + 1);
     out.push(Arc::new(AgentMessage::User(UserMessage {
         content: Content::Text(BOOTSTRAP_USER_TEXT.to_owned()),
-        timestamp: first.timestamp,
+        timestamp,
         extra: Default::default(),
     })));
     out.extend_from_slice(input);
@@ -324,6 +355,45 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_aborted_turn_is_dropped_and_the_users_around_it_merge_keeping_every_text() {
+        let string_user = AgentMessage::User(UserMessage {
+            content: Content::Text("first, as a string".into()),
+            timestamp: 1,
+            extra: Default::default(),
+        });
+        let input = list(vec![
+            string_user,
+            assistant_blocks(vec![], "aborted"),
+            user("second, as blocks"),
+            answer("done"),
+        ]);
+        let (out, report) = validate_anthropic_turns(&input);
+        assert_eq!(roles(&out), ["user", "assistant"]);
+        assert_eq!(report.dropped_empty_turns, 1);
+        assert_eq!(report.merged_users, 1);
+        let AgentMessage::User(merged) = out[0].as_ref() else {
+            panic!("a user message first")
+        };
+        let texts: Vec<&str> = merged
+            .content
+            .blocks()
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["first, as a string", "second, as blocks"]);
+        // A turn that said something is not this pass's to drop.
+        let spoke = list(vec![
+            user("a"),
+            assistant_blocks(vec![json!({"type": "text", "text": "partial"})], "aborted"),
+            user("b"),
+        ]);
+        assert_eq!(validate_anthropic_turns(&spoke).1.dropped_empty_turns, 0);
+    }
+
+    #[test]
     fn unanswered_calls_are_stripped_and_an_empty_turn_gets_a_marker() {
         let input = list(vec![
             user("u"),
@@ -349,15 +419,27 @@ mod tests {
     }
 
     #[test]
-    fn an_errored_turn_left_empty_has_no_content() {
+    fn an_errored_turn_left_empty_is_dropped() {
         let input = list(vec![
             user("u"),
             calls(&[("c", "exec")], "aborted"),
             user("v"),
         ]);
-        let (out, _) = validate_anthropic_turns(&input);
-        assert!(content(&out[1]).is_empty());
-        assert_eq!(stop_reason(&out[1]), Some(&StopReason::Aborted));
+        let (out, report) = validate_anthropic_turns(&input);
+        assert_eq!(roles(&out), ["user"], "the users around it merged");
+        assert_eq!(content(&out[0]), ["text", "text"]);
+        assert_eq!((report.stripped_calls, report.dropped_empty_turns), (1, 1));
+        let answered = list(vec![
+            user("u"),
+            calls(&[("c", "exec")], "aborted"),
+            result("c", "exec"),
+        ]);
+        let (kept, _) = validate_anthropic_turns(&answered);
+        assert_eq!(
+            stop_reason(&kept[1]),
+            Some(&StopReason::Aborted),
+            "a call with its result stays"
+        );
     }
 
     #[test]

@@ -77,6 +77,11 @@ pub struct ProviderSettings {
     pub models: Vec<ModelEntry>,
     /// `overflowWording` (sim only): whose overflow error text the simulator answers with.
     pub overflow_wording: Option<OverflowWording>,
+    /// `speaks` (sim only): the API the simulator stands in for (`"anthropic-messages"` or
+    /// `"openai-completions"`). Its requests then get that API's hygiene (turn validation,
+    /// tool-id grammar, signed thinking) and the wire body its adapter would send is recorded,
+    /// so a replay shows what that provider would receive. `None`: the generic passes only.
+    pub speaks: Option<ApiKind>,
 }
 
 /// One `[[models.providers.<p>.models]]` entry.
@@ -284,6 +289,7 @@ pub const PROVIDER_KEYS: &[&str] = &[
     "maxRetries",
     "retryBaseMs",
     "overflowWording",
+    "speaks",
     "models",
 ];
 
@@ -505,6 +511,7 @@ fn builtin_settings(id: &str, api: ApiKind) -> ProviderSettings {
         retry_base: Duration::from_millis(DEFAULT_RETRY_BASE_MS),
         models: Vec::new(),
         overflow_wording: None,
+        speaks: None,
     };
     if api == ApiKind::Sim {
         add_sim_default(&mut settings);
@@ -803,6 +810,28 @@ fn parse_provider(
             })?)
         }
     };
+    let speaks = match table.get("speaks") {
+        None => None,
+        Some(v) => {
+            if !is_sim {
+                return Err(ctx.err(
+                    &key("speaks"),
+                    "only applies to the simulator (api = \"sim\"): a real provider speaks its \
+                     `api`; remove it",
+                ));
+            }
+            match parse_api(&ctx, &key("speaks"), v)? {
+                ApiKind::Sim => {
+                    return Err(ctx.err(
+                        &key("speaks"),
+                        "names the API the simulator stands in for: \"openai-completions\" or \
+                         \"anthropic-messages\", not \"sim\"",
+                    ));
+                }
+                api => Some(api),
+            }
+        }
+    };
     let models = match table.get("models") {
         None => Vec::new(),
         Some(v) => parse_models(&ctx, name, v)?,
@@ -819,6 +848,7 @@ fn parse_provider(
         retry_base,
         models,
         overflow_wording,
+        speaks,
     };
     if is_sim {
         // Say the simulator's counting default out loud, so that the run loop, which reads

@@ -157,9 +157,10 @@ fn convert(message: &AgentMessage) -> (&'static str, Vec<Value>) {
     }
 }
 
-/// A text block, or nothing for empty text: Anthropic rejects empty text blocks.
+/// A text block, or nothing for blank text: Anthropic rejects text blocks that are empty or
+/// whitespace only ("text content blocks must contain non-whitespace text").
 fn text_block(text: &str) -> Option<Value> {
-    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+    (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}))
 }
 
 /// User-side content: text and images; other block kinds have no Anthropic form.

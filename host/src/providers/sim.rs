@@ -442,6 +442,7 @@ mod tests {
             retry_base: Duration::from_millis(500),
             models,
             overflow_wording: wording.map(|w| w.parse().unwrap()),
+            speaks: None,
         }
     }
 

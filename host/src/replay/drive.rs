@@ -504,6 +504,7 @@ impl Walk {
                 prompt_tokens: t.prompt_tokens,
                 system: t.system,
                 messages: t.messages,
+                wire: t.wire,
             })
             .collect();
         row.requests = requests.len() as u32;

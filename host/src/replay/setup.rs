@@ -21,16 +21,20 @@
 //! `--model` mapping ([`ModelProfile::from_flags`]), by the model id (any `provider/` prefix
 //! dropped, case ignored):
 //!
-//! | model id | tokenizer | overflow wording |
-//! |---|---|---|
-//! | `gpt-4o*`, `gpt-4.1*`, `gpt-4.5*`, `gpt-5*`, `gpt-oss*`, `o1*`, `o3*`, `o4*`, `chatgpt-4o*` | `o200k_base` | `openai` |
-//! | `gpt-4*`, `gpt-3.5*`, `gpt-35*` | `cl100k_base` | `openai` |
-//! | other `gpt-*`, `chatgpt*`, `text-*` | `estimate` | `openai` |
-//! | `claude-*` (and `anthropic/…`) | `estimate` (Claude's tokenizer is not public) | `anthropic` |
-//! | `gemini-*` | `estimate` | `gemini` |
-//! | Bedrock ids (`anthropic.…`, `amazon.…`, `meta.…`, `mistral.…`, `cohere.…`, `ai21.…`) | `estimate` | `bedrock` |
-//! | `llama*`, `qwen*`, `mistral*`, `mixtral*`, `gemma*`, `phi*`, `deepseek*` | `estimate` | `ollama` |
-//! | anything else | `estimate` | the config's, else `anthropic` |
+//! | model id | tokenizer | overflow wording | the simulator speaks |
+//! |---|---|---|---|
+//! | `gpt-4o*`, `gpt-4.1*`, `gpt-4.5*`, `gpt-5*`, `gpt-oss*`, `o1*`, `o3*`, `o4*`, `chatgpt-4o*` | `o200k_base` | `openai` | `openai-completions` |
+//! | `gpt-4*`, `gpt-3.5*`, `gpt-35*` | `cl100k_base` | `openai` | `openai-completions` |
+//! | other `gpt-*`, `chatgpt*`, `text-*` | `estimate` | `openai` | `openai-completions` |
+//! | `claude-*` (and `anthropic/…`) | `estimate` (Claude's tokenizer is not public) | `anthropic` | `anthropic-messages` |
+//! | `gemini-*` | `estimate` | `gemini` | (generic: no Gemini adapter yet) |
+//! | Bedrock ids (`anthropic.…`, `amazon.…`, `meta.…`, `mistral.…`, `cohere.…`, `ai21.…`) | `estimate` | `bedrock` | `anthropic-messages` for `anthropic.…`, else generic |
+//! | `llama*`, `qwen*`, `mistral*`, `mixtral*`, `gemma*`, `phi*`, `deepseek*` | `estimate` | `ollama` | `openai-completions` |
+//! | anything else | `estimate` | the config's, else `anthropic` | the config's `speaks`, else generic |
+//!
+//! "Speaks" is `models.providers.sim.speaks`: the replay runs that API's hygiene (turn
+//! validation, tool-id grammar, signed thinking) and `--requests-out` records, beside the pi
+//! messages, the `wire` body that API's adapter would send.
 
 use std::path::{Path, PathBuf};
 
@@ -92,6 +96,9 @@ pub struct ModelProfile {
     /// `--model`, when it names no family the mapping knows and the tokenizer or the wording
     /// was not given by flag: the replay then says what it fell back to.
     pub unrecognised: Option<String>,
+    /// The API the simulator stands in for (`models.providers.sim.speaks`): the family's
+    /// hygiene runs and `--requests-out` records the body its adapter would send.
+    pub speaks: Option<ApiKind>,
 }
 
 impl ModelProfile {
@@ -113,6 +120,7 @@ impl ModelProfile {
                 tokenizer: CountMode::Estimate,
                 wording: None,
                 unrecognised: None,
+                speaks: None,
             },
         };
         if profile.unrecognised.is_some() && tokenizer.is_some() && wording.is_some() {
@@ -168,11 +176,24 @@ impl ModelProfile {
             None
         };
         let recognised = wording.is_some() || tokenizer != CountMode::Estimate;
+        let speaks = match wording {
+            Some(OverflowWording::Anthropic) => Some(ApiKind::AnthropicMessages),
+            Some(OverflowWording::Bedrock) if lower.starts_with("anthropic.") => {
+                Some(ApiKind::AnthropicMessages)
+            }
+            // Local models are served through OpenAI-compatible servers (llama.cpp, vLLM,
+            // Ollama's /v1).
+            Some(OverflowWording::OpenAi | OverflowWording::Ollama) => {
+                Some(ApiKind::OpenAiCompletions)
+            }
+            _ => None,
+        };
         Self {
             id: id.to_string(),
             tokenizer,
             wording,
             unrecognised: (!recognised).then(|| full.to_string()),
+            speaks,
         }
     }
 
@@ -264,6 +285,9 @@ pub fn replay_config(
     }
     if let Some(w) = profile.wording {
         sim.overflow_wording = Some(w);
+    }
+    if profile.speaks.is_some() {
+        sim.speaks = profile.speaks;
     }
     sim.models.retain(|m| m.id != profile.id);
     sim.models.push(ModelEntry {

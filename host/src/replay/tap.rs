@@ -33,6 +33,9 @@ pub struct Tapped {
     pub prompt_tokens: u64,
     /// Whether the provider answered.
     pub answered: bool,
+    /// The body the wire adapter of the provider's family sends (see
+    /// [`RequestRecord::wire`](crate::run::RequestRecord)).
+    pub wire: Option<serde_json::Value>,
 }
 
 type Log = Arc<Mutex<Vec<Tapped>>>;
@@ -83,6 +86,7 @@ impl ModelSource for TapSource<'_> {
                 name: name.clone(),
                 log: Arc::clone(&self.log),
                 counter,
+                family: resolved.family,
             }),
             family: resolved.family,
             count_mode: resolved.count_mode,
@@ -107,6 +111,7 @@ struct TapProvider {
     name: ModelName,
     log: Log,
     counter: TokenCounter,
+    family: rampart_context::hygiene::Provider,
 }
 
 impl Provider for TapProvider {
@@ -139,7 +144,22 @@ impl Provider for TapProvider {
             messages: wire_messages(&request.messages).into_owned(),
             prompt_tokens,
             answered: result.is_ok(),
+            wire: wire_body(self.family, request),
         });
         result
+    }
+}
+
+/// The body the adapter of `family` sends for `request`; `None` for a family Rampart has no
+/// adapter of (the generic simulator, Gemini).
+fn wire_body(
+    family: rampart_context::hygiene::Provider,
+    request: &ModelRequest,
+) -> Option<serde_json::Value> {
+    use rampart_context::hygiene::Provider as Family;
+    match family {
+        Family::Anthropic => Some(crate::providers::anthropic::request_body(request)),
+        Family::OpenAiCompletions => Some(crate::providers::openai::request_body(request)),
+        Family::Gemini | Family::Other => None,
     }
 }

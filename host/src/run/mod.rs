@@ -135,7 +135,12 @@ impl ModelSource for crate::providers::registry::Providers {
             problem: e.to_string(),
         })?;
         let settings = self.settings(&name.provider);
-        let family = match settings.map(|s| s.api) {
+        // A simulator that stands in for an API gets that API's hygiene.
+        let api = settings.and_then(|s| match s.api {
+            crate::providers::ApiKind::Sim => s.speaks,
+            api => Some(api),
+        });
+        let family = match api {
             Some(crate::providers::ApiKind::OpenAiCompletions) => {
                 hygiene::Provider::OpenAiCompletions
             }
@@ -302,6 +307,11 @@ pub struct RequestRecord {
     pub system: Option<String>,
     /// The messages sent, in pi's format.
     pub messages: Vec<SharedMessage>,
+    /// The body the provider's wire adapter sends for them (Anthropic messages or OpenAI chat
+    /// completions JSON), when it is known: a replay records it for the API the simulator
+    /// speaks. Turns merged, roles mapped, ids rewritten: what that provider would receive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire: Option<serde_json::Value>,
 }
 
 /// What one turn did.
@@ -752,6 +762,7 @@ impl<'a> Runner<'a> {
                 prompt_tokens: prepared.estimated,
                 system: prepared.system.clone(),
                 messages: request.messages.clone(),
+                wire: None,
             };
             match resolved.provider.complete(&request) {
                 Ok(response) => {
