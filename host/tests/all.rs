@@ -25,4 +25,5 @@ mod run_e2e;
 mod seed003_e2e;
 mod sessions_e2e;
 mod sim_e2e;
+mod soak_e2e;
 mod store_safety;

@@ -184,3 +184,70 @@ fn an_import_never_writes_a_line_the_loader_would_refuse() {
         big.replace("\\n", "\n")
     );
 }
+
+/// The same for another tool's transcript, which is converted and written entry by entry: the
+/// oversized tool result is spilled on its way to the new file, the warning names the source
+/// line it came from, and the store holds only the session, its registry and the blob (the
+/// file the entries waited in had no name).
+#[test]
+fn a_streamed_import_spills_an_oversized_result_and_names_its_line() {
+    use rampart_host::commands::sessions_import::import_into_with;
+    use rampart_sessions::{LoadOptions, load_file};
+
+    let root = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(root.path().join("store")).unwrap();
+    let source = root.path().join("claude.jsonl");
+    let big: String = (0..100_000).map(|i| format!("row {i}\\n")).collect();
+    let lines = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","cwd":"/w","timestamp":"2025-07-14T23:04:11.646Z","message":{"role":"user","content":"read it"}}"#.to_string(),
+        r#"{"type":"assistant","uuid":"u2","parentUuid":"u1","sessionId":"s","timestamp":"2025-07-14T23:04:12.000Z","message":{"id":"m1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}],"stop_reason":"tool_use"}}"#.to_string(),
+        format!(
+            r#"{{"type":"user","uuid":"u3","parentUuid":"u2","sessionId":"s","timestamp":"2025-07-14T23:04:13.000Z","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t1","content":"{big}"}}]}}}}"#
+        ),
+        r#"{"type":"user","uuid":"u4","parentUuid":"u3","sessionId":"s","timestamp":"2025-07-14T23:04:14.000Z","message":{"role":"user","content":"thanks"}}"#.to_string(),
+    ];
+    std::fs::write(&source, lines.join("\n") + "\n").unwrap();
+    let limit = 256 * 1024;
+
+    let outcome = import_into_with(&store, &source, Some("cc"), limit)
+        .unwrap()
+        .remove(0);
+
+    let written = std::fs::read_to_string(&outcome.file).unwrap();
+    assert!(written.lines().all(|l| l.len() <= limit));
+    let loaded = load_file(
+        &outcome.file,
+        &LoadOptions {
+            max_line_bytes: limit,
+            record_corrupt_lines: false,
+        },
+    )
+    .unwrap();
+    assert!(loaded.report.is_clean(), "{:?}", loaded.report);
+    assert_eq!(loaded.tree.len(), outcome.entries);
+    assert!(
+        outcome.warnings.iter().any(
+            |w| w.starts_with(&format!("{}:3: ", source.display())) && w.contains("blob store")
+        ),
+        "{:?}",
+        outcome.warnings
+    );
+    let mut names: Vec<String> = std::fs::read_dir(store.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut expected = vec![
+        "blobs".to_string(),
+        outcome
+            .file
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
+        "sessions.json".to_string(),
+        "sessions.json.lock".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(names, expected);
+}

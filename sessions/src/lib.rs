@@ -14,7 +14,9 @@
 //! - [`migrate`]: v1/v2 → v3;
 //! - [`rewrite`]: replacing messages by branching;
 //! - [`quarantine`]: corrupt lines copied to a sidecar;
-//! - [`ids`], [`error`].
+//! - [`NewSessionFile`]: a new session file written entry by entry (imports);
+//! - [`ids`], [`error`];
+//! - [`fuzz`]: fuzz targets over the loader and the importers (for tests and `fuzz/`).
 //!
 //! Decisions worth knowing before changing anything (each module explains its own):
 //! - **Corrupt lines are copied out, never cut out.** A torn or malformed line is skipped in
@@ -32,6 +34,7 @@ pub mod context;
 pub mod entry;
 pub mod error;
 mod fsutil;
+pub mod fuzz;
 mod holder;
 pub mod ids;
 pub mod import;
@@ -47,6 +50,7 @@ pub mod session;
 mod split;
 pub mod store;
 pub mod tree;
+mod writer;
 
 pub use context::{LeafSelector, ModelRef, SessionContext, build_session_context};
 pub use entry::{Entry, EntryBody, SessionHeader};
@@ -54,3 +58,4 @@ pub use error::{ErrorKind, SessionError};
 pub use load::{LoadOptions, LoadReport, Loaded, load_file, parse_bytes};
 pub use session::{FsyncPolicy, Session, SessionOptions, save_session};
 pub use tree::{Bridge, LostLine, SessionTree};
+pub use writer::NewSessionFile;

@@ -11,6 +11,11 @@
 //! the tree together. Measured on the 119 MB `gen_session.py --preset 100mb` file: peak RSS
 //! about 1.5× the file size.
 //!
+//! A writer that only copies a session entry by entry (an import) needs no tree: `load_links`
+//! judges every line exactly as a load does but keeps only ids, links and where each entry's
+//! line is, a stretch of the file at a time, and `entry_at` reads each entry again when it is
+//! copied. The same 119 MB file imports in about 0.25× its size that way.
+//!
 //! # The last line
 //!
 //! Bytes after the final newline are either a torn append (a crash mid-write) or an append
@@ -25,7 +30,7 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::entry::{CURRENT_VERSION, Entry, SessionHeader};
+use crate::entry::{CURRENT_VERSION, Entry, EntryBody, Extra, OtherEntry, SessionHeader};
 use crate::error::{Result, SessionError};
 use crate::migrate::{self, MigrationReport, V1Line};
 use crate::parse::{LineOutcome, ParentField, RawEntry, json_kind};
@@ -195,37 +200,9 @@ pub(crate) fn load_source(
     options: &LoadOptions,
     tail: TailPolicy,
 ) -> Result<Loaded> {
-    if len == 0 {
-        return Err(SessionError::EmptyFile { path: path.into() });
-    }
     let read_error = |e| SessionError::io(path, "read", e);
-    // The header is one line: read it in small pieces, not a whole chunk the parser reads again.
-    let mut splitter = Splitter::with_chunk(source, 0, len, options.max_line_bytes, 64 << 10);
-    let mut cursor = Cursor {
-        next_line: 1,
-        ..Cursor::default()
-    };
-    let mut report = LoadReport {
-        path: path.into(),
-        ..LoadReport::default()
-    };
-
-    let mut header = read_header(&mut splitter, &mut cursor, path, options)?;
+    let (mut header, mut cursor, mut report) = start_load(source, path, len, options)?;
     let version = header.format_version();
-    report.format_version = version;
-    if version > CURRENT_VERSION {
-        return Err(SessionError::UnsupportedVersion {
-            path: path.into(),
-            version,
-        });
-    }
-    if version == 0 {
-        return Err(SessionError::NotASession {
-            path: path.into(),
-            line: 1,
-            problem: "it declares format version 0, which no pi release wrote".into(),
-        });
-    }
 
     let mut tree = SessionTree::new();
     let max_line = options.max_line_bytes;
@@ -238,7 +215,7 @@ pub(crate) fn load_source(
             tail,
             max_line,
             &mut report,
-            &mut |line, _, raw, report| accept_v3(&mut tree, path, line, raw, report),
+            &mut |at, raw, report| accept_v3(&mut tree, path, at.line, raw, report),
         );
         tree.finish_bulk_load();
     } else {
@@ -255,7 +232,8 @@ pub(crate) fn load_source(
                 tail,
                 max_line,
                 &mut report,
-                &mut |line, ordinal, raw, report| {
+                &mut |at, raw, report| {
+                    let Place { line, ordinal, .. } = at;
                     let timestamp = raw
                         .timestamp
                         .clone()
@@ -287,9 +265,9 @@ pub(crate) fn load_source(
                 tail,
                 max_line,
                 &mut report,
-                &mut |line, _, raw, report| {
-                    note_verbatim(path, line, raw.id.as_deref().unwrap_or(""), &raw, report);
-                    entries.push((line, placed_entry(raw)?));
+                &mut |at, raw, report| {
+                    note_verbatim(path, at.line, raw.id.as_deref().unwrap_or(""), &raw, report);
+                    entries.push((at.line, placed_entry(raw)?));
                     Ok(())
                 },
             );
@@ -320,6 +298,152 @@ pub(crate) fn load_source(
     })
 }
 
+/// Reads the header and checks its version: the start every load shares.
+fn start_load(
+    source: &dyn ReadAt,
+    path: &Path,
+    len: u64,
+    options: &LoadOptions,
+) -> Result<(SessionHeader, Cursor, LoadReport)> {
+    if len == 0 {
+        return Err(SessionError::EmptyFile { path: path.into() });
+    }
+    // The header is one line: read it in small pieces, not a whole chunk the parser reads again.
+    let mut splitter = Splitter::with_chunk(source, 0, len, options.max_line_bytes, 64 << 10);
+    let mut cursor = Cursor {
+        next_line: 1,
+        ..Cursor::default()
+    };
+    let mut report = LoadReport {
+        path: path.into(),
+        ..LoadReport::default()
+    };
+    let header = read_header(&mut splitter, &mut cursor, path, options)?;
+    let version = header.format_version();
+    report.format_version = version;
+    if version > CURRENT_VERSION {
+        return Err(SessionError::UnsupportedVersion {
+            path: path.into(),
+            version,
+        });
+    }
+    if version == 0 {
+        return Err(SessionError::NotASession {
+            path: path.into(),
+            line: 1,
+            problem: "it declares format version 0, which no pi release wrote".into(),
+        });
+    }
+    Ok((header, cursor, report))
+}
+
+/// How much of the file [`load_links`] parses before placing it: only one stretch's parsed
+/// lines are held at a time.
+const LINKS_STRETCH: u64 = 1 << 20;
+
+/// A v3 session's structure, without its entries' content (see [`load_links`]).
+#[derive(Debug)]
+pub(crate) struct Links {
+    /// The header.
+    pub(crate) header: SessionHeader,
+    /// Every entry with its id and links, linked around unreadable lines as a full load links
+    /// it; bodies and timestamps are left out (empty).
+    pub(crate) tree: SessionTree,
+    /// Where each entry's line is (offset, length without the newline), in tree order.
+    pub(crate) spans: Vec<(u64, u64)>,
+    /// What the load noticed, as [`load_file`] reports it.
+    pub(crate) report: LoadReport,
+}
+
+/// Reads a v3 session at `path` for its structure: every line is parsed and judged as
+/// [`load_file`] judges it (same report, same links, same logs), but only ids, links and where
+/// each entry's line is are kept. A writer that copies the session entry by entry (an import)
+/// reads each entry again with [`entry_at`], so the session is never in memory whole: parsed
+/// lines are placed a stretch at a time, and their content dropped. `None` for a v1/v2 file,
+/// whose migration needs every entry at once.
+pub(crate) fn load_links(path: &Path, options: &LoadOptions) -> Result<Option<Links>> {
+    let file = File::open(path).map_err(|e| SessionError::io(path, "open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| SessionError::io(path, "read the size of", e))?
+        .len();
+    let source: &dyn ReadAt = &file;
+    let (header, mut cursor, mut report) = start_load(source, path, len, options)?;
+    if header.format_version() != CURRENT_VERSION {
+        return Ok(None);
+    }
+    let max_line = options.max_line_bytes;
+    let mut tree = SessionTree::new();
+    let mut spans = Vec::new();
+    let mut from = cursor.offset;
+    while from < len && report.pending_tail.is_none() {
+        // Stretches end at a line start, so only the last one can end in a tail.
+        let to = match scan::next_line_start(source, from.saturating_add(LINKS_STRETCH), len) {
+            Ok(Some(start)) => start,
+            Ok(None) => len,
+            Err(e) => return Err(SessionError::io(path, "read", e)),
+        };
+        let items = scan::scan(source, from, to, max_line)
+            .map_err(|e| SessionError::io(path, "read", e))?;
+        ingest(
+            items,
+            &mut cursor,
+            path,
+            TailPolicy::MaybeInFlight,
+            max_line,
+            &mut report,
+            &mut |at, raw, report| {
+                accept_v3_as(&mut tree, path, at.line, raw, report, |mut entry| {
+                    // The content is read again when the entry is copied.
+                    entry.body = EntryBody::Other(OtherEntry {
+                        entry_type: String::new(),
+                        fields: Extra::new(),
+                    });
+                    entry.timestamp = String::new();
+                    entry
+                })?;
+                spans.push((at.offset, at.length));
+                Ok(())
+            },
+        );
+        from = to;
+    }
+    tree.finish_bulk_load();
+    bridge_lost_lines(source, path, &mut tree, &mut report);
+    report.bytes = cursor.offset;
+    report.entries = tree.len();
+    record_corrupt(path, source, &mut report, 0, options);
+    Ok(Some(Links {
+        header,
+        tree,
+        spans,
+        report,
+    }))
+}
+
+/// The entry on the line at `span` (from [`Links::spans`]) of `source`, parsed as a load
+/// parses it; `Err` with the reason when the line no longer holds an entry (the file changed).
+/// `buf` is the line buffer, kept between calls.
+pub(crate) fn entry_at(
+    source: &dyn ReadAt,
+    span: (u64, u64),
+    buf: &mut Vec<u8>,
+) -> io::Result<std::result::Result<Entry, String>> {
+    const KEEP_LINE_BUFFER: usize = 4 << 20;
+    let (offset, length) = span;
+    let length = usize::try_from(length).map_err(io::Error::other)?;
+    if buf.capacity() > KEEP_LINE_BUFFER && length < KEEP_LINE_BUFFER {
+        *buf = Vec::new();
+    }
+    buf.clear();
+    buf.resize(length, 0);
+    crate::split::read_exact_at(source, buf, offset)?;
+    Ok(match crate::parse::parse_line(buf) {
+        LineOutcome::Entry(raw) => placed_entry(raw),
+        LineOutcome::Corrupt(reason) => Err(reason),
+    })
+}
+
 /// Reads new lines of a v3 session from `cursor` to `end` into `tree` (the catch-up before an
 /// append, under the write lock), and records any corrupt lines.
 pub(crate) fn catch_up(
@@ -341,7 +465,7 @@ pub(crate) fn catch_up(
         TailPolicy::Torn,
         options.max_line_bytes,
         report,
-        &mut |line, _, raw, report| accept_v3(tree, path, line, raw, report),
+        &mut |at, raw, report| accept_v3(tree, path, at.line, raw, report),
     );
     tree.resolve_dangling();
     bridge_lost_lines(source, path, tree, report);
@@ -494,7 +618,7 @@ pub(crate) fn parse_header(bytes: &[u8]) -> std::result::Result<SessionHeader, S
 }
 
 type Accept<'a> =
-    dyn FnMut(u64, u64, RawEntry, &mut LoadReport) -> std::result::Result<(), String> + 'a;
+    dyn FnMut(Place, RawEntry, &mut LoadReport) -> std::result::Result<(), String> + 'a;
 
 /// Feeds every parsed line to `accept` in file order, keeping line numbers and the cursor,
 /// and recording what cannot be used.
@@ -626,7 +750,7 @@ fn use_line(
     accept: &mut Accept<'_>,
 ) {
     let reason = match outcome {
-        LineOutcome::Entry(raw) => match accept(at.line, at.ordinal, raw, report) {
+        LineOutcome::Entry(raw) => match accept(at, raw, report) {
             Ok(()) => return,
             Err(reason) => reason,
         },
@@ -675,8 +799,20 @@ fn accept_v3(
     raw: RawEntry,
     report: &mut LoadReport,
 ) -> std::result::Result<(), String> {
+    accept_v3_as(tree, path, line, raw, report, |entry| entry)
+}
+
+/// [`accept_v3`], keeping `shape(entry)` in the tree (what [`load_links`] keeps of it).
+fn accept_v3_as(
+    tree: &mut SessionTree,
+    path: &Path,
+    line: u64,
+    raw: RawEntry,
+    report: &mut LoadReport,
+    shape: impl FnOnce(Entry) -> Entry,
+) -> std::result::Result<(), String> {
     note_verbatim(path, line, raw.id.as_deref().unwrap_or(""), &raw, report);
-    let entry = placed_entry(raw)?;
+    let entry = shape(placed_entry(raw)?);
     if let Some(duplicate) = tree.push(entry, line) {
         warn_duplicate(path, &duplicate);
         report.duplicate_ids.push(duplicate);

@@ -134,7 +134,7 @@ fn partition(source: &dyn ReadAt, start: u64, end: u64) -> io::Result<Vec<(u64, 
 }
 
 /// The offset just after the first newline at or after `from`, if there is one before `end`.
-fn next_line_start(source: &dyn ReadAt, from: u64, end: u64) -> io::Result<Option<u64>> {
+pub(crate) fn next_line_start(source: &dyn ReadAt, from: u64, end: u64) -> io::Result<Option<u64>> {
     let mut buf = vec![0u8; 64 << 10];
     let mut at = from;
     while at < end {

@@ -663,6 +663,10 @@ impl Session {
             if buf.len() - start > limit {
                 return Err(line_too_long(&self.path, entry, buf.len() - start, limit));
             }
+            let depth = json_depth(&buf[start..]);
+            if depth > MAX_JSON_DEPTH {
+                return Err(line_too_deep(&self.path, entry, depth));
+            }
             buf.push(b'\n');
         }
         // One `write` of whole lines: with `O_APPEND` the kernel places it at the end as a
@@ -735,6 +739,7 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
     // appears (the temp file is dropped).
     let limit = crate::load::DEFAULT_MAX_LINE_BYTES;
     let mut too_long: Option<(usize, usize)> = None;
+    let mut too_deep: Option<(usize, usize)> = None;
     fsutil::write_atomically(target, Place::CreateNew, |out| {
         out.write_all(header_line.as_bytes())?;
         out.write_all(b"\n")?;
@@ -746,6 +751,11 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
                 too_long = Some((index, line.len()));
                 return Err(io::Error::other("line over the loader's limit"));
             }
+            let depth = json_depth(&line);
+            if depth > MAX_JSON_DEPTH {
+                too_deep = Some((index, depth));
+                return Err(io::Error::other("line nested deeper than the loader reads"));
+            }
             line.push(b'\n');
             out.write_all(&line)?;
         }
@@ -754,6 +764,8 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
     .map_err(|e| {
         if let Some((index, length)) = too_long {
             line_too_long(target, &tree.entries()[index], length, limit)
+        } else if let Some((index, depth)) = too_deep {
+            line_too_deep(target, &tree.entries()[index], depth)
         } else if e.kind() == io::ErrorKind::AlreadyExists {
             SessionError::InvalidRequest {
                 path: target.into(),
@@ -766,13 +778,66 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
 }
 
 /// The error for an entry whose line would be longer than the loader accepts.
-fn line_too_long(path: &Path, entry: &Entry, length: usize, limit: usize) -> SessionError {
+pub(crate) fn line_too_long(
+    path: &Path,
+    entry: &Entry,
+    length: usize,
+    limit: usize,
+) -> SessionError {
     SessionError::InvalidRequest {
         path: path.into(),
         problem: format!(
             "entry {} (`{}`) would be a line of {length} bytes, over the {limit}-byte limit the \
              loader reads; nothing was written. Move its large content to the blob store first \
              (rampart does this for message text)",
+            entry.id,
+            entry.entry_type()
+        ),
+    }
+}
+
+/// The deepest nesting of arrays and objects a line may have: serde_json, which the loader
+/// reads lines with, refuses a 128th level. A deeper line would be written fine and then lost
+/// (quarantined as corrupt) on the next load; found by the fuzzer on an import that wrapped a
+/// 127-level source value in an entry.
+pub(crate) const MAX_JSON_DEPTH: usize = 127;
+
+/// How deeply the JSON text `line` nests arrays and objects (brackets inside strings do not
+/// count).
+pub(crate) fn json_depth(line: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in line {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The error for an entry whose line would nest deeper than the loader reads.
+pub(crate) fn line_too_deep(path: &Path, entry: &Entry, depth: usize) -> SessionError {
+    SessionError::InvalidRequest {
+        path: path.into(),
+        problem: format!(
+            "entry {} (`{}`) would be a line nesting arrays and objects {depth} levels deep, \
+             deeper than the {MAX_JSON_DEPTH} levels the loader reads; nothing was written. \
+             Flatten the value (for example, keep it as a JSON string)",
             entry.id,
             entry.entry_type()
         ),

@@ -6,6 +6,7 @@ mod core_bad_input;
 mod core_migrate;
 mod core_real_files;
 mod core_session;
+mod fuzz_mutation;
 mod import_chat_like;
 mod import_claude_code;
 mod import_codex;

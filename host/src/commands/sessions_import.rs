@@ -1,14 +1,15 @@
 //! `rampart sessions import`: any transcript the importers read becomes a pi v3 session file in
 //! the sessions directory, registered in `sessions.json`.
 //!
-//! The source file is only read: [`rampart_sessions::import::open`] decides how it becomes
-//! sessions (the same reading a replay uses); this writes them out and registers them.
+//! The source file is only read: [`rampart_sessions::import::open_into`] decides how it becomes
+//! sessions (the same reading a replay uses, through `open`) and hands them on entry by entry;
+//! this writes them out as they come and registers them.
 
 use std::path::{Path, PathBuf};
 
-use rampart_sessions::entry::EntryBody;
-use rampart_sessions::import::{self, OpenError, SourceFormat};
-use rampart_sessions::{SessionTree, save_session};
+use rampart_sessions::NewSessionFile;
+use rampart_sessions::entry::{Entry, EntryBody, SessionHeader};
+use rampart_sessions::import::{self, OpenError, SessionSink, SessionStart, SourceFormat};
 
 use crate::blobs::BlobStore;
 use crate::spill::spill_oversized;
@@ -79,36 +80,98 @@ pub fn import_into(
 /// [`import_into`] with the longest line the new file may hold: message content that would
 /// make a longer line goes to the store's blob store first (see [`crate::spill`]). Tests use a
 /// small limit to exercise that without writing 64 MiB.
+///
+/// The source is streamed: each entry is written as the importer hands it on (to a file with
+/// no name yet, since the header comes last), so an import holds about one line of the source,
+/// not the file (a pi file is loaded whole first; see [`import::open_into`]).
 pub fn import_into_with(
     store: &SessionStore,
     source: &Path,
     key: Option<&str>,
     max_line_bytes: usize,
 ) -> Result<Vec<ImportOutcome>, ImportFailure> {
-    let opened = import::open(source)?;
     let base_key = normalize_key(
         key.map(str::to_string)
             .unwrap_or_else(|| stem(source))
             .trim(),
     );
-    let many = opened.len() > 1;
-    let mut outcomes = Vec::new();
-    for (i, session) in opened.into_iter().enumerate() {
-        let mut header = session.header;
-        let key = if many {
-            format!("{base_key}-{}", i + 1)
-        } else {
-            base_key.clone()
-        };
-        if let Some(existing) = store.get(&key)? {
-            return Err(ImportFailure::KeyTaken {
-                key: key.clone(),
-                existing: store
-                    .session_file_path(&key, &existing)
+    let mut sink = IntoStore {
+        store,
+        blobs: BlobStore::in_sessions_dir(store.dir()),
+        source,
+        base_key,
+        max_line_bytes,
+        current: None,
+        first: None,
+        outcomes: Vec::new(),
+    };
+    import::open_into(source, &mut sink)?;
+    // A source that held one session: its key is the base key itself.
+    if let Some(only) = sink.first.take() {
+        let key = sink.base_key.clone();
+        sink.place(only, key)?;
+    }
+    Ok(sink.outcomes)
+}
+
+/// The [`SessionSink`] of an import: writes each session to the store as it is read.
+struct IntoStore<'a> {
+    store: &'a SessionStore,
+    blobs: BlobStore,
+    source: &'a Path,
+    base_key: String,
+    max_line_bytes: usize,
+    /// The session being read.
+    current: Option<Writing>,
+    /// The first session, read but not placed: whether its key is the base key or
+    /// `<key>-1` depends on whether another session follows.
+    first: Option<Written>,
+    outcomes: Vec<ImportOutcome>,
+}
+
+/// A session whose entries are being written.
+struct Writing {
+    start: SessionStart,
+    file: NewSessionFile,
+    /// What was moved to the blob store, named after the source's warnings.
+    spills: Vec<String>,
+}
+
+/// A session read whole, waiting for its key.
+struct Written {
+    writing: Writing,
+    header: SessionHeader,
+    warnings: Vec<String>,
+}
+
+impl IntoStore<'_> {
+    /// The registry key of session `index` when the source holds several.
+    fn numbered_key(&self, index: usize) -> String {
+        format!("{}-{}", self.base_key, index + 1)
+    }
+
+    /// Fails with [`ImportFailure::KeyTaken`] when `key` is in the registry.
+    fn check_key(&self, key: &str) -> Result<(), ImportFailure> {
+        match self.store.get(key)? {
+            Some(existing) => Err(ImportFailure::KeyTaken {
+                key: key.to_owned(),
+                existing: self
+                    .store
+                    .session_file_path(key, &existing)
                     .map_or_else(|e| e.to_string(), |p| p.display().to_string()),
-            });
+            }),
+            None => Ok(()),
         }
-        let mut warnings = session.warnings;
+    }
+
+    /// Puts a session read whole in the store under `key` and registers it.
+    fn place(&mut self, written: Written, key: String) -> Result<(), ImportFailure> {
+        self.check_key(&key)?;
+        let Written {
+            writing,
+            mut header,
+            mut warnings,
+        } = written;
         // The id names the new file: one that is not a safe file name (`../escaped`) gets a
         // fresh id, so nothing is written outside the sessions directory; the source's id is
         // kept in the header and named in the warnings.
@@ -135,73 +198,95 @@ pub fn import_into_with(
         }
         // A session id already used in this directory (the same file imported under another
         // key) gets a fresh id, so the two never share a file.
-        let mut file = store.dir().join(format!("{}.jsonl", header.id));
+        let mut file = self.store.dir().join(format!("{}.jsonl", header.id));
         if file.exists() {
             header.id = rampart_sessions::ids::new_uuid();
-            file = store.dir().join(format!("{}.jsonl", header.id));
+            file = self.store.dir().join(format!("{}.jsonl", header.id));
         }
-        let tree = fit_lines(
-            session.tree,
-            &BlobStore::in_sessions_dir(store.dir()),
-            max_line_bytes,
-            source,
-            &mut warnings,
-        )?;
-        save_session(&file, &header, &tree)?;
+        warnings.extend(writing.spills);
+        let entries = writing.file.len();
+        writing.file.finish(&file, &header)?;
         let mut entry = SessionEntry::new(header.id.clone(), now_unix_ms());
         entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
-        store.upsert(&key, entry)?;
-        outcomes.push(ImportOutcome {
+        self.store.upsert(&key, entry)?;
+        self.outcomes.push(ImportOutcome {
             key,
-            session_id: header.id.clone(),
+            session_id: header.id,
             file,
-            format: session.format,
-            entries: tree.len(),
+            format: writing.start.format,
+            entries,
             warnings,
         });
+        Ok(())
     }
-    Ok(outcomes)
 }
 
-/// `tree` with every message that would make a line over `max_line_bytes` spilled to `blobs`
-/// (each spill named in `warnings`); the same tree when nothing is that large.
-fn fit_lines(
-    tree: SessionTree,
-    blobs: &BlobStore,
-    max_line_bytes: usize,
-    source: &Path,
-    warnings: &mut Vec<String>,
-) -> Result<SessionTree, ImportFailure> {
-    let mut changed = false;
-    let mut entries = Vec::with_capacity(tree.len());
-    for (index, entry) in tree.entries().iter().enumerate() {
-        let mut entry = entry.clone();
+impl SessionSink for IntoStore<'_> {
+    type Error = ImportFailure;
+
+    fn begin(&mut self, start: &SessionStart) -> Result<(), ImportFailure> {
+        if start.index == 0 && !start.more_may_follow {
+            // The only session: refuse a taken key before writing anything, blobs included.
+            self.check_key(&self.base_key)?;
+        } else if start.index > 0 {
+            // A second session: the first is `<key>-1`, and this one's key is known.
+            if let Some(first) = self.first.take() {
+                let key = self.numbered_key(0);
+                self.place(first, key)?;
+            }
+            self.check_key(&self.numbered_key(start.index))?;
+        }
+        self.current = Some(Writing {
+            start: *start,
+            file: NewSessionFile::create_in(self.store.dir())?,
+            spills: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn entry(&mut self, mut entry: Entry, source_line: Option<u64>) -> Result<(), ImportFailure> {
+        let Some(writing) = &mut self.current else {
+            return Ok(());
+        };
         if let EntryBody::Message(m) = &mut entry.body
             && let Some((spilled, spill)) =
-                spill_oversized(&m.message, blobs, max_line_bytes).map_err(ImportFailure::Blob)?
+                spill_oversized(&m.message, &self.blobs, self.max_line_bytes)
+                    .map_err(ImportFailure::Blob)?
         {
-            let at = match tree.line_of(index) {
-                0 => String::new(),
-                line => format!(":{line}"),
-            };
-            warnings.push(format!(
-                "{}{at}: entry {} would be a line of {} bytes, over the {max_line_bytes}-byte \
-                 limit; its largest text is kept whole in the blob store as {} and shortened in the \
+            let at = source_line.map_or_else(String::new, |line| format!(":{line}"));
+            writing.spills.push(format!(
+                "{}{at}: entry {} would be a line of {} bytes, over the {}-byte limit; its \
+                 largest text is kept whole in the blob store as {} and shortened in the \
                  session",
-                source.display(),
+                self.source.display(),
                 entry.id,
                 spill.line_bytes_before,
+                self.max_line_bytes,
                 spill.blobs.join(", ")
             ));
             m.message = std::sync::Arc::new(spilled);
-            changed = true;
         }
-        entries.push(entry);
+        writing.file.push(&entry)?;
+        Ok(())
     }
-    if !changed {
-        return Ok(tree);
+
+    fn end(&mut self, header: SessionHeader, warnings: Vec<String>) -> Result<(), ImportFailure> {
+        let Some(writing) = self.current.take() else {
+            return Ok(());
+        };
+        let index = writing.start.index;
+        let written = Written {
+            writing,
+            header,
+            warnings,
+        };
+        if index == 0 {
+            self.first = Some(written);
+            return Ok(());
+        }
+        let key = self.numbered_key(index);
+        self.place(written, key)
     }
-    Ok(SessionTree::from_entries(entries).0)
 }
 
 fn stem(path: &Path) -> String {

@@ -6,7 +6,7 @@
 //! docs of `import`): nothing dropped silently, results paired with calls,
 //! one timestamp spelling.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use rampart_message::{
@@ -60,9 +60,15 @@ pub(crate) struct Stamp {
 }
 
 /// Collects the items and warnings of one import.
+///
+/// Items are addressed by their index in the whole import. An importer that streams hands
+/// out the items no later record can change ([`Builder::ready`]); only the ones after them
+/// stay here, so indices below `base` are gone (and their pairing already checked).
 #[derive(Default)]
 pub(crate) struct Builder {
     items: Vec<ImportedItem>,
+    /// Index in the whole import of `items[0]`.
+    base: usize,
     warnings: Vec<String>,
     /// Tool-call id → tool name, for results that only carry the id.
     tool_names: HashMap<String, String>,
@@ -75,6 +81,54 @@ pub(crate) struct Builder {
     /// The last warning as first written and how often it came in a row,
     /// so a repeated problem (one per block of a line) is reported once.
     repeat: Option<(String, usize)>,
+    /// The tool-call/result pairing of the items handed out so far.
+    pairing: Pairing,
+}
+
+/// The pairing check, item by item in import order (see [`Builder::finish`]).
+#[derive(Default)]
+struct Pairing {
+    /// Call id → the order it was first seen in, and whether a result answered it.
+    calls: HashMap<String, (usize, bool)>,
+    /// Results without an earlier call, as warnings.
+    warnings: Vec<String>,
+}
+
+impl Pairing {
+    /// Notes the calls and the result of the item at `index`, which no later record changes.
+    fn note(&mut self, item: &ImportedItem, index: usize) {
+        let ImportedKind::Message(message) = &item.kind else {
+            return;
+        };
+        for call in message.tool_calls() {
+            if !self.calls.contains_key(call.id.as_str()) {
+                let order = self.calls.len();
+                self.calls.insert(call.id.clone(), (order, false));
+            }
+        }
+        if let Some(id) = message.tool_call_id() {
+            match self.calls.get_mut(id) {
+                Some((_, answered)) => *answered = true,
+                None => self.warnings.push(format!(
+                    "{}: tool result for call `{id}` has no earlier tool call in this import; \
+                     it is kept, but providers will reject it until it is paired or removed",
+                    location(item, index)
+                )),
+            }
+        }
+    }
+
+    /// The calls no result answered, in the order they were first seen.
+    fn unanswered(&self) -> Vec<&str> {
+        let mut open: Vec<(usize, &str)> = self
+            .calls
+            .iter()
+            .filter(|(_, (_, answered))| !answered)
+            .map(|(id, (order, _))| (*order, id.as_str()))
+            .collect();
+        open.sort_unstable();
+        open.into_iter().map(|(_, id)| id).collect()
+    }
 }
 
 impl Builder {
@@ -101,13 +155,13 @@ impl Builder {
 
     /// Index of the last item, the default parent of the next one.
     pub(crate) fn last(&self) -> Option<usize> {
-        self.items.len().checked_sub(1)
+        (self.base + self.items.len()).checked_sub(1)
     }
 
     /// Add an item whose `parent` the caller has set; returns its index.
     pub(crate) fn push(&mut self, item: ImportedItem) -> usize {
         self.items.push(item);
-        self.items.len() - 1
+        self.base + self.items.len() - 1
     }
 
     /// Add an item following the previous one (linear sources).
@@ -116,14 +170,35 @@ impl Builder {
         self.push(item)
     }
 
-    /// The item at `index`, to extend a message built over several records.
+    /// The item at `index`, to extend a message built over several records. `None` once it
+    /// was handed out: an importer keeps what it may still change out of [`Builder::ready`].
     pub(crate) fn item_mut(&mut self, index: usize) -> Option<&mut ImportedItem> {
-        self.items.get_mut(index)
+        let at = index.checked_sub(self.base);
+        debug_assert!(
+            at.is_some(),
+            "item {index} was changed after it was handed out"
+        );
+        self.items.get_mut(at?)
     }
 
-    /// The item at `index`.
+    /// The item at `index` (`None` once it was handed out).
     pub(crate) fn item(&self, index: usize) -> Option<&ImportedItem> {
-        self.items.get(index)
+        self.items.get(index.checked_sub(self.base)?)
+    }
+
+    /// Hands out, in order, the items before `keep_from` (the first item the importer may
+    /// still change, `None` for none) and before the last item (the next record's default
+    /// parent, whose chain later records ask about). Their pairing is checked now: they are
+    /// final.
+    pub(crate) fn ready(&mut self, keep_from: Option<usize>) -> std::vec::Drain<'_, ImportedItem> {
+        let last = self.last().unwrap_or(0);
+        let stop = keep_from.map_or(last, |keep| keep.min(last));
+        let count = stop.saturating_sub(self.base).min(self.items.len());
+        for (offset, item) in self.items[..count].iter().enumerate() {
+            self.pairing.note(item, self.base + offset);
+        }
+        self.base += count;
+        self.items.drain(..count)
     }
 
     /// Remember which tool a call id belongs to.
@@ -194,7 +269,8 @@ impl Builder {
         self.model = None;
     }
 
-    /// Finish: check that tool results pair with calls, then assemble.
+    /// Finish: check that tool results pair with calls, then assemble (with the items not
+    /// handed out yet).
     pub(crate) fn finish(
         mut self,
         format: SourceFormat,
@@ -203,7 +279,7 @@ impl Builder {
         started_at: Option<String>,
     ) -> Imported {
         self.check_pairing();
-        if !self.saw_time && !self.items.is_empty() {
+        if !self.saw_time && self.base + self.items.len() > 0 {
             self.warn(
                 "the source records no times; messages carry timestamp 0 and entries none"
                     .to_owned(),
@@ -222,35 +298,12 @@ impl Builder {
     /// Warn about results without an earlier call and calls never answered:
     /// providers reject both, so transcript repair must know.
     fn check_pairing(&mut self) {
-        let mut calls: Vec<&str> = Vec::new();
-        let mut seen: HashSet<&str> = HashSet::new();
-        let mut answered: HashSet<&str> = HashSet::new();
-        let mut warnings = Vec::new();
-        for (index, item) in self.items.iter().enumerate() {
-            let ImportedKind::Message(message) = &item.kind else {
-                continue;
-            };
-            for call in message.tool_calls() {
-                if seen.insert(call.id.as_str()) {
-                    calls.push(call.id.as_str());
-                }
-            }
-            if let Some(id) = message.tool_call_id() {
-                if seen.contains(id) {
-                    answered.insert(id);
-                } else {
-                    warnings.push(format!(
-                        "{}: tool result for call `{id}` has no earlier tool call in this import; \
-                         it is kept, but providers will reject it until it is paired or removed",
-                        location(item, index)
-                    ));
-                }
-            }
+        for (offset, item) in self.items.iter().enumerate() {
+            self.pairing.note(item, self.base + offset);
         }
-        let unanswered: Vec<&str> = calls
-            .into_iter()
-            .filter(|id| !answered.contains(id))
-            .collect();
+        let mut pairing = std::mem::take(&mut self.pairing);
+        let mut warnings = std::mem::take(&mut pairing.warnings);
+        let unanswered = pairing.unanswered();
         if !unanswered.is_empty() {
             let shown: Vec<String> = unanswered
                 .iter()
@@ -363,7 +416,14 @@ pub(crate) fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) 
         output,
         cache_read,
         cache_write,
-        total_tokens: Some(input + output + cache_read + cache_write),
+        // Saturating: a transcript's counts are data, and one near u64::MAX panicked the
+        // import (found by the fuzzer).
+        total_tokens: Some(
+            input
+                .saturating_add(output)
+                .saturating_add(cache_read)
+                .saturating_add(cache_write),
+        ),
         cost: Cost::default(),
         extra: Extra::new(),
     }
@@ -381,7 +441,7 @@ pub(crate) fn chat_usage(u: &Map<String, Value>) -> Usage {
         .unwrap_or(0);
     let cache_read = get_u64(u, "cache_read_input_tokens").max(cached_detail);
     let cache_write = get_u64(u, "cache_creation_input_tokens");
-    let input = prompt.saturating_sub(cache_read + cache_write);
+    let input = prompt.saturating_sub(cache_read.saturating_add(cache_write));
     let mut out = usage(input, completion, cache_read, cache_write);
     if let Some(total) = u.get("total_tokens").and_then(Value::as_u64) {
         out.total_tokens = Some(total);

@@ -71,16 +71,31 @@ const CONSUMED: &[&str] = &[
     "isSidechain",
 ];
 
-/// Import a Claude Code JSONL text.
-pub(crate) fn import(text: &str, origin: &Origin<'_>) -> Imported {
-    let mut cc = ClaudeImport::default();
-    cc.sidecar(origin);
-    for (index, raw) in text.lines().enumerate() {
-        if !raw.trim().is_empty() {
-            cc.line(index + 1, raw);
-        }
+impl super::LineImport for ClaudeImport {
+    const FORMAT: SourceFormat = SourceFormat::ClaudeCode;
+
+    fn line(&mut self, line: usize, raw: &str) {
+        self.read_line(line, raw);
     }
-    cc.finish()
+
+    fn settled_start(&self) -> Option<&str> {
+        // The first line with a time sets it for good.
+        self.started_at.as_deref()
+    }
+
+    fn ready(&mut self) -> std::vec::Drain<'_, ImportedItem> {
+        // A response still open may take more split lines (merged into its first item).
+        let keep = self
+            .chains
+            .iter()
+            .filter_map(|chain| chain.open.as_ref().map(|group| group.item))
+            .min();
+        self.b.ready(keep)
+    }
+
+    fn finish(self) -> Imported {
+        self.finish_import()
+    }
 }
 
 /// Where a chain (the main conversation or the sidechain) stands.
@@ -126,8 +141,9 @@ impl LineMeta {
     }
 }
 
+/// A Claude Code JSONL import, fed one line at a time.
 #[derive(Default)]
-struct ClaudeImport {
+pub(crate) struct ClaudeImport {
     b: Builder,
     /// `[main, sidechain]`.
     chains: [Chain; 2],
@@ -141,6 +157,13 @@ struct ClaudeImport {
 }
 
 impl ClaudeImport {
+    /// An import of the file at `origin` (whose sub-agent sidecar, if any, comes first).
+    pub(crate) fn new(origin: &Origin<'_>) -> Self {
+        let mut cc = Self::default();
+        cc.sidecar(origin);
+        cc
+    }
+
     fn b(&mut self) -> &mut Builder {
         &mut self.b
     }
@@ -177,7 +200,7 @@ impl ClaudeImport {
         self.chains[1].leaf = Some(index);
     }
 
-    fn line(&mut self, line: usize, raw: &str) {
+    fn read_line(&mut self, line: usize, raw: &str) {
         let obj = match serde_json::from_str::<Value>(raw) {
             Ok(Value::Object(obj)) => obj,
             Ok(_) => return self.unparsed(line, raw, "not a JSON object"),
@@ -677,7 +700,7 @@ impl ClaudeImport {
         self.push_line(&meta, vec![item], false);
     }
 
-    fn finish(mut self) -> Imported {
+    fn finish_import(mut self) -> Imported {
         if !self.attachments.is_empty() {
             let total: usize = self.attachments.values().sum();
             let kinds: Vec<String> = self

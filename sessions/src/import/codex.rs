@@ -52,36 +52,18 @@ use rampart_message::{
     ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
 };
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::builder::{
     Builder, Stamp, get_obj, get_str, get_u64, image_from_data_url, plain_text, text_content,
     usage, without,
 };
 use super::openai_chat::parse_arguments;
-use super::{Imported, ImportedItem, ImportedKind, Origin, SourceFormat};
+use super::{Imported, ImportedItem, ImportedKind, SourceFormat};
 
-/// Import a Codex rollout text.
-pub(crate) fn import(text: &str, _origin: &Origin<'_>) -> Imported {
-    let mut lines: Vec<(usize, Result<Value, String>)> = Vec::new();
-    for (index, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let parsed = serde_json::from_str::<Value>(raw).map_err(|e| format!("{e}: {raw}"));
-        lines.push((index + 1, parsed));
-    }
-    let mut codex = CodexImport::new(&lines);
-    for (line, parsed) in &lines {
-        match parsed {
-            Ok(Value::Object(obj)) => codex.line(*line, obj),
-            Ok(other) => codex.unparsed(*line, &other.to_string(), "not a JSON object"),
-            Err(e) => codex.unparsed(*line, e, "invalid JSON"),
-        }
-    }
-    codex.finish()
-}
-
-struct CodexImport {
+/// A Codex rollout import: [`CodexImport::remember_texts`] over every line first (events are
+/// skipped when they repeat a response item, which may come later), then one line at a time.
+pub(crate) struct CodexImport {
     b: Builder,
     session_id: Option<String>,
     cwd: Option<String>,
@@ -95,41 +77,56 @@ struct CodexImport {
     last_assistant: Option<usize>,
     /// Assistant messages that already got a `token_count`.
     with_usage: HashSet<usize>,
-    /// Texts of user/assistant messages and reasoning summaries, to skip the
-    /// `event_msg`s that repeat them.
-    seen_texts: HashSet<String>,
+    /// Digests of the texts of user/assistant messages and reasoning summaries, to skip the
+    /// `event_msg`s that repeat them. Digests rather than the texts: the set spans the whole
+    /// file while the import itself holds only a few lines.
+    seen_texts: HashSet<TextDigest>,
     skipped_events: usize,
     /// Whether a bare (pre-envelope) meta line was seen.
     legacy: bool,
 }
 
-impl CodexImport {
-    fn new(lines: &[(usize, Result<Value, String>)]) -> Self {
-        let mut seen_texts = HashSet::new();
-        for (_, parsed) in lines {
-            let Ok(Value::Object(obj)) = parsed else {
-                continue;
-            };
-            let payload = get_obj(obj, "payload").unwrap_or(obj);
-            match get_str(payload, "type") {
-                Some("message") => {
-                    seen_texts.insert(plain_text(payload.get("content")).trim().to_owned());
-                }
-                Some("reasoning") => {
-                    for part in payload
-                        .get("summary")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        if let Some(text) = part.get("text").and_then(Value::as_str) {
-                            seen_texts.insert(text.trim().to_owned());
-                        }
-                    }
-                }
-                _ => {}
-            }
+/// A SHA-256 digest of a trimmed text, standing for the text in [`CodexImport::seen_texts`].
+type TextDigest = [u8; 32];
+
+/// The digest `text` is remembered and looked up by (trimmed, as the texts are compared).
+fn digest(text: &str) -> TextDigest {
+    Sha256::digest(text.trim().as_bytes()).into()
+}
+
+impl super::LineImport for CodexImport {
+    const FORMAT: SourceFormat = SourceFormat::CodexRollout;
+
+    fn line(&mut self, line: usize, raw: &str) {
+        match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(obj)) => self.read_line(line, &obj),
+            Ok(other) => self.unparsed(line, &other.to_string(), "not a JSON object"),
+            Err(e) => self.unparsed(line, &format!("{e}: {raw}"), "invalid JSON"),
         }
+    }
+
+    fn settled_start(&self) -> Option<&str> {
+        // The first session meta may still replace the start taken from the first line.
+        self.session_id.as_ref().and(self.started_at.as_deref())
+    }
+
+    fn ready(&mut self) -> std::vec::Drain<'_, ImportedItem> {
+        // The open response takes more items, and the last response its `token_count`.
+        let waiting_usage = self
+            .last_assistant
+            .filter(|index| !self.with_usage.contains(index));
+        let keep = [self.open, waiting_usage].into_iter().flatten().min();
+        self.b.ready(keep)
+    }
+
+    fn finish(self) -> Imported {
+        self.finish_import()
+    }
+}
+
+impl CodexImport {
+    /// An import with nothing read yet.
+    pub(crate) fn new() -> Self {
         Self {
             b: Builder::new(),
             session_id: None,
@@ -141,9 +138,36 @@ impl CodexImport {
             open: None,
             last_assistant: None,
             with_usage: HashSet::new(),
-            seen_texts,
+            seen_texts: HashSet::new(),
             skipped_events: 0,
             legacy: false,
+        }
+    }
+
+    /// The first pass: notes the texts of messages and reasoning summaries in `raw`.
+    pub(crate) fn remember_texts(&mut self, raw: &str) {
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(raw) else {
+            return;
+        };
+        let payload = get_obj(&obj, "payload").unwrap_or(&obj);
+        match get_str(payload, "type") {
+            Some("message") => {
+                self.seen_texts
+                    .insert(digest(&plain_text(payload.get("content"))));
+            }
+            Some("reasoning") => {
+                for part in payload
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(text) = part.get("text").and_then(Value::as_str) {
+                        self.seen_texts.insert(digest(text));
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -172,7 +196,7 @@ impl CodexImport {
         self.b.push_linear(item)
     }
 
-    fn line(&mut self, line: usize, obj: &Map<String, Value>) {
+    fn read_line(&mut self, line: usize, obj: &Map<String, Value>) {
         let stamp = self
             .b
             .stamp_str(get_str(obj, "timestamp"), &format!("line {line}"));
@@ -632,7 +656,7 @@ impl CodexImport {
                     .or_else(|| get_str(p, "text"))
                     .unwrap_or_default()
                     .trim();
-                if self.seen_texts.contains(text) {
+                if self.seen_texts.contains(&digest(text)) {
                     self.skipped_events += 1;
                     return;
                 }
@@ -642,7 +666,7 @@ impl CodexImport {
         self.custom_item("codex.event", p, line, stamp);
     }
 
-    fn finish(mut self) -> Imported {
+    fn finish_import(mut self) -> Imported {
         if self.skipped_events > 0 {
             self.b.warn(format!(
                 "{} event_msg line(s) (user_message / agent_message / agent_reasoning) skipped: \

@@ -3,7 +3,8 @@
 //! Rules, in order:
 //!
 //! 1. Empty, whitespace-only, non-UTF-8 or non-JSON content is rejected with
-//!    an error listing the supported formats.
+//!    an error listing the supported formats. Lines that are not UTF-8 in an
+//!    otherwise text file are left out (see `source`).
 //! 2. If the whole text is one JSON value it is classified as a document:
 //!    * an object with a `trajectory` array → SWE-agent `.traj`;
 //!    * an object with a `messages` array → OpenAI chat (LiteLLM log);
@@ -23,8 +24,13 @@
 //! A Claude Code `.meta.json` sidecar is recognised only to say so in the
 //! error: it is metadata of the `agent-*.jsonl` next to it.
 
+use std::io::BufRead;
+
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
+pub use super::source::InvalidLine;
+use super::source::{Prepared, Source};
 use super::{ImportError, SourceFormat};
 
 /// How many leading JSONL lines are examined before giving up.
@@ -57,64 +63,11 @@ const CODEX_TYPES: &[&str] = &[
 ];
 
 /// The parsed input, in the shape its importer takes.
-pub(crate) enum Input<'a> {
-    /// JSONL text, read line by line by the importer.
-    Lines(&'a str),
-    /// A whole JSON document.
+pub(crate) enum Input {
+    /// JSONL, read again line by line by the importer.
+    Lines,
+    /// A whole JSON document, parsed once here.
     Document(Value),
-}
-
-/// A line of the source that is not UTF-8 text, left out of the import.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InvalidLine {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based byte column of the first invalid byte.
-    pub column: usize,
-}
-
-impl InvalidLine {
-    /// The warning an import carries for it, naming `file` and the line.
-    pub fn warning(&self, file: &str) -> String {
-        format!(
-            "{file}:{}: not UTF-8 text (invalid byte at column {}); this line was left out, \
-             the others were read",
-            self.line, self.column
-        )
-    }
-}
-
-/// Blanks the lines of `bytes` that are not UTF-8, keeping every newline (so line numbers hold)
-/// and every other byte. Why: one bad byte in a JSONL transcript used to reject the whole
-/// file; now it costs its line, which the import names. A file whose lines are mostly not
-/// UTF-8 is returned unchanged: it is binary, and detection says so.
-pub(crate) fn blank_invalid_lines(bytes: &[u8]) -> (std::borrow::Cow<'_, [u8]>, Vec<InvalidLine>) {
-    use std::borrow::Cow;
-    if std::str::from_utf8(bytes).is_ok() {
-        return (Cow::Borrowed(bytes), Vec::new());
-    }
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut invalid = Vec::new();
-    let mut lines = 0usize;
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        if !line.iter().all(u8::is_ascii_whitespace) {
-            lines += 1;
-        }
-        match std::str::from_utf8(line) {
-            Ok(_) => out.extend_from_slice(line),
-            Err(e) => invalid.push(InvalidLine {
-                line: i + 1,
-                column: e.valid_up_to() + 1,
-            }),
-        }
-    }
-    if invalid.len() * 2 > lines {
-        return (Cow::Borrowed(bytes), Vec::new());
-    }
-    (Cow::Owned(out), invalid)
 }
 
 /// Detect the format of a transcript from its bytes.
@@ -126,39 +79,87 @@ pub fn detect(bytes: &[u8]) -> Result<SourceFormat, ImportError> {
 }
 
 /// [`detect`] for the contents of `file`, which errors name. Lines that are not UTF-8 do not
-/// decide the format (see [`blank_invalid_lines`]).
+/// decide the format (see `source`).
 pub fn detect_named(bytes: &[u8], file: &str) -> Result<SourceFormat, ImportError> {
-    let (bytes, _) = blank_invalid_lines(bytes);
-    sniff(&bytes, file).map(|(format, _)| format)
+    let prepared = Prepared::new(Source::Bytes(bytes), file)?;
+    sniff(&prepared, file).map(|(format, _)| format)
 }
 
-/// Detect and keep what was parsed, so importers do not parse twice.
-pub(crate) fn sniff<'a>(
-    bytes: &'a [u8],
+/// Detect, and keep what was parsed so importers do not parse a document twice.
+///
+/// Only what decides the format is read: the first character, the first JSON value (for
+/// JSONL, its first line; a document is parsed whole, from the reader, since its importer
+/// needs it) and, for JSONL, up to [`SNIFF_LINES`] lines. The result is the one a parse of
+/// the whole text gave: the first value is read with `serde_json`'s own end check, so a
+/// document followed by more is the same error at the same line and column.
+pub(crate) fn sniff(
+    prepared: &Prepared<'_>,
     file: &str,
-) -> Result<(SourceFormat, Input<'a>), ImportError> {
+) -> Result<(SourceFormat, Input), ImportError> {
     let unknown = |reason: String| ImportError::UnknownFormat {
         file: file.to_owned(),
         reason,
     };
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let text = std::str::from_utf8(bytes)
-        .map_err(|e| unknown(format!("not UTF-8 text ({e}); binary data?")))?;
-    let trimmed = text.trim_start();
-    let Some(first) = trimmed.chars().next() else {
+    let (first, start) = leading_chars(prepared)?;
+    let Some(first) = first else {
         return Err(unknown("the file is empty".to_owned()));
     };
     if first != '{' && first != '[' {
-        let start: String = trimmed.chars().take(24).collect();
         return Err(unknown(format!(
             "not JSON or JSONL: it starts with {start:?}"
         )));
     }
-    match serde_json::from_str::<Value>(text) {
-        Ok(doc) => classify_document(doc, text).map_err(unknown),
+    let mut de = serde_json::Deserializer::from_reader(prepared.reader()?);
+    let parsed = Value::deserialize(&mut de).and_then(|doc| de.end().map(|()| doc));
+    drop(de);
+    match parsed {
+        Ok(doc) => classify_document(doc).map_err(unknown),
+        Err(error) if error.is_io() => Err(prepared.io_error(std::io::Error::from(error))),
         Err(doc_err) if first == '[' => Err(invalid_json(file, doc_err)),
-        Err(doc_err) => classify_lines(text, file, doc_err),
+        Err(doc_err) => classify_lines(prepared, file, doc_err),
     }
+}
+
+/// The first character that is not whitespace, and the text from there (at most 24
+/// characters, for the error that names what the file starts with).
+fn leading_chars(prepared: &Prepared<'_>) -> Result<(Option<char>, String), ImportError> {
+    const SHOWN: usize = 24;
+    let mut reader = prepared.reader()?;
+    let mut pending: Vec<u8> = Vec::new();
+    let mut first = None;
+    let mut start = String::new();
+    let mut shown = 0;
+    while shown < SHOWN {
+        let chunk = reader.fill_buf().map_err(|e| prepared.io_error(e))?;
+        if chunk.is_empty() {
+            break;
+        }
+        let taken = chunk.len();
+        pending.extend_from_slice(chunk);
+        reader.consume(taken);
+        let valid = match std::str::from_utf8(&pending) {
+            Ok(text) => text.len(),
+            // The text is UTF-8 (see `source`): only a character cut by the chunk's end waits.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => break,
+        };
+        let text = String::from_utf8_lossy(&pending[..valid]);
+        for c in text.chars() {
+            if first.is_none() {
+                if c.is_whitespace() {
+                    continue;
+                }
+                first = Some(c);
+            }
+            if shown < SHOWN {
+                start.push(c);
+                shown += 1;
+            }
+        }
+        // Whitespace already skipped is dropped, so a long run of it costs nothing.
+        pending.drain(..valid);
+    }
+    Ok((first, start))
 }
 
 fn invalid_json(file: &str, source: serde_json::Error) -> ImportError {
@@ -171,16 +172,24 @@ fn invalid_json(file: &str, source: serde_json::Error) -> ImportError {
 }
 
 /// Classify a text that is one JSON value.
-fn classify_document(doc: Value, text: &str) -> Result<(SourceFormat, Input<'_>), String> {
+fn classify_document(doc: Value) -> Result<(SourceFormat, Input), String> {
     let format = match &doc {
         Value::Array(items) => classify_array(items)?,
         Value::Object(obj) => {
+            // A pi header is a pi session (one with no entries yet), whatever else it keeps:
+            // headers are lossless, so one with an unknown `trajectory` or `messages` array
+            // was read as SWE-agent or OpenAI chat (found by the fuzzer).
+            if obj.get("type").and_then(Value::as_str) == Some("session")
+                && let Some(format) = classify_line(obj, true)?
+            {
+                return Ok((format, Input::Lines));
+            }
             if let Some(format) = classify_object(obj) {
                 format
             } else {
                 // A one-line JSONL file parses as a single object.
                 return match classify_line(obj, true)? {
-                    Some(format) => Ok((format, Input::Lines(text))),
+                    Some(format) => Ok((format, Input::Lines)),
                     None => Err(describe_object(obj)),
                 };
             }
@@ -268,29 +277,35 @@ fn classify_line(obj: &Map<String, Value>, first: bool) -> Result<Option<SourceF
     Ok(None)
 }
 
-/// Classify JSONL text (the whole text was not one JSON value).
-fn classify_lines<'a>(
-    text: &'a str,
+/// Classify JSONL (the whole text was not one JSON value) by its first lines.
+fn classify_lines(
+    prepared: &Prepared<'_>,
     file: &str,
     doc_err: serde_json::Error,
-) -> Result<(SourceFormat, Input<'a>), ImportError> {
+) -> Result<(SourceFormat, Input), ImportError> {
     let unknown = |reason: String| ImportError::UnknownFormat {
         file: file.to_owned(),
         reason,
     };
     let mut first_seen: Option<String> = None;
-    for (index, line) in text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(SNIFF_LINES)
-        .enumerate()
-    {
+    let mut lines = prepared.lines()?;
+    let mut index = 0;
+    while index < SNIFF_LINES {
+        let Some((_, line)) = lines.next_line()? else {
+            break;
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
         let value: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             // A first line that is not JSON: most likely a broken JSON
             // document (pretty-printed, so line 1 is a lone `{`).
             Err(_) if index == 0 => return Err(invalid_json(file, doc_err)),
-            Err(_) => continue,
+            Err(_) => {
+                index += 1;
+                continue;
+            }
         };
         let Some(obj) = value.as_object() else {
             return Err(unknown(format!(
@@ -300,11 +315,12 @@ fn classify_lines<'a>(
             )));
         };
         if let Some(format) = classify_line(obj, index == 0).map_err(unknown)? {
-            return Ok((format, Input::Lines(text)));
+            return Ok((format, Input::Lines));
         }
         if first_seen.is_none() {
             first_seen = Some(describe_object(obj));
         }
+        index += 1;
     }
     Err(unknown(format!(
         "JSONL, but its lines match no known transcript; first line: {}",

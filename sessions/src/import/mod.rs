@@ -35,6 +35,17 @@
 //! can hold several sessions (OpenHands evaluation output, one per line):
 //! [`import_file_all`] returns each, [`import_file`] insists on one.
 //!
+//! # Memory
+//!
+//! The source is never read whole (see `source`): JSONL is read a line at a
+//! time, and the line importers hand on each item once no later line can
+//! change it (a Claude Code response split over lines stays until its last
+//! line; Codex keeps the response waiting for its `token_count`). A JSON
+//! document is parsed whole from the file, since its importer needs it, and
+//! converted element by element, each freed once converted. [`open_into`]
+//! writes what it is handed, so an import holds a window of the conversation,
+//! not the file.
+//!
 //! # pi files
 //!
 //! pi v1/v2/v3 sessions are **detected but not imported**: [`import_file`]
@@ -55,6 +66,7 @@ pub mod detect;
 mod open;
 pub mod openai_chat;
 pub mod openhands;
+mod source;
 pub mod swe_agent;
 mod timestamp;
 
@@ -65,7 +77,10 @@ use rampart_message::AgentMessage;
 use serde_json::{Map, Value};
 
 pub use detect::{InvalidLine, detect, detect_named};
-pub use open::{OpenError, Opened, SYSTEM_PROMPT_CUSTOM_TYPE, open};
+pub use open::{
+    OpenError, Opened, SYSTEM_PROMPT_CUSTOM_TYPE, SessionSink, SessionStart, open, open_into,
+};
+use source::{Prepared, Source};
 
 /// One conversation read from another tool's transcript, ready to become a pi
 /// session.
@@ -346,18 +361,14 @@ pub fn import_file(path: &Path) -> Result<Imported, ImportError> {
 /// `agent-<id>.meta.json` sidecar is read and kept as the first item
 /// (`claude-code.subagent-meta`).
 pub fn import_file_all(path: &Path) -> Result<Vec<Imported>, ImportError> {
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
     let name = path.display().to_string();
-    import_inner(&bytes, &name, Some(path))
+    collect(Source::File(path), &name, Some(path))
 }
 
 /// Import every session in an in-memory transcript; `name` is used in errors
 /// and warnings in place of a path. No sidecar files are read.
 pub fn import_bytes(bytes: &[u8], name: &str) -> Result<Vec<Imported>, ImportError> {
-    import_inner(bytes, name, None)
+    collect(Source::Bytes(bytes), name, None)
 }
 
 /// Where the bytes came from, for sidecar lookup.
@@ -366,56 +377,234 @@ pub(crate) struct Origin<'a> {
     pub(crate) path: Option<&'a Path>,
 }
 
-fn import_inner(
-    bytes: &[u8],
+/// Imports every session of `source` into memory.
+fn collect(
+    source: Source<'_>,
     name: &str,
     path: Option<&Path>,
 ) -> Result<Vec<Imported>, ImportError> {
-    let (bytes, invalid) = detect::blank_invalid_lines(bytes);
-    let (format, input) = detect::sniff(&bytes, name)?;
-    let origin = Origin { path };
+    let prepared = Prepared::new(source, name)?;
+    let (format, input) = detect::sniff(&prepared, name)?;
     if let Some(version) = format.pi_version() {
         return Err(ImportError::NativePiSession {
             file: name.to_owned(),
             version,
         });
     }
-    let mut imported = match (format, input) {
-        (SourceFormat::ClaudeCode, detect::Input::Lines(text)) => {
-            vec![claude_code::import(text, &origin)]
+    let mut sink = Collect::default();
+    match import_sniffed(&prepared, format, input, name, &Origin { path }, &mut sink) {
+        Ok(()) => Ok(sink.sessions),
+        Err(Failure::Import(error)) => Err(error),
+        Err(Failure::Sink(never)) => match never {},
+    }
+}
+
+/// Where the importers hand what they read: per session a `begin`, its items in order (an
+/// item's `parent` always came before it), and an `end` with the rest of the session. Items are
+/// handed over as soon as nothing later in the source can change them, so a sink that writes
+/// them out holds a window of the conversation, not all of it.
+pub(crate) trait ItemSink {
+    /// Why the sink could not take something.
+    type Error;
+    /// A session of `format` starts; `more_may_follow` when the source can hold several
+    /// (OpenHands evaluation output).
+    fn begin(&mut self, format: SourceFormat, more_may_follow: bool) -> Result<(), Self::Error>;
+    /// The next item. `start` is the session's start time as its header will have it (`None`:
+    /// the source records none), the time for items that have none of their own.
+    fn item(&mut self, item: ImportedItem, start: Option<&str>) -> Result<(), Self::Error>;
+    /// The session is complete: everything but the items, which all went through `item`.
+    fn end(&mut self, imported: Imported) -> Result<(), Self::Error>;
+}
+
+/// Why streaming an import stopped: the source, or the sink.
+pub(crate) enum Failure<E> {
+    /// The source could not be read or recognised.
+    Import(ImportError),
+    /// The sink refused.
+    Sink(E),
+}
+
+impl<E> From<ImportError> for Failure<E> {
+    fn from(error: ImportError) -> Self {
+        Self::Import(error)
+    }
+}
+
+/// The sink of [`import_file_all`]: every session in memory.
+#[derive(Default)]
+struct Collect {
+    sessions: Vec<Imported>,
+    items: Vec<ImportedItem>,
+}
+
+impl ItemSink for Collect {
+    type Error = std::convert::Infallible;
+
+    fn begin(&mut self, _: SourceFormat, _: bool) -> Result<(), Self::Error> {
+        self.items.clear();
+        Ok(())
+    }
+
+    fn item(&mut self, item: ImportedItem, _: Option<&str>) -> Result<(), Self::Error> {
+        self.items.push(item);
+        Ok(())
+    }
+
+    fn end(&mut self, mut imported: Imported) -> Result<(), Self::Error> {
+        imported.items = std::mem::take(&mut self.items);
+        self.sessions.push(imported);
+        Ok(())
+    }
+}
+
+/// A JSONL importer fed one line at a time.
+pub(crate) trait LineImport {
+    /// The format it reads.
+    const FORMAT: SourceFormat;
+    /// Reads one non-blank line.
+    fn line(&mut self, line: usize, raw: &str);
+    /// The session's start time once no later line can change it.
+    fn settled_start(&self) -> Option<&str>;
+    /// The items no later line can change, in order; each is handed out once.
+    fn ready(&mut self) -> std::vec::Drain<'_, ImportedItem>;
+    /// The session, with the items not handed out yet.
+    fn finish(self) -> Imported;
+}
+
+/// Runs the importer for `format` over the detected source, into `sink`.
+pub(crate) fn import_sniffed<S: ItemSink>(
+    prepared: &Prepared<'_>,
+    format: SourceFormat,
+    input: detect::Input,
+    name: &str,
+    origin: &Origin<'_>,
+    sink: &mut S,
+) -> Result<(), Failure<S::Error>> {
+    match (format, input) {
+        (SourceFormat::ClaudeCode, detect::Input::Lines) => {
+            stream_lines(prepared, name, claude_code::ClaudeImport::new(origin), sink)
         }
-        (SourceFormat::CodexRollout, detect::Input::Lines(text)) => {
-            vec![codex::import(text, &origin)]
+        (SourceFormat::CodexRollout, detect::Input::Lines) => {
+            // Codex skips events that repeat a response item written later in the file, so
+            // it reads the file once for those texts first.
+            let mut codex = codex::CodexImport::new();
+            let mut lines = prepared.lines()?;
+            while let Some((_, raw)) = lines.next_line()? {
+                if !raw.trim().is_empty() {
+                    codex.remember_texts(raw);
+                }
+            }
+            stream_lines(prepared, name, codex, sink)
         }
-        (SourceFormat::OpenAiChat, detect::Input::Document(doc)) => {
-            vec![openai_chat::import(doc, &origin)]
-        }
+        (SourceFormat::OpenAiChat, detect::Input::Document(doc)) => whole(
+            prepared,
+            name,
+            openai_chat::import(doc, origin),
+            false,
+            sink,
+        ),
         (SourceFormat::SweAgentTraj, detect::Input::Document(doc)) => {
-            vec![swe_agent::import(doc, &origin)]
+            whole(prepared, name, swe_agent::import(doc, origin), false, sink)
         }
-        (SourceFormat::OpenHandsEvents, detect::Input::Document(doc)) => {
-            vec![openhands::import_document(doc, &origin)]
-        }
-        (SourceFormat::OpenHandsEvents, detect::Input::Lines(text)) => {
-            openhands::import_lines(text, &origin)
+        (SourceFormat::OpenHandsEvents, detect::Input::Document(doc)) => whole(
+            prepared,
+            name,
+            openhands::import_document(doc, origin),
+            false,
+            sink,
+        ),
+        (SourceFormat::OpenHandsEvents, detect::Input::Lines) => {
+            // One session per instance line, each handed on once the next one starts.
+            let mut instances = openhands::LinesImport::default();
+            let mut lines = prepared.lines()?;
+            while let Some((number, raw)) = lines.next_line()? {
+                if raw.trim().is_empty() {
+                    continue;
+                }
+                if let Some(done) = instances.line(number, raw) {
+                    whole(prepared, name, done, true, sink)?;
+                }
+            }
+            match instances.finish() {
+                Some(done) => whole(prepared, name, done, true, sink),
+                None => Ok(()),
+            }
         }
         (format, _) => {
             // `sniff` pairs every format with the input shape its importer
             // takes; reaching this is a bug in detection, reported as such.
-            return Err(ImportError::UnknownFormat {
+            Err(Failure::Import(ImportError::UnknownFormat {
                 file: name.to_owned(),
                 reason: format!("internal error: {format} detected with an unexpected layout"),
-            });
+            }))
         }
-    };
-    // Every warning names the file, and the line when the importer knew it (`file:line: …`),
-    // so a user can go to it.
-    for session in &mut imported {
-        let mut warnings: Vec<String> = invalid.iter().map(|l| l.warning(name)).collect();
-        warnings.extend(session.warnings.drain(..).map(|w| located(name, &w)));
-        session.warnings = warnings;
     }
-    Ok(imported)
+}
+
+/// Feeds `importer` the source's lines, handing items to `sink` as they become final. Items
+/// wait while the session's start time may still change (they may need it as their time).
+fn stream_lines<I: LineImport, S: ItemSink>(
+    prepared: &Prepared<'_>,
+    name: &str,
+    mut importer: I,
+    sink: &mut S,
+) -> Result<(), Failure<S::Error>> {
+    sink.begin(I::FORMAT, false).map_err(Failure::Sink)?;
+    let mut held: Vec<ImportedItem> = Vec::new();
+    let mut start: Option<String> = None;
+    let mut lines = prepared.lines()?;
+    while let Some((number, raw)) = lines.next_line()? {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        importer.line(number, raw);
+        if start.is_none() {
+            start = importer.settled_start().map(str::to_owned);
+        }
+        if start.is_none() {
+            held.extend(importer.ready());
+            continue;
+        }
+        for item in held.drain(..).chain(importer.ready()) {
+            sink.item(item, start.as_deref()).map_err(Failure::Sink)?;
+        }
+    }
+    drop(lines);
+    let mut imported = importer.finish();
+    let rest = std::mem::take(&mut imported.items);
+    for item in held.into_iter().chain(rest) {
+        sink.item(item, imported.started_at.as_deref())
+            .map_err(Failure::Sink)?;
+    }
+    locate_warnings(&mut imported, &prepared.invalid, name);
+    sink.end(imported).map_err(Failure::Sink)
+}
+
+/// Hands a session read whole to `sink`.
+fn whole<S: ItemSink>(
+    prepared: &Prepared<'_>,
+    name: &str,
+    mut imported: Imported,
+    more_may_follow: bool,
+    sink: &mut S,
+) -> Result<(), Failure<S::Error>> {
+    sink.begin(imported.format, more_may_follow)
+        .map_err(Failure::Sink)?;
+    let items = std::mem::take(&mut imported.items);
+    for item in items {
+        sink.item(item, imported.started_at.as_deref())
+            .map_err(Failure::Sink)?;
+    }
+    locate_warnings(&mut imported, &prepared.invalid, name);
+    sink.end(imported).map_err(Failure::Sink)
+}
+
+/// Every warning names the file, and the line when the importer knew it (`file:line: …`), so
+/// a user can go to it; the lines left out as not UTF-8 come first.
+fn locate_warnings(imported: &mut Imported, invalid: &[InvalidLine], name: &str) {
+    let mut warnings: Vec<String> = invalid.iter().map(|l| l.warning(name)).collect();
+    warnings.extend(imported.warnings.drain(..).map(|w| located(name, &w)));
+    imported.warnings = warnings;
 }
 
 /// `warning` as `file:line: …` when it starts with `line N: `, else as `file: …`.

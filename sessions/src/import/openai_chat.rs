@@ -411,11 +411,13 @@ pub(crate) fn import(doc: Value, _origin: &Origin<'_>) -> Imported {
     }
 
     let mut converter = ChatConverter::default();
-    for (index, message) in messages.iter().enumerate() {
+    // By value: each source message is freed once converted, so the document and what it
+    // became are not both held whole.
+    for (index, message) in messages.into_iter().enumerate() {
         let at = format!("messages[{index}]");
         let Some(msg) = message.as_object() else {
             b.warn(format!("{at}: not a JSON object; kept as a custom item"));
-            b.push_linear(ImportedItem::custom("openai-chat.message", message.clone()));
+            b.push_linear(ImportedItem::custom("openai-chat.message", message));
             continue;
         };
         let (mut kind, extra) = converter.convert(&mut b, msg, &at, stamp.ms, &model);

@@ -54,30 +54,33 @@ use super::{Imported, ImportedItem, ImportedKind, Origin, SourceFormat};
 /// Import a JSON document: an event array or one instance object.
 pub(crate) fn import_document(doc: Value, _origin: &Origin<'_>) -> Imported {
     match doc {
-        Value::Array(events) => Events::default().run(&events, Map::new(), None),
+        Value::Array(events) => Events::default().run(events, Map::new(), None),
         Value::Object(mut instance) => {
             let history = match instance.remove("history") {
                 Some(Value::Array(events)) => events,
                 _ => Vec::new(),
             };
-            Events::default().run(&history, instance, None)
+            Events::default().run(history, instance, None)
         }
         // Detection only passes arrays and objects.
-        other => Events::default().run(&[other], Map::new(), None),
+        other => Events::default().run(vec![other], Map::new(), None),
     }
 }
 
-/// Import eval-output JSONL: one session per instance line.
-pub(crate) fn import_lines(text: &str, _origin: &Origin<'_>) -> Vec<Imported> {
-    let mut sessions: Vec<Imported> = Vec::new();
-    // Lines that are not instances, kept until there is a session to put
-    // them in (the previous one, or the first one for leading lines).
-    let mut stray: Vec<(usize, String, String)> = Vec::new();
-    for (index, raw) in text.lines().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let line = index + 1;
+/// Eval-output JSONL, one session per instance line, read one line at a time. A session is
+/// handed on once the next instance starts; the last one at the end, with the lines after it.
+#[derive(Default)]
+pub(crate) struct LinesImport {
+    /// The last instance read: lines that are not instances may still join it at the end.
+    last: Option<Imported>,
+    /// Lines that are not instances, kept until there is a session to put them in (the next
+    /// instance, or the last one for trailing lines).
+    stray: Vec<(usize, String, String)>,
+}
+
+impl LinesImport {
+    /// Reads one non-blank line; returns the session it completed, if any.
+    pub(crate) fn line(&mut self, line: usize, raw: &str) -> Option<Imported> {
         match serde_json::from_str::<Value>(raw) {
             Ok(Value::Object(mut instance))
                 if instance.get("history").is_some_and(Value::is_array) =>
@@ -86,22 +89,31 @@ pub(crate) fn import_lines(text: &str, _origin: &Origin<'_>) -> Vec<Imported> {
                     Some(Value::Array(events)) => events,
                     _ => Vec::new(),
                 };
-                let mut session = Events::default().run(&history, instance, Some(line));
-                attach_stray(&mut session, &mut stray);
-                sessions.push(session);
+                let mut session = Events::default().run(history, instance, Some(line));
+                attach_stray(&mut session, &mut self.stray);
+                self.last.replace(session)
             }
-            Ok(_) => stray.push((
-                line,
-                raw.to_owned(),
-                "not an instance with `history`".to_owned(),
-            )),
-            Err(e) => stray.push((line, raw.to_owned(), e.to_string())),
+            Ok(_) => {
+                self.stray.push((
+                    line,
+                    raw.to_owned(),
+                    "not an instance with `history`".to_owned(),
+                ));
+                None
+            }
+            Err(e) => {
+                self.stray.push((line, raw.to_owned(), e.to_string()));
+                None
+            }
         }
     }
-    if let Some(last) = sessions.last_mut() {
-        attach_stray(last, &mut stray);
+
+    /// The last session, with the lines after it (none when the file held no instance).
+    pub(crate) fn finish(mut self) -> Option<Imported> {
+        let mut last = self.last.take()?;
+        attach_stray(&mut last, &mut self.stray);
+        Some(last)
     }
-    sessions
 }
 
 /// Keep lines that are not instances in a session, as custom items.
@@ -129,9 +141,10 @@ struct Events {
 }
 
 impl Events {
+    /// Converts `events`, taken by value so each is freed once converted.
     fn run(
         mut self,
-        events: &[Value],
+        events: Vec<Value>,
         instance: Map<String, Value>,
         line: Option<usize>,
     ) -> Imported {
@@ -142,13 +155,13 @@ impl Events {
             self.b.push_linear(item);
         }
         let mut started_at = None;
-        for (index, event) in events.iter().enumerate() {
+        for (index, event) in events.into_iter().enumerate() {
             let Some(ev) = event.as_object() else {
                 self.b.warn(format!(
                     "history[{index}]: event is not a JSON object; kept as a custom item"
                 ));
                 self.b
-                    .push_linear(ImportedItem::custom("openhands.event", event.clone()));
+                    .push_linear(ImportedItem::custom("openhands.event", event));
                 continue;
             };
             let id = ev.get("id").map(id_string);

@@ -55,11 +55,12 @@ pub(crate) fn import(doc: Value, _origin: &Origin<'_>) -> Imported {
     let mut first_assistant = true;
     match history {
         Some(Value::Array(history)) if !history.is_empty() => {
-            for (index, message) in history.iter().enumerate() {
+            // By value: each source message is freed once converted.
+            for (index, message) in history.into_iter().enumerate() {
                 let at = format!("history[{index}]");
                 let Some(msg) = message.as_object() else {
                     b.warn(format!("{at}: not a JSON object; kept as a custom item"));
-                    b.push_linear(ImportedItem::custom("swe-agent.message", message.clone()));
+                    b.push_linear(ImportedItem::custom("swe-agent.message", message));
                     continue;
                 };
                 let msg = with_call_id(&mut b, msg, &at);
@@ -91,34 +92,37 @@ pub(crate) fn import(doc: Value, _origin: &Origin<'_>) -> Imported {
         }
     }
 
-    if let Some(Value::Array(steps)) = &trajectory {
-        let mut dropped = 0usize;
-        let kept: Vec<Value> = steps
-            .iter()
-            .map(|step| match step.as_object() {
-                Some(s) => {
-                    if s.contains_key("messages") {
-                        dropped += 1;
+    match trajectory {
+        Some(Value::Array(steps)) => {
+            let mut dropped = 0usize;
+            // By value: the steps move into the item instead of being copied.
+            let kept: Vec<Value> = steps
+                .into_iter()
+                .map(|step| match step {
+                    Value::Object(mut s) => {
+                        if s.remove("messages").is_some() {
+                            dropped += 1;
+                        }
+                        Value::Object(s)
                     }
-                    let mut s = s.clone();
-                    s.remove("messages");
-                    Value::Object(s)
-                }
-                None => step.clone(),
-            })
-            .collect();
-        if dropped > 0 {
-            b.warn(format!(
-                "trajectory[].messages ({dropped} steps) not copied: it is the model input at each step, \
-                 a rendering of `history`"
+                    other => other,
+                })
+                .collect();
+            if dropped > 0 {
+                b.warn(format!(
+                    "trajectory[].messages ({dropped} steps) not copied: it is the model input at each step, \
+                     a rendering of `history`"
+                ));
+            }
+            b.push_linear(ImportedItem::custom(
+                "swe-agent.trajectory",
+                Value::Array(kept),
             ));
         }
-        b.push_linear(ImportedItem::custom(
-            "swe-agent.trajectory",
-            Value::Array(kept),
-        ));
-    } else if let Some(other) = trajectory {
-        b.push_linear(ImportedItem::custom("swe-agent.trajectory", other));
+        Some(other) => {
+            b.push_linear(ImportedItem::custom("swe-agent.trajectory", other));
+        }
+        None => {}
     }
     if let Some(info) = info {
         b.push_linear(ImportedItem::custom("swe-agent.info", info));
