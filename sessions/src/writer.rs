@@ -73,6 +73,26 @@ impl NewSessionFile {
         Ok(())
     }
 
+    /// Appends `line`, the bytes of a pi v3 line that holds exactly `entry` (read from a source
+    /// by the loader, so within its limits), as the next line; `entry` names it in errors. The
+    /// same checks as [`NewSessionFile::push`].
+    pub fn push_verbatim(&mut self, entry: &Entry, line: &[u8]) -> Result<()> {
+        let limit = DEFAULT_MAX_LINE_BYTES;
+        if line.len() > limit {
+            return Err(line_too_long(&self.dir, entry, line.len(), limit));
+        }
+        let depth = json_depth(line);
+        if depth > MAX_JSON_DEPTH {
+            return Err(line_too_deep(&self.dir, entry, depth));
+        }
+        self.body
+            .write_all(line)
+            .and_then(|()| self.body.write_all(b"\n"))
+            .map_err(|e| SessionError::io(&self.dir, "write a temporary file in", e))?;
+        self.entries += 1;
+        Ok(())
+    }
+
     /// How many entries were pushed.
     pub fn len(&self) -> usize {
         self.entries

@@ -280,7 +280,7 @@ mod tests {
         assert_eq!(
             text,
             "[User]: hi\n\n[Assistant thinking]: hmm\n\n[Assistant]: Reading it.\n\n\
-             [Assistant tool calls]: read(limit=5, path=\"/a\"); exec(cmd=\"ls\")\n\n\
+             [Assistant tool calls]: read(path=\"/a\", limit=5); exec(cmd=\"ls\")\n\n\
              [Tool result]: contents"
         );
         assert!(!text.contains("ui only"));

@@ -9,7 +9,7 @@ use clap::Subcommand;
 use rampart_engine_api::AgentMessage;
 use rampart_message::{Content, ContentBlock};
 use rampart_sessions::store::{SessionStore, StoreError, default_sessions_dir, normalize_key};
-use rampart_sessions::{LeafSelector, LoadOptions, load_file, save_session};
+use rampart_sessions::{LeafSelector, LoadOptions, NewSessionFile, load_file};
 
 use super::markdown::to_markdown;
 use super::sessions_import::import_into;
@@ -451,15 +451,17 @@ pub fn export(
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let path = resolve(store, id)?;
-    let loaded = load_file(&path, &LoadOptions::default())?;
     if format == ExportFormat::Pi {
         let Some(target) = target else {
             bail!("--format pi writes a file: give it with --out FILE");
         };
-        save_session(target, &loaded.header, &loaded.tree)?;
+        for warning in export_pi(&path, target)? {
+            eprintln!("warning: {warning}");
+        }
         writeln!(out, "wrote {}", target.display())?;
         return Ok(0);
     }
+    let loaded = load_file(&path, &LoadOptions::default())?;
     let context = rampart_sessions::build_session_context(&loaded.tree, LeafSelector::Current);
     let messages = context.messages.iter().map(|m| &**m);
     let text = match format {
@@ -474,6 +476,74 @@ pub fn export(
         None => writeln!(out, "{text}")?,
     }
     Ok(0)
+}
+
+/// Writes the session file at `path` to `target` as pi v3, through the same reading as an
+/// import: each line that holds its entry as it stands is copied byte for byte (key order,
+/// number spelling, escapes), so exporting an unchanged session gives back its lines. Returns
+/// what could not be carried over (lines the loader could not read). Fails if `target` exists.
+fn export_pi(path: &Path, target: &Path) -> anyhow::Result<Vec<String>> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut sink = ExportPi {
+        file: Some(NewSessionFile::create_in(&dir)?),
+        target,
+        warnings: Vec::new(),
+    };
+    rampart_sessions::import::open_into(path, &mut sink)?;
+    Ok(sink.warnings)
+}
+
+/// The sink of [`export_pi`]: one session, written to its target when it ends.
+struct ExportPi<'a> {
+    file: Option<NewSessionFile>,
+    target: &'a Path,
+    warnings: Vec<String>,
+}
+
+impl rampart_sessions::import::SessionSink for ExportPi<'_> {
+    type Error = anyhow::Error;
+
+    fn begin(&mut self, _: &rampart_sessions::import::SessionStart) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn verbatim_entry(
+        &mut self,
+        entry: rampart_sessions::entry::Entry,
+        _: Option<u64>,
+        line: &[u8],
+    ) -> anyhow::Result<()> {
+        if let Some(file) = &mut self.file {
+            file.push_verbatim(&entry, line)?;
+        }
+        Ok(())
+    }
+
+    fn entry(
+        &mut self,
+        entry: rampart_sessions::entry::Entry,
+        _: Option<u64>,
+    ) -> anyhow::Result<()> {
+        if let Some(file) = &mut self.file {
+            file.push(&entry)?;
+        }
+        Ok(())
+    }
+
+    fn end(
+        &mut self,
+        header: rampart_sessions::entry::SessionHeader,
+        warnings: Vec<String>,
+    ) -> anyhow::Result<()> {
+        if let Some(file) = self.file.take() {
+            file.finish(self.target, &header)?;
+        }
+        self.warnings.extend(warnings);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -244,6 +244,21 @@ impl SessionSink for IntoStore<'_> {
         Ok(())
     }
 
+    fn verbatim_entry(
+        &mut self,
+        entry: Entry,
+        source_line: Option<u64>,
+        line: &[u8],
+    ) -> Result<(), ImportFailure> {
+        // An unchanged pi v3 line is copied as it is, unless it must be spilled (a line over
+        // this import's limit): then it is written anew, shortened.
+        let fits = line.len() < self.max_line_bytes;
+        match &mut self.current {
+            Some(writing) if fits => Ok(writing.file.push_verbatim(&entry, line)?),
+            _ => self.entry(entry, source_line),
+        }
+    }
+
     fn entry(&mut self, mut entry: Entry, source_line: Option<u64>) -> Result<(), ImportFailure> {
         let Some(writing) = &mut self.current else {
             return Ok(());

@@ -96,8 +96,9 @@ pub enum LoadError {
     Construct {
         /// The file.
         path: PathBuf,
-        /// What the constructor reported (kind `panicked` for a panic).
-        source: EngineError,
+        /// What the constructor reported (kind `panicked` for a panic). Boxed: an error's
+        /// details are a JSON map, which made every `Result` of the loader large.
+        source: Box<EngineError>,
     },
     /// The engine answered the handshake with another id.
     #[error(
@@ -173,10 +174,10 @@ pub fn load_engine(req: LoadRequest) -> Result<EngineHandle, LoadError> {
     if let Err(e) = spawned {
         return Err(LoadError::Construct {
             path,
-            source: EngineError::new(
+            source: Box::new(EngineError::new(
                 ErrorKind::Host,
                 format!("cannot start a loader thread: {e}"),
-            ),
+            )),
         });
     }
     match rx.recv_timeout(timeout) {
@@ -252,14 +253,14 @@ fn load_on_this_thread(path: &Path, req: &LoadRequest) -> Result<EngineHandle, L
     };
     let init_json = serde_json::to_string(&init).map_err(|e| LoadError::Construct {
         path: path.to_path_buf(),
-        source: EngineError::invalid_params("new_engine", e),
+        source: Box::new(EngineError::invalid_params("new_engine", e)),
     })?;
     let host = host_to_ffi(req.services.clone());
     let engine: FfiEngineBox = module.new_engine()(host, init_json.as_str().into())
         .into_result()
         .map_err(|e| LoadError::Construct {
             path: path.to_path_buf(),
-            source: e.into(),
+            source: Box::new(e.into()),
         })?;
     let info = handshake(path, &engine, req.verify_id.then_some(req.id.as_str()))?;
     Ok(EngineHandle::library(
@@ -277,7 +278,7 @@ fn handshake(
 ) -> Result<EngineInfo, LoadError> {
     let construct = |source: EngineError| LoadError::Construct {
         path: path.to_path_buf(),
-        source,
+        source: Box::new(source),
     };
     let json = engine
         .info()
@@ -333,7 +334,10 @@ fn map_library_error(path: &Path, err: LibraryError) -> LoadError {
                 }
                 RootModuleError::Returned(e) => EngineError::engine(e.to_string()),
             };
-            LoadError::Construct { path, source }
+            LoadError::Construct {
+                path,
+                source: Box::new(source),
+            }
         }
         LibraryError::InvalidAbiHeader(_) => LoadError::Incompatible {
             path,

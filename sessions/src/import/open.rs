@@ -121,6 +121,20 @@ pub trait SessionSink {
     fn begin(&mut self, start: &SessionStart) -> Result<(), Self::Error>;
     /// The session's next entry, with the line of the source it came from when known.
     fn entry(&mut self, entry: Entry, source_line: Option<u64>) -> Result<(), Self::Error>;
+    /// [`SessionSink::entry`] for an entry that is exactly what its source line holds (a pi v3
+    /// line whose links stand as written), with that line's bytes, without its newline. A sink
+    /// that writes pi v3 can write them as they are: key order, number spelling and escapes
+    /// then survive an import byte for byte, which re-serialising does not promise. The
+    /// default ignores the bytes.
+    fn verbatim_entry(
+        &mut self,
+        entry: Entry,
+        source_line: Option<u64>,
+        line: &[u8],
+    ) -> Result<(), Self::Error> {
+        let _ = line;
+        self.entry(entry, source_line)
+    }
     /// The session is complete: its header (at the current format version) and what could
     /// not be carried over exactly.
     fn end(&mut self, header: SessionHeader, warnings: Vec<String>) -> Result<(), Self::Error>;
@@ -288,13 +302,19 @@ fn stream_pi<S: SessionSink>(path: &Path, sink: &mut S) -> Result<(), S::Error> 
             }
             Err(e) => return Err(OpenError::from(SessionError::io(path, "read", e)).into()),
         };
-        sink.entry(
-            Entry {
-                parent_id: linked.parent_id,
-                ..entry
-            },
-            (line > 0).then_some(line),
-        )?;
+        let source_line = (line > 0).then_some(line);
+        if entry.parent_id == linked.parent_id && !buf.ends_with(b"\r") {
+            sink.verbatim_entry(entry, source_line, &buf)?;
+        } else {
+            // Linked around a lost line: the new file says so in `parentId`.
+            sink.entry(
+                Entry {
+                    parent_id: linked.parent_id,
+                    ..entry
+                },
+                source_line,
+            )?;
+        }
     }
     sink.end(header, warnings)
 }
