@@ -484,3 +484,53 @@ fn doctor_reports_and_relinks_orphans() {
         text(&out)
     );
 }
+
+/// Issue 13, item 1: a message that plays no part in the context (here: no role) is never
+/// silent. `sessions import`, `sessions show` and a replay's summary each say how many, at
+/// which line and why; messages whose optional fields are odd (no `cost`) stay in.
+#[test]
+fn messages_left_out_of_the_context_are_named_by_import_show_and_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = r#"{"type":"session","version":3,"id":"6f1c0a8e-6a41-4d8e-9d3e-0c4b8f0e2a12","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let user = r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"hello","timestamp":1}}"#;
+    let no_cost = r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"api":"x","provider":"x","model":"m","usage":{"input":5,"output":1,"cacheRead":0,"cacheWrite":0},"stopReason":"stop","timestamp":2}}"#;
+    let no_role = r#"{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-01-01T00:00:03.000Z","message":{"content":"lost?","timestamp":3}}"#;
+    let answer = r#"{"type":"message","id":"a2","parentId":"u2","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"yes"}],"api":"x","provider":"x","model":"m","usage":{"input":5,"output":1,"cacheRead":0,"cacheWrite":0,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":4}}"#;
+    let source = dir.path().join("odd.jsonl");
+    std::fs::write(
+        &source,
+        [header, user, no_cost, no_role, answer].join("\n") + "\n",
+    )
+    .unwrap();
+    let store = dir.path().join("store");
+    let said = "1 message plays no part in the context (line 4): the message has no `role`";
+
+    let out = sessions(&store, &["import", source.to_str().unwrap(), "--as", "odd"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(said),
+        "{}",
+        text(&out)
+    );
+
+    let out = sessions(&store, &["show", "odd"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(said), "{shown}");
+    assert!(
+        shown.contains("messages on the branch: 3"),
+        "the assistant without cost stays: {shown}"
+    );
+
+    let out = rampart(&["replay", source.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = summary["summary"]["notes"].to_string();
+    assert!(
+        notes.contains("1 message plays no part in the context (line 4)"),
+        "{notes}"
+    );
+    assert_eq!(
+        summary["summary"]["calls"], 2,
+        "both assistant turns are replayed"
+    );
+}

@@ -502,6 +502,7 @@ mod tests {
                 EntryBody::Message(MessageEntry {
                     message: Arc::new(AgentMessage::user_text("last", 3)),
                     extra: Extra::new(),
+                    as_read: None,
                 }),
             ),
         ]);

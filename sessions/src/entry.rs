@@ -186,12 +186,13 @@ impl EntryBody {
         Self::Message(MessageEntry {
             message,
             extra: Extra::new(),
+            as_read: None,
         })
     }
 }
 
 /// Body of a `message` entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct MessageEntry {
     /// The message, in the engine API's lossless model. Shared rather than owned so that the
     /// context of a branch hands out this allocation instead of a copy: building the context
@@ -202,6 +203,27 @@ pub struct MessageEntry {
     /// Entry-level fields this model does not name, kept for a lossless round trip.
     #[serde(flatten)]
     pub extra: Extra,
+    /// The message as the file held it, when its optional fields had to be read leniently
+    /// (see `lenient`): `message` is what the context uses, this is what is written back, so
+    /// reading never rewrites a user's data. `None` for messages read as they are, and for
+    /// new ones.
+    #[serde(skip)]
+    pub as_read: Option<Arc<Value>>,
+}
+
+impl Serialize for MessageEntry {
+    /// The message (as the file held it, if it was read leniently), then the extra fields.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        match &self.as_read {
+            Some(raw) => map.serialize_entry("message", &**raw)?,
+            None => map.serialize_entry("message", &*self.message)?,
+        }
+        for (key, value) in &self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// Body of a `compaction` entry.

@@ -39,6 +39,7 @@ mod holder;
 pub mod ids;
 pub mod import;
 pub mod lanes;
+mod lenient;
 pub mod load;
 pub mod lock;
 pub mod migrate;

@@ -130,6 +130,34 @@ impl LoadReport {
             && self.sidecar_error.is_none()
             && self.bridged.is_empty()
     }
+
+    /// `message` entries that play no part in the context: kept in the file, but without a
+    /// role or with content of the wrong kind (everything else is read leniently).
+    pub fn messages_left_out(&self) -> impl Iterator<Item = &VerbatimEntry> {
+        self.kept_verbatim
+            .iter()
+            .filter(|v| v.entry_type == "message")
+    }
+
+    /// One line saying how many messages play no part in the context, at which lines and why
+    /// (the first reason); `None` when every message does. The same words in `sessions show`,
+    /// `sessions import` and a replay's summary, so a loss is never silent.
+    pub fn messages_left_out_line(&self) -> Option<String> {
+        let left: Vec<&VerbatimEntry> = self.messages_left_out().collect();
+        let first = left.first()?;
+        let lines: Vec<String> = left.iter().take(10).map(|v| v.line.to_string()).collect();
+        Some(format!(
+            "{}: {} message{} play{} no part in the context (line{} {}{}): {}",
+            self.path.display(),
+            left.len(),
+            if left.len() == 1 { "" } else { "s" },
+            if left.len() == 1 { "s" } else { "" },
+            if left.len() == 1 { "" } else { "s" },
+            lines.join(", "),
+            if left.len() > 10 { ", …" } else { "" },
+            first.reason
+        ))
+    }
 }
 
 /// A loaded session: header, tree (leaf on the last entry) and report.

@@ -185,6 +185,7 @@ pub(crate) fn typed_body(
                     EntryBody::Message(MessageEntry {
                         message: Arc::new(message),
                         extra: rest,
+                        as_read: None,
                     }),
                     None,
                 );
@@ -198,11 +199,26 @@ pub(crate) fn typed_body(
                             EntryBody::Message(MessageEntry {
                                 message: Arc::new(message),
                                 extra: rest,
+                                as_read: None,
                             }),
                             None,
                         );
                     }
-                    Err(error) => format!("its message does not fit the message model: {error}"),
+                    // pi uses such a message all the same: read it leniently, keep it as it was.
+                    Err(error) => match crate::lenient::read(value) {
+                        Ok((message, _filled)) => {
+                            let as_read = rest.remove("message").map(Arc::new);
+                            return (
+                                EntryBody::Message(MessageEntry {
+                                    message: Arc::new(message),
+                                    extra: rest,
+                                    as_read,
+                                }),
+                                None,
+                            );
+                        }
+                        Err(meaningless) => format!("{meaningless} ({error})"),
+                    },
                 },
             };
             verbatim(entry_type, rest, problem)
@@ -495,7 +511,7 @@ mod tests {
             r#"{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{"role":"user"}}"#,
         );
         assert!(matches!(e.body, EntryBody::Other(_)));
-        assert!(e.kept_verbatim.unwrap().contains("message model"));
+        assert!(e.kept_verbatim.unwrap().contains("no `content`"));
     }
 
     #[test]

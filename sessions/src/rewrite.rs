@@ -104,6 +104,7 @@ pub fn plan_rewrite(
                     EntryBody::Message(MessageEntry {
                         message: Arc::clone(replacement),
                         extra: m.extra.clone(),
+                        as_read: None,
                     })
                 }
                 None => old.body.clone(),

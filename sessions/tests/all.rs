@@ -3,6 +3,7 @@
 //! again as the child writer processes, by test name.
 
 mod core_bad_input;
+mod core_lenient;
 mod core_migrate;
 mod core_real_files;
 mod core_session;

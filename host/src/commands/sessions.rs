@@ -290,6 +290,9 @@ pub fn show(
             c.line, c.reason
         )?;
     }
+    if let Some(line) = loaded.report.messages_left_out_line() {
+        writeln!(out, "warning: {line}")?;
+    }
     for b in &loaded.report.bridged {
         writeln!(
             out,

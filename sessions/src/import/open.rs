@@ -333,6 +333,7 @@ fn pi_warnings(path: &Path, report: &LoadReport) -> Vec<String> {
             )
         })
         .collect();
+    warnings.extend(report.messages_left_out_line());
     if let Some(m) = &report.migration {
         warnings.push(format!(
             "migrated from v{} to v3: {} entries given ids, {} compaction indices converted, {} \
