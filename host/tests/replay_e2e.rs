@@ -736,3 +736,86 @@ fn a_replay_into_a_sessions_directory_writes_the_registry_twice_with_every_figur
         "the last answer's usage is recorded: {entry:?} (last row {last_row:?})"
     );
 }
+
+/// Issue 13, item 3: the Claude Code sample that ran six `Agent` calls replays its six
+/// subagents, each at the parent's call that spawned it, between the engine's
+/// `prepare_subagent_spawn` and `on_subagent_ended`; the summary counts them and every one of
+/// their calls is a row tagged with the agent.
+#[test]
+fn a_claude_code_session_replays_its_subagents_at_the_parents_calls() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("calls.log");
+    let config = common::config_for(
+        tmp.path(),
+        "fx-compacts",
+        &fixture("fx-compacts"),
+        &format!(
+            "[plugins.engines.fx-compacts.config]\ncallLog = \"{}\"\n",
+            log.display()
+        ),
+    );
+    let file = Path::new(DATA)
+        .join("claude-code-log/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl");
+    let report = tmp.path().join("report.html");
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            file.to_str().unwrap(),
+            "--json",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = json_of(&out);
+    let subagents = doc["summary"]["subagents"].as_array().unwrap();
+    assert_eq!(subagents.len(), 6, "{:#}", doc["summary"]["subagents"]);
+    let rows = doc["rows"].as_array().unwrap();
+    let mut own_calls = 0u64;
+    for a in subagents {
+        let id = a["agentId"].as_str().unwrap();
+        let calls = a["calls"].as_u64().unwrap();
+        assert!(calls > 0, "{a}");
+        assert!(
+            a["parentToolCallId"]
+                .as_str()
+                .unwrap()
+                .starts_with("toolu_")
+        );
+        let tagged = rows.iter().filter(|r| r["subagent"] == id).count() as u64;
+        assert_eq!(tagged, calls, "every call of {id} is a row");
+        own_calls += calls;
+    }
+    assert_eq!(
+        rows.len() as u64,
+        doc["summary"]["calls"].as_u64().unwrap() + own_calls
+    );
+    // The engine heard of each spawn before the child's first call and of its end after.
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let prepared: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("prepare_subagent_spawn "))
+        .collect();
+    let ended: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.starts_with("on_subagent_ended "))
+        .collect();
+    assert_eq!((prepared.len(), ended.len()), (6, 6), "{calls}");
+    for (p, e) in prepared.iter().zip(&ended) {
+        let child = p.split(' ').nth(2).unwrap();
+        assert_eq!(
+            *e,
+            format!("on_subagent_ended {child} completed token-{child}")
+        );
+        let (start, end) = (calls.find(p).unwrap(), calls.find(e).unwrap());
+        assert!(
+            calls[start..end].lines().any(|l| l == "assemble"),
+            "the child's calls run between the two: {calls}"
+        );
+    }
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("Subagents (6)") && html.contains("Research Claude Code plan mode"));
+}

@@ -534,3 +534,49 @@ fn messages_left_out_of_the_context_are_named_by_import_show_and_replay() {
         "both assistant turns are replayed"
     );
 }
+
+/// Issue 13, item 3: importing a Claude Code session imports the subagents beside it as
+/// sessions of their own, each registered as spawned by the parent at the tool call that ran
+/// it (`spawnedBy`, as OpenClaw's registry records spawned sessions).
+#[test]
+fn a_claude_code_import_brings_its_subagents_as_spawned_sessions() {
+    let store = tempfile::tempdir().unwrap();
+    let source = data_dir()
+        .join("claude-code-log/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl");
+    let out = sessions(
+        store.path(),
+        &["import", source.to_str().unwrap(), "--as", "lead"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(printed.lines().count(), 7, "{printed}");
+    let registry = rampart_sessions::store::SessionStore::open(store.path()).unwrap();
+    let children: Vec<_> = registry
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|(key, _)| key.starts_with("lead:subagent:"))
+        .collect();
+    assert_eq!(children.len(), 6);
+    for (key, entry) in &children {
+        assert_eq!(entry.extra["spawnedBy"], "lead", "{key}");
+        assert!(
+            entry.extra["spawnedByToolCallId"]
+                .as_str()
+                .unwrap()
+                .starts_with("toolu_")
+        );
+        assert!(
+            entry.extra["label"].is_string(),
+            "{key}: the task from .meta.json"
+        );
+        let file = registry.session_file_path(key, entry).unwrap();
+        let loaded = load_file(&file, &LoadOptions::default()).unwrap();
+        assert!(loaded.tree.len() > 5, "{key}");
+    }
+    let parent_calls: std::collections::HashSet<String> = children
+        .iter()
+        .map(|(_, e)| e.extra["spawnedByToolCallId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(parent_calls.len(), 6, "each subagent at its own call");
+}

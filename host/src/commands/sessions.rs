@@ -425,10 +425,16 @@ pub fn import(
         }
     };
     for o in outcomes {
+        // The file stays last on the line, after the arrow, for scripts that read it.
+        let spawned = match &o.spawned_by {
+            Some((parent, Some(call))) => format!(" (spawned by `{parent}` at tool call {call})"),
+            Some((parent, None)) => format!(" (spawned by `{parent}`)"),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "imported {} ({}) as `{}`: {} entries → {}",
-            file.display(),
+            "imported {} ({}) as `{}`{spawned}: {} entries → {}",
+            o.source.display(),
             o.format,
             o.key,
             o.entries,

@@ -32,6 +32,11 @@ pub struct ImportOutcome {
     pub entries: usize,
     /// What could not be carried over exactly (from the importer or the loader).
     pub warnings: Vec<String>,
+    /// The transcript this session was read from (a subagent's own file, for a child).
+    pub source: PathBuf,
+    /// For a Claude Code subagent: the parent's key and the tool call that spawned it
+    /// (recorded in the registry as `spawnedBy` and `spawnedByToolCallId`).
+    pub spawned_by: Option<(String, Option<String>)>,
 }
 
 /// Why an import failed. Every message names the file and says what to do.
@@ -111,7 +116,64 @@ pub fn import_into_with(
         let key = sink.base_key.clone();
         sink.place(only, key)?;
     }
-    Ok(sink.outcomes)
+    let mut outcomes = sink.outcomes;
+    if let [parent] = outcomes.as_slice()
+        && parent.format == SourceFormat::ClaudeCode
+    {
+        let children = import_subagents(store, source, &parent.key, max_line_bytes)?;
+        outcomes.extend(children);
+    }
+    Ok(outcomes)
+}
+
+/// The registry key of the subagent `agent_id` of the session `parent_key`.
+pub fn subagent_key(parent_key: &str, agent_id: &str) -> String {
+    normalize_key(&format!("{parent_key}:subagent:{agent_id}"))
+}
+
+/// Imports the subagent transcripts beside the Claude Code session `source` (see
+/// [`import::subagents`]) as sessions of their own, each registered as spawned by
+/// `parent_key` at the tool call that ran it, the way OpenClaw's registry records a spawned
+/// session (`spawnedBy`), plus `spawnedByToolCallId`, `label` (the task) and `subagentType`.
+fn import_subagents(
+    store: &SessionStore,
+    source: &Path,
+    parent_key: &str,
+    max_line_bytes: usize,
+) -> Result<Vec<ImportOutcome>, ImportFailure> {
+    let children = import::subagents::find(source).map_err(|e| {
+        ImportFailure::Source(OpenError::Read {
+            path: source.to_path_buf(),
+            source: e,
+        })
+    })?;
+    let mut outcomes = Vec::new();
+    for child in children {
+        let key = subagent_key(parent_key, &child.agent_id);
+        for mut outcome in import_into_with(store, &child.path, Some(&key), max_line_bytes)? {
+            let fields = [
+                ("spawnedBy", Some(parent_key.to_owned())),
+                ("spawnedByToolCallId", child.parent_tool_call_id.clone()),
+                ("label", child.description.clone()),
+                ("subagentType", child.agent_type.clone()),
+            ];
+            store.update(|map| {
+                if let Some(entry) = map.get_mut(&outcome.key) {
+                    for (name, value) in &fields {
+                        if let Some(value) = value {
+                            entry.extra.insert(
+                                (*name).to_owned(),
+                                serde_json::Value::from(value.as_str()),
+                            );
+                        }
+                    }
+                }
+            })?;
+            outcome.spawned_by = Some((parent_key.to_owned(), child.parent_tool_call_id.clone()));
+            outcomes.push(outcome);
+        }
+    }
+    Ok(outcomes)
 }
 
 /// The [`SessionSink`] of an import: writes each session to the store as it is read.
@@ -216,6 +278,8 @@ impl IntoStore<'_> {
             format: writing.start.format,
             entries,
             warnings,
+            source: self.source.to_path_buf(),
+            spawned_by: None,
         });
         Ok(())
     }

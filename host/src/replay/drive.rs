@@ -6,21 +6,26 @@ use std::time::{Duration, Instant};
 
 use rampart_context::tokens::TokenCounter;
 use rampart_engine_api::AgentMessage;
+use rampart_engine_api::protocol::{PrepareSubagentSpawnParams, SubagentEndedParams};
 use rampart_message::wire::SharedMessage;
+use rampart_message::{AssistantMessage, ContentBlock};
 use rampart_sessions::entry::SessionHeader;
+use rampart_sessions::import::subagents::Subagent;
 use rampart_sessions::store::{SessionEntry, StoreError, now_unix_ms};
 use rampart_sessions::{FsyncPolicy, Session, SessionError, SessionOptions};
 use serde_json::json;
 
 use super::setup::{ModelProfile, ReplayDir, SetupError};
 use super::source::Recorded;
-use super::summary::{Row, RowError, Summary, Tally};
+use super::summary::{Row, RowError, SubagentSummary, Summary, Tally};
 use super::tap::TapSource;
 use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::config::ModelsConfigError;
 use crate::engine::services::EventSink;
-use crate::engine::slot::{EngineSlot, HostResources, RequiredEngineFailed, SlotState};
+use crate::engine::slot::{
+    EngineSlot, HostResources, RequiredEngineFailed, SlotCallError, SlotState,
+};
 use crate::models::guard_models;
 use crate::providers::registry::{Providers, RegistryError, SIM_PROVIDER_ID};
 use crate::providers::sim::SimProvider;
@@ -219,6 +224,18 @@ impl<'a> Replayer<'a> {
         stop_on_error: bool,
         on_row: &mut RowSink<'_>,
     ) -> Result<Outcome, ReplayError> {
+        self.run_as(recorded, stop_on_error, on_row, None)
+    }
+
+    /// [`Replayer::run`] for the session or, with `subagent`, for one of its subagents (whose
+    /// rows carry the agent id).
+    fn run_as(
+        &self,
+        recorded: &Recorded,
+        stop_on_error: bool,
+        on_row: &mut RowSink<'_>,
+        subagent: Option<&str>,
+    ) -> Result<Outcome, ReplayError> {
         let description = self.describe();
         let key = self.place.free_key(&recorded.file)?;
         let mut session = self.create_session(recorded, &key)?;
@@ -236,7 +253,7 @@ impl<'a> Replayer<'a> {
         // The registry's counters are only worth keeping when someone will look at the session
         // afterwards, and then they are written once, at the end (or when the replay stops).
         let mut runner = if self.place.kept() {
-            runner.with_registry(&self.place.store, key, RegistryWrites::Batched)
+            runner.with_registry(&self.place.store, key.clone(), RegistryWrites::Batched)
         } else {
             runner
         };
@@ -264,6 +281,7 @@ impl<'a> Replayer<'a> {
                 ..Summary::default()
             },
             rows: Vec::new(),
+            subagent: subagent.map(str::to_owned),
         };
         if let Some(system) = &recorded.system_prompt {
             walk.full_tokens += walk.counter.count_text(system);
@@ -304,6 +322,14 @@ impl<'a> Replayer<'a> {
                         stopped = true;
                         break;
                     }
+                    // The subagents this call spawned run now, as they did: the parent's
+                    // next message is the tool result that carries each one's answer.
+                    for child in spawned_by(recorded, reply) {
+                        let replayed =
+                            self.replay_subagent(&key, child, walk.call, stop_on_error, on_row)?;
+                        walk.rows.extend(replayed.1);
+                        walk.summary.subagents.push(replayed.0);
+                    }
                 }
                 _ => {
                     if let Some(previous) = pending_user.take() {
@@ -343,6 +369,68 @@ impl<'a> Replayer<'a> {
             summary: walk.summary,
             stopped,
         })
+    }
+
+    /// Replays the subagent `child` of the session registered as `parent_key`, between the
+    /// engine's `prepare_subagent_spawn` and `on_subagent_ended` (`completed`, or `released`
+    /// when its replay could not start), as a host would around a real spawn. Returns its
+    /// summary line and rows. A child that cannot be read is a note, not a failed replay.
+    fn replay_subagent(
+        &self,
+        parent_key: &str,
+        child: &Subagent,
+        at_parent_call: u64,
+        stop_on_error: bool,
+        on_row: &mut RowSink<'_>,
+    ) -> Result<(SubagentSummary, Vec<Row>), ReplayError> {
+        let mut summary = SubagentSummary {
+            agent_id: child.agent_id.clone(),
+            label: child.description.clone(),
+            parent_tool_call_id: child.parent_tool_call_id.clone(),
+            at_parent_call,
+            ..SubagentSummary::default()
+        };
+        let child_key = self.place.free_key(&child.path)?;
+        let prepared = self.slot.call(PrepareSubagentSpawnParams {
+            parent_session_key: parent_key.to_owned(),
+            child_session_key: child_key.clone(),
+            ttl_ms: None,
+        });
+        let rollback_token = match prepared {
+            Ok(result) => result.and_then(|r| r.rollback_token),
+            Err(SlotCallError::Required(failed)) => return Err(failed.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, child = %child.agent_id, "prepare_subagent_spawn failed");
+                None
+            }
+        };
+        let (reason, rows) = match super::source::load(&child.path, None) {
+            Ok(recorded) => {
+                let outcome =
+                    self.run_as(&recorded, stop_on_error, on_row, Some(&child.agent_id))?;
+                summary.calls = outcome.summary.calls;
+                summary.peak_prompt_tokens = outcome.summary.peak_prompt_tokens;
+                summary.compactions = outcome.summary.compactions;
+                ("completed", outcome.rows)
+            }
+            Err(e) => {
+                summary.error = Some(e.to_string());
+                ("released", Vec::new())
+            }
+        };
+        let ended = self.slot.call(SubagentEndedParams {
+            child_session_key: child_key,
+            reason: reason.to_owned(),
+            rollback_token,
+        });
+        match ended {
+            Ok(_) => {}
+            Err(SlotCallError::Required(failed)) => return Err(failed.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, child = %child.agent_id, "on_subagent_ended failed")
+            }
+        }
+        Ok((summary, rows))
     }
 
     fn create_session(&self, recorded: &Recorded, key: &str) -> Result<Session, ReplayError> {
@@ -392,6 +480,8 @@ struct Walk {
     tally: Tally,
     summary: Summary,
     rows: Vec<Row>,
+    /// The subagent being replayed, when it is one: its rows say so.
+    subagent: Option<String>,
 }
 
 impl Walk {
@@ -444,6 +534,7 @@ impl Walk {
             user_turn: self.user_turn,
             window,
             full_history_tokens: self.full_tokens,
+            subagent: self.subagent.clone(),
             ..Row::default()
         };
         for event in runner.events().drain() {
@@ -516,4 +607,29 @@ impl Walk {
         self.rows.push(row);
         Ok(failed)
     }
+}
+
+/// The subagents of `recorded` that the assistant message `reply` spawned (its tool calls that
+/// a subagent's transcript names), in the order the parent ended them.
+fn spawned_by<'r>(recorded: &'r Recorded, reply: &AssistantMessage) -> Vec<&'r Subagent> {
+    if recorded.subagents.is_empty() {
+        return Vec::new();
+    }
+    let calls: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+            _ => None,
+        })
+        .collect();
+    recorded
+        .subagents
+        .iter()
+        .filter(|s| {
+            s.parent_tool_call_id
+                .as_deref()
+                .is_some_and(|id| calls.contains(&id))
+        })
+        .collect()
 }

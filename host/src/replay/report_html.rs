@@ -65,8 +65,16 @@ pub fn render(summary: &Summary, rows: &[Row]) -> String {
         escape(&summary.overflow_wording),
         thousands(summary.window),
     );
-    html.push_str(&chart(summary, rows));
+    // The chart draws the session's own calls; its subagents' calls have windows of their
+    // own and are listed in the summary and the table, tagged with the agent.
+    let own: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.subagent.is_none())
+        .cloned()
+        .collect();
+    html.push_str(&chart(summary, &own));
     html.push_str(&summary_table(summary));
+    html.push_str(&subagents_table(summary));
     html.push_str(&rows_table(rows));
     html.push_str("</body>\n</html>\n");
     html
@@ -359,6 +367,34 @@ fn summary_table(s: &Summary) -> String {
     html
 }
 
+/// The subagents replayed at their parent's calls, when there were any.
+fn subagents_table(s: &Summary) -> String {
+    if s.subagents.is_empty() {
+        return String::new();
+    }
+    let mut html = format!(
+        "<h2>Subagents ({})</h2>\n<table>\n<tr><th>agent</th><th>task</th><th>at call</th>\
+         <th>calls</th><th>peak prompt tokens</th><th>compactions</th><th>error</th></tr>\n",
+        s.subagents.len()
+    );
+    for a in &s.subagents {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"err\">{}</td></tr>",
+            escape(&a.agent_id),
+            escape(a.label.as_deref().unwrap_or("")),
+            a.at_parent_call,
+            a.calls,
+            thousands(a.peak_prompt_tokens),
+            a.compactions,
+            escape(a.error.as_deref().unwrap_or("")),
+        );
+    }
+    html.push_str("</table>\n");
+    html
+}
+
 fn rows_table(rows: &[Row]) -> String {
     let mut html = format!(
         "<details><summary>Every call ({} rows{})</summary>\n<table>\n<tr><th>call</th>\
@@ -381,7 +417,10 @@ fn rows_table(rows: &[Row]) -> String {
             r.prompt_tokens.map_or("–".to_string(), thousands),
             r.pct_window.map_or("–".to_string(), |p| format!("{p:.1}%")),
             r.requests,
-            escape(&r.tags.join(" ")),
+            escape(&match &r.subagent {
+                Some(agent) => format!("[subagent {agent}] {}", r.tags.join(" ")),
+                None => r.tags.join(" "),
+            }),
             r.error
                 .as_ref()
                 .map_or(String::new(), |e| escape(&e.message)),

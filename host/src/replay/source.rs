@@ -60,6 +60,10 @@ pub struct Recorded {
     pub index: usize,
     /// What the loader or importer could not carry over exactly.
     pub warnings: Vec<String>,
+    /// Claude Code subagents the session spawned, in the order the parent ended them (see
+    /// `rampart_sessions::import::subagents`): each is replayed at the parent's call that
+    /// spawned it.
+    pub subagents: Vec<rampart_sessions::import::subagents::Subagent>,
 }
 
 impl Recorded {
@@ -94,7 +98,17 @@ pub fn load(path: &Path, index: Option<usize>) -> Result<Recorded, SourceError> 
             count,
         });
     };
-    let recorded = recorded(path, session, count, index);
+    let is_claude = session.format == rampart_sessions::import::SourceFormat::ClaudeCode;
+    let mut recorded = recorded(path, session, count, index);
+    if is_claude {
+        match rampart_sessions::import::subagents::find(path) {
+            Ok(found) => recorded.subagents = found,
+            Err(e) => recorded.warnings.push(format!(
+                "{}: its subagents could not be read: {e}; the replay shows the parent alone",
+                path.display()
+            )),
+        }
+    }
     if recorded.calls() == 0 {
         return Err(SourceError::NothingToReplay {
             path: path.to_path_buf(),
@@ -160,5 +174,6 @@ fn recorded(path: &Path, session: Opened, count: usize, index: usize) -> Recorde
         sessions_in_file: count,
         index,
         warnings,
+        subagents: Vec::new(),
     }
 }

@@ -44,6 +44,32 @@ pub struct Row {
     pub overflows: u32,
     /// The failure, when the call got no answer.
     pub error: Option<RowError>,
+    /// The subagent (Claude Code's agent id) this call belongs to; `None` for the session
+    /// itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
+}
+
+/// One subagent's replay, as the parent's summary lists it.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentSummary {
+    /// Claude Code's agent id.
+    pub agent_id: String,
+    /// The task the parent gave it (its `.meta.json` description).
+    pub label: Option<String>,
+    /// The parent's tool call that spawned it.
+    pub parent_tool_call_id: Option<String>,
+    /// The parent's call (row) it was replayed at.
+    pub at_parent_call: u64,
+    /// Its model calls.
+    pub calls: u64,
+    /// Its largest prompt, in tokens.
+    pub peak_prompt_tokens: u64,
+    /// Its compactions.
+    pub compactions: u64,
+    /// Why it could not be replayed, when it could not.
+    pub error: Option<String>,
 }
 
 /// A failed call, as the row shows it.
@@ -96,6 +122,9 @@ pub struct Summary {
     pub user_turns: u64,
     /// Model calls made (one per recorded assistant message).
     pub calls: u64,
+    /// Claude Code subagents replayed, each at the parent's call that spawned it, in order.
+    /// Their calls are rows of their own (tagged with the agent id), not in `calls`.
+    pub subagents: Vec<SubagentSummary>,
     /// Calls that got an answer.
     pub answered: u64,
     /// Requests the model received (refused ones included).

@@ -187,11 +187,14 @@ pub fn format_row(row: &Row) -> String {
     let pct = row
         .pct_window
         .map_or("–".to_string(), |p| format!("{p:.1}%"));
-    let tags = if row.tags.is_empty() {
+    let mut tags = if row.tags.is_empty() {
         "-".to_string()
     } else {
         row.tags.join(" ")
     };
+    if let Some(agent) = &row.subagent {
+        tags = format!("[subagent {agent}] {tags}");
+    }
     format!(
         "{:>5} {:>5} {:>9} {:>7} {:>4}  {tags}",
         row.turn, row.user_turn, prompt, pct, row.requests
@@ -239,6 +242,40 @@ pub fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
             String::new()
         }
     )?;
+    if !s.subagents.is_empty() {
+        let calls: u64 = s.subagents.iter().map(|a| a.calls).sum();
+        let failed = s.subagents.iter().filter(|a| a.error.is_some()).count();
+        writeln!(
+            out,
+            "  subagents      {} replayed at their parent's calls ({} calls of their own{})",
+            s.subagents.len() - failed,
+            thousands(calls),
+            if failed > 0 {
+                format!(", {failed} could not be replayed")
+            } else {
+                String::new()
+            }
+        )?;
+        for a in &s.subagents {
+            writeln!(
+                out,
+                "    {} at call {}: {} calls, peak {} tokens, {} compactions{}{}",
+                a.agent_id,
+                a.at_parent_call,
+                a.calls,
+                thousands(a.peak_prompt_tokens),
+                a.compactions,
+                a.label
+                    .as_ref()
+                    .map(|l| format!(" ({l})"))
+                    .unwrap_or_default(),
+                a.error
+                    .as_ref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default()
+            )?;
+        }
+    }
     writeln!(
         out,
         "  truncations    {} (ingest caps {}, tool-loop guard {}, session passes {})",

@@ -67,6 +67,7 @@ mod open;
 pub mod openai_chat;
 pub mod openhands;
 mod source;
+pub mod subagents;
 pub mod swe_agent;
 mod timestamp;
 
