@@ -202,6 +202,10 @@ pub struct PrecheckRoute {
     pub window: u64,
     /// Tokens over the budget.
     pub overflow_tokens: u64,
+    /// The prompt budget in real tokens: what the prompt may take below the window once the
+    /// reserve is kept and the estimate's safety factor allowed for. Crossing it is what
+    /// triggers a budget compaction. 0 from hosts that did not say.
+    pub budget_tokens: u64,
 }
 
 /// [`Event::Prune`].

@@ -700,7 +700,13 @@ fn a_replay_into_a_sessions_directory_writes_the_registry_twice_with_every_figur
         .join("../examples/sessions/openclaw-main-3479d118.jsonl");
     let recorded = source::load(&input, None).unwrap();
     let profile = setup::ModelProfile::from_flags(None, None, None).unwrap();
-    let config = rampart_host::config::parse("", Path::new("plugins.toml")).unwrap();
+    // Compacting up to the whole budget, so the replay compacts more often than the 25
+    // checkpoints the registry keeps.
+    let config = rampart_host::config::parse(
+        "[agents.defaults.compaction]\ntargetShare = 1.0\n",
+        Path::new("plugins.toml"),
+    )
+    .unwrap();
     let config = setup::replay_config(config, &profile, 32_000, None, None).unwrap();
     let place = setup::ReplayDir::prepare(Some(&tmp.path().join("sessions")), false).unwrap();
     let replayer = Replayer::new(
@@ -818,4 +824,69 @@ fn a_claude_code_session_replays_its_subagents_at_the_parents_calls() {
     }
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("Subagents (6)") && html.contains("Research Claude Code plan mode"));
+}
+
+/// Issue 14, items 1–3 on the README's main job at 32k: the reserve scales with the window
+/// (peak at least 60% of it, against 31% with OpenClaw's flat 20,000), the compaction target
+/// leaves room (at most one compaction per 25 calls, against one per 4.7), and compactions
+/// the budget triggers are labelled `budget`, not `overflow`, when no request was refused.
+#[test]
+fn the_main_job_uses_the_window_compacts_rarely_and_labels_the_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
+    let replay = |config: &Path| {
+        let out = rampart_in(
+            tmp.path(),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "replay",
+                example.to_str().unwrap(),
+                "--window",
+                "32000",
+                "--json",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        json_of(&out)
+    };
+    let doc = replay(&empty_config(tmp.path()));
+    let s = &doc["summary"];
+    let calls = s["calls"].as_u64().unwrap();
+    let peak = s["peakPromptTokens"].as_u64().unwrap();
+    assert!(peak * 100 >= 60 * 32_000, "peak {peak} of 32,000");
+    let compactions = s["compactions"].as_u64().unwrap();
+    assert!(
+        compactions > 0 && compactions * 25 <= calls,
+        "{compactions} compactions in {calls} calls"
+    );
+    assert_eq!(s["overflows"], 0, "no request was refused");
+    assert_eq!(s["budgetTriggers"].as_u64().unwrap(), compactions);
+    assert_eq!(s["budgetTokens"], 20_000);
+    for row in doc["rows"].as_array().unwrap() {
+        let tags: Vec<&str> = row["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert!(
+            !tags.contains(&"overflow") && !tags.contains(&"retry"),
+            "{row}"
+        );
+        if tags.contains(&"compact") {
+            assert!(tags.contains(&"budget"), "{row}");
+        }
+    }
+    // The target is what spaces them out: compacting to the whole budget compacts more.
+    let whole = write_config(
+        tmp.path(),
+        "[agents.defaults.compaction]\ntargetShare = 1.0\n",
+    );
+    let more = replay(&whole)["summary"]["compactions"].as_u64().unwrap();
+    assert!(
+        more > compactions,
+        "{more} with targetShare 1.0 against {compactions}"
+    );
 }

@@ -18,7 +18,7 @@ fn config_for(url: &str) -> Config {
     config::parse(
         &format!(
             "[agents.defaults.model]\nprimary = \"local/m\"\n\
-             [agents.defaults.compaction]\nmodel = \"sim/default\"\n\
+             [agents.defaults.compaction]\nmodel = \"sim/default\"\nreserveTokensFloor = 20000\ntargetShare = 1.0\n\
              [models.providers.local]\napi = \"openai-completions\"\nbaseUrl = \"{url}\"\nmaxRetries = 0\n\
              [[models.providers.local.models]]\nid = \"m\"\ncontextWindow = 32000\n"
         ),

@@ -235,6 +235,7 @@ fn with_no_config_the_simulator_answers_offline() {
 fn session_with_reads(reads: usize) -> (Config, World) {
     let config = config::parse(
         "[agents.defaults.model]\nprimary = \"sim/mid\"\n\
+         [agents.defaults.compaction]\nreserveTokensFloor = 20000\n\
          [[models.providers.sim.models]]\nid = \"mid\"\ncontextWindow = 32000\n",
         Path::new("plugins.toml"),
     )
@@ -303,7 +304,7 @@ fn routes(events: &[rampart_host::run::RecordedEvent]) -> Vec<String> {
 #[test]
 fn the_precheck_truncates_tool_results_in_the_session_before_anything_is_sent() {
     // Five reads: about 12,500 tokens, under the tool-loop limit but over what the precheck
-    // leaves the prompt after the 20,000-token reserve.
+    // leaves the prompt after OpenClaw's flat 20,000-token reserve, pinned here.
     let (config, mut w) = session_with_reads(5);
     let before = std::fs::read_to_string(w.session.path()).unwrap();
 

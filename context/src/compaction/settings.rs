@@ -25,6 +25,13 @@ pub const CONFIG_PATH: &str = "agents.defaults.compaction";
 pub const PI_DEFAULT_RESERVE_TOKENS: u64 = 16_384;
 /// OpenClaw's `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`.
 pub const DEFAULT_RESERVE_TOKENS_FLOOR: u64 = 20_000;
+
+/// The default `targetShare` (see [`CompactionSettings::target_share`]), measured on the
+/// README's main job (BENCHMARKS.md, issue 14).
+pub const DEFAULT_TARGET_SHARE: f64 = 0.4;
+
+/// The least a window-scaled reserve floor goes ([`CompactionSettings::reserve_for`]).
+pub const SCALED_RESERVE_FLOOR_MIN: u64 = 4_096;
 /// pi's default `keepRecentTokens`: recent history kept verbatim after the summary.
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 /// Default share of the compaction model's window the summarised history may use.
@@ -60,12 +67,13 @@ pub const IGNORED_KEYS: [&str; 6] = [
     "notifyUser",
 ];
 
-const KNOWN_KEYS: [&str; 17] = [
+const KNOWN_KEYS: [&str; 18] = [
     "mode",
     "reserveTokens",
     "keepRecentTokens",
     "reserveTokensFloor",
     "maxHistoryShare",
+    "targetShare",
     "customInstructions",
     "recentTurnsPreserve",
     "identifierPolicy",
@@ -219,11 +227,20 @@ pub struct CompactionSettings {
     /// `keepRecentTokens`: recent history kept verbatim; `None` or 0 means 20,000.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_recent_tokens: Option<u64>,
-    /// `reserveTokensFloor`: the least effective reserve (20,000; 0 disables the floor).
-    pub reserve_tokens_floor: u64,
+    /// `reserveTokensFloor`: the least effective reserve; `None` means 20,000 for the
+    /// summariser's budget and a floor that scales with the window for the prompt's reserve
+    /// ([`CompactionSettings::reserve_for`]); 0 disables the floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserve_tokens_floor: Option<u64>,
     /// `maxHistoryShare`: share of the compaction model's window the summarised history may
     /// take before its oldest part is summarised separately (0.1–0.9, default 0.5).
     pub max_history_share: f64,
+    /// `targetShare`: the share of the prompt budget a compaction aims to leave the context
+    /// at (0.1–1.0, default [`DEFAULT_TARGET_SHARE`]). Hysteresis: a compaction that only just
+    /// gets under the trigger is followed by another a few calls later (111 compactions in
+    /// the README's 517-call replay); one that leaves room is many calls away, which keeps
+    /// the prompt cache and saves the summariser's calls.
+    pub target_share: f64,
     /// `customInstructions`: extra focus for the summariser ("Additional focus:").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub custom_instructions: Option<String>,
@@ -267,8 +284,9 @@ impl Default for CompactionSettings {
             mode: CompactionMode::Safeguard,
             reserve_tokens: None,
             keep_recent_tokens: None,
-            reserve_tokens_floor: DEFAULT_RESERVE_TOKENS_FLOOR,
+            reserve_tokens_floor: None,
             max_history_share: DEFAULT_MAX_HISTORY_SHARE,
+            target_share: DEFAULT_TARGET_SHARE,
             custom_instructions: None,
             recent_turns_preserve: DEFAULT_RECENT_TURNS_PRESERVE,
             identifier_policy: IdentifierPolicy::Strict,
@@ -358,7 +376,7 @@ impl CompactionSettings {
                 }
                 "reserveTokens" => s.reserve_tokens = Some(non_negative(&path, value)?),
                 "keepRecentTokens" => s.keep_recent_tokens = Some(non_negative(&path, value)?),
-                "reserveTokensFloor" => s.reserve_tokens_floor = non_negative(&path, value)?,
+                "reserveTokensFloor" => s.reserve_tokens_floor = Some(non_negative(&path, value)?),
                 "maxHistoryShare" => {
                     let (lo, hi) = MAX_HISTORY_SHARE_RANGE;
                     match value.as_f64() {
@@ -366,6 +384,10 @@ impl CompactionSettings {
                         _ => return Err(invalid(&path, value, "a number from 0.1 to 0.9")),
                     }
                 }
+                "targetShare" => match value.as_f64() {
+                    Some(v) if (0.1..=1.0).contains(&v) => s.target_share = v,
+                    _ => return Err(invalid(&path, value, "a number from 0.1 to 1.0")),
+                },
                 "customInstructions" => s.custom_instructions = Some(string(&path, value)?),
                 "recentTurnsPreserve" => {
                     let v = number(&path, value, "a number of user turns (0 to 12)")?;
@@ -410,11 +432,45 @@ impl CompactionSettings {
         Ok(s)
     }
 
-    /// The reserve actually used: the configured value (or pi's 16,384), lifted to the floor.
+    /// The reserve the summariser budgets with: the configured value (or pi's 16,384), lifted
+    /// to the floor (20,000 unless configured).
     pub fn effective_reserve_tokens(&self) -> u64 {
         self.reserve_tokens
             .unwrap_or(PI_DEFAULT_RESERVE_TOKENS)
-            .max(self.reserve_tokens_floor)
+            .max(
+                self.reserve_tokens_floor
+                    .unwrap_or(DEFAULT_RESERVE_TOKENS_FLOOR),
+            )
+    }
+
+    /// The tokens a request keeps free below `context_window` for the answer and for a
+    /// compaction (the precheck's reserve), for a model whose answers are capped at
+    /// `output_cap` tokens when that is known.
+    ///
+    /// OpenClaw keeps a flat 20,000-token floor, which at a 32k window leaves a prompt of
+    /// about 10,000 tokens after the estimate's safety factor: the window was mostly unused
+    /// and compaction ran every few calls (openclaw#124911). The rule:
+    /// - the floor scales with the window: a quarter of it, within [4,096, 20,000];
+    ///   `reserveTokensFloor` replaces it when set;
+    /// - the reserve is the larger of the floor and what the answer may need: `reserveTokens`
+    ///   when set, else the model's output cap when known;
+    /// - whatever is configured, it never swallows the window: the precheck still keeps the
+    ///   prompt at least 8,000 tokens, or half the window below 16,000
+    ///   ([`crate::guards::precheck::MIN_PROMPT_BUDGET_TOKENS`]).
+    ///
+    /// | window | reserve (no cap, nothing configured) | prompt budget after the ×1.2 estimate margin | with an 8,192-token output cap |
+    /// |---|---|---|---|
+    /// | 16,000 | 4,096 | 9,920 | 8,192 (the precheck keeps 8,000 for the prompt) |
+    /// | 32,000 | 8,000 | 20,000 (62.5 %) | 8,192 |
+    /// | 128,000 | 20,000 | 90,000 | 20,000 |
+    /// | 200,000 | 20,000 | 150,000 | 20,000 |
+    /// | 1,000,000 | 20,000 | 816,666 | 20,000 |
+    pub fn reserve_for(&self, context_window: u64, output_cap: Option<u64>) -> u64 {
+        let floor = self.reserve_tokens_floor.unwrap_or_else(|| {
+            (context_window / 4).clamp(SCALED_RESERVE_FLOOR_MIN, DEFAULT_RESERVE_TOKENS_FLOOR)
+        });
+        let answer = self.reserve_tokens.or(output_cap).unwrap_or(0);
+        answer.max(floor)
     }
 
     /// The recent tokens kept verbatim: the configured value when positive, else 20,000.
@@ -647,6 +703,48 @@ mod tests {
         assert_eq!(s.max_concurrency, 8);
         assert_eq!(s.circuit_breaker.failures, 3);
         assert_eq!(s.quality_attempts(), 1);
+    }
+
+    #[test]
+    fn the_reserve_scales_with_the_window_and_honours_what_is_configured() {
+        let s = CompactionSettings::default();
+        let cases = [
+            (16_000, None, 4_096),
+            (16_000, Some(8_192), 8_192),
+            (32_000, None, 8_000),
+            (32_000, Some(8_192), 8_192),
+            (128_000, None, 20_000),
+            (200_000, None, 20_000),
+            (200_000, Some(32_000), 32_000),
+            (1_000_000, None, 20_000),
+        ];
+        for (window, cap, want) in cases {
+            assert_eq!(
+                s.reserve_for(window, cap),
+                want,
+                "window {window}, cap {cap:?}"
+            );
+        }
+        // Explicit settings are honoured.
+        let explicit = CompactionSettings::from_value(
+            &json!({"reserveTokens": 30_000, "reserveTokensFloor": 0}),
+        )
+        .unwrap();
+        assert_eq!(explicit.reserve_for(200_000, Some(8_192)), 30_000);
+        // However big, the precheck still keeps the prompt its minimum.
+        let kept = crate::guards::precheck::precheck(&crate::guards::precheck::PrecheckInput {
+            estimated_tokens: 0,
+            context_window: 32_000,
+            reserve_tokens: explicit.reserve_for(32_000, None),
+            tool_result_reducible_chars: 0,
+        });
+        assert_eq!(kept.prompt_budget_before_reserve, 8_000);
+        let floor = CompactionSettings::from_value(&json!({"reserveTokensFloor": 20_000})).unwrap();
+        assert_eq!(
+            floor.reserve_for(32_000, None),
+            20_000,
+            "OpenClaw's flat floor, if asked"
+        );
     }
 
     #[test]

@@ -167,6 +167,21 @@ fn chart(summary: &Summary, rows: &[Row]) -> String {
         wy - 5.0,
         thousands(summary.window)
     );
+    // The prompt budget: the line a budget compaction crosses (issue 14: the window alone
+    // made every compaction look premature).
+    if summary.budget_tokens > 0 {
+        let by = y(summary.budget_tokens);
+        let _ = writeln!(
+            svg,
+            "<line x1=\"{LEFT}\" y1=\"{by:.1}\" x2=\"{:.1}\" y2=\"{by:.1}\" stroke=\"#d68910\" \
+             stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/><text x=\"{:.1}\" y=\"{:.1}\" \
+             font-size=\"12\" text-anchor=\"end\" fill=\"#d68910\">prompt budget {}</text>",
+            WIDTH - RIGHT,
+            WIDTH - RIGHT - 4.0,
+            by - 5.0,
+            thousands(summary.budget_tokens)
+        );
+    }
     // Prompt tokens: one polyline per run of answered calls (a failed call breaks the line).
     let mut segment: Vec<(f64, f64)> = Vec::new();
     let flush = |segment: &mut Vec<(f64, f64)>, svg: &mut String| {

@@ -40,8 +40,13 @@ pub struct Row {
     pub prunes: u32,
     /// Characters pruning removed from the request.
     pub pruned_chars: u64,
-    /// Overflows seen (provider, precheck or tool-loop guard).
+    /// Overflows seen: a request the provider refused, or the tool-loop guard's (which
+    /// stands in for one).
     pub overflows: u32,
+    /// Compactions the prompt budget triggered (the precheck), where no request was refused.
+    pub budget_triggers: u32,
+    /// The prompt budget of the call, in tokens (see `PrecheckRoute::budget_tokens`).
+    pub budget_tokens: Option<u64>,
     /// The failure, when the call got no answer.
     pub error: Option<RowError>,
     /// The subagent (Claude Code's agent id) this call belongs to; `None` for the session
@@ -149,8 +154,12 @@ pub struct Summary {
     pub prunes: u64,
     /// Characters pruning removed, summed over requests.
     pub pruned_chars: u64,
-    /// Overflows seen (provider, precheck or tool-loop guard).
+    /// Overflows seen: requests the provider refused, and the tool-loop guard's.
     pub overflows: u64,
+    /// Compactions the prompt budget triggered before any request was refused.
+    pub budget_triggers: u64,
+    /// The prompt budget of the last call, in tokens: the line a budget compaction crosses.
+    pub budget_tokens: u64,
     /// Calls that hit an overflow or a precheck truncation and still got an answer.
     pub recoveries: u64,
     /// Calls that got no answer.
@@ -218,13 +227,25 @@ impl Row {
                     self.tag("compact-no");
                 }
             }
-            Event::Overflow(_) if host => {
-                self.overflows += 1;
-                self.tag("overflow");
+            Event::PrecheckRoute(p) if host && p.budget_tokens > 0 => {
+                self.budget_tokens = Some(p.budget_tokens);
+            }
+            Event::Overflow(o) if host => {
+                if o.trigger.as_deref() == Some("budget") {
+                    self.budget_triggers += 1;
+                    self.tag("budget");
+                } else {
+                    self.overflows += 1;
+                    self.tag("overflow");
+                }
             }
             Event::Retry(_) if host => {
                 tally.retried = true;
-                self.tag("retry");
+                // After a budget-triggered compaction nothing was refused: the one request is
+                // sent after it, not again.
+                if self.overflows > 0 || !self.tags.iter().any(|t| t == "budget") {
+                    self.tag("retry");
+                }
             }
             Event::GuardBlock(_) if host => self.tag("block"),
             Event::GuardWarn(_) if host => tally.guard_warnings += 1,
@@ -274,6 +295,10 @@ impl Summary {
         self.prunes += u64::from(row.prunes);
         self.pruned_chars += row.pruned_chars;
         self.overflows += u64::from(row.overflows);
+        self.budget_triggers += u64::from(row.budget_triggers);
+        if let Some(budget) = row.budget_tokens {
+            self.budget_tokens = budget;
+        }
         match (&row.error, row.prompt_tokens) {
             (Some(e), _) => {
                 self.errors += 1;

@@ -289,6 +289,18 @@ pub fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
+        "  budget         {} prompt tokens ({:.1}% of the window); {} compactions triggered by it \
+         (nothing refused)",
+        thousands(s.budget_tokens),
+        if s.window > 0 {
+            s.budget_tokens as f64 * 100.0 / s.window as f64
+        } else {
+            0.0
+        },
+        s.budget_triggers
+    )?;
+    writeln!(
+        out,
         "  overflows      {}, recoveries {}, errors {}",
         s.overflows, s.recoveries, s.errors
     )?;

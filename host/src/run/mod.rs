@@ -23,6 +23,7 @@ mod recovery;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rampart_context::compaction::CompactionSettings;
 use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
 use rampart_context::guards::tool_args;
 use rampart_context::guards::tool_loop::guard_tool_loop;
@@ -174,8 +175,9 @@ pub struct RunSettings {
     pub candidates: Vec<ModelName>,
     /// The system prompt before the engine's addition.
     pub system_prompt: Option<String>,
-    /// Tokens the precheck keeps free.
-    pub reserve_tokens: u64,
+    /// `agents.defaults.compaction`: the precheck's reserve comes from it, per model
+    /// ([`CompactionSettings::reserve_for`]: scaled to the window and the model's output cap).
+    pub compaction: CompactionSettings,
     /// `contextLimits.toolResultMaxChars`.
     pub tool_result_max_chars: usize,
     /// `historyLimit`: user turns of history to send (`None`: all).
@@ -196,7 +198,7 @@ impl RunSettings {
         Ok(Self {
             candidates: defaults.candidates(&default_model()),
             system_prompt: None,
-            reserve_tokens: compaction.effective_reserve_tokens(),
+            compaction: compaction.clone(),
             tool_result_max_chars: defaults
                 .tool_result_max_chars
                 .map_or(DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, |c| c as usize),
@@ -590,16 +592,20 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// The cap on `name`'s answers: its `maxTokens`, else the run's.
+    pub(crate) fn output_cap(&self, name: &ModelName) -> Option<u64> {
+        self.config
+            .models
+            .model(name)
+            .and_then(|m| m.max_tokens)
+            .or(self.settings.max_output_tokens)
+    }
+
     /// The model of this attempt: layer 1 over the candidate list, then its provider, once.
     fn resolve_model(&self) -> Result<ResolvedModel, TurnError> {
         let (name, context_window) = self.guard()?;
         let provider = self.models.resolve(&name)?;
-        let max_output_tokens = self
-            .config
-            .models
-            .model(&name)
-            .and_then(|m| m.max_tokens)
-            .or(self.settings.max_output_tokens);
+        let max_output_tokens = self.output_cap(&name);
         Ok(ResolvedModel {
             name,
             context_window,
@@ -909,7 +915,7 @@ impl<'a> Runner<'a> {
             messages: clean.clone(),
             // What the precheck will let through, not the whole window: an engine that fills
             // the window would be sent straight into overflow recovery.
-            token_budget: Some(self.compaction_budget(window)),
+            token_budget: Some(self.compaction_budget(window, resolved.max_output_tokens)),
             model: Some(model.clone()),
             available_tools: Vec::new(),
             prompt: None,
@@ -958,7 +964,7 @@ impl<'a> Runner<'a> {
         let (list, args) = tool_args::cap_executed_tool_arguments(
             &list,
             tool_args::executed_argument_limit(
-                self.compaction_budget(window),
+                self.compaction_budget(window, resolved.max_output_tokens),
                 window,
                 self.settings.tool_result_max_chars,
             ),
@@ -1000,7 +1006,10 @@ impl<'a> Runner<'a> {
         let outcome = precheck(&PrecheckInput {
             estimated_tokens: estimated,
             context_window: window,
-            reserve_tokens: self.settings.reserve_tokens,
+            reserve_tokens: self
+                .settings
+                .compaction
+                .reserve_for(window, resolved.max_output_tokens),
             tool_result_reducible_chars: potential.max_reducible_chars as u64,
         });
         self.events.emit(Event::PrecheckRoute(PrecheckRoute {
@@ -1008,6 +1017,8 @@ impl<'a> Runner<'a> {
             estimated,
             window,
             overflow_tokens: outcome.overflow_tokens,
+            budget_tokens: (outcome.prompt_budget_before_reserve as f64 / PRE_PROMPT_SAFETY_FACTOR)
+                .floor() as u64,
         }));
         use rampart_context::guards::precheck::Route;
         match outcome.route {

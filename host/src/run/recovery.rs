@@ -7,7 +7,9 @@
 
 use std::time::Instant;
 
-use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
+use rampart_context::guards::precheck::{
+    PRE_PROMPT_SAFETY_FACTOR, PRECHECK_OVERFLOW_MESSAGE, PrecheckInput, precheck,
+};
 use rampart_context::guards::tool_result::session_likely_has_oversized_tool_results;
 use rampart_context::overflow::{CONTEXT_OVERFLOW_USER_MESSAGE, is_compaction_failure_error};
 use rampart_engine_api::protocol::{CompactParams, CompactResult, ModelRef};
@@ -17,6 +19,7 @@ use serde_json::json;
 
 use super::events::*;
 use super::{OverflowKind, Recovery, Runner, TurnError, session_ref};
+use crate::config::ModelName;
 use crate::engine::slot::{RequiredEngineFailed, SlotCallError};
 use crate::persist::{PersistError, truncate_tool_results_in_session};
 
@@ -55,11 +58,15 @@ impl Runner<'_> {
         compact_then_truncate: bool,
         attempt: u32,
     ) -> Result<(), TurnError> {
+        // The precheck's own decision is the budget at work, not an overflow: no request was
+        // refused, and labelling it `overflow` read as a bug (issue 14).
+        let by_budget = text == PRECHECK_OVERFLOW_MESSAGE;
         self.events.emit(Event::Overflow(Overflow {
             attempt,
             message: text.to_string(),
             observed_tokens,
             window,
+            trigger: by_budget.then(|| "budget".to_string()),
             ..Default::default()
         }));
         let compaction_failure = is_compaction_failure_error(text);
@@ -70,7 +77,7 @@ impl Runner<'_> {
                 model,
                 window,
                 observed_tokens,
-                "overflow",
+                if by_budget { "budget" } else { "overflow" },
                 recovery.overflow_compactions,
             );
             match result {
@@ -204,7 +211,16 @@ impl Runner<'_> {
         let result = self.slot.compact_within(
             CompactParams {
                 session: session_ref(session),
-                token_budget: Some(self.compaction_budget(window)),
+                // The compacted context must fit the target share of the prompt budget, not
+                // the whole of it: hysteresis, so the next compaction is many calls away.
+                token_budget: Some(
+                    (self.compaction_budget(
+                        window,
+                        self.output_cap(&ModelName::new(model.provider.clone(), model.id.clone())),
+                    ) as f64
+                        * self.settings.compaction.target_share)
+                        .floor() as u64,
+                ),
                 force: true,
                 current_token_count: observed_tokens,
                 compaction_target: Some("budget".to_string()),
@@ -257,11 +273,11 @@ impl Runner<'_> {
     /// What the compacted (or assembled) context must fit: the prompt budget the precheck
     /// allows (the window less the reserve it keeps), before its safety factor. Handing the engine the window
     /// instead would let it keep more than the retry can send, and the overflow would repeat.
-    pub(super) fn compaction_budget(&self, window: u64) -> u64 {
+    pub(super) fn compaction_budget(&self, window: u64, output_cap: Option<u64>) -> u64 {
         let outcome = precheck(&PrecheckInput {
             estimated_tokens: 0,
             context_window: window,
-            reserve_tokens: self.settings.reserve_tokens,
+            reserve_tokens: self.settings.compaction.reserve_for(window, output_cap),
             tool_result_reducible_chars: 0,
         });
         ((outcome.prompt_budget_before_reserve as f64) / PRE_PROMPT_SAFETY_FACTOR).floor() as u64

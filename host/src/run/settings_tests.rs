@@ -30,16 +30,19 @@ fn the_default_tool_result_cap_is_the_engines() {
     assert_eq!(set.tool_result_max_chars, 9000);
 }
 
-/// The precheck used a hard-coded 20,000 and ignored `compaction.reserveTokens`.
+/// The precheck used a hard-coded 20,000 and ignored `compaction.reserveTokens`; then a flat
+/// 20,000 floor whatever the window (issue 14). Now the reserve follows the configuration and
+/// scales with the window.
 #[test]
 fn the_precheck_reserve_follows_compaction_reserve_tokens() {
-    assert_eq!(settings("").unwrap().reserve_tokens, 20_000);
-    let set = settings("[agents.defaults.compaction]\nreserveTokens = 30000\n").unwrap();
-    assert_eq!(set.reserve_tokens, 30_000);
-    let set =
-        settings("[agents.defaults.compaction]\nreserveTokens = 6000\nreserveTokensFloor = 0\n")
-            .unwrap();
-    assert_eq!(set.reserve_tokens, 6_000);
+    let reserve =
+        |text: &str, window: u64| settings(text).unwrap().compaction.reserve_for(window, None);
+    assert_eq!(reserve("", 200_000), 20_000);
+    assert_eq!(reserve("", 32_000), 8_000);
+    let set = "[agents.defaults.compaction]\nreserveTokens = 30000\n";
+    assert_eq!(reserve(set, 200_000), 30_000);
+    let set = "[agents.defaults.compaction]\nreserveTokens = 6000\nreserveTokensFloor = 0\n";
+    assert_eq!(reserve(set, 200_000), 6_000);
 }
 
 /// `timeoutSeconds` was parsed twice: the host took any size, the engine capped it at
