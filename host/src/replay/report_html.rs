@@ -182,6 +182,21 @@ fn chart(summary: &Summary, rows: &[Row]) -> String {
             thousands(summary.budget_tokens)
         );
     }
+    // What sending everything would have cost, for comparison: it leaves the chart soon, so
+    // it is drawn up to the top edge and stops there.
+    let everything: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .take_while(|(_, r)| (r.full_history_tokens as f64) <= top_value)
+        .map(|(i, r)| format!("{:.1},{:.1}", x(i), y(r.full_history_tokens)))
+        .collect();
+    if everything.len() > 1 {
+        let _ = writeln!(
+            svg,
+            "<polyline fill=\"none\" stroke=\"#aaa\" stroke-width=\"1\" points=\"{}\"/>",
+            everything.join(" ")
+        );
+    }
     // Prompt tokens: one polyline per run of answered calls (a failed call breaks the line).
     let mut segment: Vec<(f64, f64)> = Vec::new();
     let flush = |segment: &mut Vec<(f64, f64)>, svg: &mut String| {
@@ -272,6 +287,8 @@ fn chart(summary: &Summary, rows: &[Row]) -> String {
         "<h2>Prompt tokens per call</h2>\n{svg}<p class=\"legend\">\
          <span style=\"color:#2c6fbb\">&#9473; prompt tokens</span>\
          <span style=\"color:#c0392b\">&#9476; window</span>\
+         <span style=\"color:#d68910\">&#9476; prompt budget</span>\
+         <span style=\"color:#aaa\">&#9473; sending everything</span>\
          <span style=\"color:#8e44ad\">&#9660; compaction</span>\
          <span style=\"color:#e67e22\">&#9675; truncation</span>\
          <span style=\"color:#27ae60\">&#9632; prune</span>\
