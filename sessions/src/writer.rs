@@ -57,14 +57,7 @@ impl NewSessionFile {
         self.line.clear();
         serde_json::to_writer(&mut self.line, entry)
             .map_err(|e| SessionError::io(&self.dir, "write an entry for", e.into()))?;
-        let limit = DEFAULT_MAX_LINE_BYTES;
-        if self.line.len() > limit {
-            return Err(line_too_long(&self.dir, entry, self.line.len(), limit));
-        }
-        let depth = json_depth(&self.line);
-        if depth > MAX_JSON_DEPTH {
-            return Err(line_too_deep(&self.dir, entry, depth));
-        }
+        self.check(entry, &self.line)?;
         self.line.push(b'\n');
         self.body
             .write_all(&self.line)
@@ -77,6 +70,17 @@ impl NewSessionFile {
     /// by the loader, so within its limits), as the next line; `entry` names it in errors. The
     /// same checks as [`NewSessionFile::push`].
     pub fn push_verbatim(&mut self, entry: &Entry, line: &[u8]) -> Result<()> {
+        self.check(entry, line)?;
+        self.body
+            .write_all(line)
+            .and_then(|()| self.body.write_all(b"\n"))
+            .map_err(|e| SessionError::io(&self.dir, "write a temporary file in", e))?;
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Refuses `line` (holding `entry`) when the loader would: too long or nested too deep.
+    fn check(&self, entry: &Entry, line: &[u8]) -> Result<()> {
         let limit = DEFAULT_MAX_LINE_BYTES;
         if line.len() > limit {
             return Err(line_too_long(&self.dir, entry, line.len(), limit));
@@ -85,11 +89,6 @@ impl NewSessionFile {
         if depth > MAX_JSON_DEPTH {
             return Err(line_too_deep(&self.dir, entry, depth));
         }
-        self.body
-            .write_all(line)
-            .and_then(|()| self.body.write_all(b"\n"))
-            .map_err(|e| SessionError::io(&self.dir, "write a temporary file in", e))?;
-        self.entries += 1;
         Ok(())
     }
 

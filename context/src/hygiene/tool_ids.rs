@@ -226,14 +226,7 @@ fn rename_reused_ids(list: &MessageList) -> (MessageList, usize) {
                 current.clear();
                 // Ids this turn shares with earlier turns; a repeat within the turn is the
                 // pairing repair's to judge, not a reuse.
-                let ids: HashSet<&str> = a
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::ToolCall(c) => Some(c.id.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let ids: HashSet<&str> = message.tool_calls().map(|c| c.id.as_str()).collect();
                 for id in ids {
                     let seen = used.entry(id.to_string()).or_insert(0);
                     if *seen > 0 {

@@ -8,7 +8,6 @@ use rampart_context::tokens::TokenCounter;
 use rampart_engine_api::AgentMessage;
 use rampart_engine_api::protocol::{PrepareSubagentSpawnParams, SubagentEndedParams};
 use rampart_message::wire::SharedMessage;
-use rampart_message::{AssistantMessage, ContentBlock};
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::import::subagents::Subagent;
 use rampart_sessions::store::{SessionEntry, StoreError, now_unix_ms};
@@ -324,7 +323,7 @@ impl<'a> Replayer<'a> {
                     }
                     // The subagents this call spawned run now, as they did: the parent's
                     // next message is the tool result that carries each one's answer.
-                    for child in spawned_by(recorded, reply) {
+                    for child in spawned_by(recorded, message) {
                         let replayed =
                             self.replay_subagent(&key, child, walk.call, stop_on_error, on_row)?;
                         walk.rows.extend(replayed.1);
@@ -611,18 +610,11 @@ impl Walk {
 
 /// The subagents of `recorded` that the assistant message `reply` spawned (its tool calls that
 /// a subagent's transcript names), in the order the parent ended them.
-fn spawned_by<'r>(recorded: &'r Recorded, reply: &AssistantMessage) -> Vec<&'r Subagent> {
+fn spawned_by<'r>(recorded: &'r Recorded, reply: &AgentMessage) -> Vec<&'r Subagent> {
     if recorded.subagents.is_empty() {
         return Vec::new();
     }
-    let calls: Vec<&str> = reply
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::ToolCall(c) => Some(c.id.as_str()),
-            _ => None,
-        })
-        .collect();
+    let calls: Vec<&str> = reply.tool_calls().map(|c| c.id.as_str()).collect();
     recorded
         .subagents
         .iter()

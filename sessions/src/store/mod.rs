@@ -326,13 +326,7 @@ impl SessionStore {
             dir: dir.clone(),
             source,
         })?;
-        let store = Self {
-            path: dir.join(REGISTRY_FILE_NAME),
-            lock_path: dir.join(LOCK_FILE_NAME),
-            dir,
-            lock_timeout: DEFAULT_LOCK_TIMEOUT,
-            writes: AtomicU64::new(0),
-        };
+        let store = Self::in_dir(dir);
         store.remove_stale_temp_files();
         let loaded = store.load_from_disk()?;
         tracing::debug!(
@@ -349,16 +343,20 @@ impl SessionStore {
     /// `export`): a new user's first `sessions list` used to create the data directory.
     /// Writing through the store still works where the directory exists.
     pub fn open_read_only(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
-        let dir = dir.into();
-        let store = Self {
+        let store = Self::in_dir(dir.into());
+        store.load_from_disk()?;
+        Ok(store)
+    }
+
+    /// The store of `dir`, nothing read or written yet.
+    fn in_dir(dir: PathBuf) -> Self {
+        Self {
             path: dir.join(REGISTRY_FILE_NAME),
             lock_path: dir.join(LOCK_FILE_NAME),
             dir,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             writes: AtomicU64::new(0),
-        };
-        store.load_from_disk()?;
-        Ok(store)
+        }
     }
 
     /// Removes registry temp files (`.sessions.json.<pid>.<random>.tmp`) that a writer killed
