@@ -890,3 +890,85 @@ fn the_main_job_uses_the_window_compacts_rarely_and_labels_the_budget() {
         "{more} with targetShare 1.0 against {compactions}"
     );
 }
+
+/// Issue 14, item 4: the accounting adds up against the replay's own records: the input
+/// tokens are the requests' prompt tokens, the cache breaks are the requests whose history is
+/// not an extension of the one before, and the compaction spend is what the compaction events
+/// say; per 100 calls is the total scaled.
+#[test]
+fn the_accounting_matches_the_request_log_and_the_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
+    let requests = tmp.path().join("requests.jsonl");
+    let events = tmp.path().join("events.jsonl");
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            empty_config(tmp.path()).to_str().unwrap(),
+            "--events",
+            events.to_str().unwrap(),
+            "replay",
+            example.to_str().unwrap(),
+            "--window",
+            "32000",
+            "--json",
+            "--requests-out",
+            requests.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let s = json_of(&out)["summary"].clone();
+    let log: Vec<Value> = std::fs::read_to_string(&requests)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sent: u64 = log
+        .iter()
+        .map(|r| r["promptTokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(s["tokensSent"].as_u64().unwrap(), sent);
+    let mut breaks = 0;
+    for pair in log.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        let (am, bm) = (
+            a["messages"].as_array().unwrap(),
+            b["messages"].as_array().unwrap(),
+        );
+        if a["system"] != b["system"]
+            || am.len() > bm.len()
+            || am.iter().zip(bm).any(|(x, y)| x != y)
+        {
+            breaks += 1;
+        }
+    }
+    assert_eq!(s["cacheBreaks"].as_u64().unwrap(), breaks);
+    assert!(
+        breaks >= s["compactions"].as_u64().unwrap(),
+        "every compaction breaks the cache"
+    );
+    let (mut read, mut wrote) = (0u64, 0u64);
+    for line in std::fs::read_to_string(&events).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        if e["kind"] == "compaction_end" && e["data"]["compacted"] == true {
+            let summary = e["data"]["summaryChars"].as_u64().unwrap().div_ceil(4);
+            let before = e["data"]["tokensBefore"].as_u64().unwrap();
+            let after = e["data"]["tokensAfter"].as_u64().unwrap();
+            read += before - (after - summary);
+            wrote += summary;
+        }
+    }
+    assert!(read > 0 && wrote > 0);
+    assert_eq!(s["compactionInputTokens"].as_u64().unwrap(), read);
+    assert_eq!(s["compactionOutputTokens"].as_u64().unwrap(), wrote);
+    assert_eq!(
+        s["netTokensSaved"].as_i64().unwrap(),
+        s["tokensSaved"].as_i64().unwrap() - (read + wrote) as i64
+    );
+    let calls = s["calls"].as_f64().unwrap();
+    let per = &s["per100Calls"];
+    assert!((per["inputTokens"].as_f64().unwrap() - sent as f64 * 100.0 / calls).abs() < 1e-6);
+    assert!((per["cacheBreaks"].as_f64().unwrap() - breaks as f64 * 100.0 / calls).abs() < 1e-9);
+}

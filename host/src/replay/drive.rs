@@ -281,6 +281,7 @@ impl<'a> Replayer<'a> {
             },
             rows: Vec::new(),
             subagent: subagent.map(str::to_owned),
+            last_request: None,
         };
         if let Some(system) = &recorded.system_prompt {
             walk.full_tokens += walk.counter.count_text(system);
@@ -481,6 +482,23 @@ struct Walk {
     rows: Vec<Row>,
     /// The subagent being replayed, when it is one: its rows say so.
     subagent: Option<String>,
+    /// The system prompt and messages of the last request, to tell a cache break.
+    last_request: Option<(Option<String>, Vec<SharedMessage>)>,
+}
+
+/// Whether `earlier` (system, messages) is not a prefix of `later`: the provider's prompt
+/// cache, which matches the longest identical prefix, starts over.
+fn breaks_cache(
+    earlier: &(Option<String>, Vec<SharedMessage>),
+    later: (&Option<String>, &[SharedMessage]),
+) -> bool {
+    let (system, messages) = earlier;
+    system != later.0
+        || messages.len() > later.1.len()
+        || !messages
+            .iter()
+            .zip(later.1)
+            .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
 }
 
 impl Walk {
@@ -582,8 +600,16 @@ impl Walk {
             }
         };
         self.full_tokens += self.counter.count_shared(reply);
-        let requests: Vec<RequestRecord> = tap
-            .take()
+        let tapped = tap.take();
+        for t in &tapped {
+            if let Some(last) = &self.last_request
+                && breaks_cache(last, (&t.system, &t.messages))
+            {
+                row.cache_breaks += 1;
+            }
+            self.last_request = Some((t.system.clone(), t.messages.clone()));
+        }
+        let requests: Vec<RequestRecord> = tapped
             .into_iter()
             .enumerate()
             .map(|(i, t)| RequestRecord {

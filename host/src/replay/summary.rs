@@ -47,12 +47,39 @@ pub struct Row {
     pub budget_triggers: u32,
     /// The prompt budget of the call, in tokens (see `PrecheckRoute::budget_tokens`).
     pub budget_tokens: Option<u64>,
+    /// Tokens the call's compactions read (see [`Summary::compaction_input_tokens`]).
+    pub compaction_input_tokens: u64,
+    /// Tokens the call's compactions wrote: their summaries.
+    pub compaction_output_tokens: u64,
+    /// Requests of the call whose prefix differs from the request before it beyond the newest
+    /// messages: the provider's prompt cache cannot serve them.
+    pub cache_breaks: u32,
     /// The failure, when the call got no answer.
     pub error: Option<RowError>,
     /// The subagent (Claude Code's agent id) this call belongs to; `None` for the session
     /// itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subagent: Option<String>,
+}
+
+/// A replay's accounting per 100 calls.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Per100Calls {
+    /// Input tokens sent to the chat model.
+    pub input_tokens: f64,
+    /// Input tokens of compaction calls.
+    pub compaction_input_tokens: f64,
+    /// Output tokens of compaction calls.
+    pub compaction_output_tokens: f64,
+    /// Prompt-cache breaks.
+    pub cache_breaks: f64,
+    /// Compactions.
+    pub compactions: f64,
+    /// Truncations of every kind.
+    pub truncations: f64,
+    /// Prunes.
+    pub prunes: f64,
 }
 
 /// One subagent's replay, as the parent's summary lists it.
@@ -174,6 +201,21 @@ pub struct Summary {
     pub tokens_if_everything: u64,
     /// `tokens_if_everything - tokens_sent`.
     pub tokens_saved: u64,
+    /// Tokens compactions read: for each, the history that left the context. A summarising
+    /// model is billed for them (the embedded summariser is counted as one would be).
+    pub compaction_input_tokens: u64,
+    /// Tokens compactions wrote (their summaries).
+    pub compaction_output_tokens: u64,
+    /// `tokens_saved` less what the compactions spent (`compaction_input_tokens +
+    /// compaction_output_tokens`): the saving that is left. Negative when compacting cost more
+    /// than it saved.
+    pub net_tokens_saved: i64,
+    /// Requests whose prefix differs from the previous request's beyond the newest messages
+    /// (a compaction, a truncation, a prune or a hygiene change rewrote the history): each
+    /// makes the provider's prompt cache start over.
+    pub cache_breaks: u64,
+    /// The same figures per 100 calls, so replays of different lengths compare.
+    pub per_100_calls: Per100Calls,
     /// Where the timing went.
     pub timings: Timings,
     /// The process's peak resident memory, when the platform reports it.
@@ -221,6 +263,15 @@ impl Row {
             Event::CompactionEnd(end) if host => {
                 if end.compacted {
                     self.compactions += 1;
+                    // What a summarising model would have read and written: the history that
+                    // left the context (before, less what stayed beside the summary) and the
+                    // summary. The embedded summariser calls no model, but a real one would.
+                    let summary = end.summary_chars.unwrap_or(0).div_ceil(4);
+                    let before = end.tokens_before.unwrap_or(0);
+                    let after = end.tokens_after.unwrap_or(0);
+                    self.compaction_input_tokens +=
+                        before.saturating_sub(after.saturating_sub(summary));
+                    self.compaction_output_tokens += summary;
                     self.tag("compact");
                 } else {
                     tally.compactions_not_done += 1;
@@ -296,6 +347,9 @@ impl Summary {
         self.pruned_chars += row.pruned_chars;
         self.overflows += u64::from(row.overflows);
         self.budget_triggers += u64::from(row.budget_triggers);
+        self.compaction_input_tokens += row.compaction_input_tokens;
+        self.compaction_output_tokens += row.compaction_output_tokens;
+        self.cache_breaks += u64::from(row.cache_breaks);
         if let Some(budget) = row.budget_tokens {
             self.budget_tokens = budget;
         }
@@ -332,6 +386,26 @@ impl Summary {
             self.tokens_sent as f64 / self.answered as f64
         };
         self.tokens_saved = self.tokens_if_everything.saturating_sub(self.tokens_sent);
+        let spent = self.compaction_input_tokens + self.compaction_output_tokens;
+        self.net_tokens_saved = i64::try_from(self.tokens_saved)
+            .unwrap_or(i64::MAX)
+            .saturating_sub(i64::try_from(spent).unwrap_or(i64::MAX));
+        let per = |n: u64| {
+            if self.calls == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / self.calls as f64
+            }
+        };
+        self.per_100_calls = Per100Calls {
+            input_tokens: per(self.tokens_sent),
+            compaction_input_tokens: per(self.compaction_input_tokens),
+            compaction_output_tokens: per(self.compaction_output_tokens),
+            cache_breaks: per(self.cache_breaks),
+            compactions: per(self.compactions),
+            truncations: per(self.truncations),
+            prunes: per(self.prunes),
+        };
     }
 }
 

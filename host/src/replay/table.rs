@@ -311,9 +311,29 @@ pub fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
     };
     writeln!(
         out,
-        "  tokens saved   {} of {} ({pct_saved:.1}%) against sending everything",
+        "  tokens saved   {} of {} ({pct_saved:.1}%) against sending everything; {} net of \
+         what compaction read and wrote ({} + {})",
         thousands(s.tokens_saved),
-        thousands(s.tokens_if_everything)
+        thousands(s.tokens_if_everything),
+        if s.net_tokens_saved < 0 {
+            format!("-{}", thousands(s.net_tokens_saved.unsigned_abs()))
+        } else {
+            thousands(s.net_tokens_saved.unsigned_abs())
+        },
+        thousands(s.compaction_input_tokens),
+        thousands(s.compaction_output_tokens)
+    )?;
+    let p = &s.per_100_calls;
+    writeln!(
+        out,
+        "  per 100 calls  {} input tokens, {} compaction tokens, {:.1} cache breaks, {:.1} \
+         compactions, {:.1} truncations, {:.1} prunes",
+        thousands(p.input_tokens.round() as u64),
+        thousands((p.compaction_input_tokens + p.compaction_output_tokens).round() as u64),
+        p.cache_breaks,
+        p.compactions,
+        p.truncations,
+        p.prunes
     )?;
     let t = &s.timings;
     writeln!(
