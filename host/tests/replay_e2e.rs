@@ -916,10 +916,17 @@ fn the_accounting_matches_the_request_log_and_the_events() {
             "--json",
             "--requests-out",
             requests.to_str().unwrap(),
+            "--report",
+            tmp.path().join("report.html").to_str().unwrap(),
         ],
     );
     assert!(out.status.success(), "{}", text(&out));
     let s = json_of(&out)["summary"].clone();
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("Prompt-cache breaks") && html.contains("net of the compaction spend"),
+        "the report shows the accounting"
+    );
     let log: Vec<Value> = std::fs::read_to_string(&requests)
         .unwrap()
         .lines()

@@ -366,6 +366,40 @@ fn summary_table(s: &Summary) -> String {
             ),
         ),
         (
+            "Compaction spend (read + written)",
+            format!(
+                "{} + {}",
+                thousands(s.compaction_input_tokens),
+                thousands(s.compaction_output_tokens)
+            ),
+        ),
+        (
+            "Tokens saved, net of the compaction spend",
+            if s.net_tokens_saved < 0 {
+                format!("-{}", thousands(s.net_tokens_saved.unsigned_abs()))
+            } else {
+                thousands(s.net_tokens_saved.unsigned_abs())
+            },
+        ),
+        ("Prompt-cache breaks", thousands(s.cache_breaks)),
+        (
+            "Per 100 calls",
+            format!(
+                "{} input tokens, {} compaction tokens, {:.1} cache breaks, {:.1} compactions, \
+                 {:.1} truncations, {:.1} prunes",
+                thousands(s.per_100_calls.input_tokens.round() as u64),
+                thousands(
+                    (s.per_100_calls.compaction_input_tokens
+                        + s.per_100_calls.compaction_output_tokens)
+                        .round() as u64
+                ),
+                s.per_100_calls.cache_breaks,
+                s.per_100_calls.compactions,
+                s.per_100_calls.truncations,
+                s.per_100_calls.prunes
+            ),
+        ),
+        (
             "Time",
             format!(
                 "{} (load {}, run {}, output {})",
