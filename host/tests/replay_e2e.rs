@@ -979,3 +979,58 @@ fn the_accounting_matches_the_request_log_and_the_events() {
     assert!((per["inputTokens"].as_f64().unwrap() - sent as f64 * 100.0 / calls).abs() < 1e-6);
     assert!((per["cacheBreaks"].as_f64().unwrap() - breaks as f64 * 100.0 / calls).abs() < 1e-9);
 }
+
+/// Issue 14, item 4: `--prices` turns the accounting into money; a bad prices file is refused
+/// before anything is replayed, naming the file and the key.
+#[test]
+fn a_prices_table_turns_the_tokens_into_money() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = Path::new(DATA).join(SMALL);
+    let prices = tmp.path().join("prices.toml");
+    std::fs::write(&prices, "input = 3.0\noutput = 15\n").unwrap();
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "replay",
+            file.to_str().unwrap(),
+            "--window",
+            "32000",
+            "--json",
+            "--prices",
+            prices.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let s = json_of(&out)["summary"].clone();
+    let tokens = |k: &str| s[k].as_f64().unwrap();
+    let chat = tokens("tokensSent") * 3.0 / 1e6;
+    let compaction =
+        tokens("compactionInputTokens") * 3.0 / 1e6 + tokens("compactionOutputTokens") * 15.0 / 1e6;
+    let cost = &s["cost"];
+    assert!(
+        (cost["chatInputUsd"].as_f64().unwrap() - chat).abs() < 1e-9,
+        "{cost}"
+    );
+    assert!(
+        (cost["totalUsd"].as_f64().unwrap() - chat - compaction).abs() < 1e-9,
+        "{cost}"
+    );
+
+    std::fs::write(&prices, "input = 3.0\nouptut = 15\n").unwrap();
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "replay",
+            file.to_str().unwrap(),
+            "--prices",
+            prices.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "nothing replayed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("prices.toml") && err.contains("`ouptut`"),
+        "{err}"
+    );
+}

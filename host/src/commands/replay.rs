@@ -40,6 +40,10 @@ pub struct ReplayArgs {
     /// Write a self-contained HTML report (chart and summary) to FILE.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// A TOML file of US dollars per million tokens (`input = 3.0`, `output = 15.0`): the
+    /// summary then gives what the chat input and the compactions cost.
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
     /// Keep the temporary directory holding the replay's session (its path is printed).
     #[arg(long)]
     pub keep: bool,
@@ -65,6 +69,7 @@ impl ReplayArgs {
             json: self.json,
             requests_out: self.requests_out,
             report: self.report,
+            prices: self.prices,
             keep: self.keep,
             stop_on_error: self.stop_on_error,
             session_index: self.session_index,

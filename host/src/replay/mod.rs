@@ -41,6 +41,7 @@
 
 pub mod drive;
 pub mod json;
+pub mod prices;
 pub mod report_html;
 pub mod setup;
 pub mod source;
@@ -85,6 +86,8 @@ pub struct ReplayOptions {
     pub requests_out: Option<PathBuf>,
     /// Write a self-contained HTML report here.
     pub report: Option<PathBuf>,
+    /// A prices file (see [`prices`]): the summary then gives the cost in US dollars.
+    pub prices: Option<PathBuf>,
     /// Keep the temporary sessions directory.
     pub keep: bool,
     /// Stop at the first failed call (exit code 1).
@@ -120,6 +123,11 @@ pub fn run_command(
         })?)),
         None => None,
     };
+    let prices = options
+        .prices
+        .as_deref()
+        .map(prices::Prices::read)
+        .transpose()?;
     let report_out = match &options.report {
         Some(path) => Some(File::create(path).with_context(|| {
             format!(
@@ -181,6 +189,7 @@ pub fn run_command(
     }
 
     let mut summary = outcome.summary;
+    summary.cost = prices.map(|p| p.cost(&summary));
     summary.notes.extend(quarantine);
     summary.timings.load_ms = load_time.as_secs_f64() * 1e3;
     let kept = place.finish();

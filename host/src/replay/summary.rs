@@ -62,6 +62,18 @@ pub struct Row {
     pub subagent: Option<String>,
 }
 
+/// What a replay's tokens cost at a `--prices` table (see `super::prices`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    /// The prompts sent to the chat model.
+    pub chat_input_usd: f64,
+    /// What compactions read and wrote.
+    pub compaction_usd: f64,
+    /// Both.
+    pub total_usd: f64,
+}
+
 /// A replay's accounting per 100 calls.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -216,6 +228,9 @@ pub struct Summary {
     pub cache_breaks: u64,
     /// The same figures per 100 calls, so replays of different lengths compare.
     pub per_100_calls: Per100Calls,
+    /// What the tokens cost, with `--prices`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// Where the timing went.
     pub timings: Timings,
     /// The process's peak resident memory, when the platform reports it.

@@ -323,6 +323,13 @@ pub fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
         thousands(s.compaction_input_tokens),
         thousands(s.compaction_output_tokens)
     )?;
+    if let Some(cost) = &s.cost {
+        writeln!(
+            out,
+            "  cost           ${:.2} (chat input ${:.2}, compaction ${:.2}) at the --prices table",
+            cost.total_usd, cost.chat_input_usd, cost.compaction_usd
+        )?;
+    }
     let p = &s.per_100_calls;
     writeln!(
         out,
