@@ -6,6 +6,7 @@ pub mod blobs;
 pub mod commands;
 pub mod config;
 pub mod engine;
+pub mod eval;
 pub mod models;
 pub mod persist;
 pub mod prose;

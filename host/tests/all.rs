@@ -10,6 +10,7 @@ mod concurrency_e2e;
 mod config_e2e;
 mod damaged_library_e2e;
 mod engines_e2e;
+mod eval_e2e;
 mod layer2_e2e;
 mod newcomer_e2e;
 mod old_api;

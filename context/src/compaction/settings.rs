@@ -26,9 +26,14 @@ pub const PI_DEFAULT_RESERVE_TOKENS: u64 = 16_384;
 /// OpenClaw's `DEFAULT_PI_COMPACTION_RESERVE_TOKENS_FLOOR`.
 pub const DEFAULT_RESERVE_TOKENS_FLOOR: u64 = 20_000;
 
-/// The default `targetShare` (see [`CompactionSettings::target_share`]), measured on the
-/// README's main job (BENCHMARKS.md, issue 14).
+/// The least share of the prompt budget a compaction aims at when `targetShare` is not set
+/// (see [`CompactionSettings::target_share_for`]), measured on the README's main job
+/// (BENCHMARKS.md, issue 14).
 pub const DEFAULT_TARGET_SHARE: f64 = 0.4;
+
+/// The room for growth a compaction leaves by default, in tokens: about 25 calls of the
+/// README's main job (see [`CompactionSettings::target_share_for`]).
+pub const DEFAULT_COMPACTION_HEADROOM_TOKENS: u64 = 12_000;
 
 /// The least a window-scaled reserve floor goes ([`CompactionSettings::reserve_for`]).
 pub const SCALED_RESERVE_FLOOR_MIN: u64 = 4_096;
@@ -236,11 +241,12 @@ pub struct CompactionSettings {
     /// take before its oldest part is summarised separately (0.1–0.9, default 0.5).
     pub max_history_share: f64,
     /// `targetShare`: the share of the prompt budget a compaction aims to leave the context
-    /// at (0.1–1.0, default [`DEFAULT_TARGET_SHARE`]). Hysteresis: a compaction that only just
-    /// gets under the trigger is followed by another a few calls later (111 compactions in
-    /// the README's 517-call replay); one that leaves room is many calls away, which keeps
-    /// the prompt cache and saves the summariser's calls.
-    pub target_share: f64,
+    /// at (0.1–1.0); `None` for the default of [`CompactionSettings::target_share_for`].
+    /// Hysteresis: a compaction that only just gets under the trigger is followed by another a
+    /// few calls later (111 compactions in the README's 517-call replay); one that leaves room
+    /// is many calls away, which keeps the prompt cache and saves the summariser's calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_share: Option<f64>,
     /// `customInstructions`: extra focus for the summariser ("Additional focus:").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub custom_instructions: Option<String>,
@@ -286,7 +292,7 @@ impl Default for CompactionSettings {
             keep_recent_tokens: None,
             reserve_tokens_floor: None,
             max_history_share: DEFAULT_MAX_HISTORY_SHARE,
-            target_share: DEFAULT_TARGET_SHARE,
+            target_share: None,
             custom_instructions: None,
             recent_turns_preserve: DEFAULT_RECENT_TURNS_PRESERVE,
             identifier_policy: IdentifierPolicy::Strict,
@@ -385,7 +391,7 @@ impl CompactionSettings {
                     }
                 }
                 "targetShare" => match value.as_f64() {
-                    Some(v) if (0.1..=1.0).contains(&v) => s.target_share = v,
+                    Some(v) if (0.1..=1.0).contains(&v) => s.target_share = Some(v),
                     _ => return Err(invalid(&path, value, "a number from 0.1 to 1.0")),
                 },
                 "customInstructions" => s.custom_instructions = Some(string(&path, value)?),
@@ -441,6 +447,29 @@ impl CompactionSettings {
                 self.reserve_tokens_floor
                     .unwrap_or(DEFAULT_RESERVE_TOKENS_FLOOR),
             )
+    }
+
+    /// The share of `budget` (the compaction's token budget) the compacted context aims at:
+    /// `targetShare` when set; else what leaves [`DEFAULT_COMPACTION_HEADROOM_TOKENS`] of room
+    /// to grow, but at most [`DEFAULT_TARGET_SHARE`]'s complement of the budget. Why not one
+    /// share: at 32k a fixed room of 10,000 tokens is 60 % of the budget, and at 128k it is
+    /// 13 %; a small share there threw away context (and facts) for no fewer compactions.
+    ///
+    /// | window | compaction budget (prompt budget after the ×1.2 margin) | share |
+    /// |---|---|---|
+    /// | 32,000 | 20,000 | 0.40 |
+    /// | 64,000 | 40,000 | 0.70 |
+    /// | 128,000 | 90,000 | 0.87 |
+    pub fn target_share_for(&self, budget: u64) -> f64 {
+        if let Some(share) = self.target_share {
+            return share;
+        }
+        if budget == 0 {
+            return DEFAULT_TARGET_SHARE;
+        }
+        let room = (DEFAULT_COMPACTION_HEADROOM_TOKENS as f64 / budget as f64)
+            .min(1.0 - DEFAULT_TARGET_SHARE);
+        1.0 - room
     }
 
     /// The tokens a request keeps free below `context_window` for the answer and for a
@@ -745,6 +774,18 @@ mod tests {
             20_000,
             "OpenClaw's flat floor, if asked"
         );
+    }
+
+    #[test]
+    fn the_compaction_target_leaves_room_to_grow_and_honours_target_share() {
+        let s = CompactionSettings::default();
+        let share = |budget| (s.target_share_for(budget) * 100.0).round() as u64;
+        assert_eq!(share(20_000), 40, "32k: at most 60 % of the budget is room");
+        assert_eq!(share(40_000), 70, "64k: 12,000 tokens of room");
+        assert_eq!(share(90_000), 87, "128k");
+        let set = CompactionSettings::from_value(&json!({"targetShare": 0.5})).unwrap();
+        assert_eq!(set.target_share_for(90_000), 0.5);
+        assert!(CompactionSettings::from_value(&json!({"targetShare": 0})).is_err());
     }
 
     #[test]

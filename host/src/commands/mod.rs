@@ -19,6 +19,7 @@ use crate::engine::services::EventSink;
 pub mod compact;
 pub mod config_check;
 pub mod engines;
+pub mod eval;
 pub mod markdown;
 pub mod replay;
 pub mod run;
@@ -86,6 +87,9 @@ pub enum Command {
     /// Replay a recorded session turn by turn through the context engine against the simulator,
     /// showing what each layer of the defence did at a chosen window.
     Replay(ReplayArgs),
+    /// Replay a matrix of engines × transcripts × windows and compare them in one table:
+    /// window use, compactions, cache breaks, token spend and retention.
+    Eval(eval::EvalArgs),
     /// Send one user turn to the configured model, persisted in a session.
     Run {
         /// What the user says.
@@ -114,7 +118,7 @@ pub fn init_logging(format: LogFormat) {
 /// reports it once in its summary instead.
 pub fn default_log_filter(command: &Command) -> &'static str {
     match command {
-        Command::Replay(_) => "warn,rampart_host::models=error",
+        Command::Replay(_) | Command::Eval(_) => "warn,rampart_host::models=error",
         _ => "warn",
     }
 }
@@ -169,6 +173,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 events,
                 out,
             )
+        }
+        Command::Eval(args) => {
+            let (_, config) = load_config(cli.global.config)?;
+            eval::eval(&config, args, out)
         }
         Command::Run { prompt, session } => {
             let events = event_sink(cli.global.events.as_deref())?;

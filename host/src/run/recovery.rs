@@ -213,14 +213,14 @@ impl Runner<'_> {
                 session: session_ref(session),
                 // The compacted context must fit the target share of the prompt budget, not
                 // the whole of it: hysteresis, so the next compaction is many calls away.
-                token_budget: Some(
-                    (self.compaction_budget(
+                token_budget: Some({
+                    let budget = self.compaction_budget(
                         window,
                         self.output_cap(&ModelName::new(model.provider.clone(), model.id.clone())),
-                    ) as f64
-                        * self.settings.compaction.target_share)
-                        .floor() as u64,
-                ),
+                    );
+                    let share = self.settings.compaction.target_share_for(budget);
+                    (budget as f64 * share).floor() as u64
+                }),
                 force: true,
                 current_token_count: observed_tokens,
                 compaction_target: Some("budget".to_string()),

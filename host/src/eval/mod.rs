@@ -1,0 +1,304 @@
+//! `rampart eval`: a matrix of engines × transcripts × windows, replayed in this process, in one
+//! table (terminal, Markdown, JSON or a self-contained HTML page).
+//!
+//! Each cell is a replay exactly as `rampart replay` runs it (the simulator, the configured
+//! engines, no network) and reports what issue 14 asked to compare strategies by: peak and mean
+//! window use, compactions, prompt-cache breaks, input and compaction tokens per 100 calls,
+//! tokens saved net of the compaction spend, errors, and retention ([`retention`]): the share
+//! of the transcript's facts the last request could still see. A cell whose engine cannot load
+//! is a row with its error, not a failed run.
+
+pub mod retention;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::blobs::BlobStore;
+use crate::config::Config;
+use crate::engine::services::EventSink;
+use crate::replay::{EngineChoice, Replayer, setup, source};
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    /// The engine id.
+    pub engine: String,
+    /// The transcript.
+    pub transcript: String,
+    /// The window, in tokens.
+    pub window: u64,
+    /// Model calls.
+    pub calls: u64,
+    /// Largest prompt as a share of the window, in percent.
+    pub peak_pct: f64,
+    /// Mean prompt as a share of the window, in percent.
+    pub mean_pct: f64,
+    /// Compactions.
+    pub compactions: u64,
+    /// Prompt-cache breaks.
+    pub cache_breaks: u64,
+    /// Input tokens per 100 calls.
+    pub input_per_100: f64,
+    /// Compaction tokens (read and written) per 100 calls.
+    pub compaction_per_100: f64,
+    /// Tokens saved against sending everything, net of the compaction spend.
+    pub net_tokens_saved: i64,
+    /// Calls that got no answer.
+    pub errors: u64,
+    /// Share of the mined facts the last request could see, in percent (`None`: no facts).
+    pub retention_pct: Option<f64>,
+    /// Facts mined from the transcript.
+    pub facts: usize,
+    /// Why the cell could not be run, when it could not.
+    pub failure: Option<String>,
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Matrix {
+    /// Engine ids (`legacy`, `window`, or any the config declares).
+    pub engines: Vec<String>,
+    /// Windows, in tokens.
+    pub windows: Vec<u64>,
+    /// Transcripts (files; a directory given on the command line is expanded before).
+    pub transcripts: Vec<PathBuf>,
+}
+
+/// The transcripts directly in `dir` and below it (`.jsonl`, `.json`, `.traj`, not `.meta.json`),
+/// sorted.
+pub fn transcripts_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let path = entry?.path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if path.is_dir() {
+                stack.push(path);
+            } else if (name.ends_with(".jsonl")
+                || name.ends_with(".json")
+                || name.ends_with(".traj"))
+                && !name.ends_with(".meta.json")
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Runs every cell of `matrix` over `config`, in order (engine, transcript, window).
+pub fn run(config: &Config, matrix: &Matrix) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for engine in &matrix.engines {
+        for transcript in &matrix.transcripts {
+            for &window in &matrix.windows {
+                let mut cell = Cell {
+                    engine: engine.clone(),
+                    transcript: transcript.display().to_string(),
+                    window,
+                    ..Cell::default()
+                };
+                if let Err(e) = run_cell(config, engine, transcript, window, &mut cell) {
+                    cell.failure = Some(format!("{e:#}"));
+                }
+                cells.push(cell);
+            }
+        }
+    }
+    cells
+}
+
+fn run_cell(
+    config: &Config,
+    engine: &str,
+    transcript: &Path,
+    window: u64,
+    cell: &mut Cell,
+) -> anyhow::Result<()> {
+    let recorded = source::load(transcript, None)?;
+    let facts = retention::mine(recorded.messages.iter().map(|m| &**m));
+    let profile = setup::ModelProfile::from_flags(None, None, None)?;
+    let config = setup::replay_config(config.clone(), &profile, window, Some(engine), None)?;
+    let place = setup::ReplayDir::prepare(None, false)?;
+    let replayer = Replayer::new(
+        &config,
+        &profile,
+        window,
+        &place,
+        EventSink::tracing_only(),
+        EngineChoice::Requested,
+    )?;
+    let mut last_request = String::new();
+    let outcome = replayer.run(&recorded, false, &mut |row, requests| {
+        if row.subagent.is_none()
+            && let Some(last) = requests.last()
+        {
+            last_request = serde_json::to_string(last).unwrap_or_default();
+        }
+        Ok(())
+    })?;
+    let blobs = BlobStore::in_sessions_dir(&place.dir);
+    let s = outcome.summary;
+    let pct = |t: f64| {
+        if window == 0 {
+            0.0
+        } else {
+            t * 100.0 / window as f64
+        }
+    };
+    cell.calls = s.calls;
+    cell.peak_pct = pct(s.peak_prompt_tokens as f64);
+    cell.mean_pct = pct(s.mean_prompt_tokens);
+    cell.compactions = s.compactions;
+    cell.cache_breaks = s.cache_breaks;
+    cell.input_per_100 = s.per_100_calls.input_tokens;
+    cell.compaction_per_100 =
+        s.per_100_calls.compaction_input_tokens + s.per_100_calls.compaction_output_tokens;
+    cell.net_tokens_saved = s.net_tokens_saved;
+    cell.errors = s.errors;
+    cell.facts = facts.len();
+    cell.retention_pct =
+        retention::retained(&facts, &last_request, Some(&blobs)).map(|r| r * 100.0);
+    place.finish();
+    Ok(())
+}
+
+/// How the table is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for a terminal.
+    Text,
+    /// A Markdown table.
+    Markdown,
+    /// One JSON document.
+    Json,
+    /// A self-contained HTML page.
+    Html,
+}
+
+const HEADERS: [&str; 13] = [
+    "engine",
+    "transcript",
+    "window",
+    "calls",
+    "peak %",
+    "mean %",
+    "compactions",
+    "cache breaks",
+    "input/100 calls",
+    "compaction/100 calls",
+    "net saved",
+    "errors",
+    "retention %",
+];
+
+fn cells_of(c: &Cell) -> Vec<String> {
+    let name = Path::new(&c.transcript)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| c.transcript.clone());
+    if let Some(failure) = &c.failure {
+        let mut row = vec![c.engine.clone(), name, c.window.to_string()];
+        row.push(format!("failed: {failure}"));
+        row.resize(HEADERS.len(), String::new());
+        return row;
+    }
+    vec![
+        c.engine.clone(),
+        name,
+        c.window.to_string(),
+        c.calls.to_string(),
+        format!("{:.1}", c.peak_pct),
+        format!("{:.1}", c.mean_pct),
+        c.compactions.to_string(),
+        c.cache_breaks.to_string(),
+        format!("{:.0}", c.input_per_100),
+        format!("{:.0}", c.compaction_per_100),
+        c.net_tokens_saved.to_string(),
+        c.errors.to_string(),
+        c.retention_pct
+            .map_or("–".to_string(), |r| format!("{r:.1} ({} facts)", c.facts)),
+    ]
+}
+
+/// The table of `cells` in `format`.
+pub fn render(cells: &[Cell], format: Format) -> String {
+    let rows: Vec<Vec<String>> = cells.iter().map(cells_of).collect();
+    let mut out = String::new();
+    match format {
+        Format::Json => {
+            out = serde_json::to_string_pretty(
+                &serde_json::json!({"kind": "rampart.eval", "version": 1, "cells": cells}),
+            )
+            .unwrap_or_default();
+            out.push('\n');
+        }
+        Format::Markdown => {
+            let _ = writeln!(out, "| {} |", HEADERS.join(" | "));
+            let _ = writeln!(out, "|{}", "---|".repeat(HEADERS.len()));
+            for row in &rows {
+                let _ = writeln!(out, "| {} |", row.join(" | "));
+            }
+        }
+        Format::Text => {
+            let widths: Vec<usize> = (0..HEADERS.len())
+                .map(|i| {
+                    rows.iter()
+                        .map(|r| r[i].chars().count())
+                        .chain([HEADERS[i].len()])
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let line = |cols: &[String]| {
+                cols.iter()
+                    .zip(&widths)
+                    .map(|(c, w)| format!("{c:<w$}"))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+                    .trim_end()
+                    .to_string()
+            };
+            let headers: Vec<String> = HEADERS.iter().map(|h| h.to_string()).collect();
+            let _ = writeln!(out, "{}", line(&headers));
+            for row in &rows {
+                let _ = writeln!(out, "{}", line(row));
+            }
+        }
+        Format::Html => {
+            let escape = |s: &str| {
+                s.replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;")
+            };
+            out.push_str(
+                "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+                 <title>Rampart eval</title>\n<style>body{font:14px/1.4 system-ui,sans-serif;\
+                 margin:24px}table{border-collapse:collapse}td,th{padding:3px 10px;\
+                 border-bottom:1px solid #ddd;text-align:left}</style>\n</head>\n<body>\n\
+                 <h1>Rampart eval</h1>\n<table>\n<tr>",
+            );
+            for h in HEADERS {
+                let _ = write!(out, "<th>{}</th>", escape(h));
+            }
+            out.push_str("</tr>\n");
+            for row in &rows {
+                out.push_str("<tr>");
+                for c in row {
+                    let _ = write!(out, "<td>{}</td>", escape(c));
+                }
+                out.push_str("</tr>\n");
+            }
+            out.push_str("</table>\n</body>\n</html>\n");
+        }
+    }
+    out
+}
