@@ -11,7 +11,8 @@
 //! then measures the whole replay's wall time.
 //!
 //! Input: `$RAMPART_BENCH_1M` when set, else generated into the target's tmp directory with
-//! `python3 /work/shared/bench/gen_session.py --preset 1m` (deterministic bytes).
+//! `python3 ../shared/bench/gen_session.py --preset 1m` (deterministic bytes; `shared/` beside
+//! the repository).
 //!
 //! `replay_scaling/<n>` replays sessions of `n` messages (5k, 10k, 20k; 100k once, printed,
 //! with `RAMPART_BENCH_100K=1`), made from the same preset by cycling its messages with fresh
@@ -29,7 +30,10 @@ use rampart_host::engine::services::EventSink;
 use rampart_host::replay::{ReplayOptions, run_command};
 use serde_json::Value;
 
-const GENERATOR: &str = "/work/shared/bench/gen_session.py";
+const GENERATOR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/bench/gen_session.py"
+);
 const WINDOW: u64 = 128_000;
 
 /// The 1m preset, generated once.

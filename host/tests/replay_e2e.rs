@@ -1,4 +1,4 @@
-//! End to end: `rampart replay` on the real v3 transcripts in /work/shared/data/sessions
+//! End to end: `rampart replay` on the real v3 transcripts in ../shared/data/sessions
 //! (MIT-licensed copies, see the README there; read only), checking what a user would notice:
 //! the replay finishes, no request the model received is larger than the window, every tool
 //! call in every request has its result right after it, the input is untouched, the JSON and
@@ -16,7 +16,10 @@ use common::{fixture, text, write_config};
 use rampart_host::replay::table::thousands;
 use serde_json::Value;
 
-const DATA: &str = "/work/shared/data/sessions";
+/// The shared transcripts, beside the repository (as CI lays them out).
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sessions")
+}
 
 /// A small v3 session (44 calls) for the tests that only need one.
 const SMALL: &str = "openclaw-linux2010/main__8d0416c9-a2b4-43d0-a16d-755e39f36d39.jsonl";
@@ -45,7 +48,7 @@ fn v3_files() -> Vec<PathBuf> {
         }
     }
     let mut files = Vec::new();
-    walk(Path::new(DATA), &mut files);
+    walk(&data(), &mut files);
     files.sort();
     files
 }
@@ -172,7 +175,11 @@ fn check_request(line: &str, window: u64, file: &Path) {
 #[test]
 fn every_v3_session_replays_at_32k_within_the_window_and_stays_untouched() {
     let files = v3_files();
-    assert!(files.len() >= 6, "expected the v3 sessions in {DATA}");
+    assert!(
+        files.len() >= 6,
+        "expected the v3 sessions in {}",
+        data().display()
+    );
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
     for file in files {
@@ -254,7 +261,7 @@ fn json_has_the_summary_and_the_report_is_a_self_contained_page() {
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
     let report = tmp.path().join("out.html");
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let out = rampart_in(
         tmp.path(),
         &[
@@ -326,7 +333,7 @@ fn json_has_the_summary_and_the_report_is_a_self_contained_page() {
 fn the_table_shows_one_row_per_call_and_the_summary() {
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let out = rampart_in(
         tmp.path(),
         &[
@@ -380,7 +387,7 @@ fn another_engine_shows_another_strategy_without_a_rebuild() {
             window.display()
         ),
     );
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let replay = |cfg: &Path, extra: &[&str]| {
         let mut args = vec![
             "--config",
@@ -437,7 +444,7 @@ fn another_engine_shows_another_strategy_without_a_rebuild() {
 fn an_engine_that_cannot_load_is_an_error_when_asked_for_by_flag() {
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let out = rampart_in(
         tmp.path(),
         &[
@@ -459,7 +466,7 @@ fn a_small_window_shows_the_defences_at_work_and_still_completes() {
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
     let requests = tmp.path().join("requests.jsonl");
-    let file = Path::new(DATA).join(LONG);
+    let file = data().join(LONG);
     let out = rampart_in(
         tmp.path(),
         &[
@@ -495,7 +502,7 @@ fn a_small_window_shows_the_defences_at_work_and_still_completes() {
 fn a_window_the_guard_blocks_is_refused_before_anything_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let out = rampart_in(
         tmp.path(),
         &[
@@ -566,7 +573,7 @@ fn a_failed_call_is_reported_and_the_replay_goes_on_unless_told_to_stop() {
 #[test]
 fn a_replay_with_no_flags_needs_nothing_and_keeps_its_session_only_when_asked() {
     let tmp = tempfile::tempdir().unwrap();
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     // No --config: the embedded defaults (the working directory has no plugins.toml).
     let out = rampart_in(tmp.path(), &["replay", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -598,7 +605,7 @@ fn events_are_written_as_json_lines() {
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
     let events = tmp.path().join("events.jsonl");
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let out = rampart_in(
         tmp.path(),
         &[
@@ -652,7 +659,7 @@ fn a_file_that_is_no_transcript_is_named_in_the_error() {
 fn the_model_flag_picks_the_tokenizer_and_the_overflow_wording() {
     let tmp = tempfile::tempdir().unwrap();
     let config = empty_config(tmp.path());
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let requests = tmp.path().join("requests.jsonl");
     let out = rampart_in(
         tmp.path(),
@@ -760,7 +767,7 @@ fn a_claude_code_session_replays_its_subagents_at_the_parents_calls() {
             log.display()
         ),
     );
-    let file = Path::new(DATA)
+    let file = data()
         .join("claude-code-log/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl");
     let report = tmp.path().join("report.html");
     let out = rampart_in(
@@ -985,7 +992,7 @@ fn the_accounting_matches_the_request_log_and_the_events() {
 #[test]
 fn a_prices_table_turns_the_tokens_into_money() {
     let tmp = tempfile::tempdir().unwrap();
-    let file = Path::new(DATA).join(SMALL);
+    let file = data().join(SMALL);
     let prices = tmp.path().join("prices.toml");
     std::fs::write(&prices, "input = 3.0\noutput = 15\n").unwrap();
     let out = rampart_in(

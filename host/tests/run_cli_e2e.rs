@@ -198,7 +198,9 @@ fn events_of_a_turn_are_written_as_json_lines() {
 
 /// A long real session (about 100k tokens) imported under `key`.
 fn import_long_session(w: &World, config: &Path, key: &str) {
-    let source = "/work/shared/data/sessions/openclaw-linux2010/main__62329ad3-2943-45f0-90ce-a7ca33ba3bec.jsonl";
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/sessions/openclaw-linux2010/main__62329ad3-2943-45f0-90ce-a7ca33ba3bec.jsonl");
+    let source = source.to_str().unwrap();
     let out = w.run(config, &["sessions", "import", source, "--as", key]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
