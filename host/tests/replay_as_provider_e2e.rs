@@ -17,25 +17,7 @@ fn transcripts() -> Vec<PathBuf> {
         "the shared transcripts are missing: {}",
         root.display()
     );
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() {
-                stack.push(path);
-            } else if (name.ends_with(".jsonl")
-                || name.ends_with(".json")
-                || name.ends_with(".traj"))
-                && !name.ends_with(".meta.json")
-            {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    rampart_host::eval::transcripts_in(&root).unwrap()
 }
 
 /// Why Anthropic's messages API would refuse `body`, or `None`.
@@ -180,7 +162,8 @@ fn every_shared_transcript_replayed_as_claude_sends_only_what_anthropic_accepts(
             EventSink::tracing_only(),
             EngineChoice::Configured,
         )
-        .unwrap();
+        .unwrap()
+        .recording_wire(true);
         let mut refusals = Vec::new();
         replayer
             .run(&recorded, false, &mut |row, sent| {

@@ -23,6 +23,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
+use common::text_of;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -148,18 +149,6 @@ struct Msg {
     parent: Option<String>,
     role: String,
     text: String,
-}
-
-fn text_of(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
 }
 
 /// Checks one session's messages (file order) against the turns sent to its key, and returns

@@ -136,15 +136,21 @@ fn run_cell(
         EventSink::tracing_only(),
         EngineChoice::Requested,
     )?;
-    let mut last_request = String::new();
+    // The last request of the session itself (not of a subagent); serialised once, at the
+    // end: the calls before it are not looked at.
+    let mut last_request = None;
     let outcome = replayer.run(&recorded, false, &mut |row, requests| {
         if row.subagent.is_none()
             && let Some(last) = requests.last()
         {
-            last_request = serde_json::to_string(last).unwrap_or_default();
+            last_request = Some(last.clone());
         }
         Ok(())
     })?;
+    let last_request = last_request
+        .map(|r| serde_json::to_string(&r))
+        .transpose()?
+        .unwrap_or_default();
     let blobs = BlobStore::in_sessions_dir(&place.dir);
     let s = outcome.summary;
     let pct = |t: f64| {

@@ -139,6 +139,8 @@ pub struct Replayer<'a> {
     providers: Arc<Providers>,
     sim: Arc<SimProvider>,
     slot: EngineSlot,
+    /// Whether requests carry their wire body ([`Replayer::recording_wire`]).
+    record_wire: bool,
 }
 
 impl std::fmt::Debug for Replayer<'_> {
@@ -193,7 +195,15 @@ impl<'a> Replayer<'a> {
             providers,
             sim,
             slot,
+            record_wire: false,
         })
+    }
+
+    /// Makes each request handed to the row sink carry the body its provider family's adapter
+    /// would send (`RequestRecord::wire`), for `--requests-out` and for checks of the wire.
+    pub fn recording_wire(mut self, yes: bool) -> Self {
+        self.record_wire = yes;
+        self
     }
 
     /// The quarantine line when the configured engine could not serve.
@@ -223,20 +233,21 @@ impl<'a> Replayer<'a> {
         stop_on_error: bool,
         on_row: &mut RowSink<'_>,
     ) -> Result<Outcome, ReplayError> {
-        self.run_as(recorded, stop_on_error, on_row, None)
+        let key = self.place.free_key(&recorded.file)?;
+        self.run_as(recorded, key, stop_on_error, on_row, None)
     }
 
-    /// [`Replayer::run`] for the session or, with `subagent`, for one of its subagents (whose
-    /// rows carry the agent id).
+    /// [`Replayer::run`] for the session registered as `key` or, with `subagent`, for one of
+    /// its subagents (whose rows carry the agent id).
     fn run_as(
         &self,
         recorded: &Recorded,
+        key: String,
         stop_on_error: bool,
         on_row: &mut RowSink<'_>,
         subagent: Option<&str>,
     ) -> Result<Outcome, ReplayError> {
         let description = self.describe();
-        let key = self.place.free_key(&recorded.file)?;
         let mut session = self.create_session(recorded, &key)?;
         // Held for the whole replay: nobody else writes a session the replay just created, and
         // taking the lock per append (open, flock, the holder's pid written, close) was a
@@ -245,7 +256,7 @@ impl<'a> Replayer<'a> {
 
         let mut settings = RunSettings::from_config(self.config)?;
         settings.system_prompt = recorded.system_prompt.clone();
-        let tap = TapSource::new(self.providers.as_ref());
+        let tap = TapSource::new(self.providers.as_ref()).recording_wire(self.record_wire);
         let run_events = RunEvents::new(self.events.clone(), Some(session.header().id.clone()));
         let runner = Runner::new(self.config, &self.slot, &tap, settings, run_events)
             .with_blobs(BlobStore::in_sessions_dir(&self.place.dir));
@@ -406,8 +417,13 @@ impl<'a> Replayer<'a> {
         };
         let (reason, rows) = match super::source::load(&child.path, None) {
             Ok(recorded) => {
-                let outcome =
-                    self.run_as(&recorded, stop_on_error, on_row, Some(&child.agent_id))?;
+                let outcome = self.run_as(
+                    &recorded,
+                    child_key.clone(),
+                    stop_on_error,
+                    on_row,
+                    Some(&child.agent_id),
+                )?;
                 summary.calls = outcome.summary.calls;
                 summary.peak_prompt_tokens = outcome.summary.peak_prompt_tokens;
                 summary.compactions = outcome.summary.compactions;

@@ -162,7 +162,8 @@ pub fn run_command(
         Some(_) => EngineChoice::Requested,
         None => EngineChoice::Configured,
     };
-    let replayer = Replayer::new(&config, &profile, window, &place, events, choice)?;
+    let replayer = Replayer::new(&config, &profile, window, &place, events, choice)?
+        .recording_wire(requests_out.is_some());
     let quarantine = replayer.quarantine_line();
     if let Some(q) = &quarantine {
         screen.note(&format!("warning: {q}"));

@@ -155,31 +155,22 @@ fn chart(summary: &Summary, rows: &[Row]) -> String {
         TOP + plot_h / 2.0,
         TOP + plot_h / 2.0
     );
-    // The window.
-    let wy = y(summary.window);
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{LEFT}\" y1=\"{wy:.1}\" x2=\"{:.1}\" y2=\"{wy:.1}\" stroke=\"#c0392b\" \
-         stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text x=\"{:.1}\" y=\"{:.1}\" \
-         font-size=\"12\" text-anchor=\"end\" fill=\"#c0392b\">window {}</text>",
-        WIDTH - RIGHT,
-        WIDTH - RIGHT - 4.0,
-        wy - 5.0,
-        thousands(summary.window)
+    // The window, and the prompt budget: the line a budget compaction crosses (issue 14: the
+    // window alone made every compaction look premature).
+    level_line(
+        &mut svg,
+        y(summary.window),
+        "#c0392b",
+        "6 4",
+        &format!("window {}", thousands(summary.window)),
     );
-    // The prompt budget: the line a budget compaction crosses (issue 14: the window alone
-    // made every compaction look premature).
     if summary.budget_tokens > 0 {
-        let by = y(summary.budget_tokens);
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{by:.1}\" x2=\"{:.1}\" y2=\"{by:.1}\" stroke=\"#d68910\" \
-             stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/><text x=\"{:.1}\" y=\"{:.1}\" \
-             font-size=\"12\" text-anchor=\"end\" fill=\"#d68910\">prompt budget {}</text>",
-            WIDTH - RIGHT,
-            WIDTH - RIGHT - 4.0,
-            by - 5.0,
-            thousands(summary.budget_tokens)
+        level_line(
+            &mut svg,
+            y(summary.budget_tokens),
+            "#d68910",
+            "2 3",
+            &format!("prompt budget {}", thousands(summary.budget_tokens)),
         );
     }
     // What sending everything would have cost, for comparison: it leaves the chart soon, so
@@ -294,6 +285,20 @@ fn chart(summary: &Summary, rows: &[Row]) -> String {
          <span style=\"color:#27ae60\">&#9632; prune</span>\
          <span style=\"color:#c0392b\">&#10005; failed call</span></p>\n"
     )
+}
+
+/// A dashed horizontal line across the plot at `at`, labelled at its right end.
+fn level_line(svg: &mut String, at: f64, colour: &str, dashes: &str, label: &str) {
+    let _ = writeln!(
+        svg,
+        "<line x1=\"{LEFT}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\" stroke=\"{colour}\" \
+         stroke-width=\"1.5\" stroke-dasharray=\"{dashes}\"/><text x=\"{:.1}\" y=\"{:.1}\" \
+         font-size=\"12\" text-anchor=\"end\" fill=\"{colour}\">{}</text>",
+        WIDTH - RIGHT,
+        WIDTH - RIGHT - 4.0,
+        at - 5.0,
+        escape(label)
+    );
 }
 
 fn summary_table(s: &Summary) -> String {

@@ -49,6 +49,8 @@ pub struct TapSource<'a> {
     inner: &'a dyn ModelSource,
     log: Log,
     counters: Mutex<HashMap<CountMode, TokenCounter>>,
+    /// Whether each request's wire body is built ([`TapSource::recording_wire`]).
+    record_wire: bool,
 }
 
 impl std::fmt::Debug for TapSource<'_> {
@@ -64,7 +66,16 @@ impl<'a> TapSource<'a> {
             inner,
             log: Arc::default(),
             counters: Mutex::default(),
+            record_wire: false,
         }
+    }
+
+    /// Also records the body the provider family's adapter would send ([`Tapped::wire`]).
+    /// Off by default: it serialises the whole history at every call, which only someone
+    /// reading the requests (`--requests-out`, a test) needs.
+    pub fn recording_wire(mut self, yes: bool) -> Self {
+        self.record_wire = yes;
+        self
     }
 
     /// The requests recorded since the last call, in order.
@@ -86,7 +97,7 @@ impl ModelSource for TapSource<'_> {
                 name: name.clone(),
                 log: Arc::clone(&self.log),
                 counter,
-                family: resolved.family,
+                family: self.record_wire.then_some(resolved.family),
             }),
             family: resolved.family,
             count_mode: resolved.count_mode,
@@ -111,7 +122,8 @@ struct TapProvider {
     name: ModelName,
     log: Log,
     counter: TokenCounter,
-    family: rampart_context::hygiene::Provider,
+    /// The family whose wire body is recorded; `None` when none is.
+    family: Option<rampart_context::hygiene::Provider>,
 }
 
 impl Provider for TapProvider {
@@ -144,7 +156,7 @@ impl Provider for TapProvider {
             messages: wire_messages(&request.messages).into_owned(),
             prompt_tokens,
             answered: result.is_ok(),
-            wire: wire_body(self.family, request),
+            wire: self.family.and_then(|family| wire_body(family, request)),
         });
         result
     }

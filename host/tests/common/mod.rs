@@ -177,3 +177,17 @@ pub fn new_session(dir: &Path) -> rampart_sessions::Session {
     )
     .unwrap()
 }
+
+/// The text of a message as `sessions show --json` prints it: its string content, or its text
+/// blocks joined.
+pub fn text_of(message: &serde_json::Value) -> String {
+    match &message["content"] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}

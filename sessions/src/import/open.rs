@@ -82,19 +82,7 @@ pub fn open(path: &Path) -> Result<Vec<Opened>, OpenError> {
         return Ok(vec![open_pi(path)?]);
     }
     let mut trees = CollectTrees::default();
-    let mut sink = ToEntries::new(&mut trees, path);
-    import_sniffed(
-        &prepared,
-        format,
-        input,
-        &name_of(path),
-        &Origin { path: Some(path) },
-        &mut sink,
-    )
-    .map_err(|failure| match failure {
-        Failure::Import(error) => OpenError::from(error),
-        Failure::Sink(error) => error,
-    })?;
+    import_other(path, prepared, format, input, &mut trees)?;
     Ok(trees.sessions)
 }
 
@@ -153,6 +141,18 @@ pub fn open_into<S: SessionSink>(path: &Path, sink: &mut S) -> Result<(), S::Err
         drop(input);
         return stream_pi(path, sink);
     }
+    import_other(path, prepared, format, input, sink)
+}
+
+/// A transcript of another tool (sniffed as `format`) into `sink`, through its importer: the
+/// path [`open`] and [`open_into`] share for everything but pi files.
+fn import_other<S: SessionSink>(
+    path: &Path,
+    prepared: Prepared<'_>,
+    format: SourceFormat,
+    input: Input,
+    sink: &mut S,
+) -> Result<(), S::Error> {
     let mut to_entries = ToEntries::new(sink, path);
     import_sniffed(
         &prepared,
