@@ -40,6 +40,8 @@ pub enum Event {
     CompactionStart(CompactionStart),
     /// A compaction ended (compacted or not).
     CompactionEnd(CompactionEnd),
+    /// An engine prepared a compaction ahead of need (`maintain`), to swap in later.
+    CompactionPrepared(CompactionPrepared),
     /// Layer 2: tool results were truncated in the session.
     TruncationPass(TruncationPass),
     /// A request went to the model.
@@ -263,6 +265,30 @@ pub struct CompactionEnd {
     /// Why it failed, when it did.
     pub error: Option<String>,
     /// The engine's reason when nothing was compacted.
+    pub why: Option<String>,
+    /// The summary was prepared ahead of need and swapped in: what it cost was reported by
+    /// its [`CompactionPrepared`], and `duration_ms` is all the request waited.
+    pub prepared: bool,
+}
+
+/// [`Event::CompactionPrepared`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CompactionPrepared {
+    /// Whether the summary is ready (false: the preparation failed, or found nothing to do).
+    pub ready: bool,
+    /// Tokens of the history the summary replaces: what a summarising model reads.
+    pub input_tokens: u64,
+    /// Tokens of the summary: what it writes.
+    pub output_tokens: u64,
+    /// The first entry the prepared compaction keeps.
+    pub first_kept_entry_id: Option<String>,
+    /// How long the preparation took, off the request path.
+    pub duration_ms: u64,
+    /// True when it ran on a thread of its own (a real model), false when inline (the
+    /// embedded summariser).
+    pub background: bool,
+    /// Why nothing is ready, when it is not.
     pub why: Option<String>,
 }
 

@@ -389,6 +389,28 @@ pub struct MaintainParams {
     pub reason: Option<String>,
     /// Open record of runtime facts.
     pub runtime_context: serde_json::Value,
+    /// Set when the context has crossed the soft threshold (`compaction.prepareAt` of the
+    /// prompt budget): the compaction the budget will soon trigger, so an engine can prepare
+    /// its summary now (inline, or concurrently with a real model) and swap it in when
+    /// `compact` comes, rather than make that request wait for a summariser. An engine that
+    /// does not prepare ignores it; `None` from hosts before 1.2 and from one-shot commands,
+    /// whose process ends before the summary could be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepare_compaction: Option<PrepareCompaction>,
+}
+
+/// A compaction to prepare ahead of need ([`MaintainParams::prepare_compaction`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PrepareCompaction {
+    /// The compaction as the host would ask for it now; its `token_budget` is what the
+    /// context must fit once the prepared summary is swapped in.
+    pub compact: CompactParams,
+    /// Tokens the context will grow by before the budget triggers the compaction (the budget
+    /// less the context's size now): the prepared cut keeps that much less, so that by the
+    /// time it is swapped in the kept history has grown to what a compaction made then would
+    /// keep.
+    pub growth_tokens: u64,
 }
 
 /// Result of `maintain` (and of transcript rewrites). Defined with the message model, because

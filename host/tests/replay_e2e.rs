@@ -966,7 +966,15 @@ fn the_accounting_matches_the_request_log_and_the_events() {
     let (mut read, mut wrote) = (0u64, 0u64);
     for line in std::fs::read_to_string(&events).unwrap().lines() {
         let e: Value = serde_json::from_str(line).unwrap();
-        if e["kind"] == "compaction_end" && e["data"]["compacted"] == true {
+        // A summary prepared ahead of need is paid for when it is made, used or not.
+        if e["kind"] == "compaction_prepared" && e["data"]["ready"] == true {
+            read += e["data"]["inputTokens"].as_u64().unwrap();
+            wrote += e["data"]["outputTokens"].as_u64().unwrap();
+        }
+        if e["kind"] == "compaction_end"
+            && e["data"]["compacted"] == true
+            && e["data"]["prepared"] != true
+        {
             let summary = e["data"]["summaryChars"].as_u64().unwrap().div_ceil(4);
             let before = e["data"]["tokensBefore"].as_u64().unwrap();
             let after = e["data"]["tokensAfter"].as_u64().unwrap();
@@ -985,6 +993,71 @@ fn the_accounting_matches_the_request_log_and_the_events() {
     let per = &s["per100Calls"];
     assert!((per["inputTokens"].as_f64().unwrap() - sent as f64 * 100.0 / calls).abs() < 1e-6);
     assert!((per["cacheBreaks"].as_f64().unwrap() - breaks as f64 * 100.0 / calls).abs() < 1e-9);
+}
+
+/// Issue 14, item 6: past `prepareAt` of the budget the engine prepares the next compaction
+/// after a turn, and the compaction the budget triggers swaps it in, so the request does not
+/// wait for a summariser. Off, nothing is prepared and every compaction is made on the spot.
+#[test]
+fn budget_compactions_swap_in_summaries_prepared_ahead_of_need() {
+    let tmp = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
+    let replay = |config: &Path| {
+        let out = rampart_in(
+            tmp.path(),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "replay",
+                example.to_str().unwrap(),
+                "--window",
+                "32000",
+                "--json",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        json_of(&out)
+    };
+    let doc = replay(&empty_config(tmp.path()));
+    let s = &doc["summary"];
+    let compactions = s["compactions"].as_u64().unwrap();
+    let swapped = s["compactionsPrepared"].as_u64().unwrap();
+    let prepared = s["preparations"].as_u64().unwrap();
+    assert!(
+        compactions > 0 && swapped * 10 >= compactions * 9,
+        "{swapped} of {compactions} compactions swapped in"
+    );
+    assert!(prepared >= swapped, "{prepared} prepared, {swapped} used");
+    let rows = doc["rows"].as_array().unwrap();
+    let per_row: u64 = rows
+        .iter()
+        .map(|r| r["compactionsPrepared"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_row, swapped);
+    // A summary is prepared after the answer of an earlier call than the one it is used at.
+    let first_prep = rows
+        .iter()
+        .position(|r| r["tags"].as_array().unwrap().iter().any(|t| t == "prep"))
+        .unwrap();
+    let first_swap = rows
+        .iter()
+        .position(|r| r["compactionsPrepared"].as_u64().unwrap() > 0)
+        .unwrap();
+    assert!(
+        first_prep < first_swap,
+        "prepared at {first_prep}, used at {first_swap}"
+    );
+
+    let off = write_config(
+        tmp.path(),
+        "[agents.defaults.compaction]\nprepareAt = false\n",
+    );
+    let doc = replay(&off);
+    let s = &doc["summary"];
+    assert_eq!(s["preparations"], 0);
+    assert_eq!(s["compactionsPrepared"], 0);
+    assert!(s["compactions"].as_u64().unwrap() > 0);
 }
 
 /// Issue 14, item 4: `--prices` turns the accounting into money; a bad prices file is refused

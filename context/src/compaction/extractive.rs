@@ -28,6 +28,7 @@ use regex::Regex;
 use super::file_ops::{FileOps, collect_tool_failures, truncate_with_dots};
 use super::identifiers::IdentifierSet;
 use super::instructions::REQUIRED_SUMMARY_SECTIONS;
+use super::suffix::{PRESERVED_TURNS_HEADING, SPLIT_TURN_HEADING, SUMMARY_TRUNCATED_MARKER};
 use super::summarizer::{SummarizeError, Summarizer, SummaryKind, SummaryRequest};
 use super::transcript::message_text;
 use crate::hygiene::calls::call_ref;
@@ -185,20 +186,59 @@ impl Sections {
         &mut self.sections[at].1
     }
 
-    /// Reads a summary: `## ` lines open sections, other non-blank lines are items (bullets
-    /// without their marker); placeholders and chunk labels are skipped.
+    /// Reads a summary: the known `## ` headings (the five required ones and tool activity)
+    /// open sections, other non-blank lines are items (bullets without their marker);
+    /// placeholders, chunk labels and notices are skipped.
+    ///
+    /// What a compaction appended after the body is not read back as sections: the turns it
+    /// preserved verbatim quote older messages (whose own `## ` lines, from a quoted Markdown
+    /// file, used to come back as sections of their own and take a share of every later
+    /// summary), and its file lists travel in the entry's details. Those turns were
+    /// summarised by the body they follow; a split turn's prefix summary is read as one.
     fn parse(text: &str) -> Self {
         let mut out = Self::default();
         let mut current: Option<String> = None;
+        let mut skipping = false;
+        let mut in_file_list = false;
+        let truncated = SUMMARY_TRUNCATED_MARKER.trim();
         for line in text.lines() {
             let line = line.trim();
-            if line.is_empty() || is_placeholder(line) || line.starts_with("[Chunk ") {
+            if line.starts_with("<read-files>") || line.starts_with("<modified-files>") {
+                in_file_list = true;
+                continue;
+            }
+            if line.starts_with("</read-files>") || line.starts_with("</modified-files>") {
+                in_file_list = false;
+                continue;
+            }
+            if in_file_list
+                || line.is_empty()
+                || is_placeholder(line)
+                || line.starts_with("[Chunk ")
+                || line == EXTRACTIVE_NOTICE
+                || line == truncated
+            {
+                continue;
+            }
+            if line == PRESERVED_TURNS_HEADING {
+                skipping = true;
+                continue;
+            }
+            if line == SPLIT_TURN_HEADING {
+                skipping = false;
+                current = None;
                 continue;
             }
             if let Some(rest) = line.strip_prefix("## ") {
                 let heading = format!("## {}", rest.trim());
-                out.items(&heading);
-                current = Some(heading);
+                if is_known_heading(&heading) {
+                    skipping = false;
+                    out.items(&heading);
+                    current = Some(heading);
+                    continue;
+                }
+            }
+            if skipping {
                 continue;
             }
             let item = line
@@ -207,7 +247,9 @@ impl Sections {
                 .unwrap_or(line)
                 .trim()
                 .to_owned();
-            if item.is_empty() || is_placeholder(&item) {
+            // "(12 more omitted …)" counted what an earlier summary left out; read back, it
+            // would be an item of its own, and a wrong count.
+            if item.is_empty() || is_placeholder(&item) || is_omission_note(&item) {
                 continue;
             }
             match &current {
@@ -284,25 +326,32 @@ impl Sections {
         );
         // Headings and "omitted" lines come out of the budget before the items share it.
         let items_budget = budget.saturating_sub(used + SECTION_OVERHEAD_CHARS * order.len());
-        for heading in order {
-            let items: &[String] = self
-                .sections
-                .iter()
-                .find(|(h, _)| h == heading)
-                .map_or(&[], |(_, items)| items.as_slice());
-            if items.is_empty() && !REQUIRED_SUMMARY_SECTIONS.contains(&heading) {
-                continue;
-            }
-            let share = SHARES
-                .iter()
-                .find(|(h, _)| *h == heading)
-                .map_or(5, |(_, s)| *s);
-            let section_budget = items_budget * share / 100;
+        let sections: Vec<(&str, Vec<String>)> = order
+            .iter()
+            .map(|&heading| {
+                let items = self
+                    .sections
+                    .iter()
+                    .find(|(h, _)| h == heading)
+                    .map_or_else(Vec::new, |(_, items)| items.clone());
+                // An identifier inside a longer one ("/docs/a.md" in "/repo/docs/a.md") says
+                // nothing the longer one does not, and takes room another could use.
+                let items = if heading == IDENTIFIERS {
+                    without_contained(items)
+                } else {
+                    items
+                };
+                (heading, items)
+            })
+            .filter(|(h, items)| !items.is_empty() || REQUIRED_SUMMARY_SECTIONS.contains(h))
+            .collect();
+        let budgets = share_budget(&sections, items_budget);
+        for ((heading, items), section_budget) in sections.iter().zip(budgets) {
             out.push('\n');
             out.push_str(heading);
             out.push('\n');
             if items.is_empty() {
-                out.push_str(if heading == IDENTIFIERS {
+                out.push_str(if *heading == IDENTIFIERS {
                     "None captured.\n"
                 } else {
                     "None.\n"
@@ -311,7 +360,7 @@ impl Sections {
             }
             // Pending asks are stored newest first, everything else oldest first: either way
             // the newest items are the ones kept when the share is exceeded.
-            let newest_first = heading == ASKS;
+            let newest_first = *heading == ASKS;
             let kept = fit_items(items, section_budget, newest_first);
             for item in &kept {
                 out.push_str("- ");
@@ -327,6 +376,83 @@ impl Sections {
         }
         out.trim_end().to_owned()
     }
+}
+
+/// Whether `item` is the line that says how many items did not fit.
+fn is_omission_note(item: &str) -> bool {
+    item.starts_with('(') && item.ends_with(" more omitted to fit the summary budget)")
+}
+
+/// Whether `heading` is one this summariser writes (and so reads back as a section).
+fn is_known_heading(heading: &str) -> bool {
+    REQUIRED_SUMMARY_SECTIONS.contains(&heading) || heading == TOOL_ACTIVITY_HEADING
+}
+
+/// The share of the budget that falls to a section not in [`SHARES`].
+const OTHER_SECTION_SHARE: usize = 5;
+
+/// Characters for each section's items: its share of `budget` ([`SHARES`]); what a section
+/// does not need goes to those that need more than their share, in proportion to their
+/// shares. Why: with fixed shares a summary with few decisions still left identifiers out
+/// while a fifth of its budget went unused.
+fn share_budget(sections: &[(&str, Vec<String>)], budget: usize) -> Vec<usize> {
+    let shares: Vec<usize> = sections
+        .iter()
+        .map(|(heading, _)| {
+            SHARES
+                .iter()
+                .find(|(h, _)| h == heading)
+                .map_or(OTHER_SECTION_SHARE, |(_, s)| *s)
+        })
+        .collect();
+    let needs: Vec<usize> = sections
+        .iter()
+        .map(|(_, items)| items.iter().map(|i| i.chars().count() + 3).sum())
+        .collect();
+    let mut given: Vec<usize> = shares.iter().map(|s| budget * s / 100).collect();
+    // A few rounds settle it: each hands back what its items do not use.
+    for _ in 0..4 {
+        let spare: usize = given
+            .iter()
+            .zip(&needs)
+            .map(|(g, n)| g.saturating_sub(*n))
+            .sum();
+        let hungry: usize = given
+            .iter()
+            .zip(&needs)
+            .zip(&shares)
+            .filter(|((g, n), _)| n > g)
+            .map(|(_, s)| *s)
+            .sum();
+        if spare == 0 || hungry == 0 {
+            break;
+        }
+        for i in 0..given.len() {
+            if needs[i] > given[i] {
+                given[i] += spare * shares[i] / hungry;
+            } else {
+                given[i] = needs[i];
+            }
+        }
+    }
+    given
+}
+
+/// `items` without those another item contains, in their order.
+fn without_contained(items: Vec<String>) -> Vec<String> {
+    let contained: HashSet<usize> = (0..items.len())
+        .filter(|&i| {
+            items.iter().enumerate().any(|(j, other)| {
+                j != i && other.len() > items[i].len() && other.contains(&items[i])
+            })
+        })
+        .collect();
+    items
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !contained.contains(i))
+        .map(|(_, item)| item)
+        .collect()
 }
 
 /// The items that fit `budget` characters (as `- item\n` lines), preferring the newest, in
@@ -671,6 +797,93 @@ mod tests {
         assert!(s.contains("more omitted to fit the summary budget"));
         // The newest survive.
         assert!(s.contains("/srv/data/shard-0399/index.db"));
+    }
+
+    /// A previous summary's quoted turns (here a Markdown file with its own `## ` lines) are
+    /// not read back as sections: they used to come back as headings of their own, each taking
+    /// a share of every later summary.
+    #[test]
+    fn quoted_turns_and_file_lists_of_a_previous_summary_are_not_read_as_sections() {
+        let previous = format!(
+            "{EXTRACTIVE_NOTICE}\nCovers 4 messages.\n\n## Decisions\n- We'll ship on Friday.\n\n\
+             ## Exact identifiers\n- /srv/app/one.toml\n\n{PRESERVED_TURNS_HEADING}\n\
+             - Tool result (read): # Guide\n## Install\n- run make\n## Goal\n- be fast\n\n\
+             <read-files>\n/srv/app/one.toml\n</read-files>"
+        );
+        let parsed = Sections::parse(&previous);
+        let headings: Vec<&str> = parsed.sections.iter().map(|(h, _)| h.as_str()).collect();
+        assert_eq!(headings, ["## Decisions", "## Exact identifiers"]);
+        assert_eq!(parsed.sections[1].1, ["/srv/app/one.toml"]);
+        assert!(!parsed.preamble.iter().any(|l| l == EXTRACTIVE_NOTICE));
+        let with_note = previous.replace(
+            "- /srv/app/one.toml",
+            "- (7 more omitted to fit the summary budget)\n- /srv/app/one.toml",
+        );
+        assert_eq!(
+            Sections::parse(&with_note).sections[1].1,
+            ["/srv/app/one.toml"]
+        );
+        // A split turn's prefix summary after the quoted turns is read again.
+        let with_prefix = format!(
+            "{previous}\n\n{SPLIT_TURN_HEADING}\n## Exact identifiers\n- /srv/app/two.toml"
+        );
+        let parsed = Sections::parse(&with_prefix);
+        assert_eq!(
+            parsed.sections[1].1,
+            ["/srv/app/one.toml", "/srv/app/two.toml"]
+        );
+    }
+
+    #[test]
+    fn an_identifier_inside_a_longer_one_is_not_listed_twice() {
+        let kept = without_contained(vec![
+            "/docs/a.md".to_string(),
+            "/repo/docs/a.md".to_string(),
+            "https://example.com/repo/docs/a.md".to_string(),
+            "/repo/docs/b.md".to_string(),
+        ]);
+        assert_eq!(
+            kept,
+            ["https://example.com/repo/docs/a.md", "/repo/docs/b.md"]
+        );
+    }
+
+    /// What a section does not need goes to the sections that need more, so a summary with
+    /// few decisions keeps more identifiers, and the whole stays within the budget.
+    #[test]
+    fn unused_shares_go_to_the_sections_that_need_them() {
+        let ids: Vec<String> = (0..300)
+            .map(|i| format!("/srv/data/shard-{i:04}/index.db"))
+            .collect();
+        let sections: Vec<(&str, Vec<String>)> = vec![
+            (DECISIONS, vec!["We'll use Postgres.".to_string()]),
+            (TODOS, Vec::new()),
+            (CONSTRAINTS, Vec::new()),
+            (ASKS, vec!["(latest) migrate it".to_string()]),
+            (IDENTIFIERS, ids),
+            (TOOL_ACTIVITY_HEADING, Vec::new()),
+        ];
+        let budget = 10_000;
+        let given = share_budget(&sections, budget);
+        assert!(given.iter().sum::<usize>() <= budget);
+        assert_eq!(given[0], "We'll use Postgres.".len() + 3);
+        assert!(given[4] > budget * 9 / 10, "{given:?}");
+        // Alone, the identifiers would have had their fixed share.
+        let msgs: Vec<AgentMessage> = (0..300)
+            .map(|i| user(&format!("Look at /srv/data/shard-{i:04}/index.db")))
+            .collect();
+        let s = summarize(msgs);
+        let listed = s
+            .split("## Exact identifiers")
+            .nth(1)
+            .unwrap()
+            .matches("/srv/data/shard-")
+            .count();
+        assert!(
+            listed > 300 * 27 / 100 * DEFAULT_MAX_CHARS / 10_000,
+            "{listed}"
+        );
+        assert!(s.chars().count() <= DEFAULT_MAX_CHARS);
     }
 
     #[test]

@@ -61,6 +61,12 @@ pub struct PrepareOptions {
     /// at most half of it is kept verbatim. Why: with a small window, keeping the usual
     /// 20,000 recent tokens can leave nothing to compact and the overflow unsolved.
     pub token_budget: Option<u64>,
+    /// Tokens the context will grow by before this compaction is used: a compaction prepared
+    /// ahead of need (`MaintainParams::prepare_compaction`) is swapped in only when the
+    /// budget is reached. Its kept tail is cut that much shorter, and the summary's room is
+    /// what it will be then, so the swapped-in context lands where a compaction made at that
+    /// moment would have, summary size included. 0 for a compaction used at once.
+    pub growth_tokens: u64,
 }
 
 /// Where the cut falls.
@@ -146,6 +152,8 @@ pub fn prepare_with(
         // Two fifths each for the kept history and the summary, a fifth of slack for the
         // system prompt and for a cut that lands past the target.
         keep_recent = keep_recent.min((budget * 2 / 5).max(1));
+        // Ahead of need, the tail still grows by `growth_tokens` before the swap.
+        keep_recent = keep_recent.saturating_sub(options.growth_tokens).max(1);
     }
     let per = counter.count_messages(&messages).per_message;
     let sum = |r: std::ops::Range<usize>| per[r].iter().fold(0u64, |a, &t| a.saturating_add(t));
@@ -154,7 +162,9 @@ pub fn prepare_with(
         // A kept tail larger than the whole budget can never fit, however short the summary
         // (one 40,000-character answer in a 32k window): move the cut past it, so the large
         // message is summarised instead of kept, rather than failing every retry.
-        while sum(cut.first_kept_index..messages.len()) > budget {
+        while sum(cut.first_kept_index..messages.len())
+            > budget.saturating_sub(options.growth_tokens)
+        {
             let Some(next) =
                 (cut.first_kept_index + 1..messages.len()).find(|&i| is_cut_point(&messages[i]))
             else {
@@ -207,7 +217,7 @@ pub fn prepare_with(
         // until the next compaction, which then has something other than its summary to cut.
         summary_token_cap: options.token_budget.map(|budget| {
             budget
-                .saturating_sub(sum(first_kept..messages.len()))
+                .saturating_sub(sum(first_kept..messages.len()) + options.growth_tokens)
                 .max(budget / 4)
                 .min(budget * 2 / 5)
                 .max(1)
@@ -624,6 +634,65 @@ mod tests {
         let prep = prepare_with(&ctx, &s, &counter, &options).unwrap();
         assert_eq!(prep.keep_recent_tokens, 800, "two fifths of the budget");
         assert_eq!(prep.first_kept_index, 2);
+    }
+
+    /// A compaction prepared ahead of need, with the growth still to come, cuts where one
+    /// made when the budget is reached would, and leaves its summary the same room: swapping
+    /// it in later changes nothing but when the work was done.
+    #[test]
+    fn prepared_ahead_with_growth_cuts_where_a_compaction_at_the_budget_would() {
+        let counter = TokenCounter::estimate();
+        let s = CompactionSettings::default();
+        let turn = |i: usize| {
+            vec![
+                user(&format!("question {i} {}", "q".repeat(1990))),
+                assistant(&format!("answer {i} {}", "a".repeat(1990))),
+            ]
+        };
+        let all: Vec<AgentMessage> = (0..20).flat_map(turn).collect();
+        let shared: Vec<SharedMessage> = all.iter().cloned().map(Arc::new).collect();
+        let budget = 8_000;
+        let now = prepare_with(
+            &entries(all.clone()),
+            &s,
+            &counter,
+            &PrepareOptions {
+                token_budget: Some(budget),
+                ..PrepareOptions::default()
+            },
+        )
+        .unwrap();
+        // Two turns earlier, with those two turns announced as growth.
+        let earlier = &all[..all.len() - 4];
+        let growth = counter.count_messages(&shared[shared.len() - 4..]).total;
+        let ahead = prepare_with(
+            &entries(earlier.to_vec()),
+            &s,
+            &counter,
+            &PrepareOptions {
+                token_budget: Some(budget),
+                growth_tokens: growth,
+                ..PrepareOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(ahead.first_kept_index, now.first_kept_index);
+        assert_eq!(ahead.kept_tokens + growth, now.kept_tokens);
+        assert_eq!(ahead.summary_token_cap, now.summary_token_cap);
+        // Without the growth, the early one would keep more and leave the summary less room
+        // by the time it is used.
+        let naive = prepare_with(
+            &entries(earlier.to_vec()),
+            &s,
+            &counter,
+            &PrepareOptions {
+                token_budget: Some(budget),
+                ..PrepareOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(naive.first_kept_index < ahead.first_kept_index);
+        assert!(naive.kept_tokens + growth > now.kept_tokens);
     }
 
     #[test]

@@ -362,20 +362,28 @@ impl<'a> Run<'a> {
         let base_instructions = self.instructions(None);
         let turns = settings.effective_recent_turns_preserve();
         let preserved_before = split_preserved_recent_turns(&to_summarize, turns).preserved;
-        let fixed_suffix = [
-            format_preserved_turns_section_within(
-                &preserved_before,
-                MAX_PRESERVED_TURNS_SECTION_CHARS,
-            )
-            .as_str(),
+        // Under a small summary cap the quoted turns give way first: they repeat the end of
+        // what the body summarises, while the body's identifiers exist nowhere else.
+        let preserved_limit = prep
+            .summary_token_cap
+            .map_or(MAX_PRESERVED_TURNS_SECTION_CHARS, |cap| {
+                MAX_PRESERVED_TURNS_SECTION_CHARS.min(usize::try_from(cap).unwrap_or(usize::MAX))
+            });
+        let fixed_suffix_text = [
+            format_preserved_turns_section_within(&preserved_before, preserved_limit).as_str(),
             &failures_section,
             &files_section,
         ]
-        .iter()
-        .map(|s| s.chars().count())
-        .sum::<usize>();
+        .concat();
+        let fixed_suffix = fixed_suffix_text.chars().count();
         let (body_chars, prefix_chars) = self.body_budget(prep, fixed_suffix);
-        let max_tokens = self.answer_tokens(0.8, body_chars);
+        let mut max_tokens = self.answer_tokens(0.8, body_chars);
+        if let Some(cap) = prep.summary_token_cap {
+            // The whole summary must fit the cap, or `cap` cuts the end of the body (the
+            // identifiers and tool activity): ask for no more than the suffix leaves.
+            let suffix_tokens = self.counter.count_text(&fixed_suffix_text);
+            max_tokens = max_tokens.min(cap.saturating_sub(suffix_tokens).max(MIN_SUMMARY_TOKENS));
+        }
         let prefix_max_tokens = self.answer_tokens(0.5, prefix_chars);
         if new_content > max_history && !to_summarize.is_empty() {
             let pruned = prune_history_for_context_share(
@@ -414,13 +422,10 @@ impl<'a> Run<'a> {
         let preserved_section = if history_share.is_some() {
             format_preserved_turns_section_within(
                 &split_preserved_recent_turns(&to_summarize, turns).preserved,
-                MAX_PRESERVED_TURNS_SECTION_CHARS,
+                preserved_limit,
             )
         } else {
-            format_preserved_turns_section_within(
-                &preserved_before,
-                MAX_PRESERVED_TURNS_SECTION_CHARS,
-            )
+            format_preserved_turns_section_within(&preserved_before, preserved_limit)
         };
 
         let mut seed: Vec<SharedMessage> = to_summarize.clone();

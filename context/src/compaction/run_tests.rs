@@ -772,3 +772,35 @@ fn the_result_serialises_for_events() {
     let back: CompactionSummary = serde_json::from_value(json).unwrap();
     assert_eq!(back, out);
 }
+
+/// Under a small summary cap the extractive body is asked for no more than the cap leaves
+/// beside the suffix, so the cap never cuts the end of the body, where the newest
+/// identifiers are. It used to: the quoted turns were kept and the identifiers cut.
+#[test]
+fn a_small_summary_cap_keeps_the_newest_identifiers_and_shortens_the_quoted_turns() {
+    let settings = fast_settings();
+    let mut prep = prep_for(&history(40, 1_200), &settings);
+    prep.summary_token_cap = Some(1_500);
+    let out = run(&prep, &settings, &ExtractiveSummarizer::default()).unwrap();
+    let tokens = TokenCounter::estimate().count_text(&out.summary);
+    assert!(tokens <= 1_500, "{tokens} tokens");
+    assert!(
+        !out.summary.contains(SUMMARY_TRUNCATED_MARKER.trim()),
+        "the body was cut:\n{}",
+        out.summary
+    );
+    // The newest file the summarised history names is in the identifiers.
+    let last = prep
+        .messages_to_summarize
+        .iter()
+        .rev()
+        .find_map(|m| {
+            let text = crate::compaction::transcript::message_text(m);
+            text.split_whitespace()
+                .find(|w| w.starts_with("/srv/app/file"))
+                .map(|w| w.trim_end_matches('.').to_string())
+        })
+        .unwrap();
+    let ids = out.summary.split("## Exact identifiers").nth(1).unwrap();
+    assert!(ids.contains(&last), "{last} missing:\n{}", out.summary);
+}

@@ -35,6 +35,11 @@ pub const DEFAULT_TARGET_SHARE: f64 = 0.4;
 /// README's main job (see [`CompactionSettings::target_share_for`]).
 pub const DEFAULT_COMPACTION_HEADROOM_TOKENS: u64 = 12_000;
 
+/// The share of the prompt budget at which a compaction is prepared ahead of need
+/// (`prepareAt`): late enough that the prepared summary covers nearly what a compaction at the
+/// budget would, early enough that a model has several calls' time to write it.
+pub const DEFAULT_PREPARE_AT: f64 = 0.8;
+
 /// The least a window-scaled reserve floor goes ([`CompactionSettings::reserve_for`]).
 pub const SCALED_RESERVE_FLOOR_MIN: u64 = 4_096;
 /// pi's default `keepRecentTokens`: recent history kept verbatim after the summary.
@@ -72,13 +77,14 @@ pub const IGNORED_KEYS: [&str; 6] = [
     "notifyUser",
 ];
 
-const KNOWN_KEYS: [&str; 18] = [
+const KNOWN_KEYS: [&str; 19] = [
     "mode",
     "reserveTokens",
     "keepRecentTokens",
     "reserveTokensFloor",
     "maxHistoryShare",
     "targetShare",
+    "prepareAt",
     "customInstructions",
     "recentTurnsPreserve",
     "identifierPolicy",
@@ -247,6 +253,13 @@ pub struct CompactionSettings {
     /// is many calls away, which keeps the prompt cache and saves the summariser's calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_share: Option<f64>,
+    /// `prepareAt` (ours): the share of the prompt budget (0.1–0.99) at which the host asks
+    /// the engine to prepare the next compaction ahead of need (in `maintain`), so that the
+    /// compaction the budget triggers swaps a ready summary in instead of making the request
+    /// wait for one; `false` turns it off (`None`). Default [`DEFAULT_PREPARE_AT`]. Always
+    /// serialised (off as `false`), so the engine's copy of the settings says the same.
+    #[serde(serialize_with = "share_or_false")]
+    pub prepare_at: Option<f64>,
     /// `customInstructions`: extra focus for the summariser ("Additional focus:").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub custom_instructions: Option<String>,
@@ -293,6 +306,7 @@ impl Default for CompactionSettings {
             reserve_tokens_floor: None,
             max_history_share: DEFAULT_MAX_HISTORY_SHARE,
             target_share: None,
+            prepare_at: Some(DEFAULT_PREPARE_AT),
             custom_instructions: None,
             recent_turns_preserve: DEFAULT_RECENT_TURNS_PRESERVE,
             identifier_policy: IdentifierPolicy::Strict,
@@ -361,6 +375,14 @@ impl CompactionConfigError {
     }
 }
 
+/// A share, or `false` for off (TOML has no null, and `from_value` reads null as absent).
+fn share_or_false<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(share) => s.serialize_f64(*share),
+        None => s.serialize_bool(false),
+    }
+}
+
 impl CompactionSettings {
     /// Parses `agents.defaults.compaction` from its JSON form (TOML converts to it). Absent
     /// keys take their defaults; `null` counts as absent.
@@ -393,6 +415,19 @@ impl CompactionSettings {
                 "targetShare" => match value.as_f64() {
                     Some(v) if (0.1..=1.0).contains(&v) => s.target_share = Some(v),
                     _ => return Err(invalid(&path, value, "a number from 0.1 to 1.0")),
+                },
+                "prepareAt" => match value {
+                    Value::Bool(false) => s.prepare_at = None,
+                    v => match v.as_f64() {
+                        Some(v) if (0.1..=0.99).contains(&v) => s.prepare_at = Some(v),
+                        _ => {
+                            return Err(invalid(
+                                &path,
+                                value,
+                                "a number from 0.1 to 0.99, or false",
+                            ));
+                        }
+                    },
                 },
                 "customInstructions" => s.custom_instructions = Some(string(&path, value)?),
                 "recentTurnsPreserve" => {
@@ -774,6 +809,27 @@ mod tests {
             20_000,
             "OpenClaw's flat floor, if asked"
         );
+    }
+
+    #[test]
+    fn prepare_at_defaults_to_four_fifths_and_can_be_turned_off() {
+        let s = CompactionSettings::default();
+        assert_eq!(s.prepare_at, Some(DEFAULT_PREPARE_AT));
+        let set = CompactionSettings::from_value(&json!({"prepareAt": 0.9})).unwrap();
+        assert_eq!(set.prepare_at, Some(0.9));
+        let off = CompactionSettings::from_value(&json!({"prepareAt": false})).unwrap();
+        assert_eq!(off.prepare_at, None);
+        // The engine's copy, made by serialising, says the same.
+        let again = CompactionSettings::from_value(&serde_json::to_value(&off).unwrap()).unwrap();
+        assert_eq!(again.prepare_at, None);
+        for bad in [json!(1.0), json!(0.05), json!(true), json!("soon")] {
+            let e = CompactionSettings::from_value(&json!({ "prepareAt": bad })).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("agents.defaults.compaction.prepareAt"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

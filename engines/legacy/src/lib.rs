@@ -26,7 +26,7 @@ use rampart_context::pruning::{self, CacheTouch, EffectiveSettings, PruneMemo, P
 use rampart_engine_api::host::BlobPutRequest;
 use rampart_engine_api::protocol::{
     AssembleParams, AssembleResult, CompactParams, CompactResult, EngineInfo, IngestParams,
-    IngestResult, ProtocolInfo,
+    IngestResult, MaintainParams, ProtocolInfo, TranscriptRewriteResult,
 };
 use rampart_engine_api::{
     AgentMessage, CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, ErrorKind,
@@ -287,5 +287,19 @@ impl ContextEngine for LegacyEngine {
         p: CompactParams,
     ) -> Result<CompactResult, EngineError> {
         Ok(self.compactor.compact(cx, p))
+    }
+
+    /// Prepares the next compaction ahead of need when the host asks (`prepareAt`), so that
+    /// the compaction the budget triggers swaps a ready summary in. Nothing else to maintain:
+    /// the session is never rewritten here.
+    fn maintain(
+        &self,
+        cx: &CallContext<'_>,
+        p: MaintainParams,
+    ) -> Result<TranscriptRewriteResult, EngineError> {
+        if let Some(request) = p.prepare_compaction {
+            self.compactor.prepare(cx, request);
+        }
+        Ok(TranscriptRewriteResult::default())
     }
 }

@@ -38,6 +38,11 @@ pub struct Cell {
     pub mean_pct: f64,
     /// Compactions.
     pub compactions: u64,
+    /// Of them, those that swapped in a summary prepared ahead of need.
+    pub compactions_prepared: u64,
+    /// What requests waited on compactions, in ms per call: the compaction time on the
+    /// critical path.
+    pub compaction_wait_ms_per_call: f64,
     /// Prompt-cache breaks.
     pub cache_breaks: u64,
     /// Input tokens per 100 calls.
@@ -164,6 +169,12 @@ fn run_cell(
     cell.peak_pct = pct(s.peak_prompt_tokens as f64);
     cell.mean_pct = pct(s.mean_prompt_tokens);
     cell.compactions = s.compactions;
+    cell.compactions_prepared = s.compactions_prepared;
+    cell.compaction_wait_ms_per_call = if s.calls == 0 {
+        0.0
+    } else {
+        s.compaction_ms_on_path as f64 / s.calls as f64
+    };
     cell.cache_breaks = s.cache_breaks;
     cell.input_per_100 = s.per_100_calls.input_tokens;
     cell.compaction_per_100 =
@@ -190,14 +201,15 @@ pub enum Format {
     Html,
 }
 
-const HEADERS: [&str; 13] = [
+const HEADERS: [&str; 14] = [
     "engine",
     "transcript",
     "window",
     "calls",
     "peak %",
     "mean %",
-    "compactions",
+    "compactions (prepared)",
+    "compaction wait ms/call",
     "cache breaks",
     "input/100 calls",
     "compaction/100 calls",
@@ -224,7 +236,8 @@ fn cells_of(c: &Cell) -> Vec<String> {
         c.calls.to_string(),
         format!("{:.1}", c.peak_pct),
         format!("{:.1}", c.mean_pct),
-        c.compactions.to_string(),
+        format!("{} ({})", c.compactions, c.compactions_prepared),
+        format!("{:.2}", c.compaction_wait_ms_per_call),
         c.cache_breaks.to_string(),
         format!("{:.0}", c.input_per_100),
         format!("{:.0}", c.compaction_per_100),

@@ -258,8 +258,11 @@ impl<'a> Replayer<'a> {
         settings.system_prompt = recorded.system_prompt.clone();
         let tap = TapSource::new(self.providers.as_ref()).recording_wire(self.record_wire);
         let run_events = RunEvents::new(self.events.clone(), Some(session.header().id.clone()));
+        // A replay lives on across its calls, as an agent's host would: compactions are
+        // prepared ahead of need and swapped in when the budget is reached.
         let runner = Runner::new(self.config, &self.slot, &tap, settings, run_events)
-            .with_blobs(BlobStore::in_sessions_dir(&self.place.dir));
+            .with_blobs(BlobStore::in_sessions_dir(&self.place.dir))
+            .preparing_compactions();
         // The registry's counters are only worth keeping when someone will look at the session
         // afterwards, and then they are written once, at the end (or when the replay stops).
         let mut runner = if self.place.kept() {

@@ -54,6 +54,11 @@ pub struct Row {
     /// Requests of the call whose prefix differs from the request before it beyond the newest
     /// messages: the provider's prompt cache cannot serve them.
     pub cache_breaks: u32,
+    /// Milliseconds the call's requests waited on compactions: the compaction time on the
+    /// critical path (a prepared summary swapped in costs only the swap).
+    pub compaction_ms: u64,
+    /// The call's compactions that swapped in a summary prepared ahead of need.
+    pub compactions_prepared: u32,
     /// The failure, when the call got no answer.
     pub error: Option<RowError>,
     /// The subagent (Claude Code's agent id) this call belongs to; `None` for the session
@@ -226,6 +231,18 @@ pub struct Summary {
     /// (a compaction, a truncation, a prune or a hygiene change rewrote the history): each
     /// makes the provider's prompt cache start over.
     pub cache_breaks: u64,
+    /// Compaction time on the critical path: what requests waited on compactions, in ms.
+    pub compaction_ms_on_path: u64,
+    /// The most one call waited on compactions, in ms.
+    pub compaction_ms_max_per_call: u64,
+    /// Compactions that swapped in a summary prepared ahead of need (`prepareAt`).
+    pub compactions_prepared: u64,
+    /// What those waited, in ms, in all (the target is 0).
+    pub compaction_ms_prepared: u64,
+    /// Summaries prepared ahead of need (used or not).
+    pub preparations: u64,
+    /// Time spent preparing them, off the request path, in ms.
+    pub preparation_ms: u64,
     /// The same figures per 100 calls, so replays of different lengths compare.
     pub per_100_calls: Per100Calls,
     /// What the tokens cost, with `--prices`.
@@ -275,8 +292,22 @@ impl Row {
                 self.pruned_chars += prune.pruned_chars;
                 self.tag("prune");
             }
+            // Spent when prepared, whether or not the summary is used.
+            Event::CompactionPrepared(prep) if prep.ready => {
+                self.compaction_input_tokens += prep.input_tokens;
+                self.compaction_output_tokens += prep.output_tokens;
+                tally.preparations += 1;
+                tally.preparation_ms += prep.duration_ms;
+                self.tag("prep");
+            }
             Event::CompactionEnd(end) if host => {
-                if end.compacted {
+                self.compaction_ms += end.duration_ms;
+                if end.compacted && end.prepared {
+                    // Its spend was counted when it was prepared.
+                    self.compactions += 1;
+                    self.compactions_prepared += 1;
+                    self.tag("compact");
+                } else if end.compacted {
                     self.compactions += 1;
                     // What a summarising model would have read and written: the history that
                     // left the context (before, less what stayed beside the summary) and the
@@ -348,6 +379,10 @@ pub struct Tally {
     pub compactions_not_done: u64,
     /// See [`Summary::guard_warnings`].
     pub guard_warnings: u64,
+    /// See [`Summary::preparations`].
+    pub preparations: u64,
+    /// See [`Summary::preparation_ms`].
+    pub preparation_ms: u64,
     /// Whether the current call was retried after a recovery step (reset per call).
     pub retried: bool,
 }
@@ -365,6 +400,12 @@ impl Summary {
         self.compaction_input_tokens += row.compaction_input_tokens;
         self.compaction_output_tokens += row.compaction_output_tokens;
         self.cache_breaks += u64::from(row.cache_breaks);
+        self.compaction_ms_on_path += row.compaction_ms;
+        self.compaction_ms_max_per_call = self.compaction_ms_max_per_call.max(row.compaction_ms);
+        self.compactions_prepared += u64::from(row.compactions_prepared);
+        if row.compactions_prepared > 0 {
+            self.compaction_ms_prepared += row.compaction_ms;
+        }
         if let Some(budget) = row.budget_tokens {
             self.budget_tokens = budget;
         }
@@ -395,6 +436,8 @@ impl Summary {
             tally.ingest_caps + tally.tool_loop_truncations + tally.truncation_passes;
         self.compactions_not_done = tally.compactions_not_done;
         self.guard_warnings = tally.guard_warnings;
+        self.preparations = tally.preparations;
+        self.preparation_ms = tally.preparation_ms;
         self.mean_prompt_tokens = if self.answered == 0 {
             0.0
         } else {
@@ -461,6 +504,77 @@ mod tests {
             bytes_freed: 0,
             reason: None,
         })
+    }
+
+    /// A prepared summary is paid for when it is made; the compaction that swaps it in adds
+    /// only what the request waited, and is counted as prepared.
+    #[test]
+    fn a_prepared_compaction_is_paid_for_once_and_its_wait_is_the_swap() {
+        use crate::run::events::{CompactionEnd, CompactionPrepared};
+        let mut tally = Tally::default();
+        let mut first = Row::default();
+        first.absorb(
+            &event(
+                "legacy",
+                Event::CompactionPrepared(CompactionPrepared {
+                    ready: true,
+                    input_tokens: 9_000,
+                    output_tokens: 1_000,
+                    duration_ms: 40,
+                    ..Default::default()
+                }),
+            ),
+            &mut tally,
+        );
+        let mut second = Row::default();
+        second.absorb(
+            &event(
+                HOST_SOURCE,
+                Event::CompactionEnd(CompactionEnd {
+                    reason: "budget".into(),
+                    compacted: true,
+                    tokens_before: Some(20_000),
+                    tokens_after: Some(8_000),
+                    summary_chars: Some(4_000),
+                    duration_ms: 1,
+                    prepared: true,
+                    ..Default::default()
+                }),
+            ),
+            &mut tally,
+        );
+        let mut third = Row::default();
+        third.absorb(
+            &event(
+                HOST_SOURCE,
+                Event::CompactionEnd(CompactionEnd {
+                    reason: "overflow".into(),
+                    compacted: true,
+                    tokens_before: Some(20_000),
+                    tokens_after: Some(8_000),
+                    summary_chars: Some(4_000),
+                    duration_ms: 300,
+                    ..Default::default()
+                }),
+            ),
+            &mut tally,
+        );
+        let mut s = Summary::default();
+        for row in [&first, &second, &third] {
+            s.add_row(row, false);
+        }
+        s.close(&tally);
+        assert_eq!(s.compactions, 2);
+        assert_eq!(s.compactions_prepared, 1);
+        assert_eq!(s.preparations, 1);
+        assert_eq!(s.preparation_ms, 40);
+        // 9,000 + 1,000 when prepared; 20,000 - (8,000 - 1,000) + 1,000 made on the spot.
+        assert_eq!(s.compaction_input_tokens, 9_000 + 13_000);
+        assert_eq!(s.compaction_output_tokens, 1_000 + 1_000);
+        assert_eq!(s.compaction_ms_on_path, 301);
+        assert_eq!(s.compaction_ms_max_per_call, 300);
+        assert_eq!(s.compaction_ms_prepared, 1);
+        assert!(first.tags.contains(&"prep".to_string()));
     }
 
     #[test]

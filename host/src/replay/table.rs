@@ -342,6 +342,19 @@ pub fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
         p.truncations,
         p.prunes
     )?;
+    writeln!(
+        out,
+        "  compaction     {} waited on the request path ({} at most in one call); {} of {} \
+         compactions swapped in a summary prepared ahead of need ({} waited), {} prepared in {} \
+         off the path",
+        human_ms(s.compaction_ms_on_path as f64),
+        human_ms(s.compaction_ms_max_per_call as f64),
+        s.compactions_prepared,
+        s.compactions,
+        human_ms(s.compaction_ms_prepared as f64),
+        s.preparations,
+        human_ms(s.preparation_ms as f64),
+    )?;
     let t = &s.timings;
     writeln!(
         out,

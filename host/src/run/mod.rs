@@ -361,6 +361,9 @@ pub struct Runner<'a> {
     /// Whether `agents.defaults.contextPruning.mode` is `cache-ttl`: then every answer records
     /// a cache touch, which the pruning TTL gate reads.
     records_cache_touch: bool,
+    /// Whether the engine is asked to prepare compactions ahead of need
+    /// ([`Runner::preparing_compactions`]).
+    prepares_compactions: bool,
 }
 
 /// The registry entry a runner keeps up to date, and the changes not yet written to it.
@@ -468,7 +471,18 @@ impl<'a> Runner<'a> {
             cache_touch: None,
             now_override: None,
             records_cache_touch: config.agent_defaults.pruning.is_some(),
+            prepares_compactions: false,
         }
+    }
+
+    /// Asks the engine, once the context crosses `compaction.prepareAt` of the prompt budget,
+    /// to prepare the compaction the budget will trigger (in `maintain`), so that compaction
+    /// swaps a ready summary in. Only for a process that lives on after the turn (a replay,
+    /// a server): the engine keeps the summary in memory, and a one-shot `rampart run` would
+    /// pay for a summary nobody uses.
+    pub fn preparing_compactions(mut self) -> Self {
+        self.prepares_compactions = self.config.agent_defaults.compaction.prepare_at.is_some();
+        self
     }
 
     /// Keeps originals of capped tool results in `blobs` (without a store nothing is capped at
@@ -790,6 +804,7 @@ impl<'a> Runner<'a> {
                         window,
                         prompt_tokens,
                         &prepared,
+                        &counter,
                     )?;
                     return Ok(TurnReport {
                         model: name,
@@ -1045,6 +1060,7 @@ impl<'a> Runner<'a> {
     }
 
     /// After an answer: persist it, tell the engine, update the registry.
+    #[allow(clippy::too_many_arguments)]
     fn finish_attempt(
         &mut self,
         session: &mut Session,
@@ -1053,6 +1069,7 @@ impl<'a> Runner<'a> {
         window: u64,
         prompt_tokens: u64,
         prepared: &Prepared,
+        counter: &TokenCounter,
     ) -> Result<SharedMessage, TurnError> {
         let usage = reply.usage.clone();
         let reply: SharedMessage = Arc::new(AgentMessage::Assistant(reply));
@@ -1090,10 +1107,14 @@ impl<'a> Runner<'a> {
             }
             tracing::warn!(error = %e, "after_turn failed; the turn is kept");
         }
+        // The next request holds what this one did plus the answer.
+        let next_tokens = prepared.estimated + counter.count_message(&reply);
+        let prepare_compaction = self.compaction_to_prepare(session, model, window, next_tokens);
         if let Err(e) = self.slot.maintain(MaintainParams {
             session: session_ref(session),
             reason: Some("turn".to_string()),
             runtime_context: json!({}),
+            prepare_compaction,
         }) {
             if let SlotCallError::Required(failed) = e {
                 return Err(failed.into());

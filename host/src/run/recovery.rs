@@ -12,7 +12,7 @@ use rampart_context::guards::precheck::{
 };
 use rampart_context::guards::tool_result::session_likely_has_oversized_tool_results;
 use rampart_context::overflow::{CONTEXT_OVERFLOW_USER_MESSAGE, is_compaction_failure_error};
-use rampart_engine_api::protocol::{CompactParams, CompactResult, ModelRef};
+use rampart_engine_api::protocol::{CompactParams, CompactResult, ModelRef, PrepareCompaction};
 use rampart_sessions::Session;
 use rampart_sessions::store::{CompactionCheckpoint, CompactionSnapshot, RegistryChange};
 use serde_json::json;
@@ -39,6 +39,10 @@ impl std::fmt::Display for CompactFailure {
             Self::Required(failed) => write!(f, "{failed}"),
         }
     }
+}
+
+fn model_name(model: &ModelRef) -> ModelName {
+    ModelName::new(model.provider.clone(), model.id.clone())
 }
 
 /// Compactions one turn may run for overflows (`MAX_OVERFLOW_COMPACTION_ATTEMPTS`).
@@ -189,16 +193,8 @@ impl Runner<'_> {
         reason: &str,
         attempt: u32,
     ) -> Result<bool, CompactFailure> {
-        let context = session.context();
-        let entry_ids = context
-            .entry_indices
-            .iter()
-            .map(|&i| session.entries()[i].id.clone())
-            .collect();
-        let compaction_model = match self.models.compaction_model(self.config, model) {
-            Ok(m) => m,
-            Err(e) => return Err(CompactFailure::Failed(e.to_string())),
-        };
+        let params =
+            self.compact_params(session, model, window, observed_tokens, reason, attempt)?;
         let started = Instant::now();
         self.events.emit(Event::CompactionStart(CompactionStart {
             reason: reason.to_string(),
@@ -208,31 +204,7 @@ impl Runner<'_> {
         // The engine stops at the compaction timeout; the host's backstop waits a little
         // longer so the engine's own, cleaner "timed out" answer arrives first.
         let backstop = self.settings.compaction_timeout + std::time::Duration::from_secs(30);
-        let result = self.slot.compact_within(
-            CompactParams {
-                session: session_ref(session),
-                // The compacted context must fit the target share of the prompt budget, not
-                // the whole of it: hysteresis, so the next compaction is many calls away.
-                token_budget: Some({
-                    let budget = self.compaction_budget(
-                        window,
-                        self.output_cap(&ModelName::new(model.provider.clone(), model.id.clone())),
-                    );
-                    let share = self.settings.compaction.target_share_for(budget);
-                    (budget as f64 * share).floor() as u64
-                }),
-                force: true,
-                current_token_count: observed_tokens,
-                compaction_target: Some("budget".to_string()),
-                custom_instructions: self.custom_instructions.clone(),
-                runtime_context: json!({ "trigger": reason, "attempt": attempt }),
-                messages: context.into_list(),
-                entry_ids,
-                model: Some(model.clone()),
-                compaction_model,
-            },
-            backstop,
-        );
+        let result = self.slot.compact_within(params, backstop);
         let duration_ms = started.elapsed().as_millis() as u64;
         let outcome = match result {
             Ok(r) => r,
@@ -268,6 +240,87 @@ impl Runner<'_> {
             );
         }
         Ok(outcome.compacted)
+    }
+
+    /// The `compact` call for `session` as it stands: its branch, the entry ids, and the
+    /// target the compacted context must fit.
+    fn compact_params(
+        &self,
+        session: &Session,
+        model: &ModelRef,
+        window: u64,
+        observed_tokens: Option<u64>,
+        reason: &str,
+        attempt: u32,
+    ) -> Result<CompactParams, CompactFailure> {
+        let context = session.context();
+        let entry_ids = context
+            .entry_indices
+            .iter()
+            .map(|&i| session.entries()[i].id.clone())
+            .collect();
+        let compaction_model = match self.models.compaction_model(self.config, model) {
+            Ok(m) => m,
+            Err(e) => return Err(CompactFailure::Failed(e.to_string())),
+        };
+        let budget = self.compaction_budget(window, self.output_cap(&model_name(model)));
+        Ok(CompactParams {
+            session: session_ref(session),
+            // The compacted context must fit the target share of the prompt budget, not the
+            // whole of it: hysteresis, so the next compaction is many calls away.
+            token_budget: Some(self.compaction_target(budget)),
+            force: true,
+            current_token_count: observed_tokens,
+            compaction_target: Some("budget".to_string()),
+            custom_instructions: self.custom_instructions.clone(),
+            runtime_context: json!({ "trigger": reason, "attempt": attempt }),
+            messages: context.into_list(),
+            entry_ids,
+            model: Some(model.clone()),
+            compaction_model,
+        })
+    }
+
+    /// The tokens a compaction aims to leave out of `budget` (`targetShare`).
+    fn compaction_target(&self, budget: u64) -> u64 {
+        let share = self.settings.compaction.target_share_for(budget);
+        (budget as f64 * share).floor() as u64
+    }
+
+    /// The compaction to prepare ahead of need after a turn whose next request will hold
+    /// `next_tokens`: `Some` once that crosses `compaction.prepareAt` of the prompt budget
+    /// (and only for a runner that [prepares compactions](super::Runner::preparing_compactions)).
+    pub(super) fn compaction_to_prepare(
+        &self,
+        session: &Session,
+        model: &ModelRef,
+        window: u64,
+        next_tokens: u64,
+    ) -> Option<PrepareCompaction> {
+        let share = self.settings.compaction.prepare_at?;
+        if !self.prepares_compactions {
+            return None;
+        }
+        let budget = self.compaction_budget(window, self.output_cap(&model_name(model)));
+        // Past the budget the next attempt compacts at once; nothing to get ahead of.
+        if (next_tokens as f64) < share * budget as f64 || next_tokens >= budget {
+            return None;
+        }
+        let growth = budget - next_tokens;
+        // A compaction keeps at most two fifths of its target verbatim. While more than that
+        // is still to come, a cut made now would keep nothing but the growth, and the context
+        // after the swap would be larger than after a compaction made at the budget (earlier
+        // compactions, measured on the main job): wait until the cut can be the same one.
+        if growth > self.compaction_target(budget) * 2 / 5 {
+            return None;
+        }
+        let compact = self
+            .compact_params(session, model, window, None, "budget", 1)
+            .ok()?;
+        Some(PrepareCompaction {
+            compact,
+            growth_tokens: growth,
+        })
     }
 
     /// What the compacted (or assembled) context must fit: the prompt budget the precheck
@@ -365,6 +418,10 @@ impl Runner<'_> {
             parts: details.and_then(|d| d.get("parts")).cloned(),
             error: error.map(str::to_string),
             why: outcome.and_then(|o| o.reason.clone()),
+            prepared: details
+                .and_then(|d| d.get("prepared"))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false),
         }));
     }
 }
