@@ -833,6 +833,26 @@ fn a_claude_code_session_replays_its_subagents_at_the_parents_calls() {
     assert!(html.contains("Subagents (6)") && html.contains("Research Claude Code plan mode"));
 }
 
+/// The README's main job replayed at 32k with `config`, in `dir`: its `--json` document.
+fn main_job_at_32k(dir: &Path, config: &Path) -> Value {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
+    let out = rampart_in(
+        dir,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "replay",
+            example.to_str().unwrap(),
+            "--window",
+            "32000",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    json_of(&out)
+}
+
 /// Issue 14, items 1–3 on the README's main job at 32k: the reserve scales with the window
 /// (peak at least 60% of it, against 31% with OpenClaw's flat 20,000), the compaction target
 /// leaves room (at most one compaction per 25 calls, against one per 4.7), and compactions
@@ -840,24 +860,7 @@ fn a_claude_code_session_replays_its_subagents_at_the_parents_calls() {
 #[test]
 fn the_main_job_uses_the_window_compacts_rarely_and_labels_the_budget() {
     let tmp = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
-    let replay = |config: &Path| {
-        let out = rampart_in(
-            tmp.path(),
-            &[
-                "--config",
-                config.to_str().unwrap(),
-                "replay",
-                example.to_str().unwrap(),
-                "--window",
-                "32000",
-                "--json",
-            ],
-        );
-        assert!(out.status.success(), "{}", text(&out));
-        json_of(&out)
-    };
+    let replay = |config: &Path| main_job_at_32k(tmp.path(), config);
     let doc = replay(&empty_config(tmp.path()));
     let s = &doc["summary"];
     let calls = s["calls"].as_u64().unwrap();
@@ -1001,24 +1004,7 @@ fn the_accounting_matches_the_request_log_and_the_events() {
 #[test]
 fn budget_compactions_swap_in_summaries_prepared_ahead_of_need() {
     let tmp = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
-    let replay = |config: &Path| {
-        let out = rampart_in(
-            tmp.path(),
-            &[
-                "--config",
-                config.to_str().unwrap(),
-                "replay",
-                example.to_str().unwrap(),
-                "--window",
-                "32000",
-                "--json",
-            ],
-        );
-        assert!(out.status.success(), "{}", text(&out));
-        json_of(&out)
-    };
+    let replay = |config: &Path| main_job_at_32k(tmp.path(), config);
     let doc = replay(&empty_config(tmp.path()));
     let s = &doc["summary"];
     let compactions = s["compactions"].as_u64().unwrap();

@@ -66,6 +66,21 @@ enum NotDone {
     Failed(CompactionError),
 }
 
+/// The `details` of a compaction's outcome: the file lists the next compaction starts from,
+/// and figures for events.
+fn outcome_details(done: &CompactionSummary, started: Instant) -> serde_json::Value {
+    json!({
+        "readFiles": done.details.read_files,
+        "modifiedFiles": done.details.modified_files,
+        "fallbackLevel": done.fallback_level,
+        "parts": done.parts,
+        "calls": done.calls,
+        "summaryChars": done.summary_chars,
+        "summarizer": done.summarizer,
+        "engineMs": started.elapsed().as_millis() as u64,
+    })
+}
+
 /// The host's summariser for `p`: its compaction model through `llm.complete`, else the
 /// embedded one.
 fn summarizer_for(host: &Host, p: &CompactParams) -> Option<HostSummarizer> {
@@ -335,18 +350,12 @@ impl Compactor {
                 first_kept_entry_id: Some(done.first_kept_entry_id.clone()),
                 tokens_before,
                 tokens_after: Some(tokens_after),
-                details: json!({
-                    "readFiles": done.details.read_files,
-                    "modifiedFiles": done.details.modified_files,
-                    "fallbackLevel": done.fallback_level,
-                    "parts": done.parts,
-                    "calls": done.calls,
-                    "summaryChars": done.summary_chars,
-                    "summarizer": done.summarizer,
-                    "engineMs": started.elapsed().as_millis() as u64,
-                    "prepared": true,
-                    "preparedMs": ready.prepared_ms,
-                }),
+                details: {
+                    let mut details = outcome_details(&done, started);
+                    details["prepared"] = json!(true);
+                    details["preparedMs"] = json!(ready.prepared_ms);
+                    details
+                },
             }),
         })
     }
@@ -389,16 +398,7 @@ impl Compactor {
                         first_kept_entry_id: Some(done.first_kept_entry_id.clone()),
                         tokens_before: done.tokens_before,
                         tokens_after: Some(done.tokens_after_estimate),
-                        details: json!({
-                            "readFiles": done.details.read_files,
-                            "modifiedFiles": done.details.modified_files,
-                            "fallbackLevel": done.fallback_level,
-                            "parts": done.parts,
-                            "calls": done.calls,
-                            "summaryChars": done.summary_chars,
-                            "summarizer": done.summarizer,
-                            "engineMs": started.elapsed().as_millis() as u64,
-                        }),
+                        details: outcome_details(&done, started),
                     }),
                 }
             }
