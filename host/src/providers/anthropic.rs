@@ -72,10 +72,9 @@ impl Provider for AnthropicProvider {
         let idle = self.http.stream_idle_timeout();
         let (answer, retries) = self.http.post(
             &self.url,
-            &request.model,
+            request,
             &headers,
             &body,
-            request.deadline,
             |response| read(response, idle),
         )?;
         Ok(ModelResponse {
@@ -96,6 +95,20 @@ pub fn request_body(request: &ModelRequest) -> Value {
     });
     if let Some(system) = &request.system {
         body["system"] = json!(system);
+    }
+    if !request.forwarded.tools.is_empty() {
+        body["tools"] = request
+            .forwarded
+            .tools
+            .iter()
+            .map(|t| {
+                let mut tool = json!({"name": t.name, "input_schema": t.parameters});
+                if let Some(d) = &t.description {
+                    tool["description"] = json!(d);
+                }
+                tool
+            })
+            .collect();
     }
     body
 }
@@ -182,7 +195,9 @@ fn content_blocks(content: &Content) -> Vec<Value> {
     }
 }
 
-fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+/// An answer's content as Anthropic blocks: what a request carries back, and what
+/// `rampart serve` answers an Anthropic client with.
+pub fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
     message
         .content
         .iter()

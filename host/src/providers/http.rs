@@ -151,17 +151,28 @@ impl HttpClient {
     /// dropped connections and cut streams with exponential back-off. Returns what `read`
     /// produced and how many retries it took.
     ///
-    /// The key is looked up first, so a missing key fails before anything is sent.
+    /// The key is looked up first, so a missing key fails before anything is sent. `request`
+    /// gives the model (for logs), the deadline and a proxied client's key.
     pub fn post<T>(
         &self,
         url: &str,
-        model: &str,
+        request: &super::ModelRequest,
         headers: &[(&'static str, &str)],
         body: &Value,
-        deadline: Option<Instant>,
         mut read: impl FnMut(Response) -> Result<T, Failure>,
     ) -> Result<(T, u32), ProviderError> {
-        let key = self.key()?;
+        let (model, deadline) = (request.model.as_str(), request.deadline);
+        let client_key = request.forwarded.credential.as_ref();
+        // The provider's own key (`apiKeyEnv`) wins; without one, the key a proxied client
+        // sent (`rampart serve`) goes upstream.
+        let key = match (self.key(), client_key) {
+            (Ok(Some(own)), _) => Some(own),
+            (Ok(None) | Err(ProviderError::MissingApiKey { .. }), Some(client)) => {
+                Some(ApiKey(client.expose().to_owned()))
+            }
+            (own, None) => own?,
+            (Err(e), Some(_)) => return Err(e),
+        };
         let header_map = self.headers(headers, key.as_ref())?;
         let mut attempt: u32 = 0;
         loop {

@@ -79,6 +79,53 @@ pub struct ModelRequest {
     /// When the caller stops waiting (a compaction's safety timeout). The request, its retries
     /// and its back-off all end by then, so a cancelled compaction leaves no request running.
     pub deadline: Option<std::time::Instant>,
+    /// What a client of `rampart serve` sent that goes upstream with the managed context: its
+    /// tools and its key. Empty for the host's own requests.
+    pub forwarded: Forwarded,
+}
+
+/// What a proxied client's request carries upstream besides the messages (`rampart serve`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Forwarded {
+    /// The tools the client declared; each provider writes them in its own wire form.
+    pub tools: Vec<ToolSpec>,
+    /// The client's own key, used when the provider has no `apiKeyEnv` of its own.
+    pub credential: Option<ClientCredential>,
+}
+
+/// A tool a client declared, in neither wire's shape: its name, description and JSON schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: Option<String>,
+    /// The JSON schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// A key a client sent (`Authorization: Bearer …` or `x-api-key`). Its `Debug` prints `***`,
+/// it is never logged, stored in a session, or echoed in an error.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredential(String);
+
+impl ClientCredential {
+    /// The key; `None` when blank.
+    pub fn new(key: &str) -> Option<Self> {
+        let key = key.trim();
+        (!key.is_empty()).then(|| Self(key.to_owned()))
+    }
+
+    /// The key itself, for the one place that writes it into a header.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ClientCredential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
 }
 
 /// A model's answer.

@@ -61,10 +61,9 @@ impl Provider for OpenAiProvider {
         let idle = self.http.stream_idle_timeout();
         let (answer, retries) = self.http.post(
             &self.url,
-            &request.model,
+            request,
             &[],
             &body,
-            request.deadline,
             |response| read(response, idle),
         )?;
         Ok(ModelResponse {
@@ -96,6 +95,20 @@ pub fn request_body(request: &ModelRequest) -> Value {
     });
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
+    }
+    if !request.forwarded.tools.is_empty() {
+        body["tools"] = request
+            .forwarded
+            .tools
+            .iter()
+            .map(|t| {
+                let mut function = json!({"name": t.name, "parameters": t.parameters});
+                if let Some(d) = &t.description {
+                    function["description"] = json!(d);
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect();
     }
     body
 }
@@ -444,5 +457,37 @@ mod request_tests {
         assert_eq!(messages[1]["content"], "");
         assert!(messages[1].get("reasoning_content").is_none());
         assert!(!body.to_string().contains("netrc"));
+    }
+
+    #[test]
+    fn forwarded_tools_are_written_as_functions() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+            forwarded: crate::providers::Forwarded {
+                tools: vec![crate::providers::ToolSpec {
+                    name: "read".into(),
+                    description: Some("Read a file".into()),
+                    parameters: json!({"type": "object"}),
+                }],
+                credential: None,
+            },
+            ..ModelRequest::default()
+        };
+        let body = request_body(&request);
+        assert_eq!(
+            body["tools"],
+            json!([{"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": {"type": "object"}}}])
+        );
+        let anthropic = crate::providers::anthropic::request_body(&request);
+        assert_eq!(
+            anthropic["tools"],
+            json!([{"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}])
+        );
+        assert!(
+            request_body(&ModelRequest::default())
+                .get("tools")
+                .is_none()
+        );
     }
 }
