@@ -70,13 +70,11 @@ impl Provider for AnthropicProvider {
             ("content-type", "application/json"),
         ];
         let idle = self.http.stream_idle_timeout();
-        let (answer, retries) = self.http.post(
-            &self.url,
-            request,
-            &headers,
-            &body,
-            |response| read(response, idle),
-        )?;
+        let (answer, retries) =
+            self.http
+                .post(&self.url, request, &headers, &body, |response| {
+                    read(response, idle)
+                })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,

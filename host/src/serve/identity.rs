@@ -18,6 +18,9 @@
 use axum::http::HeaderMap;
 use serde_json::Value;
 
+/// The configurable rule (`[serve.sideRequests]`), read with the rest of the config.
+pub use crate::config::serve::SideRequestRule;
+
 /// Longest client id kept as written in a registry key; longer ones are hashed.
 pub const MAX_CLIENT_ID_CHARS: usize = 128;
 
@@ -148,28 +151,6 @@ pub enum SideReason {
         /// The model the request named.
         model: String,
     },
-}
-
-/// The configurable rule for side requests (`[serve.sideRequests]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SideRequestRule {
-    /// Off: only `count_tokens` is a side request.
-    pub enabled: bool,
-    /// A request whose `max_tokens` is at most this is a probe (default 1).
-    pub probe_max_tokens: u64,
-    /// Model names containing one of these (case-insensitive) are small models (default
-    /// `["haiku"]`); a request to one with no tools and one user message is a side request.
-    pub small_models: Vec<String>,
-}
-
-impl Default for SideRequestRule {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            probe_max_tokens: 1,
-            small_models: vec!["haiku".to_owned()],
-        }
-    }
 }
 
 impl SideRequestRule {

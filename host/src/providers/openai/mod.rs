@@ -59,13 +59,9 @@ impl Provider for OpenAiProvider {
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let body = request_body(request);
         let idle = self.http.stream_idle_timeout();
-        let (answer, retries) = self.http.post(
-            &self.url,
-            request,
-            &[],
-            &body,
-            |response| read(response, idle),
-        )?;
+        let (answer, retries) = self.http.post(&self.url, request, &[], &body, |response| {
+            read(response, idle)
+        })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,
