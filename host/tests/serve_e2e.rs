@@ -1,0 +1,902 @@
+//! End to end: `rampart serve` as a real process on a free loopback port, in front of a
+//! loopback upstream speaking OpenAI or Anthropic. Clients are plain HTTP requests shaped like
+//! the real ones (Claude Code's from the shared transcripts); the sessions on disk are read
+//! back with `rampart-sessions`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::loopback::{
+    Loopback, Reply, anthropic_text_stream, anthropic_tool_use_stream, openai_overflow_error,
+    openai_text_stream, openai_tool_call_stream,
+};
+use rampart_message::{AgentMessage, ContentBlock};
+use rampart_sessions::store::SessionStore;
+use rampart_sessions::{Session, SessionOptions};
+use serde_json::{Value, json};
+
+/// A `rampart serve` process; killed when dropped.
+struct Serve {
+    child: Child,
+    base: String,
+    sessions: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    /// Starts `rampart serve --listen 127.0.0.1:0` with `config` and waits for its address.
+    fn start(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config_path = common::write_config(dir.path(), config);
+        let sessions = dir.path().join("sessions");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args([
+                "--config",
+                config_path.to_str().unwrap(),
+                "--sessions-dir",
+                sessions.to_str().unwrap(),
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env_remove("RAMPART_CONFIG")
+            .env("RUST_LOG", "warn")
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("rampart serve listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Serve {
+            child,
+            base,
+            sessions,
+            _dir: dir,
+        }
+    }
+
+    fn client() -> reqwest::blocking::Client {
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap()
+    }
+
+    /// POSTs `body` to `path` with `headers`; the status and the body (JSON, or the raw text
+    /// of a stream as a JSON string).
+    fn post(&self, path: &str, headers: &[(&str, &str)], body: &Value) -> (u16, Value) {
+        let mut request = Self::client()
+            .post(format!("{}{path}", self.base))
+            .json(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().unwrap();
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        let response = Self::client()
+            .get(format!("{}{path}", self.base))
+            .send()
+            .unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    }
+
+    fn store(&self) -> SessionStore {
+        SessionStore::open(&self.sessions).unwrap()
+    }
+
+    /// The registry keys, sorted.
+    fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .store()
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    /// The conversation `key`'s session as stored.
+    fn session(&self, key: &str) -> Session {
+        let store = self.store();
+        let entry = store
+            .get(key)
+            .unwrap()
+            .unwrap_or_else(|| panic!("no `{key}` in {:?}", self.keys()));
+        Session::open(
+            &store.session_file_path(key, &entry).unwrap(),
+            SessionOptions::default(),
+        )
+        .unwrap()
+    }
+
+    fn file_bytes(&self, key: &str) -> Vec<u8> {
+        std::fs::read(self.session(key).path()).unwrap()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The messages of the active branch, as (role, text) with tool calls and results spelled out.
+fn branch(session: &Session) -> Vec<(String, String)> {
+    session
+        .tree()
+        .active_branch()
+        .into_iter()
+        .filter_map(|e| e.body.message())
+        .map(describe)
+        .collect()
+}
+
+fn describe(m: &AgentMessage) -> (String, String) {
+    match m {
+        AgentMessage::User(u) => ("user".into(), u.content.joined_text()),
+        AgentMessage::Assistant(a) => (
+            "assistant".into(),
+            a.content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(t.text.clone()),
+                    ContentBlock::ToolCall(c) => {
+                        Some(format!("call {} {} {}", c.id, c.name, c.arguments))
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("|"),
+        ),
+        AgentMessage::ToolResult(r) => (
+            "toolResult".into(),
+            format!("{} {}", r.tool_call_id, r.content.joined_text()),
+        ),
+        other => (other.role().to_owned(), String::new()),
+    }
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+fn openai_config(url: &str, extra: &str) -> String {
+    format!(
+        r#"
+[agents.defaults.model]
+primary = "up/gpt-up"
+
+[agents.defaults.compaction]
+model = "sim/default"
+
+[models.providers.up]
+api = "openai-completions"
+baseUrl = "{url}"
+maxRetries = 0
+timeoutSeconds = 20
+
+[[models.providers.up.models]]
+id = "gpt-up"
+contextWindow = 128000
+{extra}
+"#
+    )
+}
+
+fn anthropic_config(url: &str) -> String {
+    format!(
+        r#"
+[agents.defaults.model]
+primary = "up/claude-up"
+
+[models.providers.up]
+api = "anthropic-messages"
+baseUrl = "{url}"
+maxRetries = 0
+timeoutSeconds = 20
+
+[[models.providers.up.models]]
+id = "claude-up"
+contextWindow = 200000
+"#
+    )
+}
+
+const READ_TOOL_OPENAI: &str = r#"[{"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]"#;
+
+#[test]
+fn openai_tool_calls_over_three_turns_are_stored_as_the_client_sent_them() {
+    let up = Loopback::start();
+    up.push(openai_tool_call_stream(
+        "call_1",
+        "read",
+        r#"{"path":"a.txt"}"#,
+    ));
+    up.push(openai_text_stream("The file says hi.", 40, 6));
+    up.push(openai_text_stream("You are welcome.", 60, 4));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let tools: Value = serde_json::from_str(READ_TOOL_OPENAI).unwrap();
+    let auth = [("authorization", "Bearer sk-client-secret-123")];
+
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a careful assistant."}),
+        json!({"role": "user", "content": "What does a.txt say?"}),
+    ];
+    let (status, first) = serve.post(
+        "/v1/chat/completions",
+        &auth,
+        &json!({"model": "gpt-up", "messages": messages, "tools": tools}),
+    );
+    assert_eq!(status, 200, "{first}");
+    let call = first["choices"][0]["message"].clone();
+    assert_eq!(first["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(call["tool_calls"][0]["id"], "call_1");
+    messages.push(call);
+    messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "hi"}));
+
+    let (status, second) = serve.post(
+        "/v1/chat/completions",
+        &auth,
+        &json!({"model": "gpt-up", "messages": messages, "tools": tools}),
+    );
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        second["choices"][0]["message"]["content"],
+        "The file says hi."
+    );
+    messages.push(second["choices"][0]["message"].clone());
+    messages.push(json!({"role": "user", "content": "Thanks!"}));
+
+    // The third turn streams, with usage asked for.
+    let (status, third) = serve.post(
+        "/v1/chat/completions",
+        &auth,
+        &json!({"model": "gpt-up", "messages": messages, "tools": tools, "stream": true,
+                "stream_options": {"include_usage": true}}),
+    );
+    assert_eq!(status, 200);
+    let text = third.as_str().unwrap();
+    assert!(text.contains("You are welcome."), "{text}");
+    assert!(text.contains("\"completion_tokens\":4"), "{text}");
+    assert!(text.trim_end().ends_with("data: [DONE]"), "{text}");
+
+    // Upstream saw the tools, the system prompt, the whole history and the client's key.
+    let sent = up.requests();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(sent[1].body["tools"][0]["function"]["name"], "read");
+    assert_eq!(
+        sent[1].body["messages"][0]["content"],
+        "You are a careful assistant."
+    );
+    let roles: Vec<&str> = sent[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    assert_eq!(
+        sent[0].header("authorization"),
+        Some("Bearer sk-client-secret-123")
+    );
+
+    // One conversation, holding what the client sent with the model's answers, once each.
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert!(keys[0].starts_with("serve:anon:"), "{keys:?}");
+    let session = serve.session(&keys[0]);
+    assert_eq!(
+        branch(&session),
+        pairs(&[
+            ("user", "What does a.txt say?"),
+            ("assistant", r#"call call_1 read {"path":"a.txt"}"#),
+            ("toolResult", "call_1 hi"),
+            ("assistant", "The file says hi."),
+            ("user", "Thanks!"),
+            ("assistant", "You are welcome."),
+        ])
+    );
+    // The key never reaches the disk.
+    let on_disk = String::from_utf8(serve.file_bytes(&keys[0])).unwrap();
+    assert!(!on_disk.contains("sk-client-secret"));
+    let registry = std::fs::read_to_string(serve.sessions.join("sessions.json")).unwrap();
+    assert!(!registry.contains("sk-client-secret"));
+}
+
+/// A Claude Code request body: the shape of the recorded sessions in
+/// `shared/data/sessions/claude-code-log` (CLAUDE.md in a system reminder of the first user
+/// message, a system prompt in blocks with `cache_control`, tools, `metadata.user_id`).
+fn claude_code_body(session: &str, messages: Vec<Value>) -> Value {
+    json!({
+        "model": "claude-opus-4-7",
+        "max_tokens": 32000,
+        "stream": true,
+        "system": [
+            {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude.", "cache_control": {"type": "ephemeral"}}
+        ],
+        "messages": messages,
+        "tools": [{"name": "Bash", "description": "Executes a bash command",
+                   "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}],
+        "metadata": {"user_id": format!("user_5f0b2c9d1e_account_9a3c8e21-7b44-4b1e-9d2f-0c6a1d2e3f40_session_{session}")}
+    })
+}
+
+fn claude_first_message(prompt: &str) -> Value {
+    json!({"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\nContents of /repo/CLAUDE.md (project instructions):\n\nAlways run the tests.\n</system-reminder>"},
+        {"type": "text", "text": prompt, "cache_control": {"type": "ephemeral"}}
+    ]})
+}
+
+/// The assistant message a streamed Anthropic answer spells, as Claude Code re-sends it.
+fn assistant_from_sse(text: &str) -> Value {
+    let mut blocks: Vec<Value> = Vec::new();
+    let mut json_parts: Vec<String> = Vec::new();
+    for frame in text.split("\n\n") {
+        let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data: ")) else {
+            continue;
+        };
+        let event: Value = serde_json::from_str(data).unwrap();
+        match event["type"].as_str().unwrap() {
+            "content_block_start" => {
+                blocks.push(event["content_block"].clone());
+                json_parts.push(String::new());
+            }
+            "content_block_delta" => {
+                let i = event["index"].as_u64().unwrap() as usize;
+                let d = &event["delta"];
+                match d["type"].as_str().unwrap() {
+                    "text_delta" => {
+                        let t = format!(
+                            "{}{}",
+                            blocks[i]["text"].as_str().unwrap(),
+                            d["text"].as_str().unwrap()
+                        );
+                        blocks[i]["text"] = json!(t);
+                    }
+                    "input_json_delta" => {
+                        json_parts[i].push_str(d["partial_json"].as_str().unwrap())
+                    }
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                let i = event["index"].as_u64().unwrap() as usize;
+                if blocks[i]["type"] == "tool_use" {
+                    blocks[i]["input"] = serde_json::from_str(&json_parts[i]).unwrap();
+                }
+            }
+            _ => {}
+        }
+    }
+    json!({"role": "assistant", "content": blocks})
+}
+
+#[test]
+fn claude_code_turns_with_tools_and_an_edit_that_makes_a_branch() {
+    let up = Loopback::start();
+    up.push(anthropic_tool_use_stream(
+        "toolu_01A",
+        "Bash",
+        r#"{"command":"ls"}"#,
+    ));
+    up.push(anthropic_text_stream("Two files.", 50, 3));
+    up.push(anthropic_text_stream("Done, tests pass.", 70, 5));
+    up.push(anthropic_text_stream("Edited answer.", 70, 3));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let sid = "ef958aa1-0e93-49f0-bb71-150f63befcd1";
+    let headers = [
+        ("x-api-key", "sk-ant-client"),
+        ("anthropic-version", "2023-06-01"),
+    ];
+
+    let mut messages = vec![claude_first_message("List the files.")];
+    let (status, first) = serve.post(
+        "/v1/messages",
+        &headers,
+        &claude_code_body(sid, messages.clone()),
+    );
+    assert_eq!(status, 200, "{first}");
+    messages.push(assistant_from_sse(first.as_str().unwrap()));
+    messages.push(json!({"role": "user", "content": [
+        {"tool_use_id": "toolu_01A", "type": "tool_result", "content": "a.rs\nb.rs", "is_error": false}
+    ]}));
+    let (status, second) = serve.post(
+        "/v1/messages",
+        &headers,
+        &claude_code_body(sid, messages.clone()),
+    );
+    assert_eq!(status, 200, "{second}");
+    messages.push(assistant_from_sse(second.as_str().unwrap()));
+    let before_edit = messages.clone();
+    messages.push(json!({"role": "user", "content": "Now run the tests."}));
+    let (status, _) = serve.post(
+        "/v1/messages",
+        &headers,
+        &claude_code_body(sid, messages.clone()),
+    );
+    assert_eq!(status, 200);
+
+    // Upstream got the client's key and the tools in Anthropic's shape.
+    let sent = up.requests();
+    assert_eq!(sent[0].header("x-api-key"), Some("sk-ant-client"));
+    assert_eq!(sent[0].body["tools"][0]["name"], "Bash");
+
+    let key = format!("serve:claude-code:{sid}");
+    assert_eq!(serve.keys(), std::slice::from_ref(&key));
+    let session = serve.session(&key);
+    let prompt = "<system-reminder>\nAs you answer the user's questions, you can use the following context:\n# claudeMd\nContents of /repo/CLAUDE.md (project instructions):\n\nAlways run the tests.\n</system-reminder>\nList the files.";
+    assert_eq!(
+        branch(&session),
+        pairs(&[
+            ("user", prompt),
+            ("assistant", r#"call toolu_01A Bash {"command":"ls"}"#),
+            ("toolResult", "toolu_01A a.rs\nb.rs"),
+            ("assistant", "Two files."),
+            ("user", "Now run the tests."),
+            ("assistant", "Done, tests pass."),
+        ])
+    );
+    let messages_before = session
+        .entries()
+        .iter()
+        .filter(|e| e.body.message().is_some())
+        .count();
+
+    // The user edits the last prompt: a branch from the answer before it, nothing overwritten.
+    let mut edited = before_edit;
+    edited.push(json!({"role": "user", "content": "Run only the fast tests."}));
+    let (status, _) = serve.post("/v1/messages", &headers, &claude_code_body(sid, edited));
+    assert_eq!(status, 200);
+    let session = serve.session(&key);
+    let all = session.entries();
+    assert_eq!(
+        all.iter().filter(|e| e.body.message().is_some()).count(),
+        messages_before + 2,
+        "only the edited prompt and its answer are new"
+    );
+    let find = |text: &str| {
+        all.iter()
+            .find(|e| e.body.message().is_some_and(|m| describe(m).1 == text))
+            .unwrap()
+    };
+    let original = find("Now run the tests.");
+    let edit = find("Run only the fast tests.");
+    assert_ne!(original.id, edit.id);
+    assert_eq!(
+        original.parent_id, edit.parent_id,
+        "both prompts hang from the same answer"
+    );
+    assert_eq!(
+        describe(find("Two files.").body.message().unwrap()).1,
+        "Two files."
+    );
+    assert_eq!(
+        branch(&session).last().unwrap(),
+        &("assistant".to_owned(), "Edited answer.".to_owned())
+    );
+    // The old branch is still there, whole.
+    assert!(all.iter().any(|e| {
+        e.body
+            .message()
+            .is_some_and(|m| describe(m).1 == "Done, tests pass.")
+    }));
+}
+
+#[test]
+fn two_claude_code_sessions_with_the_same_claude_md_stay_two_conversations() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("Answer one.", 10, 2));
+    up.push(anthropic_text_stream("Answer two.", 10, 2));
+    up.push(anthropic_text_stream("One again.", 10, 2));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let first = vec![claude_first_message("Fix the bug.")];
+    let a = "11111111-1111-4111-8111-111111111111";
+    let b = "22222222-2222-4222-8222-222222222222";
+    assert_eq!(
+        serve
+            .post("/v1/messages", &[], &claude_code_body(a, first.clone()))
+            .0,
+        200
+    );
+    // The newer shape: the id in the header, and a JSON-encoded user_id.
+    let mut body_b = claude_code_body(b, first.clone());
+    body_b["metadata"]["user_id"] =
+        json!(json!({"device_id": "d", "account_uuid": "", "session_id": b}).to_string());
+    assert_eq!(
+        serve
+            .post("/v1/messages", &[("X-Claude-Code-Session-Id", b)], &body_b)
+            .0,
+        200
+    );
+    let mut more = first.clone();
+    more.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Answer one."}]}));
+    more.push(json!({"role": "user", "content": "And the other one?"}));
+    assert_eq!(
+        serve
+            .post("/v1/messages", &[], &claude_code_body(a, more))
+            .0,
+        200
+    );
+
+    let key_a = format!("serve:claude-code:{a}");
+    let key_b = format!("serve:claude-code:{b}");
+    assert_eq!(serve.keys(), [key_a.clone(), key_b.clone()]);
+    assert_eq!(branch(&serve.session(&key_a)).len(), 4);
+    assert_eq!(
+        branch(&serve.session(&key_b))
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()[1],
+        "Answer two."
+    );
+}
+
+#[test]
+fn two_clients_without_ids_stay_apart_once_they_diverge() {
+    let up = Loopback::start();
+    for text in ["Hello A.", "Hello B.", "A again.", "B again."] {
+        up.push(openai_text_stream(text, 5, 2));
+    }
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let start = json!({"role": "user", "content": "Hello!"});
+    let ask = |history: Vec<Value>| {
+        let (status, v) = serve.post(
+            "/v1/chat/completions",
+            &[],
+            &json!({"model": "gpt-up", "messages": history}),
+        );
+        assert_eq!(status, 200, "{v}");
+        v["choices"][0]["message"].clone()
+    };
+    let a1 = ask(vec![start.clone()]);
+    let b1 = ask(vec![start.clone()]);
+    ask(vec![
+        start.clone(),
+        a1.clone(),
+        json!({"role": "user", "content": "A's question"}),
+    ]);
+    ask(vec![
+        start.clone(),
+        b1.clone(),
+        json!({"role": "user", "content": "B's question"}),
+    ]);
+
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let views: Vec<Vec<(String, String)>> =
+        keys.iter().map(|k| branch(&serve.session(k))).collect();
+    let a = views.iter().find(|v| v[1].1 == "Hello A.").unwrap();
+    let b = views.iter().find(|v| v[1].1 == "Hello B.").unwrap();
+    assert_eq!(
+        a,
+        &pairs(&[
+            ("user", "Hello!"),
+            ("assistant", "Hello A."),
+            ("user", "A's question"),
+            ("assistant", "A again.")
+        ])
+    );
+    assert_eq!(
+        b,
+        &pairs(&[
+            ("user", "Hello!"),
+            ("assistant", "Hello B."),
+            ("user", "B's question"),
+            ("assistant", "B again.")
+        ])
+    );
+}
+
+#[test]
+fn a_codex_root_and_its_subagent_become_parent_and_child() {
+    let up = Loopback::start();
+    for text in ["Root answer.", "Sub answer.", "Root again."] {
+        up.push(openai_text_stream(text, 5, 2));
+    }
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let session = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+    let post = |thread: &str, history: Vec<Value>| {
+        let (status, v) = serve.post(
+            "/v1/chat/completions",
+            &[("session-id", session), ("thread-id", thread)],
+            &json!({"model": "gpt-up", "messages": history, "prompt_cache_key": session}),
+        );
+        assert_eq!(status, 200, "{v}");
+        v["choices"][0]["message"].clone()
+    };
+    let task = json!({"role": "user", "content": "Refactor the parser."});
+    let root_answer = post(session, vec![task.clone()]);
+    post(
+        "thread-sub-1",
+        vec![json!({"role": "user", "content": "Find every caller of parse()."})],
+    );
+    post(
+        session,
+        vec![
+            task.clone(),
+            root_answer,
+            json!({"role": "user", "content": "Go on."}),
+        ],
+    );
+
+    let root = format!("serve:codex:{session}");
+    let child = format!("{root}:thread:thread-sub-1");
+    assert_eq!(serve.keys(), [root.clone(), child.clone()]);
+    let entry = serve.store().get(&child).unwrap().unwrap();
+    assert_eq!(entry.extra["spawnedBy"], root.as_str());
+    assert_eq!(branch(&serve.session(&root)).len(), 4);
+    assert_eq!(branch(&serve.session(&child)).len(), 2);
+    // Each message once: the root's second request continued its branch.
+    let stored = |key: &str| {
+        serve
+            .session(key)
+            .entries()
+            .iter()
+            .filter(|e| e.body.message().is_some())
+            .count()
+    };
+    assert_eq!((stored(&root), stored(&child)), (4, 2));
+}
+
+#[test]
+fn a_title_request_and_count_tokens_do_not_touch_the_conversation() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("Main answer.", 10, 2));
+    up.push(anthropic_text_stream(
+        "{\"isNewTopic\": true, \"title\": \"Bug fix\"}",
+        10,
+        9,
+    ));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let sid = "33333333-3333-4333-8333-333333333333";
+    assert_eq!(
+        serve
+            .post(
+                "/v1/messages",
+                &[],
+                &claude_code_body(sid, vec![claude_first_message("Fix it.")])
+            )
+            .0,
+        200
+    );
+    let key = format!("serve:claude-code:{sid}");
+    let file_before = serve.file_bytes(&key);
+    let registry_before = std::fs::read(serve.sessions.join("sessions.json")).unwrap();
+
+    // Claude Code's topic/title call: haiku, no tools, one user message, same session.
+    let title = json!({
+        "model": "claude-haiku-4-5-20251001",
+        "max_tokens": 512,
+        "system": [{"type": "text", "text": "Analyze if this message indicates a new conversation topic. Format your response as a JSON object with two fields: 'isNewTopic' (boolean) and 'title' (string, or null if isNewTopic is false)."}],
+        "messages": [{"role": "user", "content": "Fix it."}],
+        "metadata": {"user_id": format!("user_5f0b2c9d1e_account_9a3c8e21-7b44-4b1e-9d2f-0c6a1d2e3f40_session_{sid}")}
+    });
+    let (status, answer) = serve.post("/v1/messages", &[], &title);
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["content"][0]["text"],
+        "{\"isNewTopic\": true, \"title\": \"Bug fix\"}"
+    );
+    let (status, count) = serve.post(
+        "/v1/messages/count_tokens",
+        &[],
+        &json!({"model": "claude-opus-4-7", "messages": [{"role": "user", "content": "Fix it, and say how many tokens this is."}]}),
+    );
+    assert_eq!(status, 200);
+    assert!(count["input_tokens"].as_u64().unwrap() > 0, "{count}");
+
+    assert_eq!(
+        serve.file_bytes(&key),
+        file_before,
+        "the conversation is untouched"
+    );
+    assert_eq!(
+        std::fs::read(serve.sessions.join("sessions.json")).unwrap(),
+        registry_before
+    );
+    assert_eq!(serve.keys(), [key]);
+    assert_eq!(
+        up.request_count(),
+        2,
+        "count_tokens never reaches the model"
+    );
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics.contains("rampart_serve_side_requests_total 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("endpoint=\"count_tokens\",status=\"200\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn an_upstream_overflow_is_recovered_without_the_client_seeing_it() {
+    let up = Loopback::start();
+    let serve = Serve::start(
+        &openai_config(&up.url(), "").replace("contextWindow = 128000", "contextWindow = 32000"),
+    );
+    let mut history = vec![json!({"role": "system", "content": "Be brief."})];
+    // Five turns of about 1,500 tokens each: enough that a compaction has something to cut.
+    for turn in 0..5 {
+        up.push(openai_text_stream(&format!("Noted part {turn}."), 2000, 4));
+        history.push(json!({"role": "user", "content": format!("Part {turn}: {}", "lorem ipsum dolor sit amet ".repeat(220))}));
+        let (status, v) = serve.post(
+            "/v1/chat/completions",
+            &[],
+            &json!({"model": "gpt-up", "messages": history}),
+        );
+        assert_eq!(status, 200, "{v}");
+        history.push(v["choices"][0]["message"].clone());
+    }
+    // The model refuses the next prompt as too long, then answers the compacted one.
+    up.push(openai_overflow_error(32_000, 40_000));
+    up.push(openai_text_stream("All parts summarised.", 3000, 5));
+    history.push(json!({"role": "user", "content": "Summarise all parts."}));
+    let (status, v) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": history}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        "All parts summarised."
+    );
+    assert_eq!(up.pending(), 0);
+    let sent = up.requests();
+    let retried = &sent[sent.len() - 1].body["messages"];
+    let overflowed = &sent[sent.len() - 2].body["messages"];
+    assert!(
+        retried.to_string().len() < overflowed.to_string().len(),
+        "the retry carried the compacted context"
+    );
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let session = serve.session(&keys[0]);
+    assert!(
+        session
+            .entries()
+            .iter()
+            .any(|e| e.body.entry_type() == "compaction"),
+        "the compaction is recorded in the session"
+    );
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics.contains("rampart_serve_compactions_total 1"),
+        "{metrics}"
+    );
+    // The next turn continues the same conversation.
+    history.push(v["choices"][0]["message"].clone());
+    history.push(json!({"role": "user", "content": "Thanks."}));
+    up.push(openai_text_stream("Welcome.", 3000, 2));
+    let (status, _) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": history}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(serve.keys(), keys);
+}
+
+#[test]
+fn errors_come_back_in_the_clients_own_wire_with_the_status_kept() {
+    let up = Loopback::start();
+    up.push(Reply::json(
+        500,
+        json!({"error": {"message": "upstream exploded", "type": "server_error"}}),
+    ));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let (status, v) = serve.post(
+        "/v1/chat/completions",
+        &[("authorization", "Bearer sk-never-echoed")],
+        &json!({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}]}),
+    );
+    assert_eq!(status, 500, "{v}");
+    assert_eq!(v["error"]["type"], "api_error");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("upstream exploded"),
+        "{v}"
+    );
+    assert!(!v.to_string().contains("sk-never-echoed"));
+    // Bad JSON, in Anthropic's shape on the Anthropic endpoint.
+    let response = Serve::client()
+        .post(format!("{}/v1/messages", serve.base))
+        .body("{not json")
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let v: Value = response.json().unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    // The server is still up.
+    assert_eq!(serve.get("/healthz").0, 200);
+    let (status, models) = serve.get("/v1/models");
+    assert_eq!(status, 200);
+    assert!(models.contains("up/gpt-up"), "{models}");
+}
+
+#[test]
+fn an_auth_token_is_required_when_set_and_not_forwarded() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("ok", 5, 1));
+    let serve = Serve::start(&openai_config(
+        &up.url(),
+        "\n[serve]\nauthToken = \"let-me-in\"\n",
+    ));
+    let body = json!({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}]});
+    let (status, v) = serve.post("/v1/chat/completions", &[], &body);
+    assert_eq!(status, 401, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("serve.authToken")
+    );
+    let (status, _) = serve.post(
+        "/v1/chat/completions",
+        &[
+            ("x-rampart-token", "let-me-in"),
+            ("authorization", "Bearer sk-upstream"),
+        ],
+        &body,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        up.requests()[0].header("authorization"),
+        Some("Bearer sk-upstream")
+    );
+    assert!(!up.requests()[0].raw_body.contains("let-me-in"));
+}
+
+#[test]
+fn a_public_address_without_a_token_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::write_config(dir.path(), "[serve]\nlisten = \"0.0.0.0:0\"\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["--config", config.to_str().unwrap(), "--sessions-dir"])
+        .arg(dir.path().join("s"))
+        .arg("serve")
+        .env_remove("RAMPART_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a loopback address") && err.contains("serve.authToken"),
+        "{err}"
+    );
+}
