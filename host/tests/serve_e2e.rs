@@ -900,3 +900,161 @@ fn a_public_address_without_a_token_is_refused_with_the_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn an_oversized_tool_result_is_capped_upstream_kept_whole_on_disk_and_still_matches() {
+    use sha2::Digest;
+    let up = Loopback::start();
+    up.push(openai_tool_call_stream(
+        "call_big",
+        "read",
+        r#"{"path":"big.log"}"#,
+    ));
+    up.push(openai_text_stream("The log is long.", 9000, 5));
+    up.push(openai_text_stream("Nothing else.", 9000, 3));
+    let config =
+        openai_config(&up.url(), "").replace("contextWindow = 128000", "contextWindow = 32000");
+    let serve = Serve::start(&config);
+    let tools: Value = serde_json::from_str(READ_TOOL_OPENAI).unwrap();
+    let big: String = (0..12_000).map(|i| format!("log line {i}\n")).collect();
+    let mut history = vec![json!({"role": "user", "content": "Read big.log"})];
+    let ask = |history: &Vec<Value>| {
+        let (status, v) = serve.post(
+            "/v1/chat/completions",
+            &[],
+            &json!({"model": "gpt-up", "messages": history, "tools": tools}),
+        );
+        assert_eq!(status, 200, "{v}");
+        v["choices"][0]["message"].clone()
+    };
+    history.push(ask(&history));
+    history.push(json!({"role": "tool", "tool_call_id": "call_big", "content": big}));
+    history.push(ask(&history));
+    history.push(json!({"role": "user", "content": "Anything else?"}));
+    history.push(ask(&history));
+
+    // Upstream never saw the whole result.
+    for request in &up.requests()[1..] {
+        let tool = request.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .unwrap();
+        let sent = tool["content"].as_str().unwrap();
+        assert!(
+            sent.len() < big.len() / 2,
+            "{} of {} chars went upstream",
+            sent.len(),
+            big.len()
+        );
+    }
+    // The session holds the capped result once, and the original is in the blob store.
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let session = serve.session(&keys[0]);
+    let results: Vec<String> = session
+        .entries()
+        .iter()
+        .filter_map(|e| match e.body.message() {
+            Some(AgentMessage::ToolResult(r)) => Some(r.content.joined_text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results.len(),
+        1,
+        "the re-sent full result matched the capped one"
+    );
+    assert!(results[0].len() < big.len());
+    let hex: String = sha2::Sha256::digest(big.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let blob = serve.sessions.join("blobs").join(&hex[..2]).join(&hex);
+    assert_eq!(std::fs::read_to_string(&blob).unwrap(), big);
+    assert_eq!(
+        session
+            .entries()
+            .iter()
+            .filter(|e| e.body.message().is_some())
+            .count(),
+        6,
+        "each message once, no branch"
+    );
+}
+
+#[test]
+fn a_full_queue_answers_429_with_retry_after() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("slow", 5, 1).delayed(Duration::from_millis(1500)));
+    up.push(openai_text_stream("later", 5, 1));
+    let serve = Serve::start(&openai_config(
+        &up.url(),
+        "\n[serve]\nmaxConcurrent = 1\nmaxQueue = 0\n",
+    ));
+    let base = serve.base.clone();
+    let slow = std::thread::spawn(move || {
+        Serve::client()
+            .post(format!("{base}/v1/chat/completions"))
+            .json(&json!({"model": "gpt-up", "messages": [{"role": "user", "content": "first"}]}))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    // Wait until the slow request reached the upstream.
+    let started = std::time::Instant::now();
+    while up.request_count() == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let response = Serve::client()
+        .post(format!("{}/v1/messages", serve.base))
+        .json(&json!({"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "second"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 429);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let v: Value = response.json().unwrap();
+    assert_eq!(v["error"]["type"], "overloaded_error");
+    assert_eq!(slow.join().unwrap(), 200);
+    // Once the first is answered there is room again.
+    let (status, _) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": [{"role": "user", "content": "third"}]}),
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn sigterm_lets_the_request_in_flight_finish() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("finished anyway", 5, 2).delayed(Duration::from_millis(1200)));
+    let mut serve = Serve::start(&openai_config(&up.url(), ""));
+    let base = serve.base.clone();
+    let in_flight = std::thread::spawn(move || {
+        let response = Serve::client()
+            .post(format!("{base}/v1/chat/completions"))
+            .json(&json!({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    });
+    let started = std::time::Instant::now();
+    while up.request_count() == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let term = Command::new("kill")
+        .args(["-TERM", &serve.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let (status, body) = in_flight.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("finished anyway"), "{body}");
+    let exit = serve.child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let keys = serve.keys();
+    assert_eq!(branch(&serve.session(&keys[0])).len(), 2);
+}
