@@ -1058,3 +1058,94 @@ fn sigterm_lets_the_request_in_flight_finish() {
     let keys = serve.keys();
     assert_eq!(branch(&serve.session(&keys[0])).len(), 2);
 }
+
+#[test]
+fn concurrent_conversations_keep_their_own_messages() {
+    const CLIENTS: usize = 24;
+    const TURNS: usize = 6;
+    let up = Loopback::start();
+    for k in 0..CLIENTS * TURNS {
+        up.push(openai_text_stream(&format!("reply number {k}"), 20, 3));
+    }
+    let serve = Serve::start(&openai_config(&up.url(), "\n[serve]\nmaxConcurrent = 4\n"));
+    let base = serve.base.clone();
+    let views: Vec<(Option<String>, Vec<Value>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let base = base.clone();
+                scope.spawn(move || {
+                    // Half name a session, half are told apart by history alone, and every
+                    // third client starts with the same first message as the others.
+                    let id = (c % 2 == 0).then(|| format!("client-{c}"));
+                    let first = if c % 3 == 0 {
+                        "Shared opening line.".to_owned()
+                    } else {
+                        format!("Opening of client {c}.")
+                    };
+                    let mut history = vec![json!({"role": "user", "content": first})];
+                    let client = Serve::client();
+                    for turn in 0..TURNS {
+                        let mut request = client
+                            .post(format!("{base}/v1/chat/completions"))
+                            .json(&json!({"model": "gpt-up", "messages": history}));
+                        if let Some(id) = &id {
+                            request = request.header("x-rampart-session", id);
+                        }
+                        let response = request.send().unwrap();
+                        assert_eq!(response.status().as_u16(), 200);
+                        let v: Value = response.json().unwrap();
+                        history.push(v["choices"][0]["message"].clone());
+                        history.push(
+                            json!({"role": "user", "content": format!("client {c} turn {turn}")}),
+                        );
+                    }
+                    history.pop();
+                    (id, history)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(up.request_count(), CLIENTS * TURNS);
+    let keys = serve.keys();
+    assert_eq!(keys.len(), CLIENTS, "{keys:?}");
+    let mut answers_seen = std::collections::BTreeSet::new();
+    for (id, history) in &views {
+        let expected: Vec<(String, String)> = history
+            .iter()
+            .map(|m| {
+                let role = if m["role"] == "assistant" {
+                    "assistant"
+                } else {
+                    "user"
+                };
+                (role.to_owned(), m["content"].as_str().unwrap().to_owned())
+            })
+            .collect();
+        let stored = match id {
+            Some(id) => branch(&serve.session(&format!("serve:rampart:{id}"))),
+            None => keys
+                .iter()
+                .map(|k| branch(&serve.session(k)))
+                .find(|b| *b == expected)
+                .unwrap_or_else(|| panic!("no conversation holds {expected:?}")),
+        };
+        assert_eq!(stored, expected);
+        for (role, text) in &expected {
+            if role == "assistant" {
+                assert!(answers_seen.insert(text.clone()), "{text} answered twice");
+            }
+        }
+    }
+    assert_eq!(answers_seen.len(), CLIENTS * TURNS);
+    // No conversation holds a message twice or another's message.
+    for key in &keys {
+        let session = serve.session(key);
+        let count = session
+            .entries()
+            .iter()
+            .filter(|e| e.body.message().is_some())
+            .count();
+        assert_eq!(count, TURNS * 2, "{key}");
+    }
+}
