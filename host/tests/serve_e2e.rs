@@ -185,6 +185,21 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The text an OpenAI stream spells.
+fn openai_sse_text(stream: &str) -> String {
+    stream
+        .split("\n\n")
+        .filter_map(|f| f.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
 fn openai_config(url: &str, extra: &str) -> String {
     format!(
         r#"
@@ -281,7 +296,7 @@ fn openai_tool_calls_over_three_turns_are_stored_as_the_client_sent_them() {
     );
     assert_eq!(status, 200);
     let text = third.as_str().unwrap();
-    assert!(text.contains("You are welcome."), "{text}");
+    assert_eq!(openai_sse_text(text), "You are welcome.", "{text}");
     assert!(text.contains("\"completion_tokens\":4"), "{text}");
     assert!(text.trim_end().ends_with("data: [DONE]"), "{text}");
 
@@ -1148,4 +1163,105 @@ fn concurrent_conversations_keep_their_own_messages() {
             .count();
         assert_eq!(count, TURNS * 2, "{key}");
     }
+}
+
+#[test]
+fn a_stream_is_passed_on_as_it_arrives() {
+    use std::io::Read;
+    let up = Loopback::start();
+    // The model sends its first words, then thinks for a while before the rest.
+    let gap = Duration::from_millis(400);
+    up.push(openai_text_stream("First words, then the rest.", 10, 6).paced(gap));
+    up.push(anthropic_like_openai_tool_stream());
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let started = std::time::Instant::now();
+    let mut response = Serve::client()
+        .post(format!("{}/v1/chat/completions", serve.base))
+        .json(&json!({"model": "gpt-up", "stream": true,
+                      "messages": [{"role": "user", "content": "Say something."}]}))
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let mut buf = [0u8; 4096];
+    let n = response.read(&mut buf).unwrap();
+    let first_byte = started.elapsed();
+    let mut text = String::from_utf8_lossy(&buf[..n]).into_owned();
+    response.read_to_string(&mut text).unwrap();
+    let total = started.elapsed();
+    // The upstream stream has 10 events, 9 gaps. The first bytes came long before its end.
+    assert!(total >= gap * 6, "total {total:?}");
+    assert!(
+        first_byte < gap * 3,
+        "first byte after {first_byte:?} of {total:?}"
+    );
+    let content = openai_sse_text(&text);
+    assert_eq!(content, "First words, then the rest.");
+    assert!(text.trim_end().ends_with("data: [DONE]"), "{text}");
+    // What was streamed is what is stored, so the next request continues the conversation.
+    let keys = serve.keys();
+    assert_eq!(
+        branch(&serve.session(&keys[0])),
+        pairs(&[
+            ("user", "Say something."),
+            ("assistant", "First words, then the rest.")
+        ])
+    );
+    let (status, v) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "stream": true, "messages": [
+            {"role": "user", "content": "Say something."},
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": "Now call a tool."}
+        ]}),
+    );
+    assert_eq!(status, 200);
+    let frames = v.as_str().unwrap();
+    assert!(frames.contains("\"id\":\"call_s1\""), "{frames}");
+    assert_eq!(serve.keys(), keys);
+    assert_eq!(branch(&serve.session(&keys[0])).len(), 4);
+}
+
+fn anthropic_like_openai_tool_stream() -> Reply {
+    openai_tool_call_stream("call_s1", "read", r#"{"path":"x"}"#)
+}
+
+#[test]
+fn an_anthropic_stream_with_a_tool_call_round_trips_through_claude_code_shapes() {
+    let up = Loopback::start();
+    up.push(
+        anthropic_tool_use_stream("toolu_s", "Bash", r#"{"command":"pwd"}"#)
+            .paced(Duration::from_millis(20)),
+    );
+    up.push(anthropic_text_stream("In /repo.", 20, 3));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let sid = "44444444-4444-4444-8444-444444444444";
+    let mut messages = vec![claude_first_message("Where am I?")];
+    let (status, first) = serve.post(
+        "/v1/messages",
+        &[],
+        &claude_code_body(sid, messages.clone()),
+    );
+    assert_eq!(status, 200);
+    let call = assistant_from_sse(first.as_str().unwrap());
+    assert_eq!(call["content"][0]["input"], json!({"command": "pwd"}));
+    messages.push(call);
+    messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_s", "content": "/repo"}]}));
+    let (status, second) = serve.post("/v1/messages", &[], &claude_code_body(sid, messages));
+    assert_eq!(status, 200);
+    assert_eq!(
+        assistant_from_sse(second.as_str().unwrap())["content"][0]["text"],
+        "In /repo."
+    );
+    let key = format!("serve:claude-code:{sid}");
+    let session = serve.session(&key);
+    assert_eq!(branch(&session).len(), 4, "{:?}", branch(&session));
+    assert_eq!(
+        session
+            .entries()
+            .iter()
+            .filter(|e| e.body.message().is_some())
+            .count(),
+        4
+    );
 }

@@ -20,7 +20,9 @@ use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
 use super::text::{as_user_text, other_block_text};
-use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
+use super::{
+    DeltaSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings, StreamDelta,
+};
 
 /// Where requests go when the config names no `baseUrl`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -70,10 +72,11 @@ impl Provider for AnthropicProvider {
             ("content-type", "application/json"),
         ];
         let idle = self.http.stream_idle_timeout();
+        let deltas = request.forwarded.deltas.as_ref();
         let (answer, retries) =
             self.http
                 .post(&self.url, request, &headers, &body, |response| {
-                    read(response, idle)
+                    read(response, idle, deltas)
                 })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
@@ -227,6 +230,37 @@ fn thinking_block(thinking: &ThinkingContent) -> Option<Value> {
     Some(json!({"type": "thinking", "thinking": thinking.thinking, "signature": signature}))
 }
 
+/// The piece of a streamed event a streaming client sees: text, and tool calls as they start
+/// and grow (thinking is not passed on).
+fn event_delta(kind: &str, event: &Value) -> Option<StreamDelta> {
+    let index = event.get("index").and_then(Value::as_u64)?;
+    match kind {
+        "content_block_start" => {
+            let block = event.get("content_block")?;
+            (block.get("type")? == "tool_use").then(|| StreamDelta::ToolCallStart {
+                index,
+                id: block["id"].as_str().unwrap_or_default().to_owned(),
+                name: block["name"].as_str().unwrap_or_default().to_owned(),
+            })
+        }
+        "content_block_delta" => {
+            let delta = event.get("delta")?;
+            match delta.get("type")?.as_str()? {
+                "text_delta" => Some(StreamDelta::Text {
+                    block: index,
+                    text: delta.get("text")?.as_str()?.to_owned(),
+                }),
+                "input_json_delta" => Some(StreamDelta::ToolCallArguments {
+                    index,
+                    fragment: delta.get("partial_json")?.as_str()?.to_owned(),
+                }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// `tool_use.input` must be an object. Arguments kept as a raw string (they did not parse when
 /// the call arrived) are wrapped rather than dropped, so the model still sees what it sent.
 fn tool_input(arguments: &Value) -> Value {
@@ -243,11 +277,14 @@ fn tool_input(arguments: &Value) -> Value {
 
 /// Reads a 2xx answer: a stream normally, a whole JSON message from proxies that ignore
 /// `stream: true`.
-fn read(response: Response, idle: Duration) -> Result<Answer, Failure> {
+fn read(response: Response, idle: Duration, deltas: Option<&DeltaSink>) -> Result<Answer, Failure> {
     if content_type(&response) == "application/json" {
         let value = read_json(response)?;
         check_error(&value)?;
         return Answer::from_json(&value);
+    }
+    if let Some(sink) = deltas {
+        sink.send(StreamDelta::Attempt);
     }
     let mut answer = Answer::default();
     for event in SseReader::with_idle_timeout(response, idle) {
@@ -266,6 +303,11 @@ fn read(response: Response, idle: Duration) -> Result<Answer, Failure> {
             return Ok(answer);
         }
         answer.apply(kind, &value)?;
+        if let Some(sink) = deltas
+            && let Some(delta) = event_delta(kind, &value)
+        {
+            sink.send(delta);
+        }
     }
     Err(Failure::Dropped(
         "the stream ended before message_stop".to_owned(),

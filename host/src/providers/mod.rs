@@ -91,6 +91,66 @@ pub struct Forwarded {
     pub tools: Vec<ToolSpec>,
     /// The client's own key, used when the provider has no `apiKeyEnv` of its own.
     pub credential: Option<ClientCredential>,
+    /// Where the pieces of a streamed answer go as they arrive, for a client that streams.
+    pub deltas: Option<DeltaSink>,
+}
+
+/// A piece of an answer as the upstream streams it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// A new streamed answer starts (the first, or a retry): pieces before it are void.
+    Attempt,
+    /// Text of the answer's content block `block` (0 when the wire has no blocks).
+    Text {
+        /// The upstream's block index: a new index is a new text block.
+        block: u64,
+        /// The text.
+        text: String,
+    },
+    /// A tool call starts.
+    ToolCallStart {
+        /// Its position among the answer's tool calls (OpenAI) or its block (Anthropic).
+        index: u64,
+        /// Its id.
+        id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A fragment of a tool call's JSON arguments.
+    ToolCallArguments {
+        /// As in [`StreamDelta::ToolCallStart`].
+        index: u64,
+        /// The fragment.
+        fragment: String,
+    },
+}
+
+/// A receiver of [`StreamDelta`]s. Sending never blocks and never fails the request.
+#[derive(Clone)]
+pub struct DeltaSink(std::sync::Arc<dyn Fn(StreamDelta) + Send + Sync>);
+
+impl DeltaSink {
+    /// A sink calling `f` with each delta.
+    pub fn new(f: impl Fn(StreamDelta) + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    /// Hands on one delta.
+    pub fn send(&self, delta: StreamDelta) {
+        (self.0)(delta);
+    }
+}
+
+impl std::fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeltaSink")
+    }
+}
+
+impl PartialEq for DeltaSink {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// A tool a client declared, in neither wire's shape: its name, description and JSON schema.

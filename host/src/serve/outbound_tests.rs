@@ -2,6 +2,7 @@ use rampart_message::AgentMessage;
 use serde_json::json;
 
 use super::*;
+use crate::providers::StreamDelta;
 
 fn tool_answer() -> AssistantMessage {
     let m: AgentMessage = serde_json::from_value(json!({
@@ -101,4 +102,144 @@ fn errors_in_each_wire() {
         a,
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
     );
+}
+
+fn frames_data(frames: &[String]) -> Vec<Value> {
+    frames
+        .iter()
+        .filter_map(|f| f.lines().find_map(|l| l.strip_prefix("data: ")))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_openai_stream_encoder_passes_pieces_on_and_ends_with_the_stored_answer() {
+    let mut e = StreamEncoder::new(Wire::OpenAi, &META, true);
+    let mut frames = e.begin();
+    frames.extend(e.delta(&StreamDelta::Attempt));
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 0,
+        text: "Read".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 0,
+        text: "ing.".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallStart {
+        index: 1,
+        id: "toolu_1".into(),
+        name: "Read".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallArguments {
+        index: 1,
+        fragment: "{\"path\":".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallArguments {
+        index: 1,
+        fragment: "\"a\"}".into(),
+    }));
+    frames.extend(e.finish(&tool_answer()));
+    assert_eq!(frames.last().unwrap(), "data: [DONE]\n\n");
+    let data = frames_data(&frames);
+    let text: String = data
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "Reading.");
+    let args: String = data
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(args, r#"{"path":"a"}"#);
+    assert_eq!(data[3]["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+    assert_eq!(
+        data[3]["choices"][0]["delta"]["tool_calls"][0]["id"],
+        "toolu_1"
+    );
+    assert_eq!(
+        data[data.len() - 2]["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    assert_eq!(data[data.len() - 1]["usage"]["completion_tokens"], 3);
+}
+
+#[test]
+fn the_anthropic_stream_encoder_keeps_blocks_apart() {
+    let mut e = StreamEncoder::new(Wire::Anthropic, &META, false);
+    let mut frames = e.begin();
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 0,
+        text: "one".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 1,
+        text: "two".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallStart {
+        index: 2,
+        id: "toolu_1".into(),
+        name: "Read".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallArguments {
+        index: 2,
+        fragment: "{}".into(),
+    }));
+    frames.extend(e.finish(&tool_answer()));
+    let names: Vec<&str> = frames
+        .iter()
+        .map(|f| f.lines().next().unwrap().trim_start_matches("event: "))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    let data = frames_data(&frames);
+    assert_eq!(data[7]["content_block"]["id"], "toolu_1");
+    assert_eq!(data[8]["index"], 2);
+    assert_eq!(data[10]["delta"]["stop_reason"], "tool_use");
+}
+
+#[test]
+fn a_retry_after_content_was_sent_ends_the_stream_with_an_error() {
+    let mut e = StreamEncoder::new(Wire::Anthropic, &META, false);
+    e.begin();
+    assert_eq!(
+        e.delta(&StreamDelta::Text {
+            block: 0,
+            text: "par".into()
+        })
+        .len(),
+        2
+    );
+    let broke = e.delta(&StreamDelta::Attempt);
+    assert_eq!(broke.len(), 1);
+    assert!(broke[0].starts_with("event: error\n"), "{broke:?}");
+    // Nothing after it: neither the retried text nor the end.
+    assert!(
+        e.delta(&StreamDelta::Text {
+            block: 0,
+            text: "partial".into()
+        })
+        .is_empty()
+    );
+    assert!(e.finish(&tool_answer()).is_empty());
+    let mut o = StreamEncoder::new(Wire::OpenAi, &META, false);
+    o.begin();
+    let failed = o.fail(ErrorKind::Upstream, "gone");
+    assert!(failed[0].contains("\"api_error\""), "{failed:?}");
+    assert_eq!(failed[1], "data: [DONE]\n\n");
 }

@@ -4,7 +4,10 @@
 //!
 //! Turns are blocking (the run loop, the engine, the providers), so each runs on tokio's
 //! blocking pool inside its conversation's lane ([`rampart_sessions::lanes::Lanes`]); the async
-//! side only parses, admits and answers.
+//! side only parses, admits and answers. A streaming client's answer is passed on as the
+//! upstream streams it: the provider hands its pieces to a channel (`Forwarded::deltas`), and
+//! the response starts with the first piece of content, so a failure before it keeps its own
+//! status.
 //!
 //! A turn appends the request's unseen messages and the answer, and syncs; it does not end the
 //! turn the way `rampart run` does (`Runner::finish_turn` would answer the model's tool calls
@@ -32,13 +35,15 @@ use super::conversations::{self, ConversationError};
 use super::identity::{ClientSession, Endpoint, Identity, identify};
 use super::inbound::{self, ClientRequest, Wire};
 use super::metrics::Metrics;
-use super::outbound::{self, AnswerMeta, ErrorKind};
+use super::outbound::{self, AnswerMeta, ErrorKind, StreamEncoder};
 use crate::blobs::BlobStore;
 use crate::config::{Config, ModelName};
 use crate::engine::services::EventSink;
 use crate::engine::slot::{EngineSlot, HostResources};
 use crate::providers::registry::Providers;
-use crate::providers::{ClientCredential, Forwarded, ModelRequest, ProviderError};
+use crate::providers::{
+    ClientCredential, DeltaSink, Forwarded, ModelRequest, ProviderError, StreamDelta,
+};
 use crate::run::llm::ProvidersLlm;
 use crate::run::{ModelSource, RegistryWrites, RunEvents, RunSettings, Runner, TurnError};
 
@@ -367,11 +372,25 @@ async fn conversation_request(
     }
     let admission_state = Arc::clone(state);
     let worker_state = Arc::clone(state);
+    // A streaming client gets the upstream's pieces as they arrive.
+    let (sender, receiver) = if request.stream {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StreamDelta>();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
     let forwarded = Forwarded {
         tools: request.tools.clone(),
         credential,
+        deltas: sender.map(|tx| {
+            DeltaSink::new(move |delta| {
+                // A client that went away no longer reads; the turn goes on and is stored.
+                let _ = tx.send(delta);
+            })
+        }),
     };
-    let joined = tokio::task::spawn_blocking(move || {
+    let (model, include_usage) = (request.model.clone(), request.include_usage);
+    let join = tokio::task::spawn_blocking(move || {
         let _admission = Admission(&admission_state.admitted);
         match identity {
             Identity::Side(reason) => {
@@ -382,9 +401,17 @@ async fn conversation_request(
                 conversation_turn(&worker_state, request, client.as_ref(), forwarded)
             }
         }
-    })
-    .await;
-    match joined {
+    });
+    if let Some(mut rx) = receiver {
+        // Nothing is sent before the first piece of content: until then a failure still gets
+        // its own status. The channel closes when the turn ends.
+        while let Some(delta) = rx.recv().await {
+            if delta != StreamDelta::Attempt {
+                return stream_response(state, wire, &model, include_usage, delta, rx, join);
+            }
+        }
+    }
+    match join.await {
         Ok(Ok(answer)) => answer.into_response(state),
         Ok(Err(failure)) => error_response(wire, failure.status, failure.kind, &failure.message),
         Err(e) => error_response(
@@ -395,6 +422,80 @@ async fn conversation_request(
                 "the turn stopped unexpectedly ({e}); the conversation is as it was before the answer"
             ),
         ),
+    }
+}
+
+/// A streamed answer written as its pieces arrive; it ends with the stored answer's stop reason
+/// and usage, or with an in-stream error.
+fn stream_response(
+    state: &ServerState,
+    wire: Wire,
+    model: &str,
+    include_usage: bool,
+    first: StreamDelta,
+    rx: tokio::sync::mpsc::UnboundedReceiver<StreamDelta>,
+    join: tokio::task::JoinHandle<Result<Answer, Failure>>,
+) -> Response {
+    let id = answer_id(state, wire);
+    let meta = AnswerMeta {
+        id: &id,
+        model,
+        created: now_unix_ms() / 1000,
+    };
+    let mut encoder = StreamEncoder::new(wire, &meta, include_usage);
+    let mut pending: std::collections::VecDeque<String> = encoder.begin().into();
+    pending.extend(encoder.delta(&first));
+    struct Pump {
+        rx: tokio::sync::mpsc::UnboundedReceiver<StreamDelta>,
+        join: Option<tokio::task::JoinHandle<Result<Answer, Failure>>>,
+        encoder: StreamEncoder,
+        pending: std::collections::VecDeque<String>,
+    }
+    let pump = Pump {
+        rx,
+        join: Some(join),
+        encoder,
+        pending,
+    };
+    let frames = futures_util::stream::unfold(pump, |mut p| async move {
+        loop {
+            if let Some(frame) = p.pending.pop_front() {
+                return Some((Ok::<Bytes, std::convert::Infallible>(Bytes::from(frame)), p));
+            }
+            let join = p.join.as_mut()?;
+            match p.rx.recv().await {
+                Some(delta) => {
+                    let frames = p.encoder.delta(&delta);
+                    p.pending.extend(frames);
+                }
+                None => {
+                    let frames = match join.await {
+                        Ok(Ok(answer)) => p.encoder.finish(&answer.reply),
+                        Ok(Err(f)) => p.encoder.fail(f.kind, &f.message),
+                        Err(e) => p.encoder.fail(
+                            ErrorKind::Server,
+                            &format!("the turn stopped unexpectedly ({e})"),
+                        ),
+                    };
+                    p.join = None;
+                    p.pending.extend(frames);
+                }
+            }
+        }
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(frames))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn answer_id(state: &ServerState, wire: Wire) -> String {
+    let n = state.next_id.fetch_add(1, Ordering::Relaxed);
+    match wire {
+        Wire::OpenAi => format!("chatcmpl-rampart-{:x}-{n}", now_unix_ms()),
+        Wire::Anthropic => format!("msg_rampart_{:x}_{n}", now_unix_ms()),
     }
 }
 
@@ -409,11 +510,7 @@ struct Answer {
 
 impl Answer {
     fn into_response(self, state: &ServerState) -> Response {
-        let n = state.next_id.fetch_add(1, Ordering::Relaxed);
-        let id = match self.wire {
-            Wire::OpenAi => format!("chatcmpl-rampart-{:x}-{n}", now_unix_ms()),
-            Wire::Anthropic => format!("msg_rampart_{:x}_{n}", now_unix_ms()),
-        };
+        let id = answer_id(state, self.wire);
         let meta = AnswerMeta {
             id: &id,
             model: &self.model,
