@@ -1265,3 +1265,70 @@ fn an_anthropic_stream_with_a_tool_call_round_trips_through_claude_code_shapes()
         4
     );
 }
+
+#[test]
+fn a_cut_upstream_stream_fails_cleanly_and_the_retry_continues_the_same_conversation() {
+    let up = Loopback::start();
+    up.push(Reply::truncated_sse(vec![
+        r#"data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Half an ans"}}]}"#
+            .to_owned(),
+    ]));
+    up.push(openai_text_stream("A whole answer.", 5, 3));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let body = json!({"model": "gpt-up", "messages": [{"role": "user", "content": "Tell me."}]});
+    let (status, v) = serve.post("/v1/chat/completions", &[], &body);
+    assert_eq!(status, 502, "{v}");
+    assert_eq!(v["error"]["type"], "api_error");
+    // The prompt is kept; the retry answers it, once.
+    let (status, v) = serve.post("/v1/chat/completions", &[], &body);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["choices"][0]["message"]["content"], "A whole answer.");
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let session = serve.session(&keys[0]);
+    assert_eq!(
+        branch(&session),
+        pairs(&[("user", "Tell me."), ("assistant", "A whole answer.")])
+    );
+    assert_eq!(
+        session
+            .entries()
+            .iter()
+            .filter(|e| e.body.message().is_some())
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn an_engine_that_panics_is_quarantined_and_the_server_keeps_answering() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("Answered by the fallback.", 5, 3));
+    up.push(openai_text_stream("Still answering.", 5, 3));
+    let engine = common::fixture("fx-panic-assemble");
+    let config = format!(
+        "[plugins]\ncallTimeoutMs = 3000\n[plugins.slots]\ncontextEngine = \"fx-panic-assemble\"\n\
+         [plugins.engines.fx-panic-assemble]\npath = \"{}\"\n{}",
+        engine.display(),
+        openai_config(&up.url(), "")
+    );
+    let serve = Serve::start(&config);
+    let mut history = vec![json!({"role": "user", "content": "First."})];
+    let (status, v) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": history}),
+    );
+    assert_eq!(status, 200, "{v}");
+    history.push(v["choices"][0]["message"].clone());
+    history.push(json!({"role": "user", "content": "Second."}));
+    let (status, v) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": history}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["choices"][0]["message"]["content"], "Still answering.");
+    let keys = serve.keys();
+    assert_eq!(branch(&serve.session(&keys[0])).len(), 4);
+}
