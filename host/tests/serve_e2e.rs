@@ -1332,3 +1332,117 @@ fn an_engine_that_panics_is_quarantined_and_the_server_keeps_answering() {
     let keys = serve.keys();
     assert_eq!(branch(&serve.session(&keys[0])).len(), 4);
 }
+
+/// The Python with the official SDKs: `$RAMPART_SDK_PYTHON`, else the virtualenv `.ci/sdk-venv`
+/// makes beside the build. `None` (with the reason printed) when there is none; with
+/// `RAMPART_REQUIRE_SDK=1` that is a failure instead.
+fn sdk_python() -> Option<PathBuf> {
+    let python = std::env::var_os("RAMPART_SDK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .parent()
+                .unwrap()
+                .join("sdk-venv/bin/python")
+        });
+    let ok = Command::new(&python)
+        .args(["-c", "import openai, anthropic"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(python);
+    }
+    let why = format!(
+        "SKIPPED: the official openai/anthropic Python SDKs are not installed at {} \
+         (run .ci/sdk-venv, or set RAMPART_SDK_PYTHON)",
+        python.display()
+    );
+    if std::env::var("RAMPART_REQUIRE_SDK").is_ok_and(|v| v == "1") {
+        panic!("{why}");
+    }
+    eprintln!("{why}");
+    None
+}
+
+fn run_sdk(python: &PathBuf, mode: &str, base: &str) -> Value {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/serve_clients.py");
+    let out = Command::new(python)
+        .arg(script)
+        .args([mode, base])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_official_openai_python_sdk_streaming_and_not() {
+    let Some(python) = sdk_python() else { return };
+    let up = Loopback::start();
+    up.push(openai_text_stream("Hello from upstream.", 8, 4));
+    up.push(openai_text_stream("Streaming works.", 20, 3));
+    up.push(openai_tool_call_stream(
+        "call_sdk",
+        "read",
+        r#"{"path":"a.txt"}"#,
+    ));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let got = run_sdk(&python, "openai", &serve.base);
+    assert_eq!(got["plain"], "Hello from upstream.");
+    assert_eq!(got["plain_usage"], 4);
+    assert_eq!(got["streamed"], "Streaming works.");
+    assert_eq!(got["streamed_usage"], 3);
+    assert_eq!(
+        got["tool_calls"],
+        json!([{"id": "call_sdk", "name": "read", "arguments": "{\"path\":\"a.txt\"}"}])
+    );
+    assert_eq!(
+        up.requests()[0].header("authorization"),
+        Some("Bearer sk-sdk-test")
+    );
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let anon = keys.iter().find(|k| k.starts_with("serve:anon:")).unwrap();
+    assert_eq!(branch(&serve.session(anon)).len(), 4);
+}
+
+#[test]
+fn the_official_anthropic_python_sdk_streaming_and_not() {
+    let Some(python) = sdk_python() else { return };
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("Hi from Claude upstream.", 8, 5));
+    up.push(anthropic_text_stream("Streamed claude.", 20, 3));
+    up.push(anthropic_tool_use_stream(
+        "toolu_sdk",
+        "Bash",
+        r#"{"command":"pwd"}"#,
+    ));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let got = run_sdk(&python, "anthropic", &serve.base);
+    assert_eq!(got["plain"], "Hi from Claude upstream.");
+    assert_eq!(got["plain_stop"], "end_turn");
+    assert_eq!(got["streamed"], "Streamed claude.");
+    assert_eq!(got["streamed_stop"], "end_turn");
+    assert_eq!(got["streamed_usage"], 3);
+    assert_eq!(
+        got["tool_use"],
+        json!([{"id": "toolu_sdk", "name": "Bash", "input": {"command": "pwd"}}])
+    );
+    assert_eq!(got["tool_stop"], "tool_use");
+    assert_eq!(
+        up.requests()[0].header("x-api-key"),
+        Some("sk-ant-sdk-test")
+    );
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(
+        keys.contains(&"serve:rampart:sdk-tools".to_owned()),
+        "{keys:?}"
+    );
+}
