@@ -1446,3 +1446,86 @@ fn the_official_anthropic_python_sdk_streaming_and_not() {
         "{keys:?}"
     );
 }
+
+#[test]
+fn a_client_that_disconnects_mid_stream_leaves_the_partial_answer_marked_aborted() {
+    use std::io::Read;
+    let up = Loopback::start();
+    let full = "This answer is long and arrives slowly, piece by piece, so the client can leave.";
+    up.push(openai_text_stream(full, 10, 20).paced(Duration::from_millis(150)));
+    up.push(openai_text_stream("A fresh answer.", 10, 3));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let body = json!({"model": "gpt-up", "stream": true,
+                      "messages": [{"role": "user", "content": "Tell me slowly."}]});
+    {
+        let mut response = Serve::client()
+            .post(format!("{}/v1/chat/completions", serve.base))
+            .json(&body)
+            .send()
+            .unwrap();
+        let mut seen = String::new();
+        let mut buf = [0u8; 1024];
+        while !seen.contains("\"content\":\"This ") {
+            let n = response.read(&mut buf).unwrap();
+            assert!(n > 0, "the stream ended early: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        // The client goes away here.
+    }
+    let keys = {
+        let started = std::time::Instant::now();
+        loop {
+            let keys = serve.keys();
+            let done = keys.first().is_some_and(|k| {
+                serve
+                    .session(k)
+                    .entries()
+                    .iter()
+                    .any(|e| matches!(e.body.message(), Some(AgentMessage::Assistant(_))))
+            });
+            if done {
+                break keys;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no partial answer was kept"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let session = serve.session(&keys[0]);
+    let assistant = session
+        .entries()
+        .iter()
+        .find_map(|e| match e.body.message() {
+            Some(AgentMessage::Assistant(a)) => Some(a.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(assistant.stop_reason, rampart_message::StopReason::Aborted);
+    let partial = describe(&AgentMessage::Assistant(assistant)).1;
+    assert!(
+        full.starts_with(&partial) && partial.len() < full.len() && !partial.is_empty(),
+        "{partial:?}"
+    );
+    // The client asks again: the aborted answer is passed over, the new one follows it.
+    let (status, again) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": [{"role": "user", "content": "Tell me slowly."}]}),
+    );
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["choices"][0]["message"]["content"], "A fresh answer.");
+    assert_eq!(serve.keys(), keys);
+    let session = serve.session(&keys[0]);
+    let now = branch(&session);
+    assert_eq!(now.len(), 3, "{now:?}");
+    assert_eq!(now[1].1, partial);
+    assert_eq!(
+        now[2],
+        ("assistant".to_owned(), "A fresh answer.".to_owned())
+    );
+    // The retry did not send the aborted answer upstream.
+    let last = &up.requests()[1].body["messages"];
+    assert_eq!(last.as_array().unwrap().len(), 1, "{last}");
+}

@@ -283,8 +283,10 @@ fn read(response: Response, idle: Duration, deltas: Option<&DeltaSink>) -> Resul
         check_error(&value)?;
         return Answer::from_json(&value);
     }
-    if let Some(sink) = deltas {
-        sink.send(StreamDelta::Attempt);
+    if let Some(sink) = deltas
+        && !sink.send(StreamDelta::Attempt)
+    {
+        return Err(Failure::Cancelled);
     }
     let mut answer = Answer::default();
     for event in SseReader::with_idle_timeout(response, idle) {
@@ -305,8 +307,9 @@ fn read(response: Response, idle: Duration, deltas: Option<&DeltaSink>) -> Resul
         answer.apply(kind, &value)?;
         if let Some(sink) = deltas
             && let Some(delta) = event_delta(kind, &value)
+            && !sink.send(delta)
         {
-            sink.send(delta);
+            return Err(Failure::Cancelled);
         }
     }
     Err(Failure::Dropped(

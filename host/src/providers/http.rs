@@ -89,6 +89,8 @@ pub enum Failure {
     Timeout,
     /// A stream sent no event (keep-alive comments aside) for this long.
     Idle(Duration),
+    /// Nobody listens to the answer any more (a proxied client went away): stop, no retry.
+    Cancelled,
 }
 
 impl From<io::Error> for Failure {
@@ -313,6 +315,7 @@ impl HttpClient {
             // Final, like a timeout: the same request would very likely idle again, and the run
             // loop decides what a timeout means for the turn.
             Failure::Idle(after) => Err(ProviderError::StreamIdle { provider, after }),
+            Failure::Cancelled => Err(ProviderError::Cancelled { provider }),
             Failure::Invalid(message) => Err(ProviderError::InvalidResponse {
                 provider,
                 message: redact(&message),

@@ -125,19 +125,21 @@ pub enum StreamDelta {
     },
 }
 
-/// A receiver of [`StreamDelta`]s. Sending never blocks and never fails the request.
+/// A receiver of [`StreamDelta`]s. Sending never blocks. A receiver that answers `false` no
+/// longer listens (a proxied client went away): the provider stops reading the answer and the
+/// request ends as [`ProviderError::Cancelled`].
 #[derive(Clone)]
-pub struct DeltaSink(std::sync::Arc<dyn Fn(StreamDelta) + Send + Sync>);
+pub struct DeltaSink(std::sync::Arc<dyn Fn(StreamDelta) -> bool + Send + Sync>);
 
 impl DeltaSink {
-    /// A sink calling `f` with each delta.
-    pub fn new(f: impl Fn(StreamDelta) + Send + Sync + 'static) -> Self {
+    /// A sink calling `f` with each delta; `f` answers whether anyone still listens.
+    pub fn new(f: impl Fn(StreamDelta) -> bool + Send + Sync + 'static) -> Self {
         Self(std::sync::Arc::new(f))
     }
 
-    /// Hands on one delta.
-    pub fn send(&self, delta: StreamDelta) {
-        (self.0)(delta);
+    /// Hands on one delta; `false` when nobody listens any more.
+    pub fn send(&self, delta: StreamDelta) -> bool {
+        (self.0)(delta)
     }
 }
 

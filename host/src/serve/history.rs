@@ -4,7 +4,9 @@
 //! branch whose messages are a prefix of the ones it carries: the tree is walked from its roots,
 //! each message entry compared with the request's message at the same position by content
 //! ([`same_message`]), never by a hash of the first messages. Entries that are not messages
-//! (compactions, model changes, cache touches) are passed through.
+//! (compactions, model changes, cache touches), and messages no model is sent (an answer that
+//! was aborted or failed, a shell run excluded from the context), are passed through: a client
+//! never re-sends them.
 //!
 //! The deepest entry reached decides ([`BranchMatch`]):
 //! - nothing stored yet: [`MatchKind::Empty`], every message is new;
@@ -69,7 +71,7 @@ pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMat
     let mut any_message = false;
     for (index, entry) in entries.iter().enumerate() {
         state_of(tree, incoming, index, &mut states);
-        any_message |= entry.body.message().is_some();
+        any_message |= counted(entry).is_some();
     }
     if !any_message {
         return BranchMatch {
@@ -82,7 +84,7 @@ pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMat
     let mut message_below = vec![false; entries.len()];
     for index in (0..entries.len()).rev() {
         if let Some(parent) = tree.parent_index(index) {
-            let below = message_below[index] || entries[index].body.message().is_some();
+            let below = message_below[index] || counted(&entries[index]).is_some();
             message_below[parent] |= below;
         }
     }
@@ -138,7 +140,7 @@ fn state_of(
             state = known;
             continue;
         }
-        state = match (state, tree.entries()[at].body.message()) {
+        state = match (state, counted(&tree.entries()[at])) {
             (State::Dead, _) => State::Dead,
             (alive, None) => alive,
             (State::Alive(n), Some(stored)) => match incoming.get(n) {
@@ -149,6 +151,14 @@ fn state_of(
         states[at] = Some(state);
     }
     state
+}
+
+/// The message of an entry that a client's history must carry: one a model is sent.
+fn counted(entry: &rampart_sessions::Entry) -> Option<&AgentMessage> {
+    entry
+        .body
+        .message()
+        .filter(|m| crate::providers::sent_to_model(m))
 }
 
 /// Whether a stored message is the one a client re-sent: compared by what a chat API carries

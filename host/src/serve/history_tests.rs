@@ -252,3 +252,17 @@ fn a_capped_result_matches_the_full_original() {
         &result("c1", &original)
     ));
 }
+
+#[test]
+fn an_aborted_answer_is_passed_through_so_a_retry_continues_after_it() {
+    let mut aborted = answer("half an ans");
+    if let AgentMessage::Assistant(a) = &mut aborted {
+        a.stop_reason = rampart_message::StopReason::Aborted;
+    }
+    let (tree, ids) = tree_of(&[user("u1"), aborted]);
+    // The client re-sends its prompt: it never saw a whole answer.
+    let m = match_history(&tree, &[user("u1")]);
+    assert_eq!(m.kind, MatchKind::Extends);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[1].as_str()));
+    assert_eq!(m.matched, 1);
+}

@@ -379,13 +379,20 @@ async fn conversation_request(
     } else {
         (None, None)
     };
+    // What was streamed, kept so that a client that goes away mid-answer leaves the partial
+    // answer in its conversation, marked aborted.
+    let log = sender.as_ref().map(|_| Arc::new(StreamLog::default()));
     let forwarded = Forwarded {
         tools: request.tools.clone(),
         credential,
         deltas: sender.map(|tx| {
+            let log = log.clone();
             DeltaSink::new(move |delta| {
-                // A client that went away no longer reads; the turn goes on and is stored.
-                let _ = tx.send(delta);
+                if let Some(log) = &log {
+                    log.push(&delta);
+                }
+                // `false` once the client is gone: the provider stops reading the answer.
+                tx.send(delta).is_ok()
             })
         }),
     };
@@ -397,9 +404,13 @@ async fn conversation_request(
                 tracing::debug!(?reason, model = %request.model, "side request");
                 side_request(&worker_state, request, forwarded)
             }
-            Identity::Conversation(client) => {
-                conversation_turn(&worker_state, request, client.as_ref(), forwarded)
-            }
+            Identity::Conversation(client) => conversation_turn(
+                &worker_state,
+                request,
+                client.as_ref(),
+                forwarded,
+                log.as_deref(),
+            ),
         }
     });
     if let Some(mut rx) = receiver {
@@ -536,6 +547,80 @@ impl Answer {
     }
 }
 
+/// The pieces of the current streamed attempt, as the client was sent them.
+#[derive(Debug, Default)]
+struct StreamLog(std::sync::Mutex<Vec<StreamDelta>>);
+
+impl StreamLog {
+    fn push(&self, delta: &StreamDelta) {
+        let mut log = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if *delta == StreamDelta::Attempt {
+            log.clear();
+        } else {
+            log.push(delta.clone());
+        }
+    }
+
+    /// The answer so far as an aborted assistant message; `None` when nothing was streamed.
+    fn partial(&self, provider: &str, model: &str) -> Option<AssistantMessage> {
+        use rampart_message::{ContentBlock, StopReason, ToolCall};
+        let log = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut content: Vec<ContentBlock> = Vec::new();
+        let mut text_block = None;
+        let mut calls: Vec<(u64, String)> = Vec::new();
+        for delta in log.iter() {
+            match delta {
+                StreamDelta::Text { block, text } => {
+                    match (content.last_mut(), text_block == Some(*block)) {
+                        (Some(ContentBlock::Text(t)), true) => t.text.push_str(text),
+                        _ => content.push(ContentBlock::text(text.clone())),
+                    }
+                    text_block = Some(*block);
+                }
+                StreamDelta::ToolCallStart { index, id, name } => {
+                    text_block = None;
+                    calls.push((*index, String::new()));
+                    content.push(ContentBlock::ToolCall(ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: Value::Object(Default::default()),
+                        thought_signature: None,
+                        extra: Default::default(),
+                    }));
+                }
+                StreamDelta::ToolCallArguments { index, fragment } => {
+                    if let Some((_, args)) = calls.iter_mut().rev().find(|(i, _)| i == index) {
+                        args.push_str(fragment);
+                    }
+                }
+                StreamDelta::Attempt => {}
+            }
+        }
+        if content.is_empty() {
+            return None;
+        }
+        let mut args = calls.into_iter().map(|(_, a)| a);
+        for block in &mut content {
+            if let ContentBlock::ToolCall(c) = block
+                && let Some(raw) = args.next()
+            {
+                c.arguments = serde_json::from_str(&raw).unwrap_or(Value::String(raw));
+            }
+        }
+        Some(AssistantMessage {
+            content,
+            api: String::new(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            usage: Default::default(),
+            stop_reason: StopReason::Aborted,
+            timestamp: now_unix_ms(),
+            error_message: Some("the client disconnected before the answer was complete".into()),
+            extra: Default::default(),
+        })
+    }
+}
+
 /// Why a request got no answer, as the client will read it.
 #[derive(Debug)]
 struct Failure {
@@ -629,13 +714,14 @@ fn conversation_turn(
     request: ClientRequest,
     client: Option<&ClientSession>,
     forwarded: Forwarded,
+    log: Option<&StreamLog>,
 ) -> Result<Answer, Failure> {
     let lane = conversations::lane_key(client, &request.messages);
     let wait = state.config.session.write_lock_timeout;
     state
         .lanes
         .try_run(&lane, wait, || {
-            turn_in_lane(state, request, client, forwarded)
+            turn_in_lane(state, request, client, forwarded, log)
         })
         .map_err(|e| {
             Failure::new(
@@ -654,6 +740,7 @@ fn turn_in_lane(
     request: ClientRequest,
     client: Option<&ClientSession>,
     forwarded: Forwarded,
+    log: Option<&StreamLog>,
 ) -> Result<Answer, Failure> {
     let config = &state.config;
     let mut conversation = conversations::open(
@@ -726,6 +813,17 @@ fn turn_in_lane(
     let result = runner.run_turn(session, None);
     let upstream = started.elapsed();
     runner.flush_registry();
+    drop(runner);
+    if let Err(TurnError::Provider(ProviderError::Cancelled { provider })) = &result
+        && let Some(partial) = log.and_then(|l| l.partial(provider, &request.model))
+    {
+        // The client went away mid-answer: what it was shown stays, marked aborted (as pi
+        // records an interrupted answer); an aborted turn is never sent to a model again.
+        tracing::info!(key = %conversation.key, "client disconnected mid-answer; partial answer kept as aborted");
+        if let Err(e) = session.append_message(AgentMessage::Assistant(partial)) {
+            tracing::warn!(error = %e, "the partial answer could not be kept");
+        }
+    }
     if let Err(e) = session.sync() {
         return Err(Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,

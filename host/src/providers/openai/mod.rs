@@ -144,8 +144,10 @@ fn read_stream(
     idle: Duration,
     deltas: Option<&DeltaSink>,
 ) -> Result<Answer, Failure> {
-    if let Some(sink) = deltas {
-        sink.send(StreamDelta::Attempt);
+    if let Some(sink) = deltas
+        && !sink.send(StreamDelta::Attempt)
+    {
+        return Err(Failure::Cancelled);
     }
     let mut answer = Answer::default();
     for event in SseReader::with_idle_timeout(response, idle) {
@@ -162,7 +164,9 @@ fn read_stream(
         answer.apply_chunk(&chunk);
         if let Some(sink) = deltas {
             for delta in chunk_deltas(&chunk) {
-                sink.send(delta);
+                if !sink.send(delta) {
+                    return Err(Failure::Cancelled);
+                }
             }
         }
     }
