@@ -1076,16 +1076,34 @@ fn sigterm_lets_the_request_in_flight_finish() {
 
 #[test]
 fn concurrent_conversations_keep_their_own_messages() {
-    const CLIENTS: usize = 24;
-    const TURNS: usize = 6;
+    concurrent_conversations(24, 6, 4);
+}
+
+/// The load test: 100 conversations x 30 turns at once, loopback only. Ignored in the
+/// main run (3,000 turns on a debug build); run it with
+/// `cargo test -p rampart-host --test all serve_e2e::load -- --ignored`.
+#[test]
+#[ignore]
+fn load_100_conversations_by_30_turns() {
+    let started = std::time::Instant::now();
+    concurrent_conversations(100, 30, 16);
+    eprintln!("100 x 30 turns in {:?}", started.elapsed());
+}
+
+/// `clients` conversations of `turns` turns each, all at once through a server running
+/// `concurrent` turns at a time: every conversation holds exactly its client's view.
+fn concurrent_conversations(clients: usize, turns: usize, concurrent: usize) {
     let up = Loopback::start();
-    for k in 0..CLIENTS * TURNS {
+    for k in 0..clients * turns {
         up.push(openai_text_stream(&format!("reply number {k}"), 20, 3));
     }
-    let serve = Serve::start(&openai_config(&up.url(), "\n[serve]\nmaxConcurrent = 4\n"));
+    let serve = Serve::start(&openai_config(
+        &up.url(),
+        &format!("\n[serve]\nmaxConcurrent = {concurrent}\n"),
+    ));
     let base = serve.base.clone();
     let views: Vec<(Option<String>, Vec<Value>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..CLIENTS)
+        let handles: Vec<_> = (0..clients)
             .map(|c| {
                 let base = base.clone();
                 scope.spawn(move || {
@@ -1099,7 +1117,7 @@ fn concurrent_conversations_keep_their_own_messages() {
                     };
                     let mut history = vec![json!({"role": "user", "content": first})];
                     let client = Serve::client();
-                    for turn in 0..TURNS {
+                    for turn in 0..turns {
                         let mut request = client
                             .post(format!("{base}/v1/chat/completions"))
                             .json(&json!({"model": "gpt-up", "messages": history}));
@@ -1121,9 +1139,9 @@ fn concurrent_conversations_keep_their_own_messages() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    assert_eq!(up.request_count(), CLIENTS * TURNS);
+    assert_eq!(up.request_count(), clients * turns);
     let keys = serve.keys();
-    assert_eq!(keys.len(), CLIENTS, "{keys:?}");
+    assert_eq!(keys.len(), clients, "{keys:?}");
     let mut answers_seen = std::collections::BTreeSet::new();
     for (id, history) in &views {
         let expected: Vec<(String, String)> = history
@@ -1152,7 +1170,7 @@ fn concurrent_conversations_keep_their_own_messages() {
             }
         }
     }
-    assert_eq!(answers_seen.len(), CLIENTS * TURNS);
+    assert_eq!(answers_seen.len(), clients * turns);
     // No conversation holds a message twice or another's message.
     for key in &keys {
         let session = serve.session(key);
@@ -1161,7 +1179,7 @@ fn concurrent_conversations_keep_their_own_messages() {
             .iter()
             .filter(|e| e.body.message().is_some())
             .count();
-        assert_eq!(count, TURNS * 2, "{key}");
+        assert_eq!(count, turns * 2, "{key}");
     }
 }
 
@@ -1528,4 +1546,33 @@ fn a_client_that_disconnects_mid_stream_leaves_the_partial_answer_marked_aborted
     // The retry did not send the aborted answer upstream.
     let last = &up.requests()[1].body["messages"];
     assert_eq!(last.as_array().unwrap().len(), 1, "{last}");
+}
+
+#[test]
+fn an_upstream_that_hangs_times_out_as_504_in_the_clients_wire() {
+    let up = Loopback::start();
+    up.push(Reply::hang(Duration::from_secs(5)));
+    up.push(anthropic_text_stream("Back again.", 5, 2));
+    let config = anthropic_config(&up.url()).replace("timeoutSeconds = 20", "timeoutSeconds = 1");
+    let serve = Serve::start(&config);
+    let body = json!({"model": "claude-up", "max_tokens": 100,
+                      "messages": [{"role": "user", "content": "Are you there?"}]});
+    let (status, v) = serve.post("/v1/messages", &[], &body);
+    assert_eq!(status, 504, "{v}");
+    assert_eq!(v["type"], "error");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("timeoutSeconds"),
+        "{v}"
+    );
+    let (status, v) = serve.post("/v1/messages", &[], &body);
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["content"][0]["text"], "Back again.");
+    let keys = serve.keys();
+    assert_eq!(
+        branch(&serve.session(&keys[0])),
+        pairs(&[("user", "Are you there?"), ("assistant", "Back again.")])
+    );
 }
