@@ -1576,3 +1576,63 @@ fn an_upstream_that_hangs_times_out_as_504_in_the_clients_wire() {
         pairs(&[("user", "Are you there?"), ("assistant", "Back again.")])
     );
 }
+
+#[test]
+fn a_subagent_runs_while_its_root_waits_for_the_model() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("Root first.", 5, 2));
+    let serve = Serve::start(&format!(
+        "[session]\nwriteLockTimeoutMs = 500\n{}",
+        anthropic_config(&up.url())
+    ));
+    let sid = "55555555-5555-4555-8555-555555555555";
+    let root = vec![claude_first_message("Plan the work.")];
+    assert_eq!(
+        serve
+            .post("/v1/messages", &[], &claude_code_body(sid, root.clone()))
+            .0,
+        200
+    );
+    // The root's next turn is slow; a subagent of the same session starts meanwhile.
+    up.push(anthropic_text_stream("Root second.", 5, 2).delayed(Duration::from_millis(2000)));
+    up.push(anthropic_text_stream("Subagent done.", 5, 2));
+    let base = serve.base.clone();
+    let mut root_next = root.clone();
+    root_next
+        .push(json!({"role": "assistant", "content": [{"type": "text", "text": "Root first."}]}));
+    root_next.push(json!({"role": "user", "content": "Go."}));
+    let root_body = claude_code_body(sid, root_next);
+    let slow = std::thread::spawn(move || {
+        Serve::client()
+            .post(format!("{base}/v1/messages"))
+            .json(&root_body)
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    let started = std::time::Instant::now();
+    while up.request_count() < 2 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sub = serve.post(
+        "/v1/messages",
+        &[],
+        &claude_code_body(
+            sid,
+            vec![json!({"role": "user", "content": "Subagent: list the modules."})],
+        ),
+    );
+    assert_eq!(sub.0, 200, "{}", sub.1);
+    assert!(
+        !slow.is_finished(),
+        "the subagent was answered while the root still waited"
+    );
+    assert_eq!(slow.join().unwrap(), 200);
+    let root_key = format!("serve:claude-code:{sid}");
+    assert_eq!(
+        serve.keys(),
+        [root_key.clone(), format!("{root_key}:child:1")]
+    );
+    assert_eq!(branch(&serve.session(&root_key)).len(), 4);
+}

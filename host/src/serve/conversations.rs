@@ -70,16 +70,15 @@ impl From<SessionError> for ConversationError {
     }
 }
 
-/// The lane a request waits in: its client id's family (children included, since a request
-/// may become a child), the Codex thread, or the bucket of its first message.
-pub fn lane_key(client: Option<&ClientSession>, messages: &[AgentMessage]) -> String {
-    match client {
-        Some(c) => match c.thread() {
-            Some(thread) => format!("{}:thread:{thread}", c.root_key()),
-            None => c.root_key(),
-        },
-        None => anon_bucket(messages),
-    }
+/// The conversation a request was placed in, before it is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// Its registry key.
+    pub key: String,
+    /// Whether this request created it.
+    pub created: bool,
+    /// The conversation it was spawned by, when it is a child.
+    pub spawned_by: Option<String>,
 }
 
 /// The bucket of a request without a client id: a hash of its first message's role and text.
@@ -106,7 +105,23 @@ pub fn open(
     messages: &[AgentMessage],
     lock_timeout: Duration,
 ) -> Result<Conversation, ConversationError> {
-    let (key, created, spawned_by) = choose(store, client, messages)?;
+    let chosen = choose(store, client, messages)?;
+    open_chosen(store, chosen, messages, lock_timeout)
+}
+
+/// Opens the conversation `chosen` names, holds its write lock for up to `lock_timeout`, and
+/// says where the unseen messages of `messages` go.
+pub fn open_chosen(
+    store: &SessionStore,
+    chosen: Chosen,
+    messages: &[AgentMessage],
+    lock_timeout: Duration,
+) -> Result<Conversation, ConversationError> {
+    let Chosen {
+        key,
+        created,
+        spawned_by,
+    } = chosen;
     let entry = store.get(&key)?.ok_or_else(|| StoreError::UnknownSession {
         key: key.clone(),
         path: store.path().to_path_buf(),
@@ -130,8 +145,26 @@ pub fn open(
     })
 }
 
-/// The key of the conversation, whether it was created now, and its parent.
-fn choose(
+/// Which conversation `messages` continue (created when none does), by the rule of the module
+/// documentation.
+///
+/// Requests without a client id must be placed one at a time per [`anon_bucket`] (the server
+/// does it inside that bucket's lane): two alike first requests placed at once would both take
+/// the same new conversation.
+pub fn choose(
+    store: &SessionStore,
+    client: Option<&ClientSession>,
+    messages: &[AgentMessage],
+) -> Result<Chosen, ConversationError> {
+    let (key, created, spawned_by) = choose_key(store, client, messages)?;
+    Ok(Chosen {
+        key,
+        created,
+        spawned_by,
+    })
+}
+
+fn choose_key(
     store: &SessionStore,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],

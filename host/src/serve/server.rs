@@ -716,40 +716,38 @@ fn conversation_turn(
     forwarded: Forwarded,
     log: Option<&StreamLog>,
 ) -> Result<Answer, Failure> {
-    let lane = conversations::lane_key(client, &request.messages);
     let wait = state.config.session.write_lock_timeout;
+    let busy = |e: rampart_sessions::lanes::LaneTimeout| {
+        Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Server,
+            format!(
+                "the conversation is busy with another request ({e}); retry when it has \
+                 been answered, or raise `session.writeLockTimeoutMs`"
+            ),
+        )
+    };
+    // A request with a client id is placed first, then waits in its own conversation's lane, so
+    // a root and its subagents run side by side. One without is placed inside the lane of its
+    // first message's bucket, so that two alike first requests cannot take one conversation.
+    let (lane, chosen) = match client {
+        Some(_) => {
+            let chosen = conversations::choose(&state.store, client, &request.messages)
+                .map_err(|e| open_failure(&e))?;
+            (chosen.key.clone(), Some(chosen))
+        }
+        None => (conversations::anon_bucket(&request.messages), None),
+    };
     state
         .lanes
         .try_run(&lane, wait, || {
-            turn_in_lane(state, request, client, forwarded, log)
+            turn_in_lane(state, request, client, chosen, forwarded, log)
         })
-        .map_err(|e| {
-            Failure::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                ErrorKind::Server,
-                format!(
-                    "the conversation is busy with another request ({e}); retry when it has \
-                     been answered, or raise `session.writeLockTimeoutMs`"
-                ),
-            )
-        })?
+        .map_err(busy)?
 }
 
-fn turn_in_lane(
-    state: &ServerState,
-    request: ClientRequest,
-    client: Option<&ClientSession>,
-    forwarded: Forwarded,
-    log: Option<&StreamLog>,
-) -> Result<Answer, Failure> {
-    let config = &state.config;
-    let mut conversation = conversations::open(
-        &state.store,
-        client,
-        &request.messages,
-        config.session.write_lock_timeout,
-    )
-    .map_err(|e| match e {
+fn open_failure(e: &ConversationError) -> Failure {
+    match e {
         ConversationError::Busy { .. } => Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorKind::Server,
@@ -760,7 +758,27 @@ fn turn_in_lane(
             ErrorKind::Server,
             format!("the conversation could not be opened: {other}"),
         ),
-    })?;
+    }
+}
+
+fn turn_in_lane(
+    state: &ServerState,
+    request: ClientRequest,
+    client: Option<&ClientSession>,
+    chosen: Option<conversations::Chosen>,
+    forwarded: Forwarded,
+    log: Option<&StreamLog>,
+) -> Result<Answer, Failure> {
+    let config = &state.config;
+    let wait = config.session.write_lock_timeout;
+    let chosen = match chosen {
+        Some(c) => c,
+        None => conversations::choose(&state.store, client, &request.messages)
+            .map_err(|e| open_failure(&e))?,
+    };
+    let mut conversation =
+        conversations::open_chosen(&state.store, chosen, &request.messages, wait)
+            .map_err(|e| open_failure(&e))?;
     if conversation.created {
         state.metrics.conversation_created();
         tracing::info!(key = %conversation.key, spawned_by = ?conversation.spawned_by, "conversation created");
