@@ -464,6 +464,18 @@ fn claude_code_turns_with_tools_and_an_edit_that_makes_a_branch() {
     let sent = up.requests();
     assert_eq!(sent[0].header("x-api-key"), Some("sk-ant-client"));
     assert_eq!(sent[0].body["tools"][0]["name"], "Bash");
+    // The managed prompt is marked for Anthropic's prompt cache: the system prompt and the
+    // last message.
+    let last = &sent[2].body;
+    assert_eq!(
+        last["system"][0]["cache_control"]["type"], "ephemeral",
+        "{last}"
+    );
+    let messages = last["messages"].as_array().unwrap();
+    let tail = messages.last().unwrap()["content"].as_array().unwrap();
+    assert_eq!(tail.last().unwrap()["cache_control"]["type"], "ephemeral");
+    let marks = last.to_string().matches("cache_control").count();
+    assert_eq!(marks, 2, "{last}");
 
     let key = format!("serve:claude-code:{sid}");
     assert_eq!(serve.keys(), std::slice::from_ref(&key));

@@ -97,6 +97,9 @@ pub fn request_body(request: &ModelRequest) -> Value {
     if let Some(system) = &request.system {
         body["system"] = json!(system);
     }
+    if request.forwarded.prompt_cache {
+        mark_prompt_cache(&mut body);
+    }
     if !request.forwarded.tools.is_empty() {
         body["tools"] = request
             .forwarded
@@ -112,6 +115,32 @@ pub fn request_body(request: &ModelRequest) -> Value {
             .collect();
     }
     body
+}
+
+/// Two `cache_control` breakpoints on the managed prompt: the system prompt (stable across a
+/// conversation's turns) and the last block of the last message (so the next turn reads the
+/// whole prefix from the cache). Anthropic allows four; the client's own are not carried over,
+/// since the engine may have reshaped the history they pointed into.
+fn mark_prompt_cache(body: &mut Value) {
+    let ephemeral = json!({"type": "ephemeral"});
+    if let Some(system) = body
+        .get("system")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": ephemeral}]);
+    }
+    if let Some(block) = body
+        .get_mut("messages")
+        .and_then(Value::as_array_mut)
+        .and_then(|m| m.last_mut())
+        .and_then(|m| m.get_mut("content"))
+        .and_then(Value::as_array_mut)
+        .and_then(|c| c.last_mut())
+        .and_then(Value::as_object_mut)
+    {
+        block.insert("cache_control".to_owned(), ephemeral);
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -93,6 +93,9 @@ pub struct Forwarded {
     pub credential: Option<ClientCredential>,
     /// Where the pieces of a streamed answer go as they arrive, for a client that streams.
     pub deltas: Option<DeltaSink>,
+    /// Mark the managed prompt's prefix for the provider's prompt cache (Anthropic: a
+    /// `cache_control` breakpoint on the system prompt and on the last message).
+    pub prompt_cache: bool,
 }
 
 /// A piece of an answer as the upstream streams it.

@@ -395,6 +395,7 @@ async fn conversation_request(
                 tx.send(delta).is_ok()
             })
         }),
+        prompt_cache: true,
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let join = tokio::task::spawn_blocking(move || {
