@@ -13,4 +13,5 @@ pub mod prose;
 pub mod providers;
 pub mod replay;
 pub mod run;
+pub mod serve;
 pub mod spill;

@@ -24,6 +24,7 @@ mod required_engine_e2e;
 mod run_cli_e2e;
 mod run_e2e;
 mod seed003_e2e;
+mod serve_e2e;
 mod sessions_e2e;
 mod sim_e2e;
 mod soak_e2e;

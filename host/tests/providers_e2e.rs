@@ -63,6 +63,7 @@ fn request(messages: Vec<AgentMessage>) -> ModelRequest {
         messages: messages.into_iter().map(Arc::new).collect(),
         max_tokens: None,
         deadline: None,
+        ..Default::default()
     }
 }
 

@@ -42,6 +42,7 @@ fn request(model: &str, messages: &[SharedMessage]) -> ModelRequest {
         messages: messages.to_vec(),
         max_tokens: None,
         deadline: None,
+        ..Default::default()
     }
 }
 

@@ -6,7 +6,8 @@
 //!   [`markdown`]);
 //! - [`replay`]: `replay FILE`;
 //! - [`run`] and [`compact`]: one live turn, one compaction on demand, on a persisted session,
-//!   with the host they share in [`session_host`].
+//!   with the host they share in [`session_host`];
+//! - [`serve`]: the OpenAI- and Anthropic-compatible proxy.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ pub mod eval;
 pub mod markdown;
 pub mod replay;
 pub mod run;
+pub mod serve;
 pub mod session_host;
 pub mod sessions;
 pub mod sessions_doctor;
@@ -97,6 +99,14 @@ pub enum Command {
         /// The session (registry key); created when new.
         #[arg(long, value_name = "KEY", default_value = run::DEFAULT_SESSION_KEY)]
         session: String,
+    },
+    /// Serve an OpenAI- and Anthropic-compatible API that manages each conversation's context
+    /// and forwards to the configured model.
+    Serve {
+        /// The address to listen on (default: `serve.listen`, else 127.0.0.1:8787). Anything
+        /// but loopback needs `serve.authToken`.
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
     },
     /// Compact a session now, through its lane.
     Compact {
@@ -195,6 +205,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 out,
                 &mut err,
             )
+        }
+        Command::Serve { listen } => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            serve::serve(config, store, events, listen, out, &mut std::io::stderr())
         }
         Command::Compact {
             session,

@@ -17,6 +17,7 @@ use toml::de::DeTable;
 pub mod agents;
 mod error;
 pub mod models;
+pub mod serve;
 mod source;
 mod validate;
 
@@ -52,7 +53,15 @@ pub const DEFAULT_SESSION_LOCK_TIMEOUT_MS: u64 = 10_000;
 /// (`session.maxCompactionCheckpoints`), OpenClaw's 25.
 pub const DEFAULT_MAX_COMPACTION_CHECKPOINTS: usize = 25;
 
-const TOP_KEYS: &[&str] = &["plugins", "models", "agents", "session"];
+const TOP_KEYS: &[&str] = &["plugins", "models", "agents", "session", "serve"];
+const SERVE_KEYS: &[&str] = &[
+    "listen",
+    "authToken",
+    "maxConcurrent",
+    "maxQueue",
+    "sideRequests",
+];
+const SIDE_REQUEST_KEYS: &[&str] = &["enabled", "probeMaxTokens", "smallModels"];
 const SESSION_KEYS: &[&str] = &["writeLockTimeoutMs", "maxCompactionCheckpoints"];
 const PLUGINS_KEYS: &[&str] = &[
     "searchPaths",
@@ -155,6 +164,8 @@ pub struct Config {
     pub agent_defaults: AgentDefaults,
     /// `session`: how sessions are shared between processes.
     pub session: SessionSettings,
+    /// `serve`: how `rampart serve` listens and how much it runs at once.
+    pub serve: serve::ServeSettings,
 }
 
 /// The `[session]` table.
@@ -195,6 +206,7 @@ impl Default for Config {
             models: ModelsConfig::default(),
             agent_defaults: AgentDefaults::default(),
             session: SessionSettings::default(),
+            serve: serve::ServeSettings::default(),
         }
     }
 }

@@ -109,7 +109,7 @@ fn unknown_key_top_level() {
     assert_eq!(
         e.to_string(),
         "/etc/rampart/plugins.toml:3:2: unknown key `plugin`; allowed keys here: \
-         plugins, models, agents, session. Fix the key or remove it."
+         plugins, models, agents, session, serve. Fix the key or remove it."
     );
     let (key, line, col, _) = unknown_key(e);
     assert_eq!((key.as_str(), line, col), ("plugin", 3, 2));
@@ -461,4 +461,59 @@ fn session_table_sets_the_lock_wait_and_the_checkpoint_cap() {
     let (key, line, _, allowed) = unknown_key(err("[session]\nlockTimeout = 5\n"));
     assert_eq!((key.as_str(), line), ("session.lockTimeout", 2));
     assert!(allowed.contains(&"writeLockTimeoutMs".to_owned()));
+}
+
+#[test]
+fn serve_table_is_read_into_types() {
+    let c = parse(
+        "[serve]\nlisten = \"0.0.0.0:9000\"\nauthToken = \"t0k\"\nmaxConcurrent = 4\nmaxQueue = 0\n\
+         [serve.sideRequests]\nenabled = false\nprobeMaxTokens = 2\nsmallModels = [\"mini\"]\n",
+        Path::new("/etc/rampart/plugins.toml"),
+    )
+    .unwrap();
+    let s = &c.serve;
+    assert_eq!(s.listen, Some("0.0.0.0:9000".parse().unwrap()));
+    assert_eq!(s.auth_token.as_deref(), Some("t0k"));
+    assert_eq!((s.max_concurrent, s.max_queue), (4, 0));
+    assert!(!s.side_requests.enabled);
+    assert_eq!(s.side_requests.probe_max_tokens, 2);
+    assert_eq!(s.side_requests.small_models, ["mini"]);
+    // With the token, a public address may be bound; without, it is refused and says why.
+    assert!(s.bind_addr(None).is_ok());
+    let open = crate::config::serve::ServeSettings {
+        auth_token: None,
+        ..s.clone()
+    };
+    let e = open.bind_addr(None).unwrap_err().to_string();
+    assert!(
+        e.contains("0.0.0.0:9000") && e.contains("serve.authToken"),
+        "{e}"
+    );
+    assert!(open.bind_addr(Some("127.0.0.1:0".parse().unwrap())).is_ok());
+    assert_eq!(
+        crate::config::serve::ServeSettings::default()
+            .bind_addr(None)
+            .unwrap()
+            .to_string(),
+        "127.0.0.1:8787"
+    );
+}
+
+#[test]
+fn serve_errors_are_located() {
+    let e = err("[serve]\nlisten = \"localhost\"\n");
+    assert!(
+        e.to_string().starts_with("/etc/rampart/plugins.toml:2:10:"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("serve.listen"), "{e}");
+    let e = err("[serve]\nmaxConcurrent = 0\n");
+    assert!(e.to_string().contains("serve.maxConcurrent"), "{e}");
+    let e = err("[serve]\nauthToken = \" \"\n");
+    assert!(e.to_string().contains("serve.authToken"), "{e}");
+    let e = err("[serve.sideRequests]\nsmallModel = []\n");
+    assert!(
+        e.to_string().contains("serve.sideRequests.smallModel"),
+        "{e}"
+    );
 }

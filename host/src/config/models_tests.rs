@@ -385,6 +385,7 @@ fn the_registry_hands_out_the_same_simulator_it_exposes() {
             messages: vec![Arc::new(AgentMessage::user_text("hi", 1))],
             max_tokens: None,
             deadline: None,
+            ..Default::default()
         })
         .unwrap();
     assert!(matches!(

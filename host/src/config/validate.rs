@@ -246,7 +246,105 @@ impl Validator<'_> {
         {
             self.session(t, &mut config);
         }
+        if let Some(v) = root.get("serve")
+            && let Some(t) = self.table("serve", v)
+        {
+            self.serve(t, &mut config.serve);
+        }
         (config, raw)
+    }
+
+    fn serve(&mut self, table: &DeTable<'_>, serve: &mut serve::ServeSettings) {
+        self.check_keys("serve", table, SERVE_KEYS);
+        if let Some(v) = table.get("listen")
+            && let Some(s) = self.string("serve.listen", v)
+        {
+            match s.trim().parse::<std::net::SocketAddr>() {
+                Ok(addr) => serve.listen = Some(addr),
+                Err(_) => self.invalid(
+                    "serve.listen",
+                    v.span(),
+                    describe(v.get_ref()),
+                    "an address with a port, such as \"127.0.0.1:8787\" or \"[::1]:8787\"",
+                ),
+            }
+        }
+        if let Some(v) = table.get("authToken")
+            && let Some(s) = self.string("serve.authToken", v)
+        {
+            if s.trim().is_empty() {
+                self.invalid(
+                    "serve.authToken",
+                    v.span(),
+                    "an empty string".to_owned(),
+                    "a non-empty token (leave the key out to require none)",
+                );
+            } else {
+                serve.auth_token = Some(s.trim().to_owned());
+            }
+        }
+        for (name, slot, range) in [
+            ("maxConcurrent", &mut serve.max_concurrent, 1..=4096),
+            ("maxQueue", &mut serve.max_queue, 0..=1_000_000),
+        ] {
+            let key = format!("serve.{name}");
+            if let Some(v) = table.get(name) {
+                if !matches!(v.get_ref(), DeValue::Integer(_)) {
+                    self.wrong_type(&key, v, "an integer");
+                } else if let Some(n) = self.integer(&key, v) {
+                    match usize::try_from(n) {
+                        Ok(n) if range.contains(&n) => *slot = n,
+                        _ => {
+                            let allowed =
+                                format!("an integer from {} to {}", range.start(), range.end());
+                            self.invalid(&key, v.span(), describe(v.get_ref()), &allowed);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(v) = table.get("sideRequests")
+            && let Some(t) = self.table("serve.sideRequests", v)
+        {
+            let rule = &mut serve.side_requests;
+            self.check_keys("serve.sideRequests", t, SIDE_REQUEST_KEYS);
+            if let Some(v) = t.get("enabled")
+                && let Some(b) = self.boolean("serve.sideRequests.enabled", v)
+            {
+                rule.enabled = b;
+            }
+            let key = "serve.sideRequests.probeMaxTokens";
+            if let Some(v) = t.get("probeMaxTokens") {
+                if !matches!(v.get_ref(), DeValue::Integer(_)) {
+                    self.wrong_type(key, v, "an integer");
+                } else if let Some(n) = self.integer(key, v) {
+                    match u64::try_from(n) {
+                        Ok(n) => rule.probe_max_tokens = n,
+                        Err(_) => self.invalid(
+                            key,
+                            v.span(),
+                            describe(v.get_ref()),
+                            "an integer of 0 or more (0: no probes)",
+                        ),
+                    }
+                }
+            }
+            let key = "serve.sideRequests.smallModels";
+            if let Some(v) = t.get("smallModels") {
+                match v.get_ref() {
+                    DeValue::Array(items) => {
+                        let mut models = Vec::new();
+                        for (i, item) in items.iter().enumerate() {
+                            if let Some(s) = self.string(&format!("{key}[{i}]"), item) {
+                                models.push(s.trim().to_owned());
+                            }
+                        }
+                        rule.small_models = models;
+                    }
+                    _ => self.wrong_type(key, v, "an array of strings"),
+                }
+            }
+        }
     }
 
     fn session(&mut self, session: &DeTable<'_>, config: &mut Config) {

@@ -20,7 +20,9 @@ use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
 use super::text::{as_user_text, other_block_text};
-use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
+use super::{
+    DeltaSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings, StreamDelta,
+};
 
 /// Where requests go when the config names no `baseUrl`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -70,14 +72,12 @@ impl Provider for AnthropicProvider {
             ("content-type", "application/json"),
         ];
         let idle = self.http.stream_idle_timeout();
-        let (answer, retries) = self.http.post(
-            &self.url,
-            &request.model,
-            &headers,
-            &body,
-            request.deadline,
-            |response| read(response, idle),
-        )?;
+        let deltas = request.forwarded.deltas.as_ref();
+        let (answer, retries) =
+            self.http
+                .post(&self.url, request, &headers, &body, |response| {
+                    read(response, idle, deltas)
+                })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,
@@ -97,7 +97,50 @@ pub fn request_body(request: &ModelRequest) -> Value {
     if let Some(system) = &request.system {
         body["system"] = json!(system);
     }
+    if request.forwarded.prompt_cache {
+        mark_prompt_cache(&mut body);
+    }
+    if !request.forwarded.tools.is_empty() {
+        body["tools"] = request
+            .forwarded
+            .tools
+            .iter()
+            .map(|t| {
+                let mut tool = json!({"name": t.name, "input_schema": t.parameters});
+                if let Some(d) = &t.description {
+                    tool["description"] = json!(d);
+                }
+                tool
+            })
+            .collect();
+    }
     body
+}
+
+/// Two `cache_control` breakpoints on the managed prompt: the system prompt (stable across a
+/// conversation's turns) and the last block of the last message (so the next turn reads the
+/// whole prefix from the cache). Anthropic allows four; the client's own are not carried over,
+/// since the engine may have reshaped the history they pointed into.
+fn mark_prompt_cache(body: &mut Value) {
+    let ephemeral = json!({"type": "ephemeral"});
+    if let Some(system) = body
+        .get("system")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": ephemeral}]);
+    }
+    if let Some(block) = body
+        .get_mut("messages")
+        .and_then(Value::as_array_mut)
+        .and_then(|m| m.last_mut())
+        .and_then(|m| m.get_mut("content"))
+        .and_then(Value::as_array_mut)
+        .and_then(|c| c.last_mut())
+        .and_then(Value::as_object_mut)
+    {
+        block.insert("cache_control".to_owned(), ephemeral);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -182,7 +225,9 @@ fn content_blocks(content: &Content) -> Vec<Value> {
     }
 }
 
-fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+/// An answer's content as Anthropic blocks: what a request carries back, and what
+/// `rampart serve` answers an Anthropic client with.
+pub fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
     message
         .content
         .iter()
@@ -214,6 +259,37 @@ fn thinking_block(thinking: &ThinkingContent) -> Option<Value> {
     Some(json!({"type": "thinking", "thinking": thinking.thinking, "signature": signature}))
 }
 
+/// The piece of a streamed event a streaming client sees: text, and tool calls as they start
+/// and grow (thinking is not passed on).
+fn event_delta(kind: &str, event: &Value) -> Option<StreamDelta> {
+    let index = event.get("index").and_then(Value::as_u64)?;
+    match kind {
+        "content_block_start" => {
+            let block = event.get("content_block")?;
+            (block.get("type")? == "tool_use").then(|| StreamDelta::ToolCallStart {
+                index,
+                id: block["id"].as_str().unwrap_or_default().to_owned(),
+                name: block["name"].as_str().unwrap_or_default().to_owned(),
+            })
+        }
+        "content_block_delta" => {
+            let delta = event.get("delta")?;
+            match delta.get("type")?.as_str()? {
+                "text_delta" => Some(StreamDelta::Text {
+                    block: index,
+                    text: delta.get("text")?.as_str()?.to_owned(),
+                }),
+                "input_json_delta" => Some(StreamDelta::ToolCallArguments {
+                    index,
+                    fragment: delta.get("partial_json")?.as_str()?.to_owned(),
+                }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// `tool_use.input` must be an object. Arguments kept as a raw string (they did not parse when
 /// the call arrived) are wrapped rather than dropped, so the model still sees what it sent.
 fn tool_input(arguments: &Value) -> Value {
@@ -230,11 +306,16 @@ fn tool_input(arguments: &Value) -> Value {
 
 /// Reads a 2xx answer: a stream normally, a whole JSON message from proxies that ignore
 /// `stream: true`.
-fn read(response: Response, idle: Duration) -> Result<Answer, Failure> {
+fn read(response: Response, idle: Duration, deltas: Option<&DeltaSink>) -> Result<Answer, Failure> {
     if content_type(&response) == "application/json" {
         let value = read_json(response)?;
         check_error(&value)?;
         return Answer::from_json(&value);
+    }
+    if let Some(sink) = deltas
+        && !sink.send(StreamDelta::Attempt)
+    {
+        return Err(Failure::Cancelled);
     }
     let mut answer = Answer::default();
     for event in SseReader::with_idle_timeout(response, idle) {
@@ -253,6 +334,12 @@ fn read(response: Response, idle: Duration) -> Result<Answer, Failure> {
             return Ok(answer);
         }
         answer.apply(kind, &value)?;
+        if let Some(sink) = deltas
+            && let Some(delta) = event_delta(kind, &value)
+            && !sink.send(delta)
+        {
+            return Err(Failure::Cancelled);
+        }
     }
     Err(Failure::Dropped(
         "the stream ended before message_stop".to_owned(),

@@ -89,6 +89,8 @@ pub enum Failure {
     Timeout,
     /// A stream sent no event (keep-alive comments aside) for this long.
     Idle(Duration),
+    /// Nobody listens to the answer any more (a proxied client went away): stop, no retry.
+    Cancelled,
 }
 
 impl From<io::Error> for Failure {
@@ -151,17 +153,28 @@ impl HttpClient {
     /// dropped connections and cut streams with exponential back-off. Returns what `read`
     /// produced and how many retries it took.
     ///
-    /// The key is looked up first, so a missing key fails before anything is sent.
+    /// The key is looked up first, so a missing key fails before anything is sent. `request`
+    /// gives the model (for logs), the deadline and a proxied client's key.
     pub fn post<T>(
         &self,
         url: &str,
-        model: &str,
+        request: &super::ModelRequest,
         headers: &[(&'static str, &str)],
         body: &Value,
-        deadline: Option<Instant>,
         mut read: impl FnMut(Response) -> Result<T, Failure>,
     ) -> Result<(T, u32), ProviderError> {
-        let key = self.key()?;
+        let (model, deadline) = (request.model.as_str(), request.deadline);
+        let client_key = request.forwarded.credential.as_ref();
+        // The provider's own key (`apiKeyEnv`) wins; without one, the key a proxied client
+        // sent (`rampart serve`) goes upstream.
+        let key = match (self.key(), client_key) {
+            (Ok(Some(own)), _) => Some(own),
+            (Ok(None) | Err(ProviderError::MissingApiKey { .. }), Some(client)) => {
+                Some(ApiKey(client.expose().to_owned()))
+            }
+            (own, None) => own?,
+            (Err(e), Some(_)) => return Err(e),
+        };
         let header_map = self.headers(headers, key.as_ref())?;
         let mut attempt: u32 = 0;
         loop {
@@ -302,6 +315,7 @@ impl HttpClient {
             // Final, like a timeout: the same request would very likely idle again, and the run
             // loop decides what a timeout means for the turn.
             Failure::Idle(after) => Err(ProviderError::StreamIdle { provider, after }),
+            Failure::Cancelled => Err(ProviderError::Cancelled { provider }),
             Failure::Invalid(message) => Err(ProviderError::InvalidResponse {
                 provider,
                 message: redact(&message),

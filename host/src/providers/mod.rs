@@ -79,6 +79,118 @@ pub struct ModelRequest {
     /// When the caller stops waiting (a compaction's safety timeout). The request, its retries
     /// and its back-off all end by then, so a cancelled compaction leaves no request running.
     pub deadline: Option<std::time::Instant>,
+    /// What a client of `rampart serve` sent that goes upstream with the managed context: its
+    /// tools and its key. Empty for the host's own requests.
+    pub forwarded: Forwarded,
+}
+
+/// What a proxied client's request carries upstream besides the messages (`rampart serve`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Forwarded {
+    /// The tools the client declared; each provider writes them in its own wire form.
+    pub tools: Vec<ToolSpec>,
+    /// The client's own key, used when the provider has no `apiKeyEnv` of its own.
+    pub credential: Option<ClientCredential>,
+    /// Where the pieces of a streamed answer go as they arrive, for a client that streams.
+    pub deltas: Option<DeltaSink>,
+    /// Mark the managed prompt's prefix for the provider's prompt cache (Anthropic: a
+    /// `cache_control` breakpoint on the system prompt and on the last message).
+    pub prompt_cache: bool,
+}
+
+/// A piece of an answer as the upstream streams it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// A new streamed answer starts (the first, or a retry): pieces before it are void.
+    Attempt,
+    /// Text of the answer's content block `block` (0 when the wire has no blocks).
+    Text {
+        /// The upstream's block index: a new index is a new text block.
+        block: u64,
+        /// The text.
+        text: String,
+    },
+    /// A tool call starts.
+    ToolCallStart {
+        /// Its position among the answer's tool calls (OpenAI) or its block (Anthropic).
+        index: u64,
+        /// Its id.
+        id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A fragment of a tool call's JSON arguments.
+    ToolCallArguments {
+        /// As in [`StreamDelta::ToolCallStart`].
+        index: u64,
+        /// The fragment.
+        fragment: String,
+    },
+}
+
+/// A receiver of [`StreamDelta`]s. Sending never blocks. A receiver that answers `false` no
+/// longer listens (a proxied client went away): the provider stops reading the answer and the
+/// request ends as [`ProviderError::Cancelled`].
+#[derive(Clone)]
+pub struct DeltaSink(std::sync::Arc<dyn Fn(StreamDelta) -> bool + Send + Sync>);
+
+impl DeltaSink {
+    /// A sink calling `f` with each delta; `f` answers whether anyone still listens.
+    pub fn new(f: impl Fn(StreamDelta) -> bool + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(f))
+    }
+
+    /// Hands on one delta; `false` when nobody listens any more.
+    pub fn send(&self, delta: StreamDelta) -> bool {
+        (self.0)(delta)
+    }
+}
+
+impl std::fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeltaSink")
+    }
+}
+
+impl PartialEq for DeltaSink {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// A tool a client declared, in neither wire's shape: its name, description and JSON schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: Option<String>,
+    /// The JSON schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// A key a client sent (`Authorization: Bearer …` or `x-api-key`). Its `Debug` prints `***`,
+/// it is never logged, stored in a session, or echoed in an error.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredential(String);
+
+impl ClientCredential {
+    /// The key; `None` when blank.
+    pub fn new(key: &str) -> Option<Self> {
+        let key = key.trim();
+        (!key.is_empty()).then(|| Self(key.to_owned()))
+    }
+
+    /// The key itself, for the one place that writes it into a header.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ClientCredential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
 }
 
 /// A model's answer.

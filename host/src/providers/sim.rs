@@ -457,6 +457,7 @@ mod tests {
             messages,
             max_tokens: None,
             deadline: None,
+            ..Default::default()
         }
     }
 

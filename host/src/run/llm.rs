@@ -60,6 +60,7 @@ impl LlmService for ProvidersLlm {
             deadline: request
                 .timeout_ms
                 .map(|ms| started + Duration::from_millis(ms)),
+            forwarded: Default::default(),
         };
         let response = resolved
             .provider

@@ -187,6 +187,8 @@ pub struct RunSettings {
     /// `agents.defaults.compaction.timeoutSeconds` (default 180): the engine stops a
     /// compaction by then; the host waits a little longer as a backstop.
     pub compaction_timeout: std::time::Duration,
+    /// What a proxied client's request carries upstream (`rampart serve`): its tools and key.
+    pub forwarded: crate::providers::Forwarded,
 }
 
 impl RunSettings {
@@ -205,6 +207,7 @@ impl RunSettings {
             history_limit: None,
             max_output_tokens: None,
             compaction_timeout: compaction.timeout(),
+            forwarded: Default::default(),
         })
     }
 }
@@ -765,6 +768,7 @@ impl<'a> Runner<'a> {
                 messages: prepared.list.iter().cloned().collect(),
                 max_tokens: resolved.max_output_tokens,
                 deadline: None,
+                forwarded: self.settings.forwarded.clone(),
             };
             self.events.emit(Event::Request(Request {
                 turn: self.turn,

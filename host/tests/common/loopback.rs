@@ -83,6 +83,8 @@ pub struct Reply {
     body: Body,
     /// Waited after reading the request, before answering: a slow model.
     delay: Duration,
+    /// Waited between the events of a stream: a model that thinks while it answers.
+    gap: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +112,7 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             body: Body::Bytes(value.to_string().into_bytes()),
             delay: Duration::ZERO,
+            gap: Duration::ZERO,
         }
     }
 
@@ -120,6 +123,7 @@ impl Reply {
             headers: vec![("content-type".into(), "text/plain".into())],
             body: Body::Bytes(body.as_bytes().to_vec()),
             delay: Duration::ZERO,
+            gap: Duration::ZERO,
         }
     }
 
@@ -134,6 +138,7 @@ impl Reply {
                 complete: true,
             },
             delay: Duration::ZERO,
+            gap: Duration::ZERO,
         }
     }
 
@@ -156,6 +161,7 @@ impl Reply {
             headers: Vec::new(),
             body: Body::Hang(duration),
             delay: Duration::ZERO,
+            gap: Duration::ZERO,
         }
     }
 
@@ -166,6 +172,7 @@ impl Reply {
             headers: Vec::new(),
             body: Body::Close,
             delay: Duration::ZERO,
+            gap: Duration::ZERO,
         }
     }
 
@@ -175,6 +182,12 @@ impl Reply {
             body: Body::KeepAlive { every, total },
             ..Self::sse(Vec::new())
         }
+    }
+
+    /// The same stream, with `gap` between its events.
+    pub fn paced(mut self, gap: Duration) -> Self {
+        self.gap = gap;
+        self
     }
 
     /// The same reply, sent `delay` after the request was read.
@@ -363,7 +376,10 @@ fn write_reply(mut stream: TcpStream, reply: Reply, state: &State) -> std::io::R
         Body::Sse { events, complete } => {
             stream.write_all(head("transfer-encoding: chunked\r\n").as_bytes())?;
             stream.flush()?;
-            for event in events {
+            for (i, event) in events.iter().enumerate() {
+                if i > 0 {
+                    std::thread::sleep(reply.gap);
+                }
                 write_chunk(
                     &mut stream,
                     &format!("{}\n\n", event.trim_end_matches('\n')),

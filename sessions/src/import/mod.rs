@@ -59,6 +59,7 @@
 //! split assistant lines, tree normalisation), [`codex`], [`openai_chat`],
 //! [`swe_agent`], [`openhands`]. Detection rules are in [`detect`](mod@detect).
 
+pub mod api_request;
 mod builder;
 pub mod claude_code;
 pub mod codex;

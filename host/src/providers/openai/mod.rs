@@ -19,7 +19,9 @@ use serde_json::{Value, json};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
-use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
+use super::{
+    DeltaSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings, StreamDelta,
+};
 use wire::to_openai_message;
 
 /// Where requests go when the config names no `baseUrl`.
@@ -59,14 +61,10 @@ impl Provider for OpenAiProvider {
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let body = request_body(request);
         let idle = self.http.stream_idle_timeout();
-        let (answer, retries) = self.http.post(
-            &self.url,
-            &request.model,
-            &[],
-            &body,
-            request.deadline,
-            |response| read(response, idle),
-        )?;
+        let deltas = request.forwarded.deltas.as_ref();
+        let (answer, retries) = self.http.post(&self.url, request, &[], &body, |response| {
+            read(response, idle, deltas)
+        })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,
@@ -97,6 +95,20 @@ pub fn request_body(request: &ModelRequest) -> Value {
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
     }
+    if !request.forwarded.tools.is_empty() {
+        body["tools"] = request
+            .forwarded
+            .tools
+            .iter()
+            .map(|t| {
+                let mut function = json!({"name": t.name, "parameters": t.parameters});
+                if let Some(d) = &t.description {
+                    function["description"] = json!(d);
+                }
+                json!({"type": "function", "function": function})
+            })
+            .collect();
+    }
     body
 }
 
@@ -118,16 +130,25 @@ fn request_message(message: &rampart_engine_api::AgentMessage) -> Value {
 
 /// Reads a 2xx answer: a stream normally, a whole JSON object from servers that ignore
 /// `stream: true`.
-fn read(response: Response, idle: Duration) -> Result<Answer, Failure> {
+fn read(response: Response, idle: Duration, deltas: Option<&DeltaSink>) -> Result<Answer, Failure> {
     if content_type(&response) == "application/json" {
         let value = read_json(response)?;
         check_error(&value)?;
         return Answer::from_json(&value);
     }
-    read_stream(response, idle)
+    read_stream(response, idle, deltas)
 }
 
-fn read_stream(response: Response, idle: Duration) -> Result<Answer, Failure> {
+fn read_stream(
+    response: Response,
+    idle: Duration,
+    deltas: Option<&DeltaSink>,
+) -> Result<Answer, Failure> {
+    if let Some(sink) = deltas
+        && !sink.send(StreamDelta::Attempt)
+    {
+        return Err(Failure::Cancelled);
+    }
     let mut answer = Answer::default();
     for event in SseReader::with_idle_timeout(response, idle) {
         let event = event?;
@@ -141,6 +162,13 @@ fn read_stream(response: Response, idle: Duration) -> Result<Answer, Failure> {
         let chunk = parse_event_json(data)?;
         check_error(&chunk)?;
         answer.apply_chunk(&chunk);
+        if let Some(sink) = deltas {
+            for delta in chunk_deltas(&chunk) {
+                if !sink.send(delta) {
+                    return Err(Failure::Cancelled);
+                }
+            }
+        }
     }
     // Some compatible servers close after the last chunk without `[DONE]`; a finish reason
     // proves the answer itself is complete.
@@ -151,6 +179,62 @@ fn read_stream(response: Response, idle: Duration) -> Result<Answer, Failure> {
             "the stream ended before the answer was complete".to_owned(),
         ))
     }
+}
+
+/// The pieces of one streamed chunk a streaming client sees: text, and tool calls as they
+/// start (with their id and name) and grow.
+fn chunk_deltas(chunk: &Value) -> Vec<StreamDelta> {
+    let mut out = Vec::new();
+    let Some(delta) = chunk
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("delta"))
+    else {
+        return out;
+    };
+    if let Some(text) = delta.get("content").and_then(Value::as_str)
+        && !text.is_empty()
+    {
+        out.push(StreamDelta::Text {
+            block: 0,
+            text: text.to_owned(),
+        });
+    }
+    for (position, call) in delta
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let index = call
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(position as u64);
+        let function = call.get("function");
+        if let Some(id) = call.get("id").and_then(Value::as_str) {
+            out.push(StreamDelta::ToolCallStart {
+                index,
+                id: id.to_owned(),
+                name: function
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            });
+        }
+        if let Some(fragment) = function
+            .and_then(|f| f.get("arguments"))
+            .and_then(Value::as_str)
+            .filter(|a| !a.is_empty())
+        {
+            out.push(StreamDelta::ToolCallArguments {
+                index,
+                fragment: fragment.to_owned(),
+            });
+        }
+    }
+    out
 }
 
 /// An `{"error": …}` object (in a stream or a whole answer) is classified like an HTTP error
@@ -444,5 +528,37 @@ mod request_tests {
         assert_eq!(messages[1]["content"], "");
         assert!(messages[1].get("reasoning_content").is_none());
         assert!(!body.to_string().contains("netrc"));
+    }
+
+    #[test]
+    fn forwarded_tools_are_written_as_functions() {
+        let request = ModelRequest {
+            model: "m".into(),
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+            forwarded: crate::providers::Forwarded {
+                tools: vec![crate::providers::ToolSpec {
+                    name: "read".into(),
+                    description: Some("Read a file".into()),
+                    parameters: json!({"type": "object"}),
+                }],
+                ..Default::default()
+            },
+            ..ModelRequest::default()
+        };
+        let body = request_body(&request);
+        assert_eq!(
+            body["tools"],
+            json!([{"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": {"type": "object"}}}])
+        );
+        let anthropic = crate::providers::anthropic::request_body(&request);
+        assert_eq!(
+            anthropic["tools"],
+            json!([{"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}])
+        );
+        assert!(
+            request_body(&ModelRequest::default())
+                .get("tools")
+                .is_none()
+        );
     }
 }

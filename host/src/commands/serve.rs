@@ -1,0 +1,39 @@
+//! `rampart serve [--listen ADDR]`: an OpenAI- and Anthropic-compatible proxy that manages each
+//! conversation's context with the configured engine (see [`crate::serve`]).
+//!
+//! Prints `rampart serve listening on http://ADDR` on stdout once bound (the port actually
+//! bound when 0 was asked for), then serves until SIGTERM or Ctrl-C, letting requests in flight
+//! finish. Exit codes: 0 after a signal; 1 when it cannot start (the message says why).
+
+use std::io::Write;
+use std::net::SocketAddr;
+
+use rampart_sessions::store::SessionStore;
+
+use crate::config::Config;
+use crate::engine::services::EventSink;
+use crate::serve::server::{ServerState, run_blocking};
+
+/// Runs the server.
+pub fn serve(
+    config: Config,
+    store: SessionStore,
+    events: EventSink,
+    listen: Option<SocketAddr>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let addr = match config.serve.bind_addr(listen) {
+        Ok(addr) => addr,
+        Err(e) => {
+            writeln!(err, "error: {e}")?;
+            return Ok(1);
+        }
+    };
+    let state = ServerState::new(config, store, events)?;
+    run_blocking(state, addr, |bound| {
+        writeln!(out, "rampart serve listening on http://{bound}")?;
+        out.flush()
+    })?;
+    Ok(0)
+}

@@ -1,0 +1,358 @@
+//! Which stored conversation a request continues, opened and held for its turn.
+//!
+//! The client's id ([`ClientSession`]) names a family of conversations: its root
+//! (`serve:<client>:<id>`) and the children spawned under it (`…:child:<n>`, and for Codex
+//! `…:thread:<thread>`). A client that names none is placed by its history alone, among the
+//! conversations whose first message reads the same (`serve:anon:<hash>:<n>`; the hash only
+//! narrows the search, the history decides). Then:
+//! - under a client id, the request continues the member whose stored branch it extends, or
+//!   branches the one it diverges from (an edit, a regenerate); a history sharing nothing with
+//!   any member is a subagent: a new child, registered as `spawnedBy` the root;
+//! - without one, it continues a conversation only when a whole stored branch is a prefix of
+//!   it; otherwise it is a new conversation, so two clients that start alike stay apart once
+//!   they diverge;
+//! - a Codex thread other than the root's is its own child conversation (`thread-id`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rampart_message::AgentMessage;
+use rampart_sessions::entry::SessionHeader;
+use rampart_sessions::store::{SessionEntry, SessionMap, SessionStore, StoreError, now_unix_ms};
+use rampart_sessions::{Session, SessionError, SessionOptions};
+use serde_json::Value;
+
+use super::history::{BranchMatch, MatchKind, match_history};
+use super::identity::ClientSession;
+
+/// The registry field naming the conversation a child was spawned by (as imports write it).
+pub const SPAWNED_BY: &str = "spawnedBy";
+/// The registry field holding the Codex thread of a root conversation.
+pub const SERVE_THREAD: &str = "serveThread";
+
+/// A conversation opened for one request, its write lock held.
+#[derive(Debug)]
+pub struct Conversation {
+    /// Its registry key.
+    pub key: String,
+    /// The session, held.
+    pub session: Session,
+    /// Where the request's unseen messages go.
+    pub placement: BranchMatch,
+    /// Whether this request created it.
+    pub created: bool,
+    /// The conversation it was spawned by, when it is a child.
+    pub spawned_by: Option<String>,
+}
+
+/// Why no conversation could be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ConversationError {
+    /// The registry could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A session file could not be opened or created.
+    #[error(transparent)]
+    Session(Box<SessionError>),
+    /// Another writer holds the session past the lock timeout.
+    #[error("conversation `{key}` is busy in another process: {source}")]
+    Busy {
+        /// The conversation.
+        key: String,
+        /// The lock's error, naming the holder.
+        source: Box<SessionError>,
+    },
+}
+
+impl From<SessionError> for ConversationError {
+    fn from(e: SessionError) -> Self {
+        Self::Session(Box::new(e))
+    }
+}
+
+/// The conversation a request was placed in, before it is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chosen {
+    /// Its registry key.
+    pub key: String,
+    /// Whether this request created it.
+    pub created: bool,
+    /// The conversation it was spawned by, when it is a child.
+    pub spawned_by: Option<String>,
+}
+
+/// The bucket of a request without a client id: a hash of its first message's role and text.
+/// It narrows the search; the history, compared message by message, decides.
+pub fn anon_bucket(messages: &[AgentMessage]) -> String {
+    use sha2::Digest;
+    let first = messages.first();
+    let text = match first {
+        Some(AgentMessage::User(u)) => u.content.joined_text(),
+        Some(other) => serde_json::to_string(other).unwrap_or_default(),
+        None => String::new(),
+    };
+    let role = first.map(AgentMessage::role).unwrap_or_default();
+    let digest = sha2::Sha256::digest(format!("{role}\n{text}").as_bytes());
+    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("serve:anon:{hex}")
+}
+
+/// Opens (or creates) the conversation `messages` continues, holds its write lock for up to
+/// `lock_timeout`, and says where the unseen messages go.
+pub fn open(
+    store: &SessionStore,
+    client: Option<&ClientSession>,
+    messages: &[AgentMessage],
+    lock_timeout: Duration,
+) -> Result<Conversation, ConversationError> {
+    let chosen = choose(store, client, messages)?;
+    open_chosen(store, chosen, messages, lock_timeout)
+}
+
+/// Opens the conversation `chosen` names, holds its write lock for up to `lock_timeout`, and
+/// says where the unseen messages of `messages` go.
+pub fn open_chosen(
+    store: &SessionStore,
+    chosen: Chosen,
+    messages: &[AgentMessage],
+    lock_timeout: Duration,
+) -> Result<Conversation, ConversationError> {
+    let Chosen {
+        key,
+        created,
+        spawned_by,
+    } = chosen;
+    let entry = store.get(&key)?.ok_or_else(|| StoreError::UnknownSession {
+        key: key.clone(),
+        path: store.path().to_path_buf(),
+    })?;
+    let file = store.session_file_path(&key, &entry)?;
+    let mut session = Session::open(&file, SessionOptions::default())?;
+    if let Err(source) = session.hold(lock_timeout) {
+        return Err(ConversationError::Busy {
+            key,
+            source: Box::new(source),
+        });
+    }
+    // Placed again under the lock: another process may have appended meanwhile.
+    let placement = match_history(session.tree(), messages);
+    Ok(Conversation {
+        key,
+        session,
+        placement,
+        created,
+        spawned_by,
+    })
+}
+
+/// Which conversation `messages` continue (created when none does), by the rule of the module
+/// documentation.
+///
+/// Requests without a client id must be placed one at a time per [`anon_bucket`] (the server
+/// does it inside that bucket's lane): two alike first requests placed at once would both take
+/// the same new conversation.
+pub fn choose(
+    store: &SessionStore,
+    client: Option<&ClientSession>,
+    messages: &[AgentMessage],
+) -> Result<Chosen, ConversationError> {
+    let (key, created, spawned_by) = choose_key(store, client, messages)?;
+    Ok(Chosen {
+        key,
+        created,
+        spawned_by,
+    })
+}
+
+fn choose_key(
+    store: &SessionStore,
+    client: Option<&ClientSession>,
+    messages: &[AgentMessage],
+) -> Result<(String, bool, Option<String>), ConversationError> {
+    let Some(client) = client else {
+        let bucket = anon_bucket(messages);
+        let prefix = format!("{bucket}:");
+        if let Some(key) = best(store, &prefix, None, messages, true)? {
+            return Ok((key, false, None));
+        }
+        let key = create(store, &prefix, None, None)?;
+        return Ok((key, true, None));
+    };
+    let root = client.root_key();
+    if let Some(thread) = client.thread() {
+        return codex_thread(store, client, &root, thread);
+    }
+    let children = format!("{root}:child:");
+    if let Some(key) = best(store, &children, Some(&root), messages, false)? {
+        return Ok((key, false, None));
+    }
+    if store.get(&root)?.is_none() {
+        let key = create_exact(store, &root, None, None)?;
+        return Ok((key, true, None));
+    }
+    let key = create(store, &children, Some(&root), None)?;
+    Ok((key, true, Some(root)))
+}
+
+/// A Codex request with a `thread-id`: the root's thread (the first one seen, or the one named
+/// like the session) is the root; any other is a child of its own.
+fn codex_thread(
+    store: &SessionStore,
+    client: &ClientSession,
+    root: &str,
+    thread: &str,
+) -> Result<(String, bool, Option<String>), ConversationError> {
+    match store.get(root)? {
+        None => {
+            let key = create_exact(store, root, None, Some(thread))?;
+            Ok((key, true, None))
+        }
+        Some(entry) => {
+            let root_thread = entry.extra.get(SERVE_THREAD).and_then(Value::as_str);
+            if root_thread.is_none_or(|t| t == thread) || thread == client.id() {
+                return Ok((root.to_owned(), false, None));
+            }
+            let child = format!("{root}:thread:{}", thread_key(thread));
+            if store.get(&child)?.is_some() {
+                return Ok((child, false, Some(root.to_owned())));
+            }
+            let key = create_exact(store, &child, Some(root), None)?;
+            Ok((key, true, Some(root.to_owned())))
+        }
+    }
+}
+
+fn thread_key(thread: &str) -> String {
+    if thread.len() <= 128
+        && thread
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        thread.to_ascii_lowercase()
+    } else {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(thread.as_bytes());
+        digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The member of a family (`exact` and the keys under `prefix`) whose stored tree `messages`
+/// continues best: the most messages in common, a whole branch extended before a divergence,
+/// then the most recently updated. With `extends_only`, only members with a stored branch that
+/// is a prefix of `messages` (or with nothing stored) count.
+fn best(
+    store: &SessionStore,
+    prefix: &str,
+    exact: Option<&str>,
+    messages: &[AgentMessage],
+    extends_only: bool,
+) -> Result<Option<String>, ConversationError> {
+    let members: Vec<(String, SessionEntry)> = store
+        .list()?
+        .into_iter()
+        .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
+        .collect();
+    let mut chosen: Option<((bool, usize, bool, u64), String)> = None;
+    for (key, entry) in members {
+        let file: PathBuf = store.session_file_path(&key, &entry)?;
+        let session = match Session::open(&file, SessionOptions::default()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(key = %key, error = %e, "a conversation could not be opened; it is skipped");
+                continue;
+            }
+        };
+        let m = match_history(session.tree(), messages);
+        let usable = match m.kind {
+            MatchKind::Extends | MatchKind::Empty => true,
+            MatchKind::Diverges => !extends_only,
+            MatchKind::Unrelated => false,
+        };
+        if !usable {
+            continue;
+        }
+        let rank = (
+            m.kind != MatchKind::Empty,
+            m.matched,
+            m.kind == MatchKind::Extends,
+            entry.updated_at,
+        );
+        if chosen.as_ref().is_none_or(|(r, _)| rank > *r) {
+            chosen = Some((rank, key));
+        }
+    }
+    Ok(chosen.map(|(_, key)| key))
+}
+
+/// Creates a conversation under the first free key `<prefix><n>`.
+fn create(
+    store: &SessionStore,
+    prefix: &str,
+    spawned_by: Option<&str>,
+    thread: Option<&str>,
+) -> Result<String, ConversationError> {
+    create_with(
+        store,
+        |map| {
+            (1..)
+                .map(|n| format!("{prefix}{n}"))
+                .find(|k| !map.contains_key(k))
+                .unwrap_or_else(|| format!("{prefix}0"))
+        },
+        spawned_by,
+        thread,
+    )
+}
+
+/// Creates the conversation `key` unless it exists (another request made it meanwhile).
+fn create_exact(
+    store: &SessionStore,
+    key: &str,
+    spawned_by: Option<&str>,
+    thread: Option<&str>,
+) -> Result<String, ConversationError> {
+    create_with(store, |_| key.to_owned(), spawned_by, thread)
+}
+
+fn create_with(
+    store: &SessionStore,
+    pick: impl FnOnce(&SessionMap) -> String,
+    spawned_by: Option<&str>,
+    thread: Option<&str>,
+) -> Result<String, ConversationError> {
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".to_string());
+    let key = store.update(|map| -> Result<String, ConversationError> {
+        let key = pick(map);
+        if map.contains_key(&key) {
+            return Ok(key);
+        }
+        let header = SessionHeader::new(cwd);
+        let file = store.dir().join(format!("{}.jsonl", header.id));
+        let session = Session::create(&file, header, SessionOptions::default())?;
+        let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
+        entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        if let Some(parent) = spawned_by {
+            entry
+                .extra
+                .insert(SPAWNED_BY.to_owned(), Value::from(parent));
+        }
+        if let Some(thread) = thread {
+            entry
+                .extra
+                .insert(SERVE_THREAD.to_owned(), Value::from(thread));
+        }
+        entry
+            .extra
+            .insert("origin".to_owned(), Value::from("rampart serve"));
+        map.insert(key.clone(), entry);
+        Ok(key)
+    })??;
+    Ok(key)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "conversations_tests.rs"]
+mod tests;

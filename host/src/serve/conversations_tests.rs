@@ -1,0 +1,172 @@
+use rampart_message::AgentMessage;
+use rampart_sessions::store::SessionStore;
+
+use super::*;
+use crate::serve::identity::ClaudeCodeSource;
+
+fn user(text: &str) -> AgentMessage {
+    AgentMessage::user_text(text, 1)
+}
+
+fn answer(text: &str) -> AgentMessage {
+    AgentMessage::assistant_text(text, "anthropic-messages", "up", "m", 2)
+}
+
+fn cc(id: &str) -> ClientSession {
+    ClientSession::ClaudeCode {
+        session: id.into(),
+        source: ClaudeCodeSource::Header,
+    }
+}
+
+/// Opens the conversation for `messages` and stores the unseen ones plus `reply`, as a turn
+/// would; returns the key.
+fn turn(
+    store: &SessionStore,
+    client: Option<&ClientSession>,
+    messages: &[AgentMessage],
+    reply: &str,
+) -> String {
+    let mut c = open(store, client, messages, Duration::from_secs(5)).unwrap();
+    match &c.placement.attach_at {
+        Some(id) => c.session.branch(id).unwrap(),
+        None => c.session.reset_leaf(),
+    }
+    for m in c.placement.unseen(messages) {
+        c.session.append_message(m.clone()).unwrap();
+    }
+    c.session.append_message(answer(reply)).unwrap();
+    c.session.sync().unwrap();
+    c.key
+}
+
+#[test]
+fn same_claude_md_different_session_ids_are_two_conversations() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let first = [user("<CLAUDE.md> task")];
+    let a = turn(&store, Some(&cc("aaaa")), &first, "a1");
+    let b = turn(&store, Some(&cc("bbbb")), &first, "b1");
+    assert_ne!(a, b);
+    assert_eq!(a, "serve:claude-code:aaaa");
+    // Each continues its own.
+    let a2 = turn(
+        &store,
+        Some(&cc("aaaa")),
+        &[first[0].clone(), answer("a1"), user("more")],
+        "a2",
+    );
+    assert_eq!(a2, a);
+}
+
+#[test]
+fn an_unrelated_history_under_an_id_is_a_spawned_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let root = turn(&store, Some(&cc("s1")), &[user("main task")], "ok");
+    let child = turn(
+        &store,
+        Some(&cc("s1")),
+        &[user("subagent: search the repo")],
+        "found",
+    );
+    assert_eq!(child, "serve:claude-code:s1:child:1");
+    let entry = store.get(&child).unwrap().unwrap();
+    assert_eq!(entry.extra[SPAWNED_BY], root.as_str());
+    // The child continues as itself; the root as itself.
+    let again = turn(
+        &store,
+        Some(&cc("s1")),
+        &[
+            user("subagent: search the repo"),
+            answer("found"),
+            user("go on"),
+        ],
+        "done",
+    );
+    assert_eq!(again, child);
+    let main = turn(
+        &store,
+        Some(&cc("s1")),
+        &[user("main task"), answer("ok"), user("next")],
+        "k",
+    );
+    assert_eq!(main, root);
+}
+
+#[test]
+fn anonymous_clients_with_the_same_start_stay_apart_once_they_diverge() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let a = turn(&store, None, &[user("hello")], "answer for A");
+    // B starts the same; A's stored branch is not a prefix of B's request: a new conversation.
+    let b = turn(&store, None, &[user("hello")], "answer for B");
+    assert_ne!(a, b);
+    let a2 = turn(
+        &store,
+        None,
+        &[user("hello"), answer("answer for A"), user("a?")],
+        "x",
+    );
+    let b2 = turn(
+        &store,
+        None,
+        &[user("hello"), answer("answer for B"), user("b?")],
+        "y",
+    );
+    assert_eq!((a2, b2), (a, b));
+}
+
+#[test]
+fn codex_threads_are_root_and_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let codex = |thread: &str| ClientSession::Codex {
+        session: "sess-1".into(),
+        thread: Some(thread.into()),
+    };
+    let root = turn(&store, Some(&codex("t-root")), &[user("fix the bug")], "ok");
+    let sub = turn(
+        &store,
+        Some(&codex("t-sub")),
+        &[user("fix the bug")],
+        "sub ok",
+    );
+    assert_eq!(root, "serve:codex:sess-1");
+    assert_eq!(sub, "serve:codex:sess-1:thread:t-sub");
+    assert_eq!(
+        store.get(&sub).unwrap().unwrap().extra[SPAWNED_BY],
+        root.as_str()
+    );
+    let root_again = turn(
+        &store,
+        Some(&codex("t-root")),
+        &[user("fix the bug"), answer("ok"), user("and?")],
+        "done",
+    );
+    assert_eq!(root_again, root);
+}
+
+#[test]
+fn an_edit_under_an_id_branches_the_same_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let id = ClientSession::Explicit("e".into());
+    let k = turn(&store, Some(&id), &[user("u1")], "a1");
+    turn(
+        &store,
+        Some(&id),
+        &[user("u1"), answer("a1"), user("u2")],
+        "a2",
+    );
+    let c = open(
+        &store,
+        Some(&id),
+        &[user("u1"), answer("a1"), user("u2 edited")],
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!(c.key, k);
+    assert_eq!(c.placement.kind, MatchKind::Diverges);
+    assert_eq!(c.placement.matched, 2);
+}

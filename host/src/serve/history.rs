@@ -1,0 +1,261 @@
+//! Matching the full history a client re-sends against a conversation's stored tree.
+//!
+//! A client sends its whole conversation on every request. The request continues the stored
+//! branch whose messages are a prefix of the ones it carries: the tree is walked from its roots,
+//! each message entry compared with the request's message at the same position by content
+//! ([`same_message`]), never by a hash of the first messages. Entries that are not messages
+//! (compactions, model changes, cache touches), and messages no model is sent (an answer that
+//! was aborted or failed, a shell run excluded from the context), are passed through: a client
+//! never re-sends them.
+//!
+//! The deepest entry reached decides ([`BranchMatch`]):
+//! - nothing stored yet: [`MatchKind::Empty`], every message is new;
+//! - the entry ends a stored branch (no message below it): [`MatchKind::Extends`], only the
+//!   messages after it are appended;
+//! - messages are stored below it that the request does not carry (an edit, or a regenerate):
+//!   [`MatchKind::Diverges`], the unseen messages start a new branch at that entry, the old
+//!   branch stays as it was;
+//! - not even the first message matches: [`MatchKind::Unrelated`], the request belongs to
+//!   another conversation (a subagent under the same client id, or another client).
+//!
+//! Among equally deep entries the one on the active branch wins, then the latest.
+
+use rampart_message::{AgentMessage, Content, ContentBlock};
+use rampart_sessions::SessionTree;
+use serde_json::Value;
+
+/// How the request's history relates to the stored tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchKind {
+    /// The tree holds no message yet.
+    Empty,
+    /// A stored branch is a prefix of the request: append what follows it.
+    Extends,
+    /// The request shares a prefix with a stored branch and then differs (or stops earlier):
+    /// a new branch from the last common entry.
+    Diverges,
+    /// Not even the first message is shared.
+    Unrelated,
+}
+
+/// Where the request's unseen messages go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchMatch {
+    /// What the request is to the tree.
+    pub kind: MatchKind,
+    /// The entry the unseen messages attach under; `None` for a new root (empty or unrelated).
+    pub attach_at: Option<String>,
+    /// How many of the request's messages the tree already holds on that branch.
+    pub matched: usize,
+}
+
+impl BranchMatch {
+    /// The messages of `incoming` that are not stored yet.
+    pub fn unseen<'a, T>(&self, incoming: &'a [T]) -> &'a [T] {
+        &incoming[self.matched.min(incoming.len())..]
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum State {
+    /// The path from the root to this entry matches the first `n` messages of the request.
+    Alive(usize),
+    /// The path holds a message the request does not carry at that position.
+    Dead,
+}
+
+/// Where `incoming` (the request's messages, system prompt excluded) continues `tree`.
+pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMatch {
+    let entries = tree.entries();
+    let mut states: Vec<Option<State>> = vec![None; entries.len()];
+    let mut any_message = false;
+    for (index, entry) in entries.iter().enumerate() {
+        state_of(tree, incoming, index, &mut states);
+        any_message |= counted(entry).is_some();
+    }
+    if !any_message {
+        return BranchMatch {
+            kind: MatchKind::Empty,
+            attach_at: None,
+            matched: 0,
+        };
+    }
+    // Whether a message entry hangs below each entry.
+    let mut message_below = vec![false; entries.len()];
+    for index in (0..entries.len()).rev() {
+        if let Some(parent) = tree.parent_index(index) {
+            let below = message_below[index] || counted(&entries[index]).is_some();
+            message_below[parent] |= below;
+        }
+    }
+    let active: std::collections::HashSet<usize> = tree
+        .leaf_index()
+        .map(|leaf| tree.path_to(leaf).into_iter().collect())
+        .unwrap_or_default();
+    let mut best: Option<(usize, bool, usize)> = None;
+    for (index, state) in states.iter().enumerate() {
+        let Some(State::Alive(n)) = state else {
+            continue;
+        };
+        if *n == 0 {
+            continue;
+        }
+        let rank = (*n, active.contains(&index), index);
+        if best.is_none_or(|b| rank > b) {
+            best = Some(rank);
+        }
+    }
+    match best {
+        None => BranchMatch {
+            kind: MatchKind::Unrelated,
+            attach_at: None,
+            matched: 0,
+        },
+        Some((n, _, index)) => BranchMatch {
+            kind: if message_below[index] {
+                MatchKind::Diverges
+            } else {
+                MatchKind::Extends
+            },
+            attach_at: Some(entries[index].id.clone()),
+            matched: n,
+        },
+    }
+}
+
+fn state_of(
+    tree: &SessionTree,
+    incoming: &[AgentMessage],
+    index: usize,
+    states: &mut [Option<State>],
+) -> State {
+    if let Some(state) = states[index] {
+        return state;
+    }
+    // Iterative over the path, so a long branch cannot overflow the stack.
+    let path = tree.path_to(index);
+    let mut state = State::Alive(0);
+    for &at in &path {
+        if let Some(known) = states[at] {
+            state = known;
+            continue;
+        }
+        state = match (state, counted(&tree.entries()[at])) {
+            (State::Dead, _) => State::Dead,
+            (alive, None) => alive,
+            (State::Alive(n), Some(stored)) => match incoming.get(n) {
+                Some(sent) if same_message(stored, sent) => State::Alive(n + 1),
+                _ => State::Dead,
+            },
+        };
+        states[at] = Some(state);
+    }
+    state
+}
+
+/// The message of an entry that a client's history must carry: one a model is sent.
+fn counted(entry: &rampart_sessions::Entry) -> Option<&AgentMessage> {
+    entry
+        .body
+        .message()
+        .filter(|m| crate::providers::sent_to_model(m))
+}
+
+/// Whether a stored message is the one a client re-sent: compared by what a chat API carries
+/// (role, text, images and other blocks, tool calls with their ids and arguments, tool results
+/// with their call id), not by what only the store keeps (timestamps, usage, model, stop reason,
+/// thinking, which OpenAI clients drop).
+///
+/// A stored tool result also matches the full result it was capped from: its notice names the
+/// blob that keeps the original (`sha256:` of the original text), or it is a shortened head of
+/// it.
+pub fn same_message(stored: &AgentMessage, sent: &AgentMessage) -> bool {
+    match (stored, sent) {
+        (AgentMessage::User(a), AgentMessage::User(b)) => {
+            canonical_content(&a.content) == canonical_content(&b.content)
+        }
+        (AgentMessage::Assistant(a), AgentMessage::Assistant(b)) => {
+            canonical(a.content.iter()) == canonical(b.content.iter())
+        }
+        (AgentMessage::ToolResult(a), AgentMessage::ToolResult(b)) => {
+            if a.tool_call_id != b.tool_call_id {
+                return false;
+            }
+            let stored = canonical_content(&a.content);
+            let sent = canonical_content(&b.content);
+            stored == sent || is_cap_of(&a.content.joined_text(), &b.content.joined_text())
+        }
+        _ => false,
+    }
+}
+
+/// [`canonical`] of a user or tool-result content: a string is its text.
+fn canonical_content(content: &Content) -> Canonical {
+    match content {
+        Content::Text(t) => Canonical {
+            text: t.trim().to_owned(),
+            parts: Vec::new(),
+        },
+        Content::Blocks(blocks) => canonical(blocks.iter()),
+    }
+}
+
+/// What a client carries of some blocks: the text (pieces joined with newlines, trimmed), the
+/// tool calls, and the other non-thinking blocks as JSON without `cache_control`.
+#[derive(Debug, PartialEq)]
+struct Canonical {
+    text: String,
+    parts: Vec<Value>,
+}
+
+fn canonical<'a>(blocks: impl Iterator<Item = &'a ContentBlock>) -> Canonical {
+    let mut texts: Vec<&str> = Vec::new();
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(t) => {
+                if !t.text.trim().is_empty() {
+                    texts.push(&t.text);
+                }
+            }
+            ContentBlock::Thinking(_) => {}
+            ContentBlock::ToolCall(c) => parts.push(serde_json::json!({
+                "toolCall": c.id, "name": c.name, "arguments": c.arguments
+            })),
+            ContentBlock::Image(i) => {
+                parts.push(serde_json::json!({"image": i.mime_type, "data": i.data}));
+            }
+            ContentBlock::Other(map) => {
+                let mut map = map.clone();
+                map.remove("cache_control");
+                parts.push(Value::Object(map));
+            }
+        }
+    }
+    Canonical {
+        text: texts.join("\n").trim().to_owned(),
+        parts,
+    }
+}
+
+/// Whether `stored` is what the persistence guard or a truncation pass made of `original`.
+fn is_cap_of(stored: &str, original: &str) -> bool {
+    if stored.len() >= original.len() {
+        return false;
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(original.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    if stored.contains(&format!("sha256:{hex}")) {
+        return true;
+    }
+    // A head kept as it was (cuts fall on newlines; a notice follows).
+    let head: String = stored.chars().take(256).collect();
+    let head = head.lines().next().unwrap_or("");
+    head.chars().count() >= 16 && original.starts_with(head)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "history_tests.rs"]
+mod tests;

@@ -1,0 +1,268 @@
+use rampart_message::AgentMessage;
+use rampart_sessions::{EntryBody, SessionTree};
+use serde_json::json;
+
+use super::*;
+
+fn user(text: &str) -> AgentMessage {
+    AgentMessage::user_text(text, 1)
+}
+
+fn answer(text: &str) -> AgentMessage {
+    AgentMessage::assistant_text(text, "anthropic-messages", "up", "m", 2)
+}
+
+fn call(id: &str, args: serde_json::Value) -> AgentMessage {
+    serde_json::from_value(json!({
+        "role": "assistant",
+        "content": [{"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+                    {"type": "toolCall", "id": id, "name": "read", "arguments": args}],
+        "api": "anthropic-messages", "provider": "up", "model": "m",
+        "usage": {"input": 10, "output": 3, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 13,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": "toolUse", "timestamp": 5
+    }))
+    .unwrap()
+}
+
+fn result(id: &str, text: &str) -> AgentMessage {
+    AgentMessage::tool_result(id, "read", text, false, 6)
+}
+
+/// A tree holding `messages` as one branch; returns it with the entry ids.
+fn tree_of(messages: &[AgentMessage]) -> (SessionTree, Vec<String>) {
+    let mut tree = SessionTree::new();
+    let ids = messages
+        .iter()
+        .map(|m| tree.append(EntryBody::from_message(m.clone())).id.clone())
+        .collect();
+    (tree, ids)
+}
+
+#[test]
+fn an_empty_tree_takes_every_message() {
+    let tree = SessionTree::new();
+    let incoming = [user("hi")];
+    let m = match_history(&tree, &incoming);
+    assert_eq!(m.kind, MatchKind::Empty);
+    assert_eq!(m.attach_at, None);
+    assert_eq!(m.unseen(&incoming).len(), 1);
+}
+
+#[test]
+fn a_longer_history_extends_the_branch_and_only_the_rest_is_unseen() {
+    let (tree, ids) = tree_of(&[user("u1"), answer("a1")]);
+    let incoming = [user("u1"), answer("a1"), user("u2")];
+    let m = match_history(&tree, &incoming);
+    assert_eq!(m.kind, MatchKind::Extends);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[1].as_str()));
+    assert_eq!(m.matched, 2);
+    assert_eq!(m.unseen(&incoming), &[user("u2")]);
+}
+
+#[test]
+fn entries_that_are_not_messages_are_passed_through() {
+    let (mut tree, _) = tree_of(&[user("u1"), answer("a1")]);
+    let touch = tree
+        .append(EntryBody::Custom(
+            serde_json::from_value(
+                json!({"customType": "openclaw.cache-ttl", "data": {"timestamp": 3}}),
+            )
+            .unwrap(),
+        ))
+        .id
+        .clone();
+    let m = match_history(&tree, &[user("u1"), answer("a1"), user("u2")]);
+    assert_eq!(m.kind, MatchKind::Extends);
+    assert_eq!(m.attach_at.as_deref(), Some(touch.as_str()));
+}
+
+#[test]
+fn an_edit_branches_from_the_last_common_entry() {
+    let (tree, ids) = tree_of(&[user("u1"), answer("a1"), user("u2"), answer("a2")]);
+    let incoming = [user("u1"), answer("a1"), user("u2 edited")];
+    let m = match_history(&tree, &incoming);
+    assert_eq!(m.kind, MatchKind::Diverges);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[1].as_str()));
+    assert_eq!(m.unseen(&incoming), &[user("u2 edited")]);
+}
+
+#[test]
+fn a_regenerate_branches_at_the_prompt() {
+    let (tree, ids) = tree_of(&[user("u1"), answer("a1")]);
+    let m = match_history(&tree, &[user("u1")]);
+    assert_eq!(m.kind, MatchKind::Diverges);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(m.matched, 1);
+}
+
+#[test]
+fn a_different_first_message_is_unrelated() {
+    let (tree, _) = tree_of(&[user("u1"), answer("a1")]);
+    let m = match_history(&tree, &[user("another task")]);
+    assert_eq!(m.kind, MatchKind::Unrelated);
+    assert_eq!(m.attach_at, None);
+}
+
+#[test]
+fn equal_first_messages_do_not_make_a_continuation() {
+    // The CLAUDE.md case: the same first message, then a different answer. The request is a
+    // branch at the first message, never a continuation of the stored answer.
+    let (tree, ids) = tree_of(&[user("CLAUDE.md + task"), answer("a1"), user("u2")]);
+    let incoming = [user("CLAUDE.md + task"), answer("another a1"), user("u2")];
+    let m = match_history(&tree, &incoming);
+    assert_eq!(m.kind, MatchKind::Diverges);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(m.matched, 1);
+}
+
+#[test]
+fn both_branches_stay_reachable_after_an_edit() {
+    let (mut tree, ids) = tree_of(&[user("u1"), answer("a1"), user("u2"), answer("a2")]);
+    tree.branch(&ids[1]);
+    let edited = tree.append(EntryBody::from_message(user("u2'"))).id.clone();
+    let new_answer = tree
+        .append(EntryBody::from_message(answer("a2'")))
+        .id
+        .clone();
+    // The old branch, continued.
+    let old = match_history(
+        &tree,
+        &[
+            user("u1"),
+            answer("a1"),
+            user("u2"),
+            answer("a2"),
+            user("u3"),
+        ],
+    );
+    assert_eq!(old.kind, MatchKind::Extends);
+    assert_eq!(old.attach_at.as_deref(), Some(ids[3].as_str()));
+    // The new one.
+    let new = match_history(
+        &tree,
+        &[
+            user("u1"),
+            answer("a1"),
+            user("u2'"),
+            answer("a2'"),
+            user("u3"),
+        ],
+    );
+    assert_eq!(new.kind, MatchKind::Extends);
+    assert_eq!(new.attach_at.as_deref(), Some(new_answer.as_str()));
+    assert_ne!(edited, ids[2]);
+}
+
+#[test]
+fn ties_go_to_the_active_branch() {
+    let (mut tree, ids) = tree_of(&[user("u1"), answer("a1")]);
+    tree.branch(&ids[0]);
+    let twin = tree
+        .append(EntryBody::from_message(answer("a1")))
+        .id
+        .clone();
+    tree.branch(&ids[1]);
+    let m = match_history(&tree, &[user("u1"), answer("a1"), user("u2")]);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[1].as_str()));
+    tree.branch(&twin);
+    let m = match_history(&tree, &[user("u1"), answer("a1"), user("u2")]);
+    assert_eq!(m.attach_at.as_deref(), Some(twin.as_str()));
+}
+
+#[test]
+fn tool_calls_and_results_compare_by_id_arguments_and_content() {
+    let stored = [
+        user("read a"),
+        call("toolu_1", json!({"path": "a"})),
+        result("toolu_1", "body"),
+    ];
+    let (tree, ids) = tree_of(&stored);
+    // The client's copy of the call carries no thinking text, usage or timestamps.
+    let resent_call: AgentMessage = serde_json::from_value(json!({
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "toolu_1", "name": "read", "arguments": {"path": "a"}}],
+        "api": "anthropic-messages", "provider": "client", "model": "",
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": "stop", "timestamp": 0
+    }))
+    .unwrap();
+    let incoming = [
+        user("read a"),
+        resent_call,
+        result("toolu_1", "body"),
+        user("next"),
+    ];
+    let m = match_history(&tree, &incoming);
+    assert_eq!(m.kind, MatchKind::Extends);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[2].as_str()));
+    // Other arguments, another id or another result: not the same message.
+    assert!(!same_message(
+        &stored[1],
+        &call("toolu_1", json!({"path": "b"}))
+    ));
+    assert!(!same_message(
+        &stored[1],
+        &call("toolu_2", json!({"path": "a"}))
+    ));
+    assert!(!same_message(&stored[2], &result("toolu_1", "other")));
+    assert!(!same_message(&stored[2], &result("toolu_9", "body")));
+}
+
+#[test]
+fn an_answer_matches_its_resent_text_however_the_blocks_were_split() {
+    let stored: AgentMessage = serde_json::from_value(json!({
+        "role": "assistant",
+        "content": [{"type": "text", "text": "part one"}, {"type": "text", "text": "part two"}],
+        "api": "openai-completions", "provider": "up", "model": "m",
+        "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": "stop", "timestamp": 9
+    }))
+    .unwrap();
+    assert!(same_message(&stored, &answer("part one\npart two")));
+    assert!(!same_message(&stored, &answer("part one")));
+    // Roles differ: never the same.
+    assert!(!same_message(&user("x"), &answer("x")));
+}
+
+#[test]
+fn a_capped_result_matches_the_full_original() {
+    use sha2::Digest;
+    let original = "line\n".repeat(5000);
+    let hex: String = sha2::Sha256::digest(original.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let capped =
+        format!("line\nline\n\n[... 24990 characters omitted; full output: blob sha256:{hex} ...]");
+    assert!(same_message(
+        &result("c1", &capped),
+        &result("c1", &original)
+    ));
+    // A head that is kept as it was matches too; an unrelated short text does not.
+    let head = format!("{}\n[... truncated ...]", "0123456789abcdefghij");
+    assert!(same_message(
+        &result("c1", &head),
+        &result("c1", &format!("0123456789abcdefghij{}", "x".repeat(100)))
+    ));
+    assert!(!same_message(
+        &result("c1", "short"),
+        &result("c1", &original)
+    ));
+}
+
+#[test]
+fn an_aborted_answer_is_passed_through_so_a_retry_continues_after_it() {
+    let mut aborted = answer("half an ans");
+    if let AgentMessage::Assistant(a) = &mut aborted {
+        a.stop_reason = rampart_message::StopReason::Aborted;
+    }
+    let (tree, ids) = tree_of(&[user("u1"), aborted]);
+    // The client re-sends its prompt: it never saw a whole answer.
+    let m = match_history(&tree, &[user("u1")]);
+    assert_eq!(m.kind, MatchKind::Extends);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[1].as_str()));
+    assert_eq!(m.matched, 1);
+}

@@ -1,0 +1,242 @@
+//! A client's request, decoded once into types: the wire it speaks, the model it named, whether
+//! it streams, its system prompt, its messages as pi messages and its tools. The message
+//! conversion is the importers' ([`rampart_sessions::import::api_request`]), so a live request
+//! and a recorded transcript of the same shape become the same messages.
+
+use rampart_message::AgentMessage;
+use rampart_sessions::import::api_request::{from_anthropic_messages, from_openai_chat};
+use serde_json::Value;
+
+use crate::providers::ToolSpec;
+
+/// The API a client speaks; its answers and errors are written in the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// OpenAI chat completions.
+    OpenAi,
+    /// Anthropic messages.
+    Anthropic,
+}
+
+/// A client's request, decoded.
+#[derive(Debug, Clone)]
+pub struct ClientRequest {
+    /// The API it came in.
+    pub wire: Wire,
+    /// The model the client named (answers name it back).
+    pub model: String,
+    /// `stream: true`.
+    pub stream: bool,
+    /// OpenAI `stream_options.include_usage`: a last chunk with the usage.
+    pub include_usage: bool,
+    /// `max_tokens` (or `max_completion_tokens`).
+    pub max_tokens: Option<u64>,
+    /// The system prompt.
+    pub system: Option<String>,
+    /// The conversation, system prompt excluded.
+    pub messages: Vec<AgentMessage>,
+    /// The tools the client declared (function tools; Anthropic server tools are left out).
+    pub tools: Vec<ToolSpec>,
+    /// What could not be converted exactly.
+    pub warnings: Vec<String>,
+}
+
+/// Why a request body cannot be used; the text says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadRequest(pub String);
+
+/// Decodes `body`, sent in `wire`, at `now_ms`.
+pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, BadRequest> {
+    let Some(obj) = body.as_object() else {
+        return Err(BadRequest("the request body must be a JSON object".into()));
+    };
+    let model = obj
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty())
+        .ok_or_else(|| BadRequest("`model` is required: a non-empty string".into()))?
+        .to_owned();
+    let messages = obj
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| BadRequest("`messages` is required: an array of messages".into()))?;
+    let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let max_tokens = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(Value::as_u64));
+    let mut warnings = Vec::new();
+    let (conversation, tools) = match wire {
+        Wire::OpenAi => (
+            from_openai_chat(messages, &model, now_ms),
+            openai_tools(obj.get("tools"), &mut warnings),
+        ),
+        Wire::Anthropic => {
+            let iso = chrono::DateTime::from_timestamp_millis(now_ms as i64)
+                .unwrap_or_default()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            (
+                from_anthropic_messages(obj.get("system"), messages, &iso),
+                anthropic_tools(obj.get("tools"), &mut warnings),
+            )
+        }
+    };
+    if conversation.messages.is_empty() {
+        return Err(BadRequest(
+            "`messages` holds no user or assistant message".into(),
+        ));
+    }
+    warnings.extend(conversation.warnings);
+    Ok(ClientRequest {
+        wire,
+        model,
+        stream,
+        include_usage: obj
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        max_tokens,
+        system: conversation.system,
+        messages: conversation.messages,
+        tools,
+        warnings,
+    })
+}
+
+fn openai_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<ToolSpec> {
+    let Some(tools) = tools.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let function = t.get("function");
+            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+            match name {
+                Some(name) => Some(ToolSpec {
+                    name: name.to_owned(),
+                    description: function
+                        .and_then(|f| f.get("description"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    parameters: function
+                        .and_then(|f| f.get("parameters"))
+                        .cloned()
+                        .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                }),
+                None => {
+                    warnings.push(format!("tools[{i}]: not a function tool; not forwarded"));
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+fn anthropic_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<ToolSpec> {
+    let Some(tools) = tools.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    tools
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let name = t.get("name").and_then(Value::as_str);
+            match (name, t.get("input_schema")) {
+                (Some(name), Some(schema)) => Some(ToolSpec {
+                    name: name.to_owned(),
+                    description: t
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    parameters: schema.clone(),
+                }),
+                _ => {
+                    warnings.push(format!(
+                        "tools[{i}]: a server tool or a tool without input_schema; not forwarded"
+                    ));
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use rampart_message::ContentBlock;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn openai_request_with_tools_and_stream_options() {
+        let body = json!({
+            "model": "gpt-4o", "stream": true, "stream_options": {"include_usage": true},
+            "max_completion_tokens": 100,
+            "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "read", "description": "Read a file",
+                       "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+        });
+        let r = decode(Wire::OpenAi, &body, 7).unwrap();
+        assert!(r.stream && r.include_usage);
+        assert_eq!(r.max_tokens, Some(100));
+        assert_eq!(r.system.as_deref(), Some("sys"));
+        assert_eq!(r.messages.len(), 1);
+        assert_eq!(r.tools[0].name, "read");
+        assert_eq!(
+            r.tools[0].parameters["properties"]["path"]["type"],
+            "string"
+        );
+    }
+
+    #[test]
+    fn anthropic_request_with_tool_use_and_results() {
+        let body = json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 1024,
+            "system": "sys",
+            "messages": [
+                {"role": "user", "content": "read a"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "body"}]}
+            ],
+            "tools": [{"name": "Read", "input_schema": {"type": "object"}},
+                      {"type": "web_search_20250305", "name": "web_search"}]
+        });
+        let r = decode(Wire::Anthropic, &body, 1_700_000_000_000).unwrap();
+        assert_eq!(r.messages.len(), 3);
+        let AgentMessage::Assistant(a) = &r.messages[1] else {
+            panic!()
+        };
+        assert!(matches!(&a.content[0], ContentBlock::ToolCall(c) if c.arguments["path"] == "a"));
+        assert_eq!(r.tools.len(), 1);
+        assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        assert_eq!(r.messages[0].timestamp(), Some(1_700_000_000_000));
+    }
+
+    #[test]
+    fn bad_bodies_say_what_to_fix() {
+        assert!(
+            decode(Wire::OpenAi, &json!([]), 0)
+                .unwrap_err()
+                .0
+                .contains("JSON object")
+        );
+        assert!(
+            decode(Wire::OpenAi, &json!({"messages": []}), 0)
+                .unwrap_err()
+                .0
+                .contains("`model`")
+        );
+        assert!(
+            decode(Wire::Anthropic, &json!({"model": "m"}), 0)
+                .unwrap_err()
+                .0
+                .contains("`messages`")
+        );
+        assert!(decode(Wire::Anthropic, &json!({"model": "m", "messages": []}), 0).is_err());
+    }
+}

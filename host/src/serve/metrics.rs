@@ -1,0 +1,161 @@
+//! What `GET /metrics` reports, in Prometheus text format: requests by endpoint and status,
+//! conversations created, turns, compactions, side requests, and the time turns spent waiting
+//! for the model (upstream latency, recovery included).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds of the latency histogram, in seconds.
+const BUCKETS: [f64; 10] = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0];
+
+/// The counters of one server.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    conversations: AtomicU64,
+    turns: AtomicU64,
+    compactions: AtomicU64,
+    side_requests: AtomicU64,
+    upstream: Mutex<Histogram>,
+}
+
+#[derive(Debug, Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Metrics {
+    /// A request to `endpoint` answered with `status`.
+    pub fn request(&self, endpoint: &'static str, status: u16) {
+        let mut map = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+        *map.entry((endpoint, status)).or_default() += 1;
+    }
+
+    /// A conversation was created.
+    pub fn conversation_created(&self) {
+        self.conversations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A turn ended with an answer after `upstream` and `compactions` compactions.
+    pub fn turn(&self, upstream: Duration, compactions: u32) {
+        self.turns.fetch_add(1, Ordering::Relaxed);
+        self.compactions
+            .fetch_add(u64::from(compactions), Ordering::Relaxed);
+        self.observe_upstream(upstream);
+    }
+
+    /// A side request was answered after `upstream`.
+    pub fn side_request(&self, upstream: Duration) {
+        self.side_requests.fetch_add(1, Ordering::Relaxed);
+        self.observe_upstream(upstream);
+    }
+
+    fn observe_upstream(&self, took: Duration) {
+        let seconds = took.as_secs_f64();
+        let mut h = self.upstream.lock().unwrap_or_else(|p| p.into_inner());
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if seconds <= *bound {
+                h.counts[i] += 1;
+            }
+        }
+        h.count += 1;
+        h.sum += seconds;
+    }
+
+    /// The Prometheus text, with the current `in_flight` and `queued` requests.
+    pub fn render(&self, in_flight: usize, conversations_known: Option<usize>) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP rampart_serve_requests_total Requests by endpoint and status.\n");
+        out.push_str("# TYPE rampart_serve_requests_total counter\n");
+        for ((endpoint, status), n) in self
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            out.push_str(&format!(
+                "rampart_serve_requests_total{{endpoint=\"{endpoint}\",status=\"{status}\"}} {n}\n"
+            ));
+        }
+        let counters = [
+            (
+                "rampart_serve_conversations_created_total",
+                "Conversations created by this server.",
+                &self.conversations,
+            ),
+            (
+                "rampart_serve_turns_total",
+                "Turns answered through the run loop.",
+                &self.turns,
+            ),
+            (
+                "rampart_serve_compactions_total",
+                "Compactions run during turns.",
+                &self.compactions,
+            ),
+            (
+                "rampart_serve_side_requests_total",
+                "Side requests answered without a conversation.",
+                &self.side_requests,
+            ),
+        ];
+        for (name, help, value) in counters {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}\n",
+                value.load(Ordering::Relaxed)
+            ));
+        }
+        out.push_str("# HELP rampart_serve_in_flight Requests admitted and not yet answered.\n");
+        out.push_str(&format!(
+            "# TYPE rampart_serve_in_flight gauge\nrampart_serve_in_flight {in_flight}\n"
+        ));
+        if let Some(known) = conversations_known {
+            out.push_str("# HELP rampart_serve_conversations Conversations in the registry.\n");
+            out.push_str(&format!(
+                "# TYPE rampart_serve_conversations gauge\nrampart_serve_conversations {known}\n"
+            ));
+        }
+        let h = self.upstream.lock().unwrap_or_else(|p| p.into_inner());
+        let name = "rampart_serve_upstream_seconds";
+        out.push_str(&format!(
+            "# HELP {name} Time a turn waited for the model, recovery included.\n# TYPE {name} histogram\n"
+        ));
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            out.push_str(&format!(
+                "{name}_bucket{{le=\"{bound}\"}} {}\n",
+                h.counts[i]
+            ));
+        }
+        out.push_str(&format!("{name}_bucket{{le=\"+Inf\"}} {}\n", h.count));
+        out.push_str(&format!("{name}_sum {}\n{name}_count {}\n", h.sum, h.count));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_the_histogram() {
+        let m = Metrics::default();
+        m.request("messages", 200);
+        m.request("messages", 200);
+        m.request("chat_completions", 429);
+        m.turn(Duration::from_millis(30), 2);
+        let text = m.render(1, Some(3));
+        assert!(
+            text.contains("rampart_serve_requests_total{endpoint=\"messages\",status=\"200\"} 2")
+        );
+        assert!(text.contains("status=\"429\"} 1"));
+        assert!(text.contains("rampart_serve_compactions_total 2"));
+        assert!(text.contains("rampart_serve_upstream_seconds_bucket{le=\"0.025\"} 0"));
+        assert!(text.contains("rampart_serve_upstream_seconds_bucket{le=\"0.1\"} 1"));
+        assert!(text.contains("rampart_serve_upstream_seconds_count 1"));
+        assert!(text.contains("rampart_serve_conversations 3"));
+    }
+}

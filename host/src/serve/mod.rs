@@ -1,0 +1,21 @@
+//! `rampart serve`: managed context for any agent, as an OpenAI- and Anthropic-compatible
+//! proxy.
+//!
+//! - [`identity`]: which conversation a request belongs to, from its headers and body;
+//! - [`history`]: where the history a client re-sends continues the stored tree;
+//! - [`inbound`]: a client request decoded once into types;
+//! - [`conversations`]: which stored conversation a request continues, opened and held;
+//! - [`outbound`]: the answer and errors in the client's wire, JSON or stream;
+//! - [`metrics`]: `GET /metrics`;
+//! - [`server`]: the routes, admission, and a request's way through the run loop.
+//!
+//! `SERVE_NOTES.md` at the repository root describes the conversation rule, client set-up, and
+//! what a replica keeps in memory.
+
+pub mod conversations;
+pub mod history;
+pub mod identity;
+pub mod inbound;
+pub mod metrics;
+pub mod outbound;
+pub mod server;

@@ -1,0 +1,520 @@
+//! The Runner's answer, and errors, written in the client's own wire: a JSON response, or the
+//! event sequence of a stream.
+//!
+//! A stream is written as the upstream's pieces arrive ([`StreamEncoder`]), when the upstream
+//! streams; otherwise (a server that answers streamed requests with whole JSON) it is made
+//! from the whole answer at the end ([`openai_sse`], [`anthropic_sse`]).
+
+use std::collections::BTreeMap;
+
+use rampart_message::{AssistantMessage, ContentBlock, StopReason, Usage};
+use serde_json::{Value, json};
+
+use super::inbound::Wire;
+use crate::providers::StreamDelta;
+use crate::providers::anthropic::assistant_blocks;
+use crate::providers::openai::wire::to_openai_message;
+
+/// The answer's identity in the client's wire.
+#[derive(Debug, Clone)]
+pub struct AnswerMeta<'a> {
+    /// `chatcmpl-…` or `msg_…`.
+    pub id: &'a str,
+    /// The model the client named.
+    pub model: &'a str,
+    /// Unix seconds.
+    pub created: u64,
+}
+
+fn openai_finish(reason: &StopReason) -> &'static str {
+    match reason {
+        StopReason::Length => "length",
+        StopReason::ToolUse => "tool_calls",
+        _ => "stop",
+    }
+}
+
+fn anthropic_stop(reason: &StopReason) -> &'static str {
+    match reason {
+        StopReason::Length => "max_tokens",
+        StopReason::ToolUse => "tool_use",
+        _ => "end_turn",
+    }
+}
+
+fn openai_usage(u: &Usage) -> Value {
+    let prompt = u.input + u.cache_read + u.cache_write;
+    json!({
+        "prompt_tokens": prompt,
+        "completion_tokens": u.output,
+        "total_tokens": prompt + u.output,
+        "prompt_tokens_details": {"cached_tokens": u.cache_read},
+    })
+}
+
+fn anthropic_usage(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.input,
+        "output_tokens": u.output,
+        "cache_read_input_tokens": u.cache_read,
+        "cache_creation_input_tokens": u.cache_write,
+    })
+}
+
+/// The OpenAI message of an answer, as a response carries it (no `reasoning_content`, which
+/// few clients read back correctly).
+fn openai_message(reply: &AssistantMessage) -> Value {
+    let mut message = to_openai_message(&rampart_message::AgentMessage::Assistant(reply.clone()));
+    if let Some(map) = message.as_object_mut() {
+        map.remove("reasoning_content");
+    }
+    message
+}
+
+/// A whole chat-completions response.
+pub fn openai_response(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Value {
+    json!({
+        "id": meta.id,
+        "object": "chat.completion",
+        "created": meta.created,
+        "model": meta.model,
+        "choices": [{
+            "index": 0,
+            "message": openai_message(reply),
+            "finish_reason": openai_finish(&reply.stop_reason),
+        }],
+        "usage": openai_usage(&reply.usage),
+    })
+}
+
+/// The chunks of a streamed chat-completions response, each a whole SSE frame, ending with
+/// `[DONE]`; with `include_usage`, a last chunk with empty choices carries the usage.
+pub fn openai_sse(
+    reply: &AssistantMessage,
+    meta: &AnswerMeta<'_>,
+    include_usage: bool,
+) -> Vec<String> {
+    let chunk = |choices: Value| {
+        json!({
+            "id": meta.id,
+            "object": "chat.completion.chunk",
+            "created": meta.created,
+            "model": meta.model,
+            "choices": choices,
+        })
+    };
+    let mut frames = Vec::new();
+    let text: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut first = json!({"role": "assistant", "content": ""});
+    if !text.is_empty() {
+        first["content"] = json!(text.join("\n"));
+    }
+    frames.push(chunk(
+        json!([{"index": 0, "delta": first, "finish_reason": null}]),
+    ));
+    let calls = reply.content.iter().filter_map(|b| match b {
+        ContentBlock::ToolCall(c) => Some(c),
+        _ => None,
+    });
+    for (index, call) in calls.enumerate() {
+        frames.push(chunk(json!([{
+            "index": 0,
+            "delta": {"tool_calls": [{
+                "index": index,
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments.to_string()},
+            }]},
+            "finish_reason": null,
+        }])));
+    }
+    frames.push(chunk(json!([{
+        "index": 0,
+        "delta": {},
+        "finish_reason": openai_finish(&reply.stop_reason),
+    }])));
+    if include_usage {
+        let mut last = chunk(json!([]));
+        last["usage"] = openai_usage(&reply.usage);
+        frames.push(last);
+    }
+    let mut out: Vec<String> = frames.iter().map(|f| format!("data: {f}\n\n")).collect();
+    out.push("data: [DONE]\n\n".to_owned());
+    out
+}
+
+/// A whole Anthropic messages response.
+pub fn anthropic_response(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Value {
+    json!({
+        "id": meta.id,
+        "type": "message",
+        "role": "assistant",
+        "model": meta.model,
+        "content": assistant_blocks(reply),
+        "stop_reason": anthropic_stop(&reply.stop_reason),
+        "stop_sequence": null,
+        "usage": anthropic_usage(&reply.usage),
+    })
+}
+
+/// The events of a streamed Anthropic response, each a whole SSE frame: `message_start`, per
+/// block a start, one delta and a stop, `message_delta` with the stop reason, `message_stop`.
+pub fn anthropic_sse(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Vec<String> {
+    let mut events: Vec<(&str, Value)> = Vec::new();
+    let mut usage = anthropic_usage(&reply.usage);
+    usage["output_tokens"] = json!(0);
+    events.push((
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": meta.id, "type": "message", "role": "assistant", "model": meta.model,
+            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage,
+        }}),
+    ));
+    for (index, block) in assistant_blocks(reply).into_iter().enumerate() {
+        let kind = block["type"].as_str().unwrap_or_default().to_owned();
+        let (start, deltas): (Value, Vec<Value>) = match kind.as_str() {
+            "text" => (
+                json!({"type": "text", "text": ""}),
+                vec![json!({"type": "text_delta", "text": block["text"]})],
+            ),
+            "tool_use" => (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                vec![
+                    json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+                ],
+            ),
+            "thinking" => (
+                json!({"type": "thinking", "thinking": ""}),
+                vec![
+                    json!({"type": "thinking_delta", "thinking": block["thinking"]}),
+                    json!({"type": "signature_delta", "signature": block["signature"]}),
+                ],
+            ),
+            _ => (block.clone(), Vec::new()),
+        };
+        events.push((
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        ));
+        for delta in deltas {
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    events.push((
+        "message_delta",
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": anthropic_stop(&reply.stop_reason), "stop_sequence": null},
+               "usage": {"output_tokens": reply.usage.output}}),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+    events
+        .into_iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
+
+/// Writes a streamed answer in the client's wire as its pieces arrive: [`StreamEncoder::begin`],
+/// then [`StreamEncoder::delta`] per piece, then [`StreamEncoder::finish`] with the answer as
+/// stored (its stop reason and usage) or [`StreamEncoder::fail`]. Each call returns whole SSE
+/// frames.
+///
+/// A new attempt after content was already sent (the upstream stream broke and was retried, or
+/// overflowed mid-stream and was compacted) cannot be taken back: the stream then ends with an
+/// error event, and the answer the turn stores is the retried one.
+#[derive(Debug)]
+pub struct StreamEncoder {
+    wire: Wire,
+    id: String,
+    model: String,
+    created: u64,
+    include_usage: bool,
+    /// Anthropic: the block open now, by our index, and what it holds.
+    open: Option<(u64, Open)>,
+    /// Anthropic: the next block index; OpenAI: unused.
+    next_block: u64,
+    /// The upstream block of the last text piece (a new one starts a new text block).
+    text_block: Option<u64>,
+    /// Upstream tool-call index → ours (OpenAI tool index, or Anthropic block index).
+    calls: BTreeMap<u64, u64>,
+    started: bool,
+    broken: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    Tool(u64),
+}
+
+impl StreamEncoder {
+    /// An encoder for one answer.
+    pub fn new(wire: Wire, meta: &AnswerMeta<'_>, include_usage: bool) -> Self {
+        Self {
+            wire,
+            id: meta.id.to_owned(),
+            model: meta.model.to_owned(),
+            created: meta.created,
+            include_usage,
+            open: None,
+            next_block: 0,
+            text_block: None,
+            calls: BTreeMap::new(),
+            started: false,
+            broken: false,
+        }
+    }
+
+    fn openai_chunk(&self, delta: Value, finish: Option<&str>) -> String {
+        let chunk = json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        });
+        format!("data: {chunk}\n\n")
+    }
+
+    fn event(name: &str, data: Value) -> String {
+        format!("event: {name}\ndata: {data}\n\n")
+    }
+
+    /// The frames that open the answer.
+    pub fn begin(&mut self) -> Vec<String> {
+        match self.wire {
+            Wire::OpenAi => {
+                vec![self.openai_chunk(json!({"role": "assistant", "content": ""}), None)]
+            }
+            Wire::Anthropic => vec![Self::event(
+                "message_start",
+                json!({"type": "message_start", "message": {
+                    "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                    "content": [], "stop_reason": null, "stop_sequence": null,
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                }}),
+            )],
+        }
+    }
+
+    fn close_block(&mut self) -> Vec<String> {
+        match self.open.take() {
+            Some((index, _)) => vec![Self::event(
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            )],
+            None => Vec::new(),
+        }
+    }
+
+    fn open_block(&mut self, what: Open, block: Value) -> Vec<String> {
+        let mut out = self.close_block();
+        let index = self.next_block;
+        self.next_block += 1;
+        self.open = Some((index, what));
+        out.push(Self::event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": block}),
+        ));
+        out
+    }
+
+    /// The frames for one piece.
+    pub fn delta(&mut self, delta: &StreamDelta) -> Vec<String> {
+        if self.broken {
+            return Vec::new();
+        }
+        match delta {
+            StreamDelta::Attempt if self.started => {
+                let out = self.fail(
+                    ErrorKind::Upstream,
+                    "the model's answer broke off and was retried after part of it was sent; \
+                     send the request again to get the whole answer",
+                );
+                self.broken = true;
+                out
+            }
+            StreamDelta::Attempt => Vec::new(),
+            StreamDelta::Text { block, text } => {
+                self.started = true;
+                let new_block = self.text_block != Some(*block);
+                let first_text = self.text_block.is_none();
+                self.text_block = Some(*block);
+                match self.wire {
+                    Wire::OpenAi => {
+                        // Text blocks are joined with a newline, as the whole answer is.
+                        let text = if new_block && !first_text {
+                            format!("\n{text}")
+                        } else {
+                            text.clone()
+                        };
+                        vec![self.openai_chunk(json!({"content": text}), None)]
+                    }
+                    Wire::Anthropic => {
+                        let mut out = Vec::new();
+                        if new_block || !matches!(self.open, Some((_, Open::Text))) {
+                            out = self.open_block(Open::Text, json!({"type": "text", "text": ""}));
+                        }
+                        if let Some((index, _)) = self.open {
+                            out.push(Self::event(
+                                "content_block_delta",
+                                json!({"type": "content_block_delta", "index": index,
+                                       "delta": {"type": "text_delta", "text": text}}),
+                            ));
+                        }
+                        out
+                    }
+                }
+            }
+            StreamDelta::ToolCallStart { index, id, name } => {
+                self.started = true;
+                match self.wire {
+                    Wire::OpenAi => {
+                        let ours = self.calls.len() as u64;
+                        self.calls.insert(*index, ours);
+                        vec![self.openai_chunk(
+                            json!({"tool_calls": [{"index": ours, "id": id, "type": "function",
+                                                   "function": {"name": name, "arguments": ""}}]}),
+                            None,
+                        )]
+                    }
+                    Wire::Anthropic => {
+                        let out = self.open_block(
+                            Open::Tool(*index),
+                            json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                        );
+                        if let Some((ours, _)) = self.open {
+                            self.calls.insert(*index, ours);
+                        }
+                        out
+                    }
+                }
+            }
+            StreamDelta::ToolCallArguments { index, fragment } => {
+                let Some(ours) = self.calls.get(index).copied() else {
+                    return Vec::new();
+                };
+                match self.wire {
+                    Wire::OpenAi => vec![self.openai_chunk(
+                        json!({"tool_calls": [{"index": ours, "function": {"arguments": fragment}}]}),
+                        None,
+                    )],
+                    Wire::Anthropic => vec![Self::event(
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": ours,
+                               "delta": {"type": "input_json_delta", "partial_json": fragment}}),
+                    )],
+                }
+            }
+        }
+    }
+
+    /// The frames that end the answer, with `reply` as stored (its stop reason and usage).
+    pub fn finish(&mut self, reply: &AssistantMessage) -> Vec<String> {
+        if self.broken {
+            return Vec::new();
+        }
+        match self.wire {
+            Wire::OpenAi => {
+                let mut out =
+                    vec![self.openai_chunk(json!({}), Some(openai_finish(&reply.stop_reason)))];
+                if self.include_usage {
+                    let chunk = json!({
+                        "id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                        "model": self.model, "choices": [], "usage": openai_usage(&reply.usage),
+                    });
+                    out.push(format!("data: {chunk}\n\n"));
+                }
+                out.push("data: [DONE]\n\n".to_owned());
+                out
+            }
+            Wire::Anthropic => {
+                let mut out = self.close_block();
+                let mut usage = anthropic_usage(&reply.usage);
+                usage["output_tokens"] = json!(reply.usage.output);
+                out.push(Self::event(
+                    "message_delta",
+                    json!({"type": "message_delta",
+                           "delta": {"stop_reason": anthropic_stop(&reply.stop_reason), "stop_sequence": null},
+                           "usage": usage}),
+                ));
+                out.push(Self::event("message_stop", json!({"type": "message_stop"})));
+                out
+            }
+        }
+    }
+
+    /// The frames that end the answer with an error, in the wire's in-stream error form.
+    pub fn fail(&mut self, kind: ErrorKind, message: &str) -> Vec<String> {
+        if self.broken {
+            return Vec::new();
+        }
+        self.broken = true;
+        let body = error_body(self.wire, kind, message);
+        match self.wire {
+            Wire::OpenAi => vec![format!("data: {body}\n\n"), "data: [DONE]\n\n".to_owned()],
+            Wire::Anthropic => vec![Self::event("error", body)],
+        }
+    }
+}
+
+/// What went wrong, in the terms both wires' error objects use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The request is wrong (bad JSON, a prompt that cannot fit).
+    InvalidRequest,
+    /// The key was refused.
+    Authentication,
+    /// Too many requests (here or upstream).
+    RateLimit,
+    /// The upstream failed or could not be reached.
+    Upstream,
+    /// Rampart itself is busy or failed (a session lock, a quarantined engine).
+    Server,
+    /// Overloaded: the queue is full.
+    Overloaded,
+}
+
+/// An error body in `wire`'s own shape.
+pub fn error_body(wire: Wire, kind: ErrorKind, message: &str) -> Value {
+    match wire {
+        Wire::OpenAi => {
+            let (kind, code) = match kind {
+                ErrorKind::InvalidRequest => ("invalid_request_error", Value::Null),
+                ErrorKind::Authentication => ("authentication_error", json!("invalid_api_key")),
+                ErrorKind::RateLimit | ErrorKind::Overloaded => {
+                    ("rate_limit_error", json!("rate_limit_exceeded"))
+                }
+                ErrorKind::Upstream => ("api_error", json!("upstream_error")),
+                ErrorKind::Server => ("server_error", Value::Null),
+            };
+            json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+        }
+        Wire::Anthropic => {
+            let kind = match kind {
+                ErrorKind::InvalidRequest => "invalid_request_error",
+                ErrorKind::Authentication => "authentication_error",
+                ErrorKind::RateLimit => "rate_limit_error",
+                ErrorKind::Upstream | ErrorKind::Server => "api_error",
+                ErrorKind::Overloaded => "overloaded_error",
+            };
+            json!({"type": "error", "error": {"type": kind, "message": message}})
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "outbound_tests.rs"]
+mod tests;

@@ -1,0 +1,245 @@
+use rampart_message::AgentMessage;
+use serde_json::json;
+
+use super::*;
+use crate::providers::StreamDelta;
+
+fn tool_answer() -> AssistantMessage {
+    let m: AgentMessage = serde_json::from_value(json!({
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Reading."},
+                    {"type": "toolCall", "id": "toolu_1", "name": "Read", "arguments": {"path": "a"}}],
+        "api": "anthropic-messages", "provider": "up", "model": "m",
+        "usage": {"input": 10, "output": 3, "cacheRead": 5, "cacheWrite": 0, "totalTokens": 18,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": "toolUse", "timestamp": 5
+    }))
+    .unwrap();
+    match m {
+        AgentMessage::Assistant(a) => a,
+        _ => unreachable!(),
+    }
+}
+
+const META: AnswerMeta<'static> = AnswerMeta {
+    id: "x1",
+    model: "client-model",
+    created: 1,
+};
+
+#[test]
+fn openai_json_carries_tool_calls_finish_reason_and_usage() {
+    let v = openai_response(&tool_answer(), &META);
+    assert_eq!(v["model"], "client-model");
+    assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+    let m = &v["choices"][0]["message"];
+    assert_eq!(m["content"], "Reading.");
+    assert_eq!(
+        m["tool_calls"][0]["function"]["arguments"],
+        r#"{"path":"a"}"#
+    );
+    assert_eq!(v["usage"]["prompt_tokens"], 15);
+    assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 5);
+}
+
+#[test]
+fn openai_stream_is_chunks_then_usage_then_done() {
+    let frames = openai_sse(&tool_answer(), &META, true);
+    assert_eq!(frames.last().unwrap(), "data: [DONE]\n\n");
+    let chunks: Vec<Value> = frames[..frames.len() - 1]
+        .iter()
+        .map(|f| serde_json::from_str(f.trim_start_matches("data: ").trim()).unwrap())
+        .collect();
+    assert_eq!(chunks[0]["choices"][0]["delta"]["content"], "Reading.");
+    assert_eq!(
+        chunks[1]["choices"][0]["delta"]["tool_calls"][0]["id"],
+        "toolu_1"
+    );
+    assert_eq!(chunks[2]["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(chunks[3]["choices"], json!([]));
+    assert_eq!(chunks[3]["usage"]["completion_tokens"], 3);
+    assert_eq!(
+        openai_sse(&tool_answer(), &META, false).len(),
+        frames.len() - 1
+    );
+}
+
+#[test]
+fn anthropic_json_and_stream() {
+    let v = anthropic_response(&tool_answer(), &META);
+    assert_eq!(v["stop_reason"], "tool_use");
+    assert_eq!(v["content"][1]["input"], json!({"path": "a"}));
+    assert_eq!(v["usage"]["cache_read_input_tokens"], 5);
+    let frames = anthropic_sse(&tool_answer(), &META);
+    let names: Vec<&str> = frames
+        .iter()
+        .map(|f| f.lines().next().unwrap().trim_start_matches("event: "))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert!(frames[5].contains(r#"\"path\":\"a\""#) || frames[5].contains("partial_json"));
+}
+
+#[test]
+fn errors_in_each_wire() {
+    let o = error_body(Wire::OpenAi, ErrorKind::RateLimit, "slow down");
+    assert_eq!(o["error"]["type"], "rate_limit_error");
+    assert_eq!(o["error"]["message"], "slow down");
+    let a = error_body(Wire::Anthropic, ErrorKind::Overloaded, "busy");
+    assert_eq!(
+        a,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+    );
+}
+
+fn frames_data(frames: &[String]) -> Vec<Value> {
+    frames
+        .iter()
+        .filter_map(|f| f.lines().find_map(|l| l.strip_prefix("data: ")))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_openai_stream_encoder_passes_pieces_on_and_ends_with_the_stored_answer() {
+    let mut e = StreamEncoder::new(Wire::OpenAi, &META, true);
+    let mut frames = e.begin();
+    frames.extend(e.delta(&StreamDelta::Attempt));
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 0,
+        text: "Read".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 0,
+        text: "ing.".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallStart {
+        index: 1,
+        id: "toolu_1".into(),
+        name: "Read".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallArguments {
+        index: 1,
+        fragment: "{\"path\":".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallArguments {
+        index: 1,
+        fragment: "\"a\"}".into(),
+    }));
+    frames.extend(e.finish(&tool_answer()));
+    assert_eq!(frames.last().unwrap(), "data: [DONE]\n\n");
+    let data = frames_data(&frames);
+    let text: String = data
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "Reading.");
+    let args: String = data
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(args, r#"{"path":"a"}"#);
+    assert_eq!(data[3]["choices"][0]["delta"]["tool_calls"][0]["index"], 0);
+    assert_eq!(
+        data[3]["choices"][0]["delta"]["tool_calls"][0]["id"],
+        "toolu_1"
+    );
+    assert_eq!(
+        data[data.len() - 2]["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    assert_eq!(data[data.len() - 1]["usage"]["completion_tokens"], 3);
+}
+
+#[test]
+fn the_anthropic_stream_encoder_keeps_blocks_apart() {
+    let mut e = StreamEncoder::new(Wire::Anthropic, &META, false);
+    let mut frames = e.begin();
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 0,
+        text: "one".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::Text {
+        block: 1,
+        text: "two".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallStart {
+        index: 2,
+        id: "toolu_1".into(),
+        name: "Read".into(),
+    }));
+    frames.extend(e.delta(&StreamDelta::ToolCallArguments {
+        index: 2,
+        fragment: "{}".into(),
+    }));
+    frames.extend(e.finish(&tool_answer()));
+    let names: Vec<&str> = frames
+        .iter()
+        .map(|f| f.lines().next().unwrap().trim_start_matches("event: "))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    let data = frames_data(&frames);
+    assert_eq!(data[7]["content_block"]["id"], "toolu_1");
+    assert_eq!(data[8]["index"], 2);
+    assert_eq!(data[10]["delta"]["stop_reason"], "tool_use");
+}
+
+#[test]
+fn a_retry_after_content_was_sent_ends_the_stream_with_an_error() {
+    let mut e = StreamEncoder::new(Wire::Anthropic, &META, false);
+    e.begin();
+    assert_eq!(
+        e.delta(&StreamDelta::Text {
+            block: 0,
+            text: "par".into()
+        })
+        .len(),
+        2
+    );
+    let broke = e.delta(&StreamDelta::Attempt);
+    assert_eq!(broke.len(), 1);
+    assert!(broke[0].starts_with("event: error\n"), "{broke:?}");
+    // Nothing after it: neither the retried text nor the end.
+    assert!(
+        e.delta(&StreamDelta::Text {
+            block: 0,
+            text: "partial".into()
+        })
+        .is_empty()
+    );
+    assert!(e.finish(&tool_answer()).is_empty());
+    let mut o = StreamEncoder::new(Wire::OpenAi, &META, false);
+    o.begin();
+    let failed = o.fail(ErrorKind::Upstream, "gone");
+    assert!(failed[0].contains("\"api_error\""), "{failed:?}");
+    assert_eq!(failed[1], "data: [DONE]\n\n");
+}

@@ -1,0 +1,1005 @@
+//! The HTTP server: routes, admission (a lane per conversation, a global bound, 429 when the
+//! queue is full), and one request's way through identity, the conversation, the run loop and
+//! back in the client's wire.
+//!
+//! Turns are blocking (the run loop, the engine, the providers), so each runs on tokio's
+//! blocking pool inside its conversation's lane ([`rampart_sessions::lanes::Lanes`]); the async
+//! side only parses, admits and answers. A streaming client's answer is passed on as the
+//! upstream streams it: the provider hands its pieces to a channel (`Forwarded::deltas`), and
+//! the response starts with the first piece of content, so a failure before it keeps its own
+//! status.
+//!
+//! A turn appends the request's unseen messages and the answer, and syncs; it does not end the
+//! turn the way `rampart run` does (`Runner::finish_turn` would answer the model's tool calls
+//! with synthetic errors): the client runs the tools and sends their results next time.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use rampart_context::tokens::TokenCounter;
+use rampart_message::wire::SharedMessage;
+use rampart_message::{AgentMessage, AssistantMessage};
+use rampart_sessions::lanes::Lanes;
+use rampart_sessions::store::{SessionStore, now_unix_ms};
+use serde_json::{Value, json};
+
+use super::conversations::{self, ConversationError};
+use super::identity::{ClientSession, Endpoint, Identity, identify};
+use super::inbound::{self, ClientRequest, Wire};
+use super::metrics::Metrics;
+use super::outbound::{self, AnswerMeta, ErrorKind, StreamEncoder};
+use crate::blobs::BlobStore;
+use crate::config::{Config, ModelName};
+use crate::engine::services::EventSink;
+use crate::engine::slot::{EngineSlot, HostResources};
+use crate::providers::registry::Providers;
+use crate::providers::{
+    ClientCredential, DeltaSink, Forwarded, ModelRequest, ProviderError, StreamDelta,
+};
+use crate::run::llm::ProvidersLlm;
+use crate::run::{ModelSource, RegistryWrites, RunEvents, RunSettings, Runner, TurnError};
+
+/// The largest request body accepted (a long agent history with images).
+pub const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
+
+/// Seconds a client is told to wait when the queue is full.
+pub const RETRY_AFTER_SECONDS: u64 = 1;
+
+/// What every request shares.
+pub struct ServerState {
+    config: Config,
+    store: SessionStore,
+    events: EventSink,
+    providers: Arc<Providers>,
+    slot: EngineSlot,
+    lanes: Lanes,
+    admitted: AtomicUsize,
+    limit: usize,
+    metrics: Metrics,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerState")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerState {
+    /// The state for `config` on `store`: providers and the engine slot built once.
+    pub fn new(config: Config, store: SessionStore, events: EventSink) -> anyhow::Result<Self> {
+        let providers = Arc::new(Providers::from_config(&config)?);
+        let resources = HostResources {
+            blobs: Some(BlobStore::in_sessions_dir(store.dir())),
+            llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+            ..Default::default()
+        };
+        let slot = EngineSlot::resolve_full(&config, &events, &resources)?;
+        let serve = &config.serve;
+        Ok(Self {
+            lanes: Lanes::new(serve.max_concurrent),
+            limit: serve.max_concurrent + serve.max_queue,
+            admitted: AtomicUsize::new(0),
+            metrics: Metrics::default(),
+            next_id: AtomicU64::new(1),
+            config,
+            store,
+            events,
+            providers,
+            slot,
+        })
+    }
+
+    /// Stops the engine.
+    pub fn shutdown(&self) {
+        self.slot.shutdown();
+    }
+}
+
+/// The routes.
+pub fn router(state: Arc<ServerState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/models", get(models))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Serves `state` on `listener` until SIGTERM or Ctrl-C, then lets requests in flight finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<ServerState>,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutting down: finishing the requests in flight");
+}
+
+/// Binds `addr` and serves until a signal; `on_bound` hears the address actually bound (the
+/// port, when 0 was asked for).
+pub fn run_blocking(
+    state: ServerState,
+    addr: SocketAddr,
+    on_bound: impl FnOnce(SocketAddr) -> std::io::Result<()>,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("rampart-serve")
+        .build()?;
+    let state = Arc::new(state);
+    let result = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            anyhow::anyhow!("cannot listen on {addr}: {e}; is another server using the port?")
+        })?;
+        on_bound(listener.local_addr()?)?;
+        serve(listener, Arc::clone(&state)).await?;
+        anyhow::Ok(())
+    });
+    state.shutdown();
+    result
+}
+
+// ---------------------------------------------------------------------------
+// Handlers
+// ---------------------------------------------------------------------------
+
+async fn chat_completions(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let response = conversation_request(
+        &state,
+        Endpoint::ChatCompletions,
+        Wire::OpenAi,
+        headers,
+        body,
+    )
+    .await;
+    state
+        .metrics
+        .request("chat_completions", response.status().as_u16());
+    response
+}
+
+async fn messages(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let response =
+        conversation_request(&state, Endpoint::Messages, Wire::Anthropic, headers, body).await;
+    state
+        .metrics
+        .request("messages", response.status().as_u16());
+    response
+}
+
+async fn count_tokens(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let response = count_tokens_inner(&state, &headers, &body);
+    state
+        .metrics
+        .request("count_tokens", response.status().as_u16());
+    response
+}
+
+fn count_tokens_inner(state: &ServerState, headers: &HeaderMap, body: &[u8]) -> Response {
+    if let Err(r) = authorize(state, Wire::Anthropic, headers) {
+        return r;
+    }
+    let request = match parse(Wire::Anthropic, body) {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let counter = TokenCounter::for_model(&request.model);
+    let messages: Vec<SharedMessage> = request.messages.into_iter().map(Arc::new).collect();
+    let tokens = counter.count_total(&messages)
+        + request
+            .system
+            .as_deref()
+            .map_or(0, |s| counter.count_text(s));
+    json_response(StatusCode::OK, json!({"input_tokens": tokens}))
+}
+
+async fn models(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
+    let wire = wire_of_headers(&headers);
+    let response = match authorize(&state, wire, &headers) {
+        Err(r) => r,
+        Ok(_) => {
+            let data: Vec<Value> = state
+                .config
+                .models
+                .providers()
+                .flat_map(|p| {
+                    p.models.iter().map(move |m| {
+                        json!({"id": format!("{}/{}", p.id, m.id), "object": "model",
+                               "type": "model", "owned_by": p.id, "display_name": m.id})
+                    })
+                })
+                .collect();
+            json_response(
+                StatusCode::OK,
+                json!({"object": "list", "data": data, "has_more": false}),
+            )
+        }
+    };
+    state.metrics.request("models", response.status().as_u16());
+    response
+}
+
+async fn healthz(State(state): State<Arc<ServerState>>) -> Response {
+    state.metrics.request("healthz", 200);
+    json_response(
+        StatusCode::OK,
+        json!({"status": "ok", "engine": state.slot.configured_id()}),
+    )
+}
+
+async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorize(&state, Wire::OpenAi, &headers) {
+        return r;
+    }
+    state.metrics.request("metrics", 200);
+    let known = state
+        .store
+        .list()
+        .ok()
+        .map(|l| l.iter().filter(|(k, _)| k.starts_with("serve:")).count());
+    let text = state
+        .metrics
+        .render(state.admitted.load(Ordering::Relaxed), known);
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        text,
+    )
+        .into_response()
+}
+
+/// `x-api-key` or `anthropic-version` means an Anthropic client.
+fn wire_of_headers(headers: &HeaderMap) -> Wire {
+    if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
+        Wire::Anthropic
+    } else {
+        Wire::OpenAi
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A conversation request
+// ---------------------------------------------------------------------------
+
+/// Counts an admitted request until it is answered.
+struct Admission<'a>(&'a AtomicUsize);
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn conversation_request(
+    state: &Arc<ServerState>,
+    endpoint: Endpoint,
+    wire: Wire,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let credential = match authorize(state, wire, &headers) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let raw: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return error_response(
+                wire,
+                StatusCode::BAD_REQUEST,
+                ErrorKind::InvalidRequest,
+                &format!("the request body is not JSON ({e}); send a JSON object"),
+            );
+        }
+    };
+    let identity = identify(endpoint, &headers, &raw, &state.config.serve.side_requests);
+    let request = match inbound::decode(wire, &raw, now_unix_ms()) {
+        Ok(r) => r,
+        Err(e) => {
+            return error_response(
+                wire,
+                StatusCode::BAD_REQUEST,
+                ErrorKind::InvalidRequest,
+                &e.0,
+            );
+        }
+    };
+    for w in &request.warnings {
+        tracing::debug!(warning = %w, "request conversion");
+    }
+    // Admission: a bounded queue, never an unbounded one.
+    if state.admitted.fetch_add(1, Ordering::AcqRel) >= state.limit {
+        state.admitted.fetch_sub(1, Ordering::AcqRel);
+        let mut r = error_response(
+            wire,
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorKind::Overloaded,
+            "rampart serve is at its limit of queued requests (`serve.maxConcurrent` + \
+             `serve.maxQueue`); retry after the time in Retry-After",
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        return r;
+    }
+    let admission_state = Arc::clone(state);
+    let worker_state = Arc::clone(state);
+    // A streaming client gets the upstream's pieces as they arrive.
+    let (sender, receiver) = if request.stream {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StreamDelta>();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    // What was streamed, kept so that a client that goes away mid-answer leaves the partial
+    // answer in its conversation, marked aborted.
+    let log = sender.as_ref().map(|_| Arc::new(StreamLog::default()));
+    let forwarded = Forwarded {
+        tools: request.tools.clone(),
+        credential,
+        deltas: sender.map(|tx| {
+            let log = log.clone();
+            DeltaSink::new(move |delta| {
+                if let Some(log) = &log {
+                    log.push(&delta);
+                }
+                // `false` once the client is gone: the provider stops reading the answer.
+                tx.send(delta).is_ok()
+            })
+        }),
+        prompt_cache: true,
+    };
+    let (model, include_usage) = (request.model.clone(), request.include_usage);
+    let join = tokio::task::spawn_blocking(move || {
+        let _admission = Admission(&admission_state.admitted);
+        match identity {
+            Identity::Side(reason) => {
+                tracing::debug!(?reason, model = %request.model, "side request");
+                side_request(&worker_state, request, forwarded)
+            }
+            Identity::Conversation(client) => conversation_turn(
+                &worker_state,
+                request,
+                client.as_ref(),
+                forwarded,
+                log.as_deref(),
+            ),
+        }
+    });
+    if let Some(mut rx) = receiver {
+        // Nothing is sent before the first piece of content: until then a failure still gets
+        // its own status. The channel closes when the turn ends.
+        while let Some(delta) = rx.recv().await {
+            if delta != StreamDelta::Attempt {
+                return stream_response(state, wire, &model, include_usage, delta, rx, join);
+            }
+        }
+    }
+    match join.await {
+        Ok(Ok(answer)) => answer.into_response(state),
+        Ok(Err(failure)) => error_response(wire, failure.status, failure.kind, &failure.message),
+        Err(e) => error_response(
+            wire,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Server,
+            &format!(
+                "the turn stopped unexpectedly ({e}); the conversation is as it was before the answer"
+            ),
+        ),
+    }
+}
+
+/// A streamed answer written as its pieces arrive; it ends with the stored answer's stop reason
+/// and usage, or with an in-stream error.
+fn stream_response(
+    state: &ServerState,
+    wire: Wire,
+    model: &str,
+    include_usage: bool,
+    first: StreamDelta,
+    rx: tokio::sync::mpsc::UnboundedReceiver<StreamDelta>,
+    join: tokio::task::JoinHandle<Result<Answer, Failure>>,
+) -> Response {
+    let id = answer_id(state, wire);
+    let meta = AnswerMeta {
+        id: &id,
+        model,
+        created: now_unix_ms() / 1000,
+    };
+    let mut encoder = StreamEncoder::new(wire, &meta, include_usage);
+    let mut pending: std::collections::VecDeque<String> = encoder.begin().into();
+    pending.extend(encoder.delta(&first));
+    struct Pump {
+        rx: tokio::sync::mpsc::UnboundedReceiver<StreamDelta>,
+        join: Option<tokio::task::JoinHandle<Result<Answer, Failure>>>,
+        encoder: StreamEncoder,
+        pending: std::collections::VecDeque<String>,
+    }
+    let pump = Pump {
+        rx,
+        join: Some(join),
+        encoder,
+        pending,
+    };
+    let frames = futures_util::stream::unfold(pump, |mut p| async move {
+        loop {
+            if let Some(frame) = p.pending.pop_front() {
+                return Some((Ok::<Bytes, std::convert::Infallible>(Bytes::from(frame)), p));
+            }
+            let join = p.join.as_mut()?;
+            match p.rx.recv().await {
+                Some(delta) => {
+                    let frames = p.encoder.delta(&delta);
+                    p.pending.extend(frames);
+                }
+                None => {
+                    let frames = match join.await {
+                        Ok(Ok(answer)) => p.encoder.finish(&answer.reply),
+                        Ok(Err(f)) => p.encoder.fail(f.kind, &f.message),
+                        Err(e) => p.encoder.fail(
+                            ErrorKind::Server,
+                            &format!("the turn stopped unexpectedly ({e})"),
+                        ),
+                    };
+                    p.join = None;
+                    p.pending.extend(frames);
+                }
+            }
+        }
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(frames))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn answer_id(state: &ServerState, wire: Wire) -> String {
+    let n = state.next_id.fetch_add(1, Ordering::Relaxed);
+    match wire {
+        Wire::OpenAi => format!("chatcmpl-rampart-{:x}-{n}", now_unix_ms()),
+        Wire::Anthropic => format!("msg_rampart_{:x}_{n}", now_unix_ms()),
+    }
+}
+
+/// An answer ready to write in the client's wire.
+struct Answer {
+    wire: Wire,
+    model: String,
+    stream: bool,
+    include_usage: bool,
+    reply: AssistantMessage,
+}
+
+impl Answer {
+    fn into_response(self, state: &ServerState) -> Response {
+        let id = answer_id(state, self.wire);
+        let meta = AnswerMeta {
+            id: &id,
+            model: &self.model,
+            created: now_unix_ms() / 1000,
+        };
+        if self.stream {
+            let frames = match self.wire {
+                Wire::OpenAi => outbound::openai_sse(&self.reply, &meta, self.include_usage),
+                Wire::Anthropic => outbound::anthropic_sse(&self.reply, &meta),
+            };
+            return Response::builder()
+                .status(StatusCode::OK)
+                .header(header::CONTENT_TYPE, "text/event-stream")
+                .header(header::CACHE_CONTROL, "no-cache")
+                .body(Body::from(frames.concat()))
+                .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
+        }
+        let body = match self.wire {
+            Wire::OpenAi => outbound::openai_response(&self.reply, &meta),
+            Wire::Anthropic => outbound::anthropic_response(&self.reply, &meta),
+        };
+        json_response(StatusCode::OK, body)
+    }
+}
+
+/// The pieces of the current streamed attempt, as the client was sent them.
+#[derive(Debug, Default)]
+struct StreamLog(std::sync::Mutex<Vec<StreamDelta>>);
+
+impl StreamLog {
+    fn push(&self, delta: &StreamDelta) {
+        let mut log = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if *delta == StreamDelta::Attempt {
+            log.clear();
+        } else {
+            log.push(delta.clone());
+        }
+    }
+
+    /// The answer so far as an aborted assistant message; `None` when nothing was streamed.
+    fn partial(&self, provider: &str, model: &str) -> Option<AssistantMessage> {
+        use rampart_message::{ContentBlock, StopReason, ToolCall};
+        let log = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut content: Vec<ContentBlock> = Vec::new();
+        let mut text_block = None;
+        let mut calls: Vec<(u64, String)> = Vec::new();
+        for delta in log.iter() {
+            match delta {
+                StreamDelta::Text { block, text } => {
+                    match (content.last_mut(), text_block == Some(*block)) {
+                        (Some(ContentBlock::Text(t)), true) => t.text.push_str(text),
+                        _ => content.push(ContentBlock::text(text.clone())),
+                    }
+                    text_block = Some(*block);
+                }
+                StreamDelta::ToolCallStart { index, id, name } => {
+                    text_block = None;
+                    calls.push((*index, String::new()));
+                    content.push(ContentBlock::ToolCall(ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: Value::Object(Default::default()),
+                        thought_signature: None,
+                        extra: Default::default(),
+                    }));
+                }
+                StreamDelta::ToolCallArguments { index, fragment } => {
+                    if let Some((_, args)) = calls.iter_mut().rev().find(|(i, _)| i == index) {
+                        args.push_str(fragment);
+                    }
+                }
+                StreamDelta::Attempt => {}
+            }
+        }
+        if content.is_empty() {
+            return None;
+        }
+        let mut args = calls.into_iter().map(|(_, a)| a);
+        for block in &mut content {
+            if let ContentBlock::ToolCall(c) = block
+                && let Some(raw) = args.next()
+            {
+                c.arguments = serde_json::from_str(&raw).unwrap_or(Value::String(raw));
+            }
+        }
+        Some(AssistantMessage {
+            content,
+            api: String::new(),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            usage: Default::default(),
+            stop_reason: StopReason::Aborted,
+            timestamp: now_unix_ms(),
+            error_message: Some("the client disconnected before the answer was complete".into()),
+            extra: Default::default(),
+        })
+    }
+}
+
+/// Why a request got no answer, as the client will read it.
+#[derive(Debug)]
+struct Failure {
+    status: StatusCode,
+    kind: ErrorKind,
+    message: String,
+}
+
+impl Failure {
+    fn new(status: StatusCode, kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// The models a request may use: the configured model it names (`provider/model`, or an id
+/// one provider lists), else the agent's default list.
+fn route(config: &Config, model: &str) -> Result<Vec<ModelName>, Failure> {
+    if let Ok(name) = model.parse::<ModelName>()
+        && config.models.providers().any(|p| p.id == name.provider)
+    {
+        return Ok(vec![name]);
+    }
+    if let Some(p) = config
+        .models
+        .providers()
+        .find(|p| p.models.iter().any(|m| m.id == model))
+    {
+        return Ok(vec![ModelName::new(p.id.clone(), model)]);
+    }
+    RunSettings::from_config(config)
+        .map(|s| s.candidates)
+        .map_err(|e| {
+            Failure::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorKind::Server,
+                e.to_string(),
+            )
+        })
+}
+
+/// A side request: straight to the model, no conversation, no engine.
+fn side_request(
+    state: &ServerState,
+    request: ClientRequest,
+    forwarded: Forwarded,
+) -> Result<Answer, Failure> {
+    let name = route(&state.config, &request.model)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorKind::Server,
+                "no model is configured",
+            )
+        })?;
+    let resolved = state
+        .providers
+        .resolve(&name)
+        .map_err(|e| turn_failure(&e))?;
+    let started = Instant::now();
+    let answer = resolved
+        .provider
+        .complete(&ModelRequest {
+            model: name.model.clone(),
+            system: request.system.clone(),
+            messages: request.messages.iter().cloned().map(Arc::new).collect(),
+            max_tokens: request.max_tokens,
+            deadline: None,
+            forwarded,
+        })
+        .map_err(|e| provider_failure(&e))?;
+    state.metrics.side_request(started.elapsed());
+    Ok(Answer {
+        wire: request.wire,
+        model: request.model,
+        stream: request.stream,
+        include_usage: request.include_usage,
+        reply: answer.message,
+    })
+}
+
+/// A conversation turn: the conversation opened in its lane, the unseen messages appended, the
+/// run loop, the answer.
+fn conversation_turn(
+    state: &ServerState,
+    request: ClientRequest,
+    client: Option<&ClientSession>,
+    forwarded: Forwarded,
+    log: Option<&StreamLog>,
+) -> Result<Answer, Failure> {
+    let wait = state.config.session.write_lock_timeout;
+    let busy = |e: rampart_sessions::lanes::LaneTimeout| {
+        Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Server,
+            format!(
+                "the conversation is busy with another request ({e}); retry when it has \
+                 been answered, or raise `session.writeLockTimeoutMs`"
+            ),
+        )
+    };
+    // A request with a client id is placed first, then waits in its own conversation's lane, so
+    // a root and its subagents run side by side. One without is placed inside the lane of its
+    // first message's bucket, so that two alike first requests cannot take one conversation.
+    let (lane, chosen) = match client {
+        Some(_) => {
+            let chosen = conversations::choose(&state.store, client, &request.messages)
+                .map_err(|e| open_failure(&e))?;
+            (chosen.key.clone(), Some(chosen))
+        }
+        None => (conversations::anon_bucket(&request.messages), None),
+    };
+    state
+        .lanes
+        .try_run(&lane, wait, || {
+            turn_in_lane(state, request, client, chosen, forwarded, log)
+        })
+        .map_err(busy)?
+}
+
+fn open_failure(e: &ConversationError) -> Failure {
+    match e {
+        ConversationError::Busy { .. } => Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Server,
+            format!("{e}; retry once it is done, or raise `session.writeLockTimeoutMs`"),
+        ),
+        other => Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Server,
+            format!("the conversation could not be opened: {other}"),
+        ),
+    }
+}
+
+fn turn_in_lane(
+    state: &ServerState,
+    request: ClientRequest,
+    client: Option<&ClientSession>,
+    chosen: Option<conversations::Chosen>,
+    forwarded: Forwarded,
+    log: Option<&StreamLog>,
+) -> Result<Answer, Failure> {
+    let config = &state.config;
+    let wait = config.session.write_lock_timeout;
+    let chosen = match chosen {
+        Some(c) => c,
+        None => conversations::choose(&state.store, client, &request.messages)
+            .map_err(|e| open_failure(&e))?,
+    };
+    let mut conversation =
+        conversations::open_chosen(&state.store, chosen, &request.messages, wait)
+            .map_err(|e| open_failure(&e))?;
+    if conversation.created {
+        state.metrics.conversation_created();
+        tracing::info!(key = %conversation.key, spawned_by = ?conversation.spawned_by, "conversation created");
+    }
+    let session = &mut conversation.session;
+    let placement = conversation.placement.clone();
+    let moved = match &placement.attach_at {
+        Some(id) => session.branch(id).map_err(|e| e.to_string()),
+        None => {
+            session.reset_leaf();
+            Ok(())
+        }
+    };
+    moved.map_err(|e| Failure::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorKind::Server, e))?;
+    tracing::debug!(key = %conversation.key, kind = ?placement.kind, matched = placement.matched,
+        unseen = placement.unseen(&request.messages).len(), "request placed");
+
+    let mut settings = RunSettings::from_config(config).map_err(|e| {
+        Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Server,
+            e.to_string(),
+        )
+    })?;
+    settings.candidates = route(config, &request.model)?;
+    settings.system_prompt = request.system.clone();
+    settings.max_output_tokens = request.max_tokens;
+    settings.forwarded = forwarded;
+    let events = RunEvents::new(state.events.clone(), Some(session.header().id.clone()));
+    let mut runner = Runner::new(
+        config,
+        &state.slot,
+        state.providers.as_ref(),
+        settings,
+        events,
+    )
+    .with_blobs(BlobStore::in_sessions_dir(state.store.dir()))
+    .with_registry(
+        &state.store,
+        conversation.key.clone(),
+        RegistryWrites::PerTurn,
+    );
+
+    for message in placement.unseen(&request.messages) {
+        runner
+            .append(session, message.clone())
+            .map_err(|e| turn_failure(&e))?;
+    }
+    let started = Instant::now();
+    let result = runner.run_turn(session, None);
+    let upstream = started.elapsed();
+    runner.flush_registry();
+    drop(runner);
+    if let Err(TurnError::Provider(ProviderError::Cancelled { provider })) = &result
+        && let Some(partial) = log.and_then(|l| l.partial(provider, &request.model))
+    {
+        // The client went away mid-answer: what it was shown stays, marked aborted (as pi
+        // records an interrupted answer); an aborted turn is never sent to a model again.
+        tracing::info!(key = %conversation.key, "client disconnected mid-answer; partial answer kept as aborted");
+        if let Err(e) = session.append_message(AgentMessage::Assistant(partial)) {
+            tracing::warn!(error = %e, "the partial answer could not be kept");
+        }
+    }
+    if let Err(e) = session.sync() {
+        return Err(Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Server,
+            format!("the answer could not be written to the conversation: {e}"),
+        ));
+    }
+    let report = result.map_err(|e| turn_failure(&e))?;
+    state.metrics.turn(upstream, report.compactions);
+    let reply = match &*report.reply {
+        AgentMessage::Assistant(a) => a.clone(),
+        _ => {
+            return Err(Failure::new(
+                StatusCode::BAD_GATEWAY,
+                ErrorKind::Upstream,
+                "the model's answer is not an assistant message",
+            ));
+        }
+    };
+    Ok(Answer {
+        wire: request.wire,
+        model: request.model,
+        stream: request.stream,
+        include_usage: request.include_usage,
+        reply,
+    })
+}
+
+fn provider_failure(e: &ProviderError) -> Failure {
+    let (status, kind) = match e {
+        ProviderError::ContextOverflow { .. } => (400, ErrorKind::InvalidRequest),
+        ProviderError::RateLimited { status, .. } => (*status, ErrorKind::RateLimit),
+        ProviderError::Transient { status, .. } => (status.unwrap_or(502), ErrorKind::Upstream),
+        ProviderError::Auth { status, .. } => (*status, ErrorKind::Authentication),
+        ProviderError::MissingApiKey { .. } => (401, ErrorKind::Authentication),
+        ProviderError::Unreachable { .. } | ProviderError::InvalidResponse { .. } => {
+            (502, ErrorKind::Upstream)
+        }
+        ProviderError::Timeout { .. } | ProviderError::StreamIdle { .. } => {
+            (504, ErrorKind::Upstream)
+        }
+        ProviderError::BadRequest { status, .. } => (
+            if (400..500).contains(status) {
+                *status
+            } else {
+                400
+            },
+            ErrorKind::InvalidRequest,
+        ),
+        ProviderError::Cancelled { .. } => (502, ErrorKind::Upstream),
+    };
+    Failure::new(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+        kind,
+        e.to_string(),
+    )
+}
+
+fn turn_failure(e: &TurnError) -> Failure {
+    match e {
+        TurnError::Provider(p) => provider_failure(p),
+        TurnError::Blocked { .. } | TurnError::ContextOverflow { .. } => Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            e.to_string(),
+        ),
+        TurnError::RequiredEngine(_) => Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Server,
+            format!(
+                "{e}; the context engine is required (`required = true`): fix it, or let it fall back to legacy"
+            ),
+        ),
+        TurnError::Config(_) | TurnError::UnknownModel { .. } => Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Server,
+            format!("{e}; check the server's plugins.toml"),
+        ),
+        TurnError::Persist(_) | TurnError::CompactionFailed { .. } => Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Server,
+            e.to_string(),
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Keys, parsing, answers
+// ---------------------------------------------------------------------------
+
+/// Checks `serve.authToken` when set, and returns the key the client sent for upstream: its
+/// `x-api-key`, else its `Authorization: Bearer`, unless that value is the server's token.
+#[allow(clippy::result_large_err)]
+fn authorize(
+    state: &ServerState,
+    wire: Wire,
+    headers: &HeaderMap,
+) -> Result<Option<ClientCredential>, Response> {
+    let value = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .map(str::to_owned)
+    };
+    let bearer = value("authorization").map(|v| {
+        v.strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("bearer "))
+            .unwrap_or(&v)
+            .trim()
+            .to_owned()
+    });
+    let api_key = value("x-api-key");
+    let token = state.config.serve.auth_token.as_deref();
+    if let Some(token) = token {
+        let presented = [value("x-rampart-token"), bearer.clone(), api_key.clone()];
+        if !presented.iter().flatten().any(|v| v == token) {
+            return Err(error_response(
+                wire,
+                StatusCode::UNAUTHORIZED,
+                ErrorKind::Authentication,
+                "this rampart serve requires its token (`serve.authToken`): send it as \
+                 `x-rampart-token`, `Authorization: Bearer` or `x-api-key`",
+            ));
+        }
+    }
+    let key = [api_key, bearer]
+        .into_iter()
+        .flatten()
+        .find(|k| Some(k.as_str()) != token);
+    Ok(key.as_deref().and_then(ClientCredential::new))
+}
+
+#[allow(clippy::result_large_err)]
+fn parse(wire: Wire, body: &[u8]) -> Result<ClientRequest, Response> {
+    let raw: Value = serde_json::from_slice(body).map_err(|e| {
+        error_response(
+            wire,
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            &format!("the request body is not JSON ({e}); send a JSON object"),
+        )
+    })?;
+    inbound::decode(wire, &raw, now_unix_ms()).map_err(|e| {
+        error_response(
+            wire,
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            &e.0,
+        )
+    })
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+fn error_response(wire: Wire, status: StatusCode, kind: ErrorKind, message: &str) -> Response {
+    json_response(status, outbound::error_body(wire, kind, message))
+}
