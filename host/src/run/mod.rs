@@ -187,7 +187,8 @@ pub struct RunSettings {
     /// `agents.defaults.compaction.timeoutSeconds` (default 180): the engine stops a
     /// compaction by then; the host waits a little longer as a backstop.
     pub compaction_timeout: std::time::Duration,
-    /// What a proxied client's request carries upstream (`rampart serve`): its tools and key.
+    /// What a proxied client's request carries upstream (`rampart serve`): its tools, its key,
+    /// where streamed pieces go, whether to mark the prompt cache.
     pub forwarded: crate::providers::Forwarded,
 }
 

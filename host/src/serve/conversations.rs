@@ -70,6 +70,71 @@ impl From<SessionError> for ConversationError {
     }
 }
 
+/// Sessions kept open between requests, so a turn does not read its conversation's file again:
+/// a cached session catches up with what other processes appended when its lock is taken
+/// ([`Session::hold`]). At most `capacity` are kept (each holds its tree and a file handle);
+/// beyond that an arbitrary one is closed.
+#[derive(Debug)]
+pub struct SessionCache {
+    sessions: std::sync::Mutex<std::collections::HashMap<PathBuf, Session>>,
+    capacity: usize,
+}
+
+impl SessionCache {
+    /// A cache of at most `capacity` sessions (0: none kept).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            sessions: std::sync::Mutex::new(std::collections::HashMap::new()),
+            capacity,
+        }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<PathBuf, Session>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The session of `file`, out of the cache, or opened.
+    fn take(&self, file: &std::path::Path) -> Result<Session, SessionError> {
+        match self.map().remove(file) {
+            Some(session) => Ok(session),
+            None => Session::open(file, SessionOptions::default()),
+        }
+    }
+
+    /// Puts a session back (its lock released).
+    pub fn put(&self, mut session: Session) {
+        session.release();
+        if self.capacity == 0 {
+            return;
+        }
+        let mut map = self.map();
+        if map.len() >= self.capacity && !map.contains_key(session.path()) {
+            let evict = map.keys().next().cloned();
+            if let Some(evict) = evict {
+                map.remove(&evict);
+            }
+        }
+        map.insert(session.path().to_path_buf(), session);
+    }
+
+    /// How `messages` continue the session of `file`, from the cache when it is there (a
+    /// cached session may lag behind another process; the turn places the request again under
+    /// the lock).
+    fn placement(
+        &self,
+        file: &std::path::Path,
+        messages: &[AgentMessage],
+    ) -> Result<BranchMatch, SessionError> {
+        if let Some(session) = self.map().get(file) {
+            return Ok(match_history(session.tree(), messages));
+        }
+        let session = Session::open(file, SessionOptions::default())?;
+        let placement = match_history(session.tree(), messages);
+        self.put(session);
+        Ok(placement)
+    }
+}
+
 /// The conversation a request was placed in, before it is opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chosen {
@@ -105,14 +170,16 @@ pub fn open(
     messages: &[AgentMessage],
     lock_timeout: Duration,
 ) -> Result<Conversation, ConversationError> {
-    let chosen = choose(store, client, messages)?;
-    open_chosen(store, chosen, messages, lock_timeout)
+    let cache = SessionCache::new(0);
+    let chosen = choose(store, &cache, client, messages)?;
+    open_chosen(store, &cache, chosen, messages, lock_timeout)
 }
 
 /// Opens the conversation `chosen` names, holds its write lock for up to `lock_timeout`, and
 /// says where the unseen messages of `messages` go.
 pub fn open_chosen(
     store: &SessionStore,
+    cache: &SessionCache,
     chosen: Chosen,
     messages: &[AgentMessage],
     lock_timeout: Duration,
@@ -127,7 +194,7 @@ pub fn open_chosen(
         path: store.path().to_path_buf(),
     })?;
     let file = store.session_file_path(&key, &entry)?;
-    let mut session = Session::open(&file, SessionOptions::default())?;
+    let mut session = cache.take(&file)?;
     if let Err(source) = session.hold(lock_timeout) {
         return Err(ConversationError::Busy {
             key,
@@ -153,10 +220,11 @@ pub fn open_chosen(
 /// the same new conversation.
 pub fn choose(
     store: &SessionStore,
+    cache: &SessionCache,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
 ) -> Result<Chosen, ConversationError> {
-    let (key, created, spawned_by) = choose_key(store, client, messages)?;
+    let (key, created, spawned_by) = choose_key(store, cache, client, messages)?;
     Ok(Chosen {
         key,
         created,
@@ -166,13 +234,14 @@ pub fn choose(
 
 fn choose_key(
     store: &SessionStore,
+    cache: &SessionCache,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
 ) -> Result<(String, bool, Option<String>), ConversationError> {
     let Some(client) = client else {
         let bucket = anon_bucket(messages);
         let prefix = format!("{bucket}:");
-        if let Some(key) = best(store, &prefix, None, messages, true)? {
+        if let Some(key) = best(store, cache, &prefix, None, messages, true)? {
             return Ok((key, false, None));
         }
         let key = create(store, &prefix, None, None)?;
@@ -183,7 +252,7 @@ fn choose_key(
         return codex_thread(store, client, &root, thread);
     }
     let children = format!("{root}:child:");
-    if let Some(key) = best(store, &children, Some(&root), messages, false)? {
+    if let Some(key) = best(store, cache, &children, Some(&root), messages, false)? {
         return Ok((key, false, None));
     }
     if store.get(&root)?.is_none() {
@@ -242,6 +311,7 @@ fn thread_key(thread: &str) -> String {
 /// is a prefix of `messages` (or with nothing stored) count.
 fn best(
     store: &SessionStore,
+    cache: &SessionCache,
     prefix: &str,
     exact: Option<&str>,
     messages: &[AgentMessage],
@@ -255,14 +325,13 @@ fn best(
     let mut chosen: Option<((bool, usize, bool, u64), String)> = None;
     for (key, entry) in members {
         let file: PathBuf = store.session_file_path(&key, &entry)?;
-        let session = match Session::open(&file, SessionOptions::default()) {
-            Ok(s) => s,
+        let m = match cache.placement(&file, messages) {
+            Ok(m) => m,
             Err(e) => {
                 tracing::warn!(key = %key, error = %e, "a conversation could not be opened; it is skipped");
                 continue;
             }
         };
-        let m = match_history(session.tree(), messages);
         let usable = match m.kind {
             MatchKind::Extends | MatchKind::Empty => true,
             MatchKind::Diverges => !extends_only,

@@ -170,3 +170,45 @@ fn an_edit_under_an_id_branches_the_same_conversation() {
     assert_eq!(c.placement.kind, MatchKind::Diverges);
     assert_eq!(c.placement.matched, 2);
 }
+
+#[test]
+fn a_cached_session_catches_up_with_another_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let cache = SessionCache::new(4);
+    let id = ClientSession::Explicit("c".into());
+    let first = [user("u1")];
+    let chosen = choose(&store, &cache, Some(&id), &first).unwrap();
+    let mut c = open_chosen(&store, &cache, chosen, &first, Duration::from_secs(5)).unwrap();
+    c.session.append_message(user("u1")).unwrap();
+    c.session.append_message(answer("a1")).unwrap();
+    c.session.sync().unwrap();
+    cache.put(c.session);
+    // Another process appends a turn to the file behind the cache's back.
+    let mut other = Session::open(
+        &store
+            .session_file_path(
+                "serve:rampart:c",
+                &store.get("serve:rampart:c").unwrap().unwrap(),
+            )
+            .unwrap(),
+        SessionOptions::default(),
+    )
+    .unwrap();
+    other.append_message(user("u2")).unwrap();
+    other.append_message(answer("a2")).unwrap();
+    other.sync().unwrap();
+    drop(other);
+    // The next request carries that turn too: the cached session, once held, knows it.
+    let next = [
+        user("u1"),
+        answer("a1"),
+        user("u2"),
+        answer("a2"),
+        user("u3"),
+    ];
+    let chosen = choose(&store, &cache, Some(&id), &next).unwrap();
+    let c = open_chosen(&store, &cache, chosen, &next, Duration::from_secs(5)).unwrap();
+    assert_eq!(c.placement.kind, MatchKind::Extends);
+    assert_eq!(c.placement.matched, 4);
+}

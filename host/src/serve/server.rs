@@ -50,6 +50,9 @@ use crate::run::{ModelSource, RegistryWrites, RunEvents, RunSettings, Runner, Tu
 /// The largest request body accepted (a long agent history with images).
 pub const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 
+/// Conversations kept open in memory between requests.
+pub const SESSION_CACHE_CAPACITY: usize = 128;
+
 /// Seconds a client is told to wait when the queue is full.
 pub const RETRY_AFTER_SECONDS: u64 = 1;
 
@@ -65,6 +68,7 @@ pub struct ServerState {
     limit: usize,
     metrics: Metrics,
     next_id: AtomicU64,
+    sessions: conversations::SessionCache,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -92,6 +96,7 @@ impl ServerState {
             admitted: AtomicUsize::new(0),
             metrics: Metrics::default(),
             next_id: AtomicU64::new(1),
+            sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
             config,
             store,
             events,
@@ -733,8 +738,9 @@ fn conversation_turn(
     // first message's bucket, so that two alike first requests cannot take one conversation.
     let (lane, chosen) = match client {
         Some(_) => {
-            let chosen = conversations::choose(&state.store, client, &request.messages)
-                .map_err(|e| open_failure(&e))?;
+            let chosen =
+                conversations::choose(&state.store, &state.sessions, client, &request.messages)
+                    .map_err(|e| open_failure(&e))?;
             (chosen.key.clone(), Some(chosen))
         }
         None => (conversations::anon_bucket(&request.messages), None),
@@ -774,12 +780,17 @@ fn turn_in_lane(
     let wait = config.session.write_lock_timeout;
     let chosen = match chosen {
         Some(c) => c,
-        None => conversations::choose(&state.store, client, &request.messages)
+        None => conversations::choose(&state.store, &state.sessions, client, &request.messages)
             .map_err(|e| open_failure(&e))?,
     };
-    let mut conversation =
-        conversations::open_chosen(&state.store, chosen, &request.messages, wait)
-            .map_err(|e| open_failure(&e))?;
+    let mut conversation = conversations::open_chosen(
+        &state.store,
+        &state.sessions,
+        chosen,
+        &request.messages,
+        wait,
+    )
+    .map_err(|e| open_failure(&e))?;
     if conversation.created {
         state.metrics.conversation_created();
         tracing::info!(key = %conversation.key, spawned_by = ?conversation.spawned_by, "conversation created");
@@ -850,6 +861,9 @@ fn turn_in_lane(
             format!("the answer could not be written to the conversation: {e}"),
         ));
     }
+    // Kept open for the conversation's next request (a session that failed on the way is
+    // dropped instead, and read again from its file next time).
+    state.sessions.put(conversation.session);
     let report = result.map_err(|e| turn_failure(&e))?;
     state.metrics.turn(upstream, report.compactions);
     let reply = match &*report.reply {
