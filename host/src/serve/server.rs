@@ -832,7 +832,10 @@ fn turn_in_lane(
         &state.store,
         conversation.key.clone(),
         RegistryWrites::PerTurn,
-    );
+    )
+    // The server and its engine live on between requests: the compaction the budget will
+    // trigger is prepared after a turn and swapped in, so no request waits for a summariser.
+    .preparing_compactions();
 
     for message in placement.unseen(&request.messages) {
         runner
