@@ -464,16 +464,17 @@ fn claude_code_turns_with_tools_and_an_edit_that_makes_a_branch() {
     let sent = up.requests();
     assert_eq!(sent[0].header("x-api-key"), Some("sk-ant-client"));
     assert_eq!(sent[0].body["tools"][0]["name"], "Bash");
-    // The managed prompt is marked for Anthropic's prompt cache: the system prompt and the
-    // last message.
+    // The client's prompt-cache breakpoints are kept where it put them: its system prompt and
+    // the first message's prompt (and nowhere else: the stored copies of older requests'
+    // marks are not sent).
     let last = &sent[2].body;
     assert_eq!(
         last["system"][0]["cache_control"]["type"], "ephemeral",
         "{last}"
     );
     let messages = last["messages"].as_array().unwrap();
-    let tail = messages.last().unwrap()["content"].as_array().unwrap();
-    assert_eq!(tail.last().unwrap()["cache_control"]["type"], "ephemeral");
+    let first = messages[0]["content"].as_array().unwrap();
+    assert_eq!(first.last().unwrap()["cache_control"]["type"], "ephemeral");
     let marks = last.to_string().matches("cache_control").count();
     assert_eq!(marks, 2, "{last}");
 
@@ -1606,7 +1607,8 @@ fn a_subagent_runs_while_its_root_waits_for_the_model() {
         200
     );
     // The root's next turn is slow; a subagent of the same session starts meanwhile.
-    up.push(anthropic_text_stream("Root second.", 5, 2).delayed(Duration::from_millis(2000)));
+    // Long enough that a loaded machine still answers the subagent first.
+    up.push(anthropic_text_stream("Root second.", 5, 2).delayed(Duration::from_millis(8000)));
     up.push(anthropic_text_stream("Subagent done.", 5, 2));
     let base = serve.base.clone();
     let mut root_next = root.clone();

@@ -88,17 +88,31 @@ impl Provider for AnthropicProvider {
 /// The JSON body of a streamed messages request. Public so that tests and tools can show
 /// exactly what would be sent.
 pub fn request_body(request: &ModelRequest) -> Value {
+    let client = &request.forwarded.client_breakpoints;
+    let marks = client
+        .marks
+        .as_deref()
+        .filter(|_| request.forwarded.prompt_cache);
+    let (messages, marked) = to_anthropic_messages_marked(&request.messages, marks);
     let mut body = json!({
         "model": request.model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": to_anthropic_messages(&request.messages),
+        "messages": messages,
         "stream": true,
     });
     if let Some(system) = &request.system {
         body["system"] = json!(system);
     }
     if request.forwarded.prompt_cache {
-        mark_prompt_cache(&mut body);
+        if client.any() && (marked > 0 || client.system) {
+            // The client's own breakpoints, where the managed prompt still has what they
+            // marked; the system prompt's too.
+            if client.system {
+                mark_system(&mut body);
+            }
+        } else {
+            mark_prompt_cache(&mut body);
+        }
     }
     if !request.forwarded.tools.is_empty() {
         body["tools"] = request
@@ -123,13 +137,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// since the engine may have reshaped the history they pointed into.
 fn mark_prompt_cache(body: &mut Value) {
     let ephemeral = json!({"type": "ephemeral"});
-    if let Some(system) = body
-        .get("system")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-    {
-        body["system"] = json!([{"type": "text", "text": system, "cache_control": ephemeral}]);
-    }
+    mark_system(body);
     if let Some(block) = body
         .get_mut("messages")
         .and_then(Value::as_array_mut)
@@ -143,6 +151,21 @@ fn mark_prompt_cache(body: &mut Value) {
     }
 }
 
+/// A `cache_control` breakpoint on the system prompt.
+fn mark_system(body: &mut Value) {
+    if let Some(system) = body
+        .get("system")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    {
+        body["system"] =
+            json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]);
+    }
+}
+
+/// Breakpoints Anthropic accepts in one request.
+const MAX_BREAKPOINTS: usize = 4;
+
 // ---------------------------------------------------------------------------
 // pi messages → Anthropic messages
 // ---------------------------------------------------------------------------
@@ -152,18 +175,48 @@ fn mark_prompt_cache(body: &mut Value) {
 /// the next user prompt) are merged into one turn, and messages with nothing Anthropic accepts
 /// are left out rather than sent empty, which Anthropic rejects.
 pub fn to_anthropic_messages(messages: &[SharedMessage]) -> Vec<Value> {
+    to_anthropic_messages_marked(messages, None).0
+}
+
+/// [`to_anthropic_messages`], with a `cache_control` breakpoint on the last block of each
+/// message `marked` recognises (the newest ones, within what Anthropic accepts beside a
+/// system breakpoint), and how many were placed.
+pub fn to_anthropic_messages_marked(
+    messages: &[SharedMessage],
+    marked: Option<&(dyn Fn(&AgentMessage) -> bool + Send + Sync)>,
+) -> (Vec<Value>, usize) {
+    let sent: Vec<&SharedMessage> = messages
+        .iter()
+        .filter(|m| super::sent_to_model(m))
+        .collect();
+    let mut chosen: Vec<bool> = sent.iter().map(|m| marked.is_some_and(|f| f(m))).collect();
+    // The newest win: a client moves its last breakpoint forward turn after turn.
+    let mut room = MAX_BREAKPOINTS - 1;
+    for flag in chosen.iter_mut().rev() {
+        if *flag {
+            if room == 0 {
+                *flag = false;
+            } else {
+                room -= 1;
+            }
+        }
+    }
+    let placed = chosen.iter().filter(|f| **f).count();
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in messages.iter().filter(|m| super::sent_to_model(m)) {
-        let (role, blocks) = convert(message);
+    for (message, mark) in sent.into_iter().zip(chosen) {
+        let (role, mut blocks) = convert(message);
         if blocks.is_empty() {
             continue;
+        }
+        if mark && let Some(last) = blocks.last_mut().and_then(Value::as_object_mut) {
+            last.insert("cache_control".to_owned(), json!({"type": "ephemeral"}));
         }
         match turns.last_mut() {
             Some((last, existing)) if *last == role => existing.extend(blocks),
             _ => turns.push((role, blocks)),
         }
     }
-    turns
+    let turns = turns
         .into_iter()
         .map(|(role, mut blocks)| {
             if role == "user" {
@@ -172,7 +225,8 @@ pub fn to_anthropic_messages(messages: &[SharedMessage]) -> Vec<Value> {
             }
             json!({"role": role, "content": blocks})
         })
-        .collect()
+        .collect();
+    (turns, placed)
 }
 
 /// One pi message as a side and its Anthropic content blocks.
@@ -605,6 +659,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::providers::ClientBreakpoints;
 
     fn assistant(content: Value) -> SharedMessage {
         Arc::new(
@@ -617,6 +672,81 @@ mod tests {
             }))
             .unwrap(),
         )
+    }
+
+    fn cached_request(messages: Vec<SharedMessage>, client: ClientBreakpoints) -> Value {
+        let request = ModelRequest {
+            model: "m".into(),
+            system: Some("sys".into()),
+            messages,
+            forwarded: crate::providers::Forwarded {
+                prompt_cache: true,
+                client_breakpoints: client,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        request_body(&request)
+    }
+
+    /// A client's own breakpoints go where it put them (the newest three beside the system
+    /// prompt's, Anthropic's limit being four); a client that set none gets the system prompt
+    /// and the last message marked.
+    #[test]
+    fn the_clients_breakpoints_are_kept_else_the_managed_prefix_is_marked() {
+        let messages: Vec<SharedMessage> = (0..6)
+            .map(|i| Arc::new(AgentMessage::user_text(format!("m{i}"), 0)))
+            .collect();
+        let marks = |body: &Value| -> Vec<usize> {
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.to_string().contains("cache_control"))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        let none = cached_request(messages.clone(), ClientBreakpoints::default());
+        assert_eq!(none["system"][0]["cache_control"]["type"], "ephemeral");
+        // Six user texts merge into one user turn: the last block of it.
+        assert_eq!(marks(&none), vec![0]);
+        let content = none["messages"][0]["content"].as_array().unwrap();
+        assert!(content.last().unwrap().get("cache_control").is_some());
+        assert_eq!(none.to_string().matches("cache_control").count(), 2);
+
+        // Alternate sides so each message is its own turn; the client marked m0, m1, m2, m4.
+        let turns: Vec<SharedMessage> = (0..6)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Arc::new(AgentMessage::user_text(format!("m{i}"), 0))
+                } else {
+                    assistant(json!([{"type": "text", "text": format!("m{i}")}]))
+                }
+            })
+            .collect();
+        let marked = ["m0", "m1", "m2", "m4"];
+        let client = ClientBreakpoints {
+            system: true,
+            marks: Some(Arc::new(move |m: &AgentMessage| {
+                let text = serde_json::to_string(m).unwrap();
+                marked.iter().any(|t| text.contains(&format!("\"{t}\"")))
+            })),
+        };
+        let body = cached_request(turns.clone(), client);
+        assert_eq!(marks(&body), vec![1, 2, 4], "the newest three: {body}");
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        // Without the system mark there is still room for only the newest three messages,
+        // and the last message is not marked by Rampart.
+        let client = ClientBreakpoints {
+            system: false,
+            marks: Some(Arc::new(|m: &AgentMessage| {
+                serde_json::to_string(m).unwrap().contains("\"m0\"")
+            })),
+        };
+        let body = cached_request(turns, client);
+        assert_eq!(marks(&body), vec![0]);
+        assert!(body["system"].is_string(), "{body}");
     }
 
     #[test]

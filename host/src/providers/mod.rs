@@ -13,7 +13,10 @@
 //!   OpenAI-compatible server (llama.cpp, vLLM, Ollama) through `baseUrl`.
 //! - [`anthropic`]: the messages API (`/v1/messages`), streaming.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use rampart_engine_api::AgentMessage;
 
 use rampart_message::AssistantMessage;
 use rampart_message::wire::SharedMessage;
@@ -96,6 +99,51 @@ pub struct Forwarded {
     /// Mark the managed prompt's prefix for the provider's prompt cache (Anthropic: a
     /// `cache_control` breakpoint on the system prompt and on the last message).
     pub prompt_cache: bool,
+    /// Where the client put its own breakpoints; used instead of the two above when any of
+    /// them still points into the managed prompt.
+    pub client_breakpoints: ClientBreakpoints,
+}
+
+/// A client's prompt-cache breakpoints (Anthropic `cache_control`), as the managed prompt can
+/// still honour them: on the system prompt, and on the messages the predicate recognises. The
+/// predicate compares by content, because the managed prompt is the stored conversation after
+/// the engine's work, not the client's list (a compacted message has no breakpoint left).
+#[derive(Clone, Default)]
+pub struct ClientBreakpoints {
+    /// The client marked its system prompt.
+    pub system: bool,
+    /// Whether a managed message is one the client marked; `None`: it marked none.
+    pub marks: Option<BreakpointMatcher>,
+}
+
+/// Whether a managed message is one a client marked ([`ClientBreakpoints::marks`]).
+pub type BreakpointMatcher = Arc<dyn Fn(&AgentMessage) -> bool + Send + Sync>;
+
+impl ClientBreakpoints {
+    /// Whether the client set any breakpoint.
+    pub fn any(&self) -> bool {
+        self.system || self.marks.is_some()
+    }
+}
+
+impl std::fmt::Debug for ClientBreakpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBreakpoints")
+            .field("system", &self.system)
+            .field("marks", &self.marks.is_some())
+            .finish()
+    }
+}
+
+impl PartialEq for ClientBreakpoints {
+    fn eq(&self, other: &Self) -> bool {
+        self.system == other.system
+            && match (&self.marks, &other.marks) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+    }
 }
 
 /// A piece of an answer as the upstream streams it.

@@ -39,6 +39,10 @@ pub struct ClientRequest {
     pub tools: Vec<ToolSpec>,
     /// What could not be converted exactly.
     pub warnings: Vec<String>,
+    /// Whether the client put an Anthropic `cache_control` breakpoint on its system prompt.
+    pub system_breakpoint: bool,
+    /// The client's messages that carry a `cache_control` breakpoint, oldest first.
+    pub breakpoints: Vec<AgentMessage>,
 }
 
 /// Why a request body cannot be used; the text says what to fix.
@@ -87,6 +91,17 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         ));
     }
     warnings.extend(conversation.warnings);
+    let system_breakpoint = matches!(wire, Wire::Anthropic)
+        && obj
+            .get("system")
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some()));
+    let breakpoints = conversation
+        .messages
+        .iter()
+        .filter(|m| carries_breakpoint(m))
+        .cloned()
+        .collect();
     Ok(ClientRequest {
         wire,
         model,
@@ -101,7 +116,30 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         messages: conversation.messages,
         tools,
         warnings,
+        system_breakpoint,
+        breakpoints,
     })
+}
+
+/// Whether a decoded message kept a `cache_control` field on one of its blocks (the importers'
+/// converters keep a block's unknown fields).
+fn carries_breakpoint(message: &AgentMessage) -> bool {
+    use rampart_message::{Content, ContentBlock};
+    let marked = |block: &ContentBlock| match block {
+        ContentBlock::Text(t) => t.extra.contains_key("cache_control"),
+        ContentBlock::Other(map) => map.contains_key("cache_control"),
+        _ => false,
+    };
+    let content = match message {
+        AgentMessage::User(m) => &m.content,
+        AgentMessage::ToolResult(m) => &m.content,
+        AgentMessage::Assistant(m) => return m.content.iter().any(marked),
+        _ => return false,
+    };
+    match content {
+        Content::Blocks(blocks) => blocks.iter().any(marked),
+        Content::Text(_) => false,
+    }
 }
 
 fn openai_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<ToolSpec> {

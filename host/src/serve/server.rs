@@ -42,7 +42,8 @@ use crate::engine::services::EventSink;
 use crate::engine::slot::{EngineSlot, HostResources};
 use crate::providers::registry::Providers;
 use crate::providers::{
-    ClientCredential, DeltaSink, Forwarded, ModelRequest, ProviderError, StreamDelta,
+    BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded, ModelRequest,
+    ProviderError, StreamDelta,
 };
 use crate::run::llm::ProvidersLlm;
 use crate::run::{ModelSource, RegistryWrites, RunEvents, RunSettings, Runner, TurnError};
@@ -401,6 +402,7 @@ async fn conversation_request(
             })
         }),
         prompt_cache: true,
+        client_breakpoints: client_breakpoints(&request),
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let join = tokio::task::spawn_blocking(move || {
@@ -439,6 +441,22 @@ async fn conversation_request(
                 "the turn stopped unexpectedly ({e}); the conversation is as it was before the answer"
             ),
         ),
+    }
+}
+
+/// The client's own prompt-cache breakpoints, recognised in the managed prompt by content
+/// (`history::same_message`, the rule that places a request).
+fn client_breakpoints(request: &ClientRequest) -> ClientBreakpoints {
+    let marked = request.breakpoints.clone();
+    ClientBreakpoints {
+        system: request.system_breakpoint,
+        marks: (!marked.is_empty()).then(|| {
+            Arc::new(move |m: &AgentMessage| {
+                marked
+                    .iter()
+                    .any(|sent| super::history::same_message(m, sent))
+            }) as BreakpointMatcher
+        }),
     }
 }
 
