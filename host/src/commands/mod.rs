@@ -98,6 +98,10 @@ pub enum Command {
         #[arg(long, value_name = "KEY", default_value = run::DEFAULT_SESSION_KEY)]
         session: String,
     },
+    /// Serve one engine library over stdin and stdout for a host that runs it in a child
+    /// process (`isolation = "process"`). Started by rampart itself, never by hand.
+    #[command(hide = true)]
+    EngineHost,
     /// Compact a session now, through its lane.
     Compact {
         /// A registry key, a session id, or a session file.
@@ -196,6 +200,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 &mut err,
             )
         }
+        Command::EngineHost => Ok(crate::engine::engine_host::serve()),
         Command::Compact {
             session,
             instructions,

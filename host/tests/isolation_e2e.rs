@@ -1,0 +1,413 @@
+//! Issue 18: engines in a child process. Each fault fixture runs in both modes: in the host's
+//! process the test documents that the host dies (it runs `rampart` as a child and reads how it
+//! ended); with `isolation = "process"` it proves containment: the command completes with the
+//! built-in engine and one line naming the signal or exit status.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::Output;
+
+use common::{config_for, fixture, rampart, text};
+
+const QUARANTINED: &str = "quarantined for this process";
+
+/// A config for fixture `name` in `mode` (`inprocess` or `process`), with `extra` lines.
+fn config(dir: &Path, name: &str, mode: &str, extra: &str) -> String {
+    let path = config_for(
+        dir,
+        name,
+        &fixture(name),
+        &format!("isolation = \"{mode}\"\n{extra}"),
+    );
+    path.to_str().unwrap().to_string()
+}
+
+fn run_hello(dir: &Path, cfg: &str) -> Output {
+    let sessions = dir.join("sessions");
+    rampart(&[
+        "--config",
+        cfg,
+        "--sessions-dir",
+        sessions.to_str().unwrap(),
+        "run",
+        "hello",
+    ])
+}
+
+/// `rampart run hello` with the address space of the whole host limited to `mb` MiB, as the
+/// out-of-memory killer would end it (the test must not eat the shared machine).
+fn run_hello_limited(dir: &Path, cfg: &str, mb: u64) -> Output {
+    let sessions = dir.join("sessions");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_rampart"));
+    command
+        .args(["--config", cfg, "--sessions-dir"])
+        .arg(&sessions)
+        .args(["run", "hello"])
+        .env_remove("RAMPART_CONFIG")
+        .env("RUST_LOG", "warn")
+        .env("MALLOC_ARENA_MAX", "2");
+    let bytes = mb << 20;
+    // SAFETY: setrlimit only, in the forked child before exec.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.output().unwrap()
+}
+
+/// The host completed, and logged exactly one quarantine line, for `operation`, containing
+/// `cause`.
+fn contained(out: &Output, engine: &str, operation: &str, cause: &str) {
+    contained_with(out, 0, engine, operation, cause);
+}
+
+/// [`contained`] for a command whose fallback answer ends with exit status `code`.
+fn contained_with(out: &Output, code: i32, engine: &str, operation: &str, cause: &str) {
+    let all = text(out);
+    assert_eq!(out.status.code(), Some(code), "the host finished: {all}");
+    let lines: Vec<&str> = all.lines().filter(|l| l.contains(QUARANTINED)).collect();
+    assert_eq!(lines.len(), 1, "one quarantine line: {all}");
+    let line = lines[0];
+    assert!(
+        line.contains(&format!(
+            "context engine \"{engine}\" failed during {operation}"
+        )) && line.contains(cause)
+            && line.contains("continuing with the built-in engine"),
+        "{line}"
+    );
+}
+
+fn died_by(out: &Output, signals: &[i32], what: &str) {
+    assert!(
+        out.status.signal().is_some_and(|s| signals.contains(&s)),
+        "{what}: expected the host to die by one of {signals:?}, it ended with {:?}: {}",
+        out.status,
+        text(out)
+    );
+}
+
+#[test]
+fn a_segfault_in_assemble_kills_the_host_in_process_and_is_contained_in_a_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-segv-assemble", "inprocess", "");
+    died_by(&run_hello(dir.path(), &cfg), &[libc::SIGSEGV], "in process");
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-segv-assemble", "process", "");
+    let out = run_hello(dir.path(), &cfg);
+    contained(
+        &out,
+        "fx-segv-assemble",
+        "assemble",
+        "died: killed by signal 11 (SIGSEGV",
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        "an answer"
+    );
+}
+
+#[test]
+fn an_abort_in_compact_kills_the_host_in_process_and_is_contained_in_a_child() {
+    for mode in ["inprocess", "process"] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), "fx-abort-compact", mode, "");
+        let sessions = dir.path().join("sessions");
+        let sessions = sessions.to_str().unwrap();
+        let out = rampart(&["--config", &cfg, "--sessions-dir", sessions, "run", "hello"]);
+        assert_eq!(out.status.code(), Some(0), "{mode}: {}", text(&out));
+        let out = rampart(&[
+            "--config",
+            &cfg,
+            "--sessions-dir",
+            sessions,
+            "compact",
+            "main",
+        ]);
+        if mode == "inprocess" {
+            died_by(&out, &[libc::SIGABRT], "in process");
+        } else {
+            // The built-in engine answers the compaction: a session this short has nothing
+            // to compact, which `rampart compact` reports with status 1.
+            contained_with(
+                &out,
+                1,
+                "fx-abort-compact",
+                "compact",
+                "died: killed by signal 6 (SIGABRT",
+            );
+            assert!(
+                text(&out).contains("engine legacy says"),
+                "the fallback answered: {}",
+                text(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_stack_overflow_kills_the_host_in_process_and_is_contained_in_a_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-stack-overflow", "inprocess", "");
+    let out = run_hello(dir.path(), &cfg);
+    died_by(&out, &[libc::SIGSEGV, libc::SIGABRT], "in process");
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-stack-overflow", "process", "");
+    let out = run_hello(dir.path(), &cfg);
+    contained(
+        &out,
+        "fx-stack-overflow",
+        "assemble",
+        "died: killed by signal",
+    );
+    let all = text(&out);
+    assert!(
+        all.contains("overflowed its stack"),
+        "the child's last words: {all}"
+    );
+}
+
+#[test]
+fn exit_in_the_constructor_ends_the_host_in_process_and_is_contained_in_a_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-exit-ctor", "inprocess", "");
+    let out = run_hello(dir.path(), &cfg);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "the library's exit status is the host's: {}",
+        text(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        "no answer"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-exit-ctor", "process", "");
+    let out = run_hello(dir.path(), &cfg);
+    contained(
+        &out,
+        "fx-exit-ctor",
+        "load",
+        "died while loading: exited with status 3",
+    );
+}
+
+#[test]
+fn unbounded_allocation_kills_the_host_in_process_and_is_contained_in_a_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-alloc-unbounded", "inprocess", "");
+    let out = run_hello_limited(dir.path(), &cfg, 1024);
+    died_by(&out, &[libc::SIGABRT, libc::SIGKILL], "in process");
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "fx-alloc-unbounded",
+        "process",
+        "limits = { memoryMb = 512 }",
+    );
+    let out = run_hello(dir.path(), &cfg);
+    contained(
+        &out,
+        "fx-alloc-unbounded",
+        "assemble",
+        "died: killed by signal 6 (SIGABRT",
+    );
+    assert!(
+        text(&out).contains("memory allocation of"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn garbage_on_stdout_corrupts_the_host_output_in_process_and_is_logged_from_a_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-stdout-garbage", "inprocess", "");
+    let out = run_hello(dir.path(), &cfg);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("FX-GARBAGE assemble was here"),
+        "in process the library writes into the host's own output: {}",
+        text(&out)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-stdout-garbage", "process", "");
+    let out = run_hello(dir.path(), &cfg);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !stdout.contains("FX-GARBAGE"),
+        "the host's output is clean: {stdout}"
+    );
+    assert!(
+        !text(&out).contains(QUARANTINED),
+        "the engine kept serving: {}",
+        text(&out)
+    );
+    assert!(
+        stderr.contains("engine process stderr")
+            && stderr.contains("FX-GARBAGE assemble was here")
+            && stderr.contains("fx-stdout-garbage"),
+        "the stray output reaches the log with the engine's id: {stderr}"
+    );
+}
+
+/// `required = true` stops the host with the death's line instead of falling back.
+#[test]
+fn a_required_engine_whose_child_dies_stops_the_host_with_that_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-segv-assemble", "process", "required = true");
+    let out = run_hello(dir.path(), &cfg);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("failed during assemble")
+            && all.contains("killed by signal 11 (SIGSEGV")
+            && all.contains("required = true"),
+        "{all}"
+    );
+    assert!(
+        !all.contains("continuing with the built-in engine"),
+        "{all}"
+    );
+}
+
+/// Under `restart`, a dying child is started again, with back-off, up to `max` times; then
+/// the engine is quarantined with the line saying so.
+#[test]
+fn a_child_that_keeps_dying_is_restarted_up_to_max_then_quarantined() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "fx-segv-assemble",
+        "process",
+        "restart = { max = 2, within = \"10m\" }",
+    );
+    let out = run_hello(dir.path(), &cfg);
+    contained(
+        &out,
+        "fx-segv-assemble",
+        "assemble",
+        "restarted 2 times within 600 s, giving up",
+    );
+    let restarts = text(&out).matches("restarting it").count();
+    assert_eq!(restarts, 2, "{}", text(&out));
+}
+
+/// An engine in a child works as it does in the host: its service calls (events) are answered
+/// by the host, and its `tracing` reaches the host's log under its id.
+#[test]
+fn an_engine_in_a_child_reaches_the_hosts_services_and_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "fx-minimal", "process", "");
+    let sessions = dir.path().join("sessions");
+    let events = dir.path().join("events.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["--config", &cfg, "--sessions-dir"])
+        .arg(&sessions)
+        .arg("--events")
+        .arg(&events)
+        .args(["run", "hello"])
+        .env_remove("RAMPART_CONFIG")
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(!all.contains(QUARANTINED), "{all}");
+    let events = std::fs::read_to_string(&events).unwrap();
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains("\"engine\":\"fx-minimal\"") && l.contains("fx_minimal_assemble")),
+        "{events}"
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.lines()
+            .any(|l| l.contains("fx-minimal assembled") && l.contains("fx-minimal")),
+        "{log}"
+    );
+}
+
+/// A child never outlives its host: kill the host mid-call (the hang fixture holds the call),
+/// and the child goes too.
+#[test]
+fn a_child_never_outlives_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    // A call deadline far beyond the test, so the host is surely mid-call when it is killed.
+    let cfg = common::write_config(
+        dir.path(),
+        &format!(
+            "[plugins]\ncallTimeoutMs = 600000\n[plugins.slots]\ncontextEngine = \"fx-hang\"\n\
+             [plugins.engines.fx-hang]\npath = \"{}\"\nisolation = \"process\"\n",
+            fixture("fx-hang").display()
+        ),
+    );
+    let cfg = cfg.to_str().unwrap().to_string();
+    let sessions = dir.path().join("sessions");
+    let mut host = std::process::Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["--config", &cfg, "--sessions-dir"])
+        .arg(&sessions)
+        .args(["run", "hello"])
+        .env_remove("RAMPART_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let children = format!("/proc/{0}/task/{0}/children", host.id());
+    let child = poll(|| {
+        let all: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", host.id()))
+            .ok()?
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|c| {
+                c.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect();
+        all.first().copied()
+    })
+    .unwrap_or_else(|| panic!("no engine-host child under {children}"));
+    host.kill().unwrap();
+    host.wait().unwrap();
+    let gone = poll(|| {
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok();
+        // Gone, or a zombie waiting for init to reap it.
+        match stat {
+            None => Some(()),
+            Some(s) if s.split_whitespace().nth(2) == Some("Z") => Some(()),
+            Some(_) => None,
+        }
+    });
+    assert!(gone.is_some(), "engine-host {child} outlived its host");
+}
+
+/// Polls `f` every 20 ms for up to 20 s (a loaded machine is slow; this is no timing claim).
+fn poll<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    for _ in 0..1000 {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}
