@@ -411,3 +411,90 @@ fn poll<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
     }
     None
 }
+
+fn child_request(
+    name: &str,
+    restart: Option<rampart_host::config::RestartPolicy>,
+) -> (
+    rampart_host::engine::loader::LoadRequest,
+    rampart_host::config::ProcessSettings,
+) {
+    use rampart_host::engine::services::{EventSink, HostServices};
+    rampart_host::engine::process::set_engine_host_exe(env!("CARGO_BIN_EXE_rampart").into());
+    let id = if name == "rampart-window" {
+        "window"
+    } else {
+        name
+    };
+    let request = rampart_host::engine::loader::LoadRequest {
+        id: id.to_string(),
+        verify_id: true,
+        path: fixture(name),
+        config: serde_json::json!({}),
+        services: std::sync::Arc::new(HostServices::new(id, EventSink::tracing_only())),
+        load_timeout: std::time::Duration::from_secs(30),
+        call_timeout: std::time::Duration::from_secs(60),
+        max_log_level: None,
+    };
+    let settings = rampart_host::config::ProcessSettings {
+        restart,
+        ..Default::default()
+    };
+    (request, settings)
+}
+
+fn assemble(
+    messages: rampart_engine_api::MessageList,
+) -> rampart_engine_api::protocol::AssembleParams {
+    rampart_engine_api::protocol::AssembleParams {
+        session: rampart_engine_api::protocol::SessionRef {
+            session_id: "iso".into(),
+            ..Default::default()
+        },
+        messages,
+        token_budget: Some(20_000),
+        ..Default::default()
+    }
+}
+
+/// Message lists cross the pipe as deltas: once the child holds a history, a turn that adds
+/// two messages sends about those two, not the history. The answers are the in-process
+/// engine's, and after the child is killed and restarted (its table lost), the host sends the
+/// history in full once and the answers stay right.
+#[test]
+fn deltas_cross_the_pipe_and_survive_a_restart() {
+    use rampart_host::engine::loader::{load_engine, load_engine_in_child};
+    let restart = rampart_host::config::RestartPolicy {
+        max: 1,
+        within: std::time::Duration::from_secs(600),
+    };
+    let (request, settings) = child_request("rampart-window", Some(restart));
+    let child = load_engine_in_child(request.clone(), settings).unwrap();
+    let linked = load_engine(request).unwrap();
+    let history = common::history(1_000).to_vec();
+    let mut grown = history.clone();
+
+    let first = child.call(assemble(history.clone().into())).unwrap();
+    let expected = linked.call(assemble(history.clone().into())).unwrap();
+    assert_eq!(first.messages.to_vec(), expected.messages.to_vec());
+    let after_first = child.bytes_to_child().unwrap();
+
+    grown.extend(common::history(2).iter().cloned());
+    let second = child.call(assemble(grown.clone().into())).unwrap();
+    let expected = linked.call(assemble(grown.clone().into())).unwrap();
+    assert_eq!(second.messages.to_vec(), expected.messages.to_vec());
+    let turn = child.bytes_to_child().unwrap() - after_first;
+    assert!(
+        turn * 50 < after_first,
+        "a turn of two messages sent {turn} bytes; the whole history was {after_first}"
+    );
+
+    // SAFETY: a signal to the child this test started.
+    let pid = child.child_pid().unwrap();
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    grown.extend(common::history(2).iter().cloned());
+    let third = child.call(assemble(grown.clone().into())).unwrap();
+    let expected = linked.call(assemble(grown.clone().into())).unwrap();
+    assert_eq!(third.messages.to_vec(), expected.messages.to_vec());
+    assert_ne!(child.child_pid(), Some(pid), "a new child serves");
+}

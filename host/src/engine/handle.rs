@@ -123,6 +123,15 @@ impl EngineHandle {
         Self::new(info, EngineOrigin::Library(path), backend, call_timeout)
     }
 
+    /// Bytes of call payloads sent to the engine's child process so far, `None` for an engine
+    /// in the host. With message lists as deltas, a turn adds about its new messages.
+    pub fn bytes_to_child(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Process { child, .. } => Some(child.payload_bytes()),
+            _ => None,
+        }
+    }
+
     /// The pid of the child process the engine runs in, `None` for an engine in the host.
     pub fn child_pid(&self) -> Option<u32> {
         match &self.backend {

@@ -111,6 +111,8 @@ pub struct ChildEngine {
     current: Mutex<Arc<Running>>,
     /// When each restart happened, within the policy's window.
     restarts: Mutex<VecDeque<Instant>>,
+    /// Bytes of call payloads sent to the child so far: what a turn costs on the pipe.
+    payload_bytes: AtomicU64,
 }
 
 impl std::fmt::Debug for ChildEngine {
@@ -129,6 +131,7 @@ impl ChildEngine {
             spec,
             current: Mutex::new(running),
             restarts: Mutex::default(),
+            payload_bytes: AtomicU64::new(0),
         };
         Ok((engine, info))
     }
@@ -136,6 +139,11 @@ impl ChildEngine {
     /// The pid of the child serving now.
     pub fn pid(&self) -> u32 {
         self.running().pid
+    }
+
+    /// Bytes of call payloads sent to the child so far (message lists as deltas).
+    pub fn payload_bytes(&self) -> u64 {
+        self.payload_bytes.load(Ordering::Relaxed)
     }
 
     fn running(&self) -> Arc<Running> {
@@ -156,6 +164,8 @@ impl ChildEngine {
     ) -> Result<String, EngineError> {
         loop {
             let running = self.running();
+            self.payload_bytes
+                .fetch_add(payload.len() as u64, Ordering::Relaxed);
             match running.request(method, payload, timeout) {
                 Err(CallFailure::Died(reason)) => self.restart_after(&running, &reason)?,
                 Err(CallFailure::Engine(e)) => return Err(e),
@@ -179,6 +189,15 @@ impl ChildEngine {
         let Some(policy) = self.spec.settings.restart else {
             return Err(died(String::new()));
         };
+        // Held from the decision to the swap, so two calls that saw the same death start one
+        // child between them; the second finds it already replaced and sends its call again.
+        let mut current = match self.current.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if !Arc::ptr_eq(&current, dead) {
+            return Ok(());
+        }
         let attempt = {
             let mut restarts = match self.restarts.lock() {
                 Ok(r) => r,
@@ -216,10 +235,7 @@ impl ChildEngine {
         std::thread::sleep(backoff);
         match Running::start(&self.spec) {
             Ok((running, _)) => {
-                match self.current.lock() {
-                    Ok(mut current) => *current = running,
-                    Err(poisoned) => *poisoned.into_inner() = running,
-                }
+                *current = running;
                 Ok(())
             }
             Err(e) => Err(died(format!("; the restart failed: {e}"))),
