@@ -469,8 +469,19 @@ fn isolation_restart_and_limits_are_read_once_into_types() {
     let c = parse("[plugins.engines.w]\npath = \"w.so\"\n", &file()).unwrap();
     assert_eq!(
         c.engines["w"].isolation,
+        Isolation::Process(ProcessSettings::default()),
+        "the default for a library"
+    );
+    let c = parse(
+        "[plugins.engines.w]\nisolation = \"inprocess\"\n[plugins.engines.legacy]\n",
+        &file(),
+    )
+    .unwrap();
+    assert_eq!(c.engines["w"].isolation, Isolation::InProcess);
+    assert_eq!(
+        c.engines["legacy"].isolation,
         Isolation::InProcess,
-        "the default"
+        "the built-in engine runs in the host"
     );
     let c = parse(
         "[plugins.engines.w]\npath = \"w.so\"\nisolation = \"process\"\n\
@@ -522,8 +533,8 @@ fn isolation_errors_are_located() {
             "the built-in engine is part of the host",
         ),
         (
-            "[plugins.engines.w]\nrestart = { max = 1 }\n",
-            "2:11: invalid value for `plugins.engines.w.restart`",
+            "[plugins.engines.w]\nisolation = \"inprocess\"\nrestart = { max = 1 }\n",
+            "3:11: invalid value for `plugins.engines.w.restart`",
         ),
         (
             "[plugins.engines.w]\nisolation = \"process\"\nrestart = { max = 1, within = \"10\" }\n",

@@ -356,7 +356,7 @@ impl Validator<'_> {
             required: false,
             config: serde_json::Value::Object(serde_json::Map::new()),
             line,
-            isolation: Isolation::InProcess,
+            isolation: Isolation::default(),
         };
         if let Some(v) = table.get("path") {
             entry.path = self.path(&format!("{prefix}.path"), v);
@@ -379,12 +379,12 @@ impl Validator<'_> {
     /// `isolation`, and the `restart` and `limits` that only a child process can have.
     fn isolation(&mut self, prefix: &str, table: &DeTable<'_>, built_in: bool) -> Isolation {
         let key = format!("{prefix}.isolation");
-        let mut process = false;
+        let mut process = !built_in;
         if let Some(v) = table.get("isolation")
             && let Some(s) = self.string(&key, v)
         {
             match s {
-                "inprocess" => {}
+                "inprocess" => process = false,
                 "process" if built_in => self.invalid(
                     &key,
                     v.span(),
@@ -397,7 +397,7 @@ impl Validator<'_> {
                     &key,
                     v.span(),
                     describe(v.get_ref()),
-                    "\"inprocess\" (the default) or \"process\"",
+                    "\"process\" (the default) or \"inprocess\"",
                 ),
             }
         }
@@ -405,9 +405,10 @@ impl Validator<'_> {
         for (name, value) in table.iter() {
             let name = name.get_ref().as_ref();
             if !process && (name == "restart" || name == "limits") {
-                let found = format!("`{name}` without isolation = \"process\"");
-                let allowed = "`restart` and `limits` only with isolation = \"process\": an engine \
-                               in the host's process cannot be restarted or limited";
+                let found = format!("`{name}` of an engine in the host's process");
+                let allowed = "`restart` and `limits` only with isolation = \"process\" (the \
+                               default for a library): an engine in the host's process cannot \
+                               be restarted or limited";
                 self.invalid(&format!("{prefix}.{name}"), value.span(), found, allowed);
             }
         }

@@ -50,11 +50,25 @@ pub fn set_engine_host_exe(path: PathBuf) {
     let _ = ENGINE_HOST_EXE.set(path);
 }
 
+/// The `rampart` binary: the one named with [`set_engine_host_exe`]; else this executable when
+/// it is `rampart`; else a `rampart` beside it or one directory up, which is where cargo puts
+/// it for the tests and benchmarks that embed the host (`target/<profile>/deps/<test>`).
 fn engine_host_exe() -> std::io::Result<PathBuf> {
-    match ENGINE_HOST_EXE.get() {
-        Some(p) => Ok(p.clone()),
-        None => std::env::current_exe(),
+    if let Some(p) = ENGINE_HOST_EXE.get() {
+        return Ok(p.clone());
     }
+    let me = std::env::current_exe()?;
+    let name = format!("rampart{}", std::env::consts::EXE_SUFFIX);
+    if me.file_name().is_some_and(|n| n == name.as_str()) {
+        return Ok(me);
+    }
+    let beside = me.parent().map(|d| d.join(&name));
+    let above = me.parent().and_then(|d| d.parent()).map(|d| d.join(&name));
+    Ok([beside, above]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .unwrap_or(me))
 }
 
 /// Everything needed to start (and restart) one engine's child.

@@ -512,9 +512,11 @@ fn resolve_and_load(
         call_timeout: config.call_timeout,
         max_log_level: Some(host_max_log_level()),
     };
-    let loaded = match entry.map(|e| &e.isolation) {
-        Some(Isolation::Process(settings)) => load_engine_in_child(request, settings.clone()),
-        _ => load_engine(request),
+    // A library found in the search paths without a table of its own gets the default too.
+    let isolation = entry.map(|e| e.isolation.clone()).unwrap_or_default();
+    let loaded = match isolation {
+        Isolation::Process(settings) => load_engine_in_child(request, settings),
+        Isolation::InProcess => load_engine(request),
     };
     loaded.map_err(|e| ("load", e.to_string()))
 }
