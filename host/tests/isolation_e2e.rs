@@ -347,6 +347,29 @@ fn an_engine_in_a_child_reaches_the_hosts_services_and_log() {
     );
 }
 
+/// `limits.cpuSeconds` ends a child that burns CPU (the kernel's SIGXCPU at the soft limit)
+/// long before the call's deadline; in the host's process nothing would limit it.
+#[test]
+fn a_child_past_its_cpu_limit_is_ended_and_contained() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = common::write_config(
+        dir.path(),
+        &format!(
+            "[plugins]\ncallTimeoutMs = 120000\n[plugins.slots]\ncontextEngine = \"fx-hang\"\n\
+             [plugins.engines.fx-hang]\npath = \"{}\"\nisolation = \"process\"\n\
+             limits = {{ cpuSeconds = 1 }}\n[plugins.engines.fx-hang.config]\nbusy = true\n",
+            fixture("fx-hang").display()
+        ),
+    );
+    let out = run_hello(dir.path(), cfg.to_str().unwrap());
+    contained(
+        &out,
+        "fx-hang",
+        "assemble",
+        "killed by signal 24 (SIGXCPU: past limits.cpuSeconds)",
+    );
+}
+
 /// A child never outlives its host: kill the host mid-call (the hang fixture holds the call),
 /// and the child goes too.
 #[test]

@@ -741,6 +741,7 @@ fn child_setup(parent: u32, limits: ProcessLimits) -> std::io::Result<()> {
             }
         }
     }
+    // `parent` is only read on Linux.
     let _ = parent;
     Ok(())
 }
