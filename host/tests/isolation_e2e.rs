@@ -521,3 +521,80 @@ fn deltas_cross_the_pipe_and_survive_a_restart() {
     assert_eq!(third.messages.to_vec(), expected.messages.to_vec());
     assert_ne!(child.child_pid(), Some(pid), "a new child serves");
 }
+
+/// `engines list` says where the active engine's code runs: a library's in a child by default,
+/// in the host with `isolation = "inprocess"`.
+#[test]
+fn engines_list_says_whether_the_engine_runs_in_a_child() {
+    for (extra, in_child) in [("", true), ("isolation = \"inprocess\"", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config_for(dir.path(), "fx-minimal", &fixture("fx-minimal"), extra);
+        let out = rampart(&["engines", "list", "--config", cfg.to_str().unwrap()]);
+        let all = text(&out);
+        let row = all
+            .lines()
+            .find(|l| l.starts_with("* fx-minimal"))
+            .unwrap_or_else(|| panic!("{all}"));
+        assert!(row.contains("active ("), "{row}");
+        assert_eq!(
+            row.contains("in a child process, pid"),
+            in_child,
+            "{extra}: {row}"
+        );
+    }
+}
+
+/// The handshake of `rampart engine-host`, spoken by hand: a host of another protocol major is
+/// refused with a message; a host that announces a feature the child does not know is served,
+/// and the child announces only what it has.
+#[test]
+fn engine_host_handshake_refuses_another_major_and_ignores_unknown_features() {
+    use rampart_host::engine::pipe::{
+        FEATURES, Frame, Hello, PIPE_VERSION, read_frame, write_frame,
+    };
+    let hello = |version: u32| Hello {
+        version,
+        features: vec!["shutdown".into(), "telepathy".into()],
+        engine_id: "fx-minimal".into(),
+        verify_id: true,
+        path: fixture("fx-minimal"),
+        config: serde_json::json!({}),
+        load_timeout_ms: 30_000,
+        call_timeout_ms: 30_000,
+        max_log_level: None,
+    };
+    for version in [PIPE_VERSION + 1, PIPE_VERSION] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .arg("engine-host")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        write_frame(&mut stdin, &Frame::Hello(hello(version))).unwrap();
+        let Frame::Ready(ready) = read_frame(&mut stdout).unwrap() else {
+            panic!("expected ready")
+        };
+        assert_eq!(ready.version, PIPE_VERSION);
+        if version == PIPE_VERSION {
+            let info = ready.engine.unwrap();
+            assert_eq!(info.id, "fx-minimal");
+            assert_eq!(
+                ready.features,
+                FEATURES.iter().map(|f| f.to_string()).collect::<Vec<_>>()
+            );
+            drop(stdin);
+            assert_eq!(
+                child.wait().unwrap().code(),
+                Some(0),
+                "stdin's end ends the child"
+            );
+        } else {
+            let why = ready.engine.unwrap_err();
+            assert!(why.contains("engine-host protocol 1"), "{why}");
+            assert_eq!(child.wait().unwrap().code(), Some(2));
+        }
+    }
+}

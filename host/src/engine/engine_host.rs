@@ -67,6 +67,19 @@ pub fn serve() -> i32 {
             return EXIT_PROTOCOL;
         }
     };
+    if hello.version != PIPE_VERSION {
+        let refused = Ready {
+            version: PIPE_VERSION,
+            features: Vec::new(),
+            engine: Err(format!(
+                "this rampart engine-host speaks engine-host protocol {PIPE_VERSION}, the host \
+                 {}; run the host's own binary",
+                hello.version
+            )),
+        };
+        let _ = send(&out, &Frame::Ready(refused));
+        return EXIT_PROTOCOL;
+    }
     let proxy = Arc::new(ProxyHost {
         out: out.clone(),
         pending: Mutex::default(),
