@@ -85,9 +85,14 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
                 }
                 SlotState::Active => {
                     let info = active.info();
+                    // Where its code runs is what a crash in it would take down.
+                    let place = match active.child_pid() {
+                        Some(pid) => format!(", in a child process, pid {pid}"),
+                        None => String::new(),
+                    };
                     (
                         active.origin().to_string(),
-                        format!("active ({} {})", info.name, info.version),
+                        format!("active ({} {}{place})", info.name, info.version),
                     )
                 }
             }

@@ -108,6 +108,10 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
     },
+    /// Serve one engine library over stdin and stdout for a host that runs it in a child
+    /// process (`isolation = "process"`). Started by rampart itself, never by hand.
+    #[command(hide = true)]
+    EngineHost,
     /// Compact a session now, through its lane.
     Compact {
         /// A registry key, a session id, or a session file.
@@ -212,6 +216,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
             serve::serve(config, store, events, listen, out, &mut std::io::stderr())
         }
+        Command::EngineHost => Ok(crate::engine::engine_host::serve()),
         Command::Compact {
             session,
             instructions,

@@ -140,7 +140,8 @@ fn unknown_key_in_engine() {
     assert_eq!(
         e.to_string(),
         "/etc/rampart/plugins.toml:7:1: unknown key `plugins.engines.window.requird`; \
-         allowed keys here: path, required, config. Fix the key or remove it."
+         allowed keys here: path, required, config, isolation, restart, limits. Fix the key or \
+         remove it."
     );
 }
 
@@ -516,4 +517,115 @@ fn serve_errors_are_located() {
         e.to_string().contains("serve.sideRequests.smallModel"),
         "{e}"
     );
+}
+
+#[test]
+fn isolation_restart_and_limits_are_read_once_into_types() {
+    let c = parse("[plugins.engines.w]\npath = \"w.so\"\n", &file()).unwrap();
+    assert_eq!(
+        c.engines["w"].isolation,
+        Isolation::Process(ProcessSettings::default()),
+        "the default for a library"
+    );
+    let c = parse(
+        "[plugins.engines.w]\nisolation = \"inprocess\"\n[plugins.engines.legacy]\n",
+        &file(),
+    )
+    .unwrap();
+    assert_eq!(c.engines["w"].isolation, Isolation::InProcess);
+    assert_eq!(
+        c.engines["legacy"].isolation,
+        Isolation::InProcess,
+        "the built-in engine runs in the host"
+    );
+    let c = parse(
+        "[plugins.engines.w]\npath = \"w.so\"\nisolation = \"process\"\n\
+         restart = { max = 2, within = \"1h30m\" }\nlimits = { memoryMb = 256, cpuSeconds = 9 }\n",
+        &file(),
+    )
+    .unwrap();
+    assert_eq!(
+        c.engines["w"].isolation,
+        Isolation::Process(ProcessSettings {
+            restart: Some(RestartPolicy {
+                max: 2,
+                within: Duration::from_secs(5400)
+            }),
+            limits: ProcessLimits {
+                memory_mb: Some(256),
+                cpu_seconds: Some(9)
+            },
+        })
+    );
+    let c = parse(
+        "[plugins.engines.w]\nisolation = \"process\"\nrestart = {}\n",
+        &file(),
+    )
+    .unwrap();
+    let Isolation::Process(p) = &c.engines["w"].isolation else {
+        panic!("process")
+    };
+    assert_eq!(
+        p.restart,
+        Some(RestartPolicy {
+            max: 3,
+            within: Duration::from_secs(600)
+        }),
+        "restart = {{}} is the documented 3 within 10m"
+    );
+    assert_eq!(p.limits, ProcessLimits::default());
+}
+
+#[test]
+fn isolation_errors_are_located() {
+    let cases = [
+        (
+            "[plugins.engines.w]\nisolation = \"sandbox\"\n",
+            "2:13: invalid value for `plugins.engines.w.isolation`",
+        ),
+        (
+            "[plugins.engines.legacy]\nisolation = \"process\"\n",
+            "the built-in engine is part of the host",
+        ),
+        (
+            "[plugins.engines.w]\nisolation = \"inprocess\"\nrestart = { max = 1 }\n",
+            "3:11: invalid value for `plugins.engines.w.restart`",
+        ),
+        (
+            "[plugins.engines.w]\nisolation = \"process\"\nrestart = { max = 1, within = \"10\" }\n",
+            "3:31: invalid value for `plugins.engines.w.restart.within`",
+        ),
+        (
+            "[plugins.engines.w]\nisolation = \"process\"\nrestart = { max = -1 }\n",
+            "invalid value for `plugins.engines.w.restart.max`",
+        ),
+        (
+            "[plugins.engines.w]\nisolation = \"process\"\nrestart = { tries = 1 }\n",
+            "unknown key `plugins.engines.w.restart.tries`",
+        ),
+        (
+            "[plugins.engines.w]\nisolation = \"process\"\nlimits = { memoryMb = 8 }\n",
+            "3:23: invalid value for `plugins.engines.w.limits.memoryMb`",
+        ),
+        (
+            "[plugins.engines.w]\nisolation = \"process\"\nlimits = { cpuSeconds = \"1\" }\n",
+            "`plugins.engines.w.limits.cpuSeconds`",
+        ),
+    ];
+    for (text, expected) in cases {
+        let e = err(text).to_string();
+        assert!(e.contains(expected), "{text}: {e}");
+    }
+}
+
+#[test]
+fn restart_windows_need_a_unit() {
+    use super::validate::parse_window;
+    assert_eq!(parse_window("10m"), Some(600_000));
+    assert_eq!(parse_window(" 1h30m "), Some(5_400_000));
+    assert_eq!(parse_window("250ms"), Some(250));
+    assert_eq!(parse_window("10"), None);
+    assert_eq!(parse_window("m"), None);
+    assert_eq!(parse_window("1.5h"), None);
+    assert_eq!(parse_window(""), None);
 }

@@ -454,6 +454,7 @@ impl Validator<'_> {
             required: false,
             config: serde_json::Value::Object(serde_json::Map::new()),
             line,
+            isolation: Isolation::default(),
         };
         if let Some(v) = table.get("path") {
             entry.path = self.path(&format!("{prefix}.path"), v);
@@ -469,7 +470,137 @@ impl Validator<'_> {
                 entry.config = serde_json::Value::Object(self.json_object(&key, t));
             }
         }
+        entry.isolation = self.isolation(&prefix, table, id.get_ref() == BUILTIN_ENGINE_ID);
         valid_id.then_some(entry)
+    }
+
+    /// `isolation`, and the `restart` and `limits` that only a child process can have.
+    fn isolation(&mut self, prefix: &str, table: &DeTable<'_>, built_in: bool) -> Isolation {
+        let key = format!("{prefix}.isolation");
+        let mut process = !built_in;
+        if let Some(v) = table.get("isolation")
+            && let Some(s) = self.string(&key, v)
+        {
+            match s {
+                "inprocess" => process = false,
+                "process" if built_in => self.invalid(
+                    &key,
+                    v.span(),
+                    describe(v.get_ref()),
+                    "\"inprocess\": the built-in engine is part of the host and always runs in \
+                     its process",
+                ),
+                "process" => process = true,
+                _ => self.invalid(
+                    &key,
+                    v.span(),
+                    describe(v.get_ref()),
+                    "\"process\" (the default) or \"inprocess\"",
+                ),
+            }
+        }
+        let mut settings = ProcessSettings::default();
+        for (name, value) in table.iter() {
+            let name = name.get_ref().as_ref();
+            if !process && (name == "restart" || name == "limits") {
+                let found = format!("`{name}` of an engine in the host's process");
+                let allowed = "`restart` and `limits` only with isolation = \"process\" (the \
+                               default for a library): an engine in the host's process cannot \
+                               be restarted or limited";
+                self.invalid(&format!("{prefix}.{name}"), value.span(), found, allowed);
+            }
+        }
+        if !process {
+            return Isolation::InProcess;
+        }
+        if let Some(v) = table.get("restart") {
+            settings.restart = self.restart(&format!("{prefix}.restart"), v);
+        }
+        if let Some(v) = table.get("limits") {
+            settings.limits = self.limits(&format!("{prefix}.limits"), v);
+        }
+        Isolation::Process(settings)
+    }
+
+    fn restart(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<RestartPolicy> {
+        let t = self.table(key, value)?;
+        self.check_keys(key, t, RESTART_KEYS);
+        let max_key = format!("{key}.max");
+        let max = match t.get("max") {
+            None => 3,
+            Some(v) => {
+                let allowed = format!("an integer from 0 to {MAX_RESTARTS}");
+                match self.bounded(&max_key, v, 0, u64::from(MAX_RESTARTS), &allowed) {
+                    Some(n) => u32::try_from(n).ok()?,
+                    None => return None,
+                }
+            }
+        };
+        let within_key = format!("{key}.within");
+        let within = match t.get("within") {
+            None => Duration::from_secs(600),
+            Some(v) => {
+                let text = self.string(&within_key, v)?;
+                match parse_window(text) {
+                    Some(ms) if (1..=MAX_TIMEOUT_MS).contains(&ms) => Duration::from_millis(ms),
+                    _ => {
+                        let allowed = "a duration from 1ms to 24h such as \"10m\", \"30s\", \
+                                       \"1h\" or \"500ms\"";
+                        self.invalid(&within_key, v.span(), describe(v.get_ref()), allowed);
+                        return None;
+                    }
+                }
+            }
+        };
+        Some(RestartPolicy { max, within })
+    }
+
+    fn limits(&mut self, key: &str, value: &SpannedValue<'_>) -> ProcessLimits {
+        let mut limits = ProcessLimits::default();
+        let Some(t) = self.table(key, value) else {
+            return limits;
+        };
+        self.check_keys(key, t, LIMITS_KEYS);
+        if let Some(v) = t.get("memoryMb") {
+            // Below 64 MiB the child cannot map the rampart binary and its threads.
+            let allowed = format!("an integer from 64 to {MAX_MEMORY_MB} (MiB)");
+            limits.memory_mb =
+                self.bounded(&format!("{key}.memoryMb"), v, 64, MAX_MEMORY_MB, &allowed);
+        }
+        if let Some(v) = t.get("cpuSeconds") {
+            let allowed = format!("an integer from 1 to {MAX_CPU_SECONDS} (seconds)");
+            limits.cpu_seconds = self.bounded(
+                &format!("{key}.cpuSeconds"),
+                v,
+                1,
+                MAX_CPU_SECONDS,
+                &allowed,
+            );
+        }
+        limits
+    }
+
+    /// An integer in `min..=max`, or a located error saying `allowed`.
+    fn bounded(
+        &mut self,
+        key: &str,
+        value: &SpannedValue<'_>,
+        min: u64,
+        max: u64,
+        allowed: &str,
+    ) -> Option<u64> {
+        if !matches!(value.get_ref(), DeValue::Integer(_)) {
+            self.wrong_type(key, value, "an integer");
+            return None;
+        }
+        let n = self.integer(key, value)?;
+        match u64::try_from(n) {
+            Ok(n) if (min..=max).contains(&n) => Some(n),
+            _ => {
+                self.invalid(key, value.span(), describe(value.get_ref()), allowed);
+                None
+            }
+        }
     }
 
     fn toml_table(&mut self, prefix: &str, table: &DeTable<'_>) -> toml::Table {
@@ -575,4 +706,27 @@ impl Validator<'_> {
             }
         }
     }
+}
+
+/// A restart window as written (`"10m"`, `"30s"`, `"1h"`, `"500ms"`, `"1h30m"`), in ms.
+///
+/// Why not `rampart_context`'s duration parser: it is private to the pruning settings, and a
+/// bare number there means minutes, which for a restart window would surprise; this accepts
+/// only numbers with a unit.
+pub(super) fn parse_window(text: &str) -> Option<u64> {
+    const UNITS: [(&str, u64); 4] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000)];
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: u64 = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let number: u64 = rest.get(..digits)?.parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, ms) = UNITS.iter().find(|(u, _)| rest.starts_with(u))?;
+        total = total.checked_add(number.checked_mul(*ms)?)?;
+        rest = &rest[unit.len()..];
+    }
+    Some(total)
 }

@@ -18,6 +18,8 @@ use rampart_engine_api::method::{Call, Method};
 use rampart_engine_api::protocol::Feature;
 use rampart_engine_api::{CallContext, ContextEngine, EngineError, EngineInfo, ErrorKind, Host};
 use rampart_message::wire::{HostTable, STALE_REF, with_host_table};
+
+use crate::engine::process::ChildEngine;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -48,6 +50,13 @@ enum Backend {
         engine: Arc<FfiEngineBox>,
         /// Which messages the engine already holds, when it speaks interned lists
         /// (`Feature::MessageRefs`); `None` sends every message in full.
+        table: Option<Arc<Mutex<HostTable>>>,
+    },
+    /// A library loaded by a child `rampart engine-host`. The same JSON crosses the pipe as
+    /// would cross the ABI, deltas included: the child relays it to the library, whose table
+    /// mirrors this one.
+    Process {
+        child: Arc<ChildEngine>,
         table: Option<Arc<Mutex<HostTable>>>,
     },
 }
@@ -91,15 +100,44 @@ impl EngineHandle {
         path: PathBuf,
         call_timeout: Duration,
     ) -> Self {
-        let table = info
-            .protocol
-            .supports(&Feature::MessageRefs)
-            .then(|| Arc::new(Mutex::new(HostTable::new())));
+        let table = message_table(&info);
         let backend = Backend::Library {
             engine: Arc::new(engine),
             table,
         };
         Self::new(info, EngineOrigin::Library(path), backend, call_timeout)
+    }
+
+    /// Wraps an engine in a child process; `info` is the handshake the child verified.
+    pub(crate) fn process(
+        child: ChildEngine,
+        info: EngineInfo,
+        path: PathBuf,
+        call_timeout: Duration,
+    ) -> Self {
+        let table = message_table(&info);
+        let backend = Backend::Process {
+            child: Arc::new(child),
+            table,
+        };
+        Self::new(info, EngineOrigin::Library(path), backend, call_timeout)
+    }
+
+    /// Bytes of call payloads sent to the engine's child process so far, `None` for an engine
+    /// in the host. With message lists as deltas, a turn adds about its new messages.
+    pub fn bytes_to_child(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Process { child, .. } => Some(child.payload_bytes()),
+            _ => None,
+        }
+    }
+
+    /// The pid of the child process the engine runs in, `None` for an engine in the host.
+    pub fn child_pid(&self) -> Option<u32> {
+        match &self.backend {
+            Backend::Process { child, .. } => Some(child.pid()),
+            _ => None,
+        }
     }
 
     fn new(
@@ -110,12 +148,16 @@ impl EngineHandle {
     ) -> Self {
         let (tx, rx) = mpsc::channel::<Job>();
         let name = format!("rampart-engine-{}", info.id);
-        // If the thread cannot be spawned, every call reports it (the channel is closed).
-        let _ = std::thread::Builder::new().name(name).spawn(move || {
-            while let Ok(job) = rx.recv() {
-                job();
-            }
-        });
+        // An engine in a child needs no worker: its calls wait on the pipe with the deadline,
+        // and a child that overruns it is killed, so nothing is left running.
+        if !matches!(backend, Backend::Process { .. }) {
+            // If the thread cannot be spawned, every call reports it (the channel is closed).
+            let _ = std::thread::Builder::new().name(name).spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            });
+        }
         Self {
             info,
             origin,
@@ -235,23 +277,23 @@ impl EngineHandle {
             Backend::Library { engine, table } => {
                 let (engine, table) = (engine.clone(), table.clone());
                 self.run_within(method_name, timeout, move |ctx| {
-                    let Some(table) = table else {
-                        return call_library(&engine, ctx, method_name, &params, None);
+                    let transport = |payload: String| {
+                        engine
+                            .call(
+                                method_name.into(),
+                                payload.as_str().into(),
+                                call_ctx_ref(ctx),
+                            )
+                            .into_result()
+                            .map(String::from)
+                            .map_err(EngineError::from)
                     };
-                    let mut table = match table.lock() {
-                        Ok(t) => t,
-                        Err(poisoned) => poisoned.into_inner(),
-                    };
-                    match call_library(&engine, ctx, method_name, &params, Some(&mut table)) {
-                        // The engine lost messages it should hold (it was rebuilt, or an
-                        // earlier call failed half-way): send everything once more in full.
-                        Err(e) if e.message.contains(STALE_REF) => {
-                            table.forget();
-                            call_library(&engine, ctx, method_name, &params, Some(&mut table))
-                        }
-                        other => other,
-                    }
+                    call_encoded(method_name, &params, table.as_deref(), transport)
                 })
+            }
+            Backend::Process { child, table } => {
+                let transport = |payload: String| child.call(method_name, &payload, timeout);
+                call_encoded(method_name, &params, table.as_deref(), transport)
             }
         }
     }
@@ -260,18 +302,31 @@ impl EngineHandle {
     /// methods newer than the typed ones; an engine that does not know the method answers
     /// `Unsupported`.
     pub fn call_json(&self, method_name: &str, payload: &str) -> Result<String, EngineError> {
+        self.call_json_within(method_name, payload, self.call_timeout)
+    }
+
+    /// [`Self::call_json`] with a deadline of its own. `rampart engine-host` relays each call
+    /// of its host through this, with the host's deadline, so a call is cancelled in the child
+    /// when the host stops waiting.
+    pub fn call_json_within(
+        &self,
+        method_name: &str,
+        payload: &str,
+        timeout: Duration,
+    ) -> Result<String, EngineError> {
         let (m, p) = (method_name.to_string(), payload.to_string());
         match &self.backend {
+            Backend::Process { child, .. } => child.call(method_name, payload, timeout),
             Backend::Linked { engine, host } => {
                 let (engine, host) = (engine.clone(), host.clone());
-                self.run(method_name, move |ctx| {
+                self.run_within(method_name, timeout, move |ctx| {
                     let cx = CallContext::new(&host, &*ctx.cancel, Some(ctx.deadline_unix_ms));
                     rampart_engine_api::export::guard(&m, || dispatch(&*engine, &cx, &m, &p))
                 })
             }
             Backend::Library { engine, .. } => {
                 let engine = engine.clone();
-                self.run(method_name, move |ctx| {
+                self.run_within(method_name, timeout, move |ctx| {
                     engine
                         .call(m.as_str().into(), p.as_str().into(), call_ctx_ref(ctx))
                         .into_result()
@@ -317,31 +372,55 @@ impl EngineHandle {
                     engine.shutdown().into_result().map_err(EngineError::from)
                 })
             }
+            Backend::Process { child, .. } => child.shutdown(self.call_timeout),
         }
+    }
+}
+
+/// The table of an engine that keeps interned lists (`Feature::MessageRefs`), else `None`.
+fn message_table(info: &EngineInfo) -> Option<Arc<Mutex<HostTable>>> {
+    info.protocol
+        .supports(&Feature::MessageRefs)
+        .then(|| Arc::new(Mutex::new(HostTable::new())))
+}
+
+/// A call as JSON through `transport` (the ABI, or a child's pipe), message lists as deltas
+/// when there is a table; an engine that lost what the table says it holds gets the call once
+/// more, in full.
+fn call_encoded<P: Serialize, R: DeserializeOwned>(
+    method_name: &str,
+    params: &P,
+    table: Option<&Mutex<HostTable>>,
+    transport: impl Fn(String) -> Result<String, EngineError>,
+) -> Result<R, EngineError> {
+    let Some(table) = table else {
+        return call_library(method_name, params, None, &transport);
+    };
+    let mut table = match table.lock() {
+        Ok(t) => t,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    match call_library(method_name, params, Some(&mut table), &transport) {
+        // The engine lost messages it should hold (it was rebuilt, its process restarted, or
+        // an earlier call failed half-way): send everything once more in full.
+        Err(e) if e.message.contains(STALE_REF) => {
+            table.forget();
+            call_library(method_name, params, Some(&mut table), &transport)
+        }
+        other => other,
     }
 }
 
 /// One call across the ABI: encode, call, decode. With a table, message lists are interned and
 /// the table learns what the engine now holds (or forgets everything when the call fails).
 fn call_library<P: Serialize, R: DeserializeOwned>(
-    engine: &FfiEngineBox,
-    ctx: &HostCallCtx,
     method_name: &str,
     params: &P,
     table: Option<&mut HostTable>,
+    call: &dyn Fn(String) -> Result<String, EngineError>,
 ) -> Result<R, EngineError> {
     let encode =
         || serde_json::to_string(params).map_err(|e| EngineError::invalid_params(method_name, e));
-    let call = |payload: String| {
-        engine
-            .call(
-                method_name.into(),
-                payload.as_str().into(),
-                call_ctx_ref(ctx),
-            )
-            .into_result()
-            .map_err(EngineError::from)
-    };
     let decode = |answer: &str| {
         serde_json::from_str(answer).map_err(|e| {
             EngineError::new(

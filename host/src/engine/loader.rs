@@ -114,6 +114,18 @@ pub enum LoadError {
         /// The id in `info()`.
         found: String,
     },
+    /// The engine's child process (`isolation = "process"`) did not start, died while loading,
+    /// or did not finish its handshake.
+    #[error("the engine process for `{}` failed: {source}", path.display())]
+    Process {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: crate::engine::process::StartError,
+    },
+    /// The loader in the engine's child process refused the library; its message, as it reads.
+    #[error("{0}")]
+    InChild(String),
     /// Loading, checking and constructing took longer than `plugins.loadTimeoutMs`.
     #[error(
         "loading `{}` did not finish within {} ms (plugins.loadTimeoutMs); the library stays \
@@ -183,6 +195,33 @@ pub fn load_engine(req: LoadRequest) -> Result<EngineHandle, LoadError> {
     match rx.recv_timeout(timeout) {
         Ok(result) => result,
         Err(_) => Err(LoadError::Timeout { path, timeout }),
+    }
+}
+
+/// Loads the engine of `req` in a child `rampart engine-host` (`isolation = "process"`): the
+/// file checks run here, everything that runs the library's code runs in the child, which
+/// answers the handshake the in-process loader would.
+pub fn load_engine_in_child(
+    req: LoadRequest,
+    settings: crate::config::ProcessSettings,
+) -> Result<EngineHandle, LoadError> {
+    use crate::engine::process::{ChildEngine, ProcessSpec, StartError};
+    let path = check_file(&req.path)?;
+    let spec = ProcessSpec {
+        id: req.id,
+        verify_id: req.verify_id,
+        path: path.clone(),
+        config: req.config,
+        services: req.services,
+        load_timeout: req.load_timeout,
+        call_timeout: req.call_timeout,
+        max_log_level: req.max_log_level,
+        settings,
+    };
+    match ChildEngine::start(spec) {
+        Ok((child, info)) => Ok(EngineHandle::process(child, info, path, req.call_timeout)),
+        Err(StartError::Refused(message)) => Err(LoadError::InChild(message)),
+        Err(source) => Err(LoadError::Process { path, source }),
     }
 }
 

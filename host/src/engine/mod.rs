@@ -7,10 +7,15 @@
 //! - [`slot`]: the `contextEngine` slot: the configured engine, quarantine, and `legacy` as the
 //!   fallback, with the host's default for every method an engine does not support;
 //! - [`services`]: what an engine can call back (logs, events, `llm.complete`, blobs, token
-//!   counts, the clock).
+//!   counts, the clock);
+//! - [`process`], [`pipe`], [`engine_host`]: an engine in a child process
+//!   (`isolation = "process"`): the host's side, the frames on the pipe, the child's side.
 
+pub mod engine_host;
 pub mod handle;
 pub mod library_file;
 pub mod loader;
+pub mod pipe;
+pub mod process;
 pub mod services;
 pub mod slot;

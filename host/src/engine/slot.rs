@@ -22,8 +22,9 @@ use rampart_legacy::{LEGACY_ID, LegacyEngine};
 
 use crate::blobs::BlobStore;
 use crate::config::Config;
+use crate::config::Isolation;
 use crate::engine::handle::EngineHandle;
-use crate::engine::loader::{LoadRequest, load_engine};
+use crate::engine::loader::{LoadRequest, load_engine, load_engine_in_child};
 use crate::engine::services::{EventSink, HostServices};
 
 /// A quarantine: which engine failed, in which operation, and why.
@@ -497,9 +498,8 @@ fn resolve_and_load(
         Ok(None) => return Err(("resolve", format!("no library is configured for `{id}`"))),
         Err(e) => return Err(("resolve", e.to_string())),
     };
-    let entry_config = config
-        .engines
-        .get(id)
+    let entry = config.engines.get(id);
+    let entry_config = entry
         .map(|e| e.config.clone())
         .unwrap_or_else(|| serde_json::json!({}));
     let request = LoadRequest {
@@ -512,5 +512,11 @@ fn resolve_and_load(
         call_timeout: config.call_timeout,
         max_log_level: Some(host_max_log_level()),
     };
-    load_engine(request).map_err(|e| ("load", e.to_string()))
+    // A library found in the search paths without a table of its own gets the default too.
+    let isolation = entry.map(|e| e.isolation.clone()).unwrap_or_default();
+    let loaded = match isolation {
+        Isolation::Process(settings) => load_engine_in_child(request, settings),
+        Isolation::InProcess => load_engine(request),
+    };
+    loaded.map_err(|e| ("load", e.to_string()))
 }
