@@ -329,8 +329,12 @@ fn methods_the_engine_does_not_know_fall_back_to_defaults() {
         ..Default::default()
     })
     .unwrap();
+    assert!(!slot.declined("maintain"));
     let maintained = slot.maintain(Default::default()).unwrap();
     assert!(!maintained.changed);
+    // Declined once, the host builds no compaction for it to prepare (it would ignore it).
+    assert!(slot.declined("maintain"));
+    assert!(!slot.declined("assemble"));
     let boot = slot.bootstrap(Default::default()).unwrap();
     assert!(!boot.bootstrapped);
     assert_eq!(

@@ -95,6 +95,9 @@ pub struct EngineSlot {
     configured: Option<Arc<EngineHandle>>,
     legacy: Arc<EngineHandle>,
     quarantine: Mutex<Option<Quarantine>>,
+    /// The operations each engine (by id) answered `Unsupported`: optional payloads for them
+    /// need not be built ([`EngineSlot::declined`]).
+    declined: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl std::fmt::Debug for EngineSlot {
@@ -246,6 +249,7 @@ impl EngineSlot {
             configured: None,
             legacy,
             quarantine: Mutex::new(None),
+            declined: Mutex::default(),
         };
         if id == LEGACY_ID {
             if let Some(path) = config.engines.get(LEGACY_ID).and_then(|e| e.path.as_ref()) {
@@ -306,6 +310,18 @@ impl EngineSlot {
         }
     }
 
+    /// Whether the engine serving now answered `operation` with `Unsupported` before. The call
+    /// is still made (an engine may answer differently later); what it declined is only a hint
+    /// not to build optional parts of its parameters, such as `maintain`'s compaction to
+    /// prepare, for an engine that ignores them (through a child, building and sending one
+    /// cost a millisecond a turn).
+    pub fn declined(&self, operation: &str) -> bool {
+        let active = self.active();
+        self.declined
+            .lock()
+            .is_ok_and(|d| d.contains(&(active.id().to_string(), operation.to_string())))
+    }
+
     /// The built-in engine.
     pub fn legacy(&self) -> &Arc<EngineHandle> {
         &self.legacy
@@ -346,7 +362,12 @@ impl EngineSlot {
         let is_legacy = Arc::ptr_eq(&active, &self.legacy);
         match op(&active) {
             Ok(r) => Ok(Some(r)),
-            Err(e) if e.kind == ErrorKind::Unsupported => Ok(None),
+            Err(e) if e.kind == ErrorKind::Unsupported => {
+                if let Ok(mut declined) = self.declined.lock() {
+                    declined.insert((active.id().to_string(), operation.to_string()));
+                }
+                Ok(None)
+            }
             Err(e) if e.kind == ErrorKind::Cancelled => Err(SlotCallError::Cancelled(e)),
             Err(e) if is_legacy => Err(SlotCallError::Legacy(e)),
             Err(e) => {

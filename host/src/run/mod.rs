@@ -1114,7 +1114,14 @@ impl<'a> Runner<'a> {
         }
         // The next request holds what this one did plus the answer.
         let next_tokens = prepared.estimated + counter.count_message(&reply);
-        let prepare_compaction = self.compaction_to_prepare(session, model, window, next_tokens);
+        let prepare_compaction = if self
+            .slot
+            .declined(rampart_engine_api::protocol::method::MAINTAIN)
+        {
+            None
+        } else {
+            self.compaction_to_prepare(session, model, window, next_tokens)
+        };
         if let Err(e) = self.slot.maintain(MaintainParams {
             session: session_ref(session),
             reason: Some("turn".to_string()),
