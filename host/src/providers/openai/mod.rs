@@ -200,17 +200,7 @@ fn chunk_deltas(chunk: &Value) -> Vec<StreamDelta> {
             text: text.to_owned(),
         });
     }
-    for (position, call) in delta
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let index = call
-            .get("index")
-            .and_then(Value::as_u64)
-            .unwrap_or(position as u64);
+    for (index, call) in tool_call_deltas(delta) {
         let function = call.get("function");
         if let Some(id) = call.get("id").and_then(Value::as_str) {
             out.push(StreamDelta::ToolCallStart {
@@ -306,17 +296,7 @@ impl Answer {
                 self.reasoning.push_str(text);
             }
         }
-        for (position, call) in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let index = call
-                .get("index")
-                .and_then(Value::as_u64)
-                .unwrap_or(position as u64);
+        for (index, call) in tool_call_deltas(delta) {
             let partial = self.calls.entry(index).or_default();
             if let Some(id) = call.get("id").and_then(Value::as_str) {
                 partial.id.push_str(id);
@@ -443,6 +423,24 @@ fn usage(raw: Option<&Value>) -> Usage {
         total_tokens: Some(prompt + completion),
         ..Usage::default()
     }
+}
+
+/// The tool-call pieces of a streamed chunk's `delta`, each with the index of the call it
+/// belongs to (its position when a server sends no `index`).
+fn tool_call_deltas(delta: &Value) -> impl Iterator<Item = (u64, &Value)> {
+    delta
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(position, call)| {
+            let index = call
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(position as u64);
+            (index, call)
+        })
 }
 
 #[cfg(test)]
