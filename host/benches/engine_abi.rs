@@ -4,95 +4,17 @@
 //! Run with `cargo bench -p rampart-host --bench engine_abi`. Numbers go in BENCHMARKS.md.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use rampart_engine_api::protocol::{AssembleParams, SessionRef};
-use rampart_engine_api::{AgentMessage, Host, MessageList};
+use rampart_engine_api::{Host, MessageList};
 use rampart_host::engine::handle::EngineHandle;
-use rampart_host::engine::loader::{LoadRequest, load_engine};
+use rampart_host::engine::loader::load_engine;
 use rampart_host::engine::services::{EventSink, HostServices};
 
-fn window_library() -> PathBuf {
-    let file = format!(
-        "{}rampart_window{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let exe = std::env::current_exe().expect("bench binary path");
-    let deps = exe.parent().expect("deps dir").to_path_buf();
-    [
-        deps.clone(),
-        deps.parent().expect("target dir").to_path_buf(),
-    ]
-    .into_iter()
-    .map(|d| d.join(&file))
-    .find(|p| p.exists())
-    .expect("librampart_window was not built next to the bench binary")
-}
-
-fn request(path: PathBuf) -> LoadRequest {
-    LoadRequest {
-        id: "window".into(),
-        verify_id: true,
-        path,
-        config: serde_json::json!({}),
-        services: Arc::new(HostServices::new("window", EventSink::tracing_only())),
-        load_timeout: Duration::from_secs(10),
-        call_timeout: Duration::from_secs(60),
-        max_log_level: None,
-    }
-}
-
-/// A coding-agent-like history: a user turn, then a tool call and its result, then an answer.
-fn history(n: usize) -> MessageList {
-    (0..n)
-        .map(|i| {
-            let m = match i % 4 {
-                0 => AgentMessage::user_text(format!("step {i}: {}", "please look at this ".repeat(10)), i as u64),
-                1 => serde_json::from_value(serde_json::json!({
-                    "role": "assistant",
-                    "content": [{"type": "toolCall", "id": format!("call_{i}"), "name": "read",
-                                 "arguments": {"path": format!("src/file_{i}.rs")}}],
-                    "api": "openai-completions", "provider": "sim", "model": "sim-1",
-                    "usage": {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120,
-                              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-                    "stopReason": "toolUse", "timestamp": i
-                }))
-                .expect("valid assistant message"),
-                2 => AgentMessage::tool_result(
-                    format!("call_{}", i - 1),
-                    "read",
-                    "fn main() { println!(\"hello\"); }\n".repeat(12),
-                    false,
-                    i as u64,
-                ),
-                _ => AgentMessage::assistant_text(
-                    format!("done with step {i}: {}", "the file looks fine ".repeat(8)),
-                    "openai-completions",
-                    "sim",
-                    "sim-1",
-                    i as u64,
-                ),
-            };
-            Arc::new(m)
-        })
-        .collect()
-}
-
-fn params(messages: MessageList) -> AssembleParams {
-    AssembleParams {
-        session: SessionRef {
-            session_id: "bench".into(),
-            ..Default::default()
-        },
-        messages,
-        token_budget: Some(20_000),
-        ..Default::default()
-    }
-}
+mod common;
+use common::{history, params, window_library, window_request as request};
 
 fn engine_load(c: &mut Criterion) {
     let lib = window_library();

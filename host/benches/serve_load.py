@@ -82,7 +82,6 @@ def conversation(tokens):
 
 
 WRK_SCRIPT = r"""
-local body_file, sessions = ...
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 local f = assert(io.open(os.getenv("BENCH_BODY"), "rb"))

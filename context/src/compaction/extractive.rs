@@ -438,14 +438,25 @@ fn share_budget(sections: &[(&str, Vec<String>)], budget: usize) -> Vec<usize> {
     given
 }
 
-/// `items` without those another item contains, in their order.
+/// How many of the newest identifiers are checked against each other by [`without_contained`].
+/// The pairwise check is quadratic, and a summary's whole budget ([`DEFAULT_MAX_CHARS`]) holds
+/// a few hundred identifiers at most, so older ones could never be listed anyway; a first
+/// compaction of a long imported session can name tens of thousands.
+const CONTAINED_CHECK_NEWEST: usize = 1_000;
+
+/// `items` without those another of the newest [`CONTAINED_CHECK_NEWEST`] contains, in their
+/// order (older items are kept as they are; the budget leaves them out).
 fn without_contained(items: Vec<String>) -> Vec<String> {
-    let contained: HashSet<usize> = (0..items.len())
+    let from = items.len().saturating_sub(CONTAINED_CHECK_NEWEST);
+    let newest = &items[from..];
+    let contained: HashSet<usize> = (0..newest.len())
         .filter(|&i| {
-            items.iter().enumerate().any(|(j, other)| {
-                j != i && other.len() > items[i].len() && other.contains(&items[i])
-            })
+            let item = &newest[i];
+            newest
+                .iter()
+                .any(|other| other.len() > item.len() && other.contains(item.as_str()))
         })
+        .map(|i| from + i)
         .collect();
     items
         .into_iter()

@@ -775,6 +775,14 @@ mod tests {
         p
     }
 
+    /// `params(40)` for the embedded summariser, with room for the summary beside the tail.
+    fn inline_params() -> CompactParams {
+        let mut p = params(40);
+        p.compaction_model = None;
+        p.token_budget = Some(30_000);
+        p
+    }
+
     fn prepare_request(p: CompactParams) -> PrepareCompaction {
         PrepareCompaction {
             compact: p,
@@ -789,9 +797,7 @@ mod tests {
         let cancel = std::sync::atomic::AtomicBool::new(false);
         let cx = CallContext::new(&host, &cancel, None);
         let compactor = Compactor::new(CompactionSettings::default());
-        let mut early = params(40);
-        early.compaction_model = None;
-        early.token_budget = Some(30_000);
+        let early = inline_params();
 
         compactor.prepare(&cx, prepare_request(early.clone()));
 
@@ -828,9 +834,7 @@ mod tests {
         let cancel = std::sync::atomic::AtomicBool::new(false);
         let cx = CallContext::new(&host, &cancel, None);
         let compactor = Compactor::new(CompactionSettings::default());
-        let mut early = params(40);
-        early.compaction_model = None;
-        early.token_budget = Some(30_000);
+        let early = inline_params();
 
         // The history was edited below the cut (another branch): its ids differ.
         compactor.prepare(&cx, prepare_request(early.clone()));

@@ -259,7 +259,7 @@ pub enum Isolation {
     Process(ProcessSettings),
 }
 
-/// The default for a library: its own process. Measured (ISOLATION_NOTES.md), a child costs
+/// The default for a library: its own process. Measured (BENCHMARKS.md, issue 18), a child costs
 /// about 4 ms to start and 50 µs per call, against a host that a third-party library could
 /// otherwise end with one bad pointer.
 impl Default for Isolation {

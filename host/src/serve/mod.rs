@@ -9,7 +9,7 @@
 //! - [`metrics`]: `GET /metrics`;
 //! - [`server`]: the routes, admission, and a request's way through the run loop.
 //!
-//! `SERVE_NOTES.md` at the repository root describes the conversation rule, client set-up, and
+//! The README's `rampart serve` section describes the conversation rule, client set-up, and
 //! what a replica keeps in memory.
 
 pub mod conversations;

@@ -89,7 +89,18 @@ fn anthropic_json_and_stream() {
             "message_stop"
         ]
     );
-    assert!(frames[5].contains(r#"\"path\":\"a\""#) || frames[5].contains("partial_json"));
+    // The tool call's input arrives whole in one `input_json_delta`.
+    let data: Value = serde_json::from_str(
+        frames[5]
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(data["delta"]["type"], "input_json_delta");
+    let input: Value =
+        serde_json::from_str(data["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert_eq!(input, json!({"path": "a"}));
 }
 
 #[test]
