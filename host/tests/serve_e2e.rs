@@ -15,8 +15,11 @@ use common::loopback::{
     Loopback, Reply, anthropic_text_stream, anthropic_tool_use_stream, openai_overflow_error,
     openai_text_stream, openai_tool_call_stream,
 };
+use rampart_host::engine::services::EventSink;
+use rampart_host::serve::server::{ServerState, router};
 use rampart_message::{AgentMessage, ContentBlock};
 use rampart_sessions::store::SessionStore;
+use rampart_sessions::store::shared::{MemoryStore, SharedStore};
 use rampart_sessions::{Session, SessionOptions};
 use serde_json::{Value, json};
 
@@ -25,15 +28,23 @@ struct Serve {
     child: Child,
     base: String,
     sessions: PathBuf,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Serve {
     /// Starts `rampart serve --listen 127.0.0.1:0` with `config` and waits for its address.
     fn start(config: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let config_path = common::write_config(dir.path(), config);
-        let sessions = dir.path().join("sessions");
+        let mut serve = Self::start_in(config, dir.path());
+        serve._dir = Some(dir);
+        serve
+    }
+
+    /// [`Serve::start`] with its config and sessions directory in `dir` (which the caller
+    /// keeps), so several servers can share one store.
+    fn start_in(config: &str, dir: &std::path::Path) -> Self {
+        let config_path = common::write_config(dir, config);
+        let sessions = dir.join("sessions");
         let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
             .args([
                 "--config",
@@ -46,7 +57,7 @@ impl Serve {
             ])
             .env_remove("RAMPART_CONFIG")
             .env("RUST_LOG", "warn")
-            .current_dir(dir.path())
+            .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -64,7 +75,7 @@ impl Serve {
             child,
             base,
             sessions,
-            _dir: dir,
+            _dir: None,
         }
     }
 
@@ -1649,4 +1660,218 @@ fn a_subagent_runs_while_its_root_waits_for_the_model() {
         [root_key.clone(), format!("{root_key}:child:1")]
     );
     assert_eq!(branch(&serve.session(&root_key)).len(), 4);
+}
+
+/// A `ServerState` served in this process on a free loopback port, stopped when dropped: a
+/// replica of the proxy, for the scale-out tests.
+struct Replica {
+    base: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Replica {
+    fn start(config: &str, store: std::sync::Arc<dyn SharedStore>) -> Self {
+        let config =
+            rampart_host::config::parse(config, std::path::Path::new("plugins.toml")).unwrap();
+        let state = std::sync::Arc::new(
+            ServerState::new(config, store, EventSink::tracing_only()).unwrap(),
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (bound, address) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                bound.send(listener.local_addr().unwrap()).unwrap();
+                axum::serve(listener, router(std::sync::Arc::clone(&state)))
+                    .with_graceful_shutdown(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap();
+                state.shutdown();
+            });
+        });
+        let addr = address.recv().unwrap();
+        Replica {
+            base: format!("http://{addr}"),
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `clients` conversations of `turns` turns at once, each turn sent to the next of `bases` in
+/// turn (a round-robin load balancer); what each client holds at the end.
+fn round_robin(
+    bases: &[String],
+    clients: usize,
+    turns: usize,
+) -> Vec<(Option<String>, Vec<Value>)> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                scope.spawn(move || {
+                    let id = (c % 2 == 0).then(|| format!("replicated-{c}"));
+                    let mut history =
+                        vec![json!({"role": "user", "content": format!("Start of {c}.")})];
+                    for turn in 0..turns {
+                        let base = &bases[(turn + c) % bases.len()];
+                        let mut request = Serve::client()
+                            .post(format!("{base}/v1/chat/completions"))
+                            .json(&json!({"model": "gpt-up", "messages": history}));
+                        if let Some(id) = &id {
+                            request = request.header("x-rampart-session", id);
+                        }
+                        let response = request.send().unwrap();
+                        assert_eq!(response.status().as_u16(), 200);
+                        let v: Value = response.json().unwrap();
+                        history.push(v["choices"][0]["message"].clone());
+                        history
+                            .push(json!({"role": "user", "content": format!("{c}: turn {turn}")}));
+                    }
+                    history.pop();
+                    (id, history)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Every client's view is one stored conversation's branch, with each message stored once.
+fn assert_views_stored(
+    views: &[(Option<String>, Vec<Value>)],
+    keys: &[String],
+    turns: usize,
+    stored: impl Fn(&str) -> (usize, Vec<(String, String)>),
+) {
+    assert_eq!(
+        keys.len(),
+        views.len(),
+        "one conversation per client: {keys:?}"
+    );
+    for key in keys {
+        assert_eq!(
+            stored(key).0,
+            turns * 2,
+            "{key} holds every message exactly once"
+        );
+    }
+    for (id, history) in views {
+        let expected: Vec<(String, String)> = history
+            .iter()
+            .map(|m| {
+                let role = if m["role"] == "assistant" {
+                    "assistant"
+                } else {
+                    "user"
+                };
+                (role.to_owned(), m["content"].as_str().unwrap().to_owned())
+            })
+            .collect();
+        let found = match id {
+            Some(id) => stored(&format!("serve:rampart:{id}")).1,
+            None => keys
+                .iter()
+                .map(|k| stored(k).1)
+                .find(|b| *b == expected)
+                .unwrap_or_else(|| panic!("no conversation holds {expected:?}")),
+        };
+        assert_eq!(found, expected);
+    }
+}
+
+/// Two replicas behind a (pretend) load balancer share one store and nothing else: a
+/// conversation whose turns land on either keeps one history, written once, whoever served
+/// each turn. The store here keeps everything in memory, so nothing can pass between the
+/// replicas through files behind the trait's back.
+#[test]
+fn two_replicas_sharing_one_store_serve_the_same_conversations() {
+    let (clients, turns) = (4, 6);
+    let up = Loopback::start();
+    for k in 0..turns * clients {
+        up.push(openai_text_stream(&format!("answer {k}"), 20, 3));
+    }
+    let config = openai_config(&up.url(), "");
+    let store = MemoryStore::new(None);
+    let shared: std::sync::Arc<dyn SharedStore> = std::sync::Arc::new(store.clone());
+    let replicas = [
+        Replica::start(&config, std::sync::Arc::clone(&shared)),
+        Replica::start(&config, std::sync::Arc::clone(&shared)),
+    ];
+    let bases: Vec<String> = replicas.iter().map(|r| r.base.clone()).collect();
+    let views = round_robin(&bases, clients, turns);
+    assert_eq!(up.request_count(), turns * clients);
+    let keys: Vec<String> = shared
+        .family("serve:", None)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_views_stored(&views, &keys, turns, |key| {
+        let bytes = store.session_bytes(key).unwrap();
+        let loaded = rampart_sessions::parse_bytes(&bytes, &Default::default()).unwrap();
+        assert!(loaded.report.is_clean(), "{key}: {:?}", loaded.report);
+        let messages = loaded
+            .tree
+            .entries()
+            .iter()
+            .filter(|e| e.body.message().is_some())
+            .count();
+        let context = rampart_sessions::build_session_context(
+            &loaded.tree,
+            rampart_sessions::LeafSelector::Current,
+        );
+        (
+            messages,
+            context.messages.iter().map(|m| describe(m)).collect(),
+        )
+    });
+}
+
+/// The same with two `rampart serve` processes on one sessions directory: the file store's
+/// registry lock and session locks keep them apart across processes.
+#[test]
+fn two_serve_processes_on_one_sessions_directory_serve_the_same_conversations() {
+    let (clients, turns) = (4, 6);
+    let up = Loopback::start();
+    for k in 0..turns * clients {
+        up.push(openai_text_stream(&format!("answer {k}"), 20, 3));
+    }
+    let config = openai_config(&up.url(), "");
+    let dir = tempfile::tempdir().unwrap();
+    let servers = [
+        Serve::start_in(&config, dir.path()),
+        Serve::start_in(&config, dir.path()),
+    ];
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+    let views = round_robin(&bases, clients, turns);
+    assert_eq!(up.request_count(), turns * clients);
+    let keys = servers[0].keys();
+    assert_views_stored(&views, &keys, turns, |key| {
+        let session = servers[1].session(key);
+        let messages = session
+            .entries()
+            .iter()
+            .filter(|e| e.body.message().is_some())
+            .count();
+        (messages, branch(&session))
+    });
 }

@@ -9,7 +9,9 @@
 //! - [`load`]: reading a file into a tree, with a report of every unusual line;
 //! - [`tree`]: the in-memory tree (id index, parent links, leaf, branching);
 //! - [`context`]: the model-facing messages of a branch (pi's `buildSessionContext`);
-//! - [`session`]: a file opened for appending, with catch-up, fsync policy and rewrites;
+//! - [`session`]: a session opened for appending, with catch-up, fsync policy and rewrites;
+//! - [`medium`]: where its lines are kept (a file, memory, a shared store);
+//! - [`store`]: the registry, and [`store::shared`], what server replicas share;
 //! - [`lock`]: the cross-process write lock;
 //! - [`migrate`]: v1/v2 → v3;
 //! - [`rewrite`]: replacing messages by branching;
@@ -42,6 +44,7 @@ pub mod lanes;
 mod lenient;
 pub mod load;
 pub mod lock;
+pub mod medium;
 pub mod migrate;
 mod parse;
 pub mod quarantine;
@@ -57,6 +60,7 @@ pub use context::{LeafSelector, ModelRef, SessionContext, build_session_context}
 pub use entry::{Entry, EntryBody, SessionHeader};
 pub use error::{ErrorKind, SessionError};
 pub use load::{LoadOptions, LoadReport, Loaded, load_file, parse_bytes};
+pub use medium::{FileMedium, MemoryMedium, SessionMedium};
 pub use session::{FsyncPolicy, Session, SessionOptions, save_session};
 pub use tree::{Bridge, LostLine, SessionTree};
 pub use writer::NewSessionFile;

@@ -25,7 +25,6 @@
 //!   the caller gets [`SessionError::Conflict`] and must open the session again.
 #![warn(missing_docs)]
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,7 +42,7 @@ use crate::entry::{
 use crate::error::{Result, SessionError};
 use crate::fsutil::{self, Place};
 use crate::load::{self, Cursor, LoadOptions, LoadReport, TailPolicy};
-use crate::lock::{LockGuard, SessionLock};
+use crate::medium::{FileMedium, MediumGuard, MediumReader, SessionMedium, write_header};
 use crate::migrate;
 use crate::rewrite::plan_rewrite;
 use crate::tree::SessionTree;
@@ -84,33 +83,6 @@ impl Default for SessionOptions {
     }
 }
 
-/// Which file this process is appending to, to notice when the path starts naming another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
-    #[cfg(unix)]
-    dev: u64,
-    #[cfg(unix)]
-    ino: u64,
-}
-
-impl FileId {
-    fn of(meta: &std::fs::Metadata) -> Self {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            Self {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = meta;
-            Self {}
-        }
-    }
-}
-
 /// What an append or refresh learned about other writers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CatchUp {
@@ -127,13 +99,11 @@ pub struct Session {
     header: SessionHeader,
     tree: SessionTree,
     options: SessionOptions,
-    /// Opened read + append: reads for catching up, `O_APPEND` writes for entries.
-    file: File,
-    identity: FileId,
+    /// Where the lines are: read for catching up, appended to for entries, locked.
+    medium: Box<dyn SessionMedium>,
     cursor: Cursor,
-    lock: SessionLock,
     /// The write lock while [`Session::hold`] keeps it across appends (a whole turn).
-    held: Option<LockGuard>,
+    held: Option<Box<dyn MediumGuard>>,
     /// Written since the last fsync.
     unsynced: bool,
     /// Everything noticed since open (the load plus every catch-up).
@@ -175,13 +145,13 @@ impl Session {
     /// write lock and quarantined if it is torn. Needs write access; for read-only access use
     /// [`load::load_file`].
     pub fn open(path: &Path, options: SessionOptions) -> Result<Self> {
-        let lock = SessionLock::open(path)?;
-        let (file, mut loaded) = open_and_load(path, &options.load)?;
+        let medium = FileMedium::open(path)?;
+        let mut loaded = load_file_medium(&medium, &options.load)?;
         if let Some(from_version) = loaded.report.migration.as_ref().map(|m| m.from_version) {
             // Migrate under the lock, from a fresh read, so two processes opening the same
             // old file do not both migrate it.
-            let guard = lock.acquire(options.lock_timeout)?;
-            let (_, fresh) = open_and_load(path, &options.load)?;
+            let guard = medium.lock(options.lock_timeout)?;
+            let fresh = load_file_medium(&FileMedium::open(path)?, &options.load)?;
             let migration = match fresh.report.migration {
                 Some(migration) => {
                     let kept = migrate::persist(
@@ -207,40 +177,79 @@ impl Session {
                 None => None,
             };
             drop(guard);
-            let (new_file, reloaded) = open_and_load(path, &options.load)?;
+            let new_medium = FileMedium::open(path)?;
+            let reloaded = load_file_medium(&new_medium, &options.load)?;
             let mut report = reloaded.report.clone();
             report.migration = migration;
             // Lines quarantined from the original are not in the new file; keep them in the
             // report so the caller still hears about them.
             report.corrupt_lines = loaded.report.corrupt_lines;
             loaded = load::Loaded { report, ..reloaded };
-            return Self::finish_open(path, options, lock, new_file, loaded);
+            return Self::finish_open(options, Box::new(new_medium), loaded);
         }
-        Self::finish_open(path, options, lock, file, loaded)
+        Self::finish_open(options, Box::new(medium), loaded)
+    }
+
+    /// Opens a session kept on another [`SessionMedium`] than a file of this machine (a shared
+    /// store). The log must already be v3: migrations are done on files, by [`Session::open`].
+    pub fn open_on(medium: Box<dyn SessionMedium>, options: SessionOptions) -> Result<Self> {
+        let path = medium.path().to_owned();
+        let len = medium
+            .len()
+            .map_err(|e| SessionError::io(&path, "read the size of", e))?;
+        let mut loaded = load::load_source(
+            &MediumReader(medium.as_ref()),
+            &path,
+            len,
+            &options.load,
+            TailPolicy::MaybeInFlight,
+        )?;
+        if loaded.report.migration.is_some() {
+            return Err(SessionError::InvalidRequest {
+                path,
+                problem: "the session is in an old format (v1/v2); open it as a file first so it is migrated to v3".into(),
+            });
+        }
+        load::record_corrupt(
+            &path,
+            &MediumReader(medium.as_ref()),
+            &mut loaded.report,
+            0,
+            &options.load,
+        );
+        Self::finish_open(options, medium, loaded)
+    }
+
+    /// Creates a new session holding only `header` on an empty [`SessionMedium`]; fails if it
+    /// holds anything (an existing session is never overwritten).
+    pub fn create_on(
+        medium: Box<dyn SessionMedium>,
+        header: SessionHeader,
+        options: SessionOptions,
+    ) -> Result<Self> {
+        let line = header
+            .to_json_line()
+            .map_err(|e| SessionError::InvalidRequest {
+                path: medium.path().to_owned(),
+                problem: format!("the session header cannot be written as JSON: {e}"),
+            })?;
+        write_header(medium.as_ref(), &line)?;
+        Self::open_on(medium, options)
     }
 
     fn finish_open(
-        path: &Path,
         options: SessionOptions,
-        lock: SessionLock,
-        file: File,
+        medium: Box<dyn SessionMedium>,
         loaded: load::Loaded,
     ) -> Result<Self> {
-        let identity = FileId::of(
-            &file
-                .metadata()
-                .map_err(|e| SessionError::io(path, "read the metadata of", e))?,
-        );
         let pending = loaded.report.pending_tail.is_some();
         let mut session = Self {
-            path: path.to_owned(),
+            path: medium.path().to_owned(),
             header: loaded.header,
             tree: loaded.tree,
             options,
-            file,
-            identity,
+            medium,
             cursor: loaded.cursor,
-            lock,
             held: None,
             unsynced: false,
             report: loaded.report,
@@ -513,8 +522,8 @@ impl Session {
     /// session) has said it needs no flush, and the run loop syncs after every answer.
     pub fn sync(&mut self) -> Result<()> {
         if self.unsynced && self.options.fsync != FsyncPolicy::Never {
-            self.file
-                .sync_data()
+            self.medium
+                .sync()
                 .map_err(|e| SessionError::io(&self.path, "sync", e))?;
             self.unsynced = false;
         }
@@ -545,7 +554,7 @@ impl Session {
     /// the second writer wait for the whole turn instead.
     pub fn hold(&mut self, timeout: Duration) -> Result<CatchUp> {
         if self.held.is_none() {
-            self.held = Some(self.lock.acquire(timeout)?);
+            self.held = Some(self.medium.lock(timeout)?);
         }
         let caught_up = self.catch_up_locked();
         if caught_up.is_err() {
@@ -566,10 +575,10 @@ impl Session {
 
     /// Takes the write lock (unless [`Session::hold`] keeps it) and catches up with other
     /// writers. The guard is `None` when the lock is held for longer than this call.
-    fn lock(&mut self) -> Result<(Option<LockGuard>, CatchUp)> {
+    fn lock(&mut self) -> Result<(Option<Box<dyn MediumGuard>>, CatchUp)> {
         let guard = match self.held {
             Some(_) => None,
-            None => Some(self.lock.acquire(self.options.lock_timeout)?),
+            None => Some(self.medium.lock(self.options.lock_timeout)?),
         };
         let caught_up = self.catch_up_locked()?;
         Ok((guard, caught_up))
@@ -577,26 +586,16 @@ impl Session {
 
     /// The catch-up described in the module docs. Caller holds the lock.
     fn catch_up_locked(&mut self) -> Result<CatchUp> {
-        let meta = self
-            .file
-            .metadata()
-            .map_err(|e| SessionError::io(&self.path, "read the metadata of", e))?;
-        match std::fs::metadata(&self.path) {
-            Ok(at_path) if FileId::of(&at_path) == self.identity => {}
-            Ok(_) => {
-                return Err(SessionError::Conflict {
-                    path: self.path.clone(),
-                    problem: "the path now names a different file (it was replaced, e.g. by a migration or another tool)".into(),
-                });
-            }
-            Err(error) => {
-                return Err(SessionError::Conflict {
-                    path: self.path.clone(),
-                    problem: format!("the file is no longer at its path ({error})"),
-                });
-            }
+        if let Err(problem) = self.medium.check_current() {
+            return Err(SessionError::Conflict {
+                path: self.path.clone(),
+                problem,
+            });
         }
-        let len = meta.len();
+        let len = self
+            .medium
+            .len()
+            .map_err(|e| SessionError::io(&self.path, "read the size of", e))?;
         if len < self.cursor.offset {
             return Err(SessionError::Conflict {
                 path: self.path.clone(),
@@ -612,7 +611,7 @@ impl Session {
         let before = self.tree.len();
         let was_following = self.tree.leaf_index() == before.checked_sub(1);
         load::catch_up(
-            &self.file,
+            &MediumReader(self.medium.as_ref()),
             &self.path,
             len,
             &mut self.cursor,
@@ -669,10 +668,8 @@ impl Session {
             }
             buf.push(b'\n');
         }
-        // One `write` of whole lines: with `O_APPEND` the kernel places it at the end as a
-        // unit. `write_all` only loops if the OS accepts part of it (a full disk), in which
-        // case the next catch-up quarantines the partial line.
-        if let Err(error) = (&self.file).write_all(&buf) {
+        // One append of whole lines, placed at the end as a unit (see `SessionMedium`).
+        if let Err(error) = self.medium.append(&buf) {
             return Err(SessionError::io(&self.path, "append to", error));
         }
         self.unsynced = true;
@@ -702,28 +699,25 @@ impl Drop for Session {
         // Under `PerTurn` a caller that forgot the last `sync` still gets one.
         if self.options.fsync != FsyncPolicy::Never
             && self.unsynced
-            && let Err(error) = self.file.sync_data()
+            && let Err(error) = self.medium.sync()
         {
             tracing::warn!(file = %self.path.display(), %error, "could not sync the session file on close");
         }
     }
 }
 
-/// Opens `path` read + append and loads it from that same handle (so the content and the
-/// handle are the same file even if the path is replaced meanwhile).
-fn open_and_load(path: &Path, options: &LoadOptions) -> Result<(File, load::Loaded)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| SessionError::io(path, "open for appending", e))?;
+/// Loads a session file from the handle the medium opened (so the content and the handle are
+/// the same file even if the path is replaced meanwhile).
+fn load_file_medium(medium: &FileMedium, options: &LoadOptions) -> Result<load::Loaded> {
+    let path = medium.path();
+    let file = medium.file();
     let len = file
         .metadata()
         .map_err(|e| SessionError::io(path, "read the size of", e))?
         .len();
-    let mut loaded = load::load_source(&file, path, len, options, TailPolicy::MaybeInFlight)?;
-    load::record_corrupt(path, &file, &mut loaded.report, 0, options);
-    Ok((file, loaded))
+    let mut loaded = load::load_source(file, path, len, options, TailPolicy::MaybeInFlight)?;
+    load::record_corrupt(path, file, &mut loaded.report, 0, options);
+    Ok(loaded)
 }
 
 /// Writes `header` and every entry of `tree` (file order) to a new file at `target`,

@@ -30,7 +30,7 @@ pub fn serve(
             return Ok(1);
         }
     };
-    let state = ServerState::new(config, store, events)?;
+    let state = ServerState::new(config, std::sync::Arc::new(store), events)?;
     run_blocking(state, addr, |bound| {
         writeln!(out, "rampart serve listening on http://{bound}")?;
         out.flush()

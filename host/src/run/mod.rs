@@ -39,7 +39,8 @@ use rampart_engine_api::protocol::{
 use rampart_message::wire::{MessageList, SharedMessage};
 use rampart_message::{AgentMessage, Usage};
 use rampart_sessions::Session;
-use rampart_sessions::store::{RegistryChange, SessionStore, UsageSample};
+use rampart_sessions::store::shared::SharedStore;
+use rampart_sessions::store::{RegistryChange, UsageSample};
 use serde_json::json;
 
 use crate::blobs::BlobStore;
@@ -378,7 +379,7 @@ pub struct Runner<'a> {
 /// written then. The session file, not the registry, is the record of a turn: a crash between
 /// the two loses at most a counter update, never a message.
 pub(crate) struct RegistryLink<'a> {
-    pub(crate) store: &'a SessionStore,
+    pub(crate) store: &'a dyn SharedStore,
     pub(crate) key: String,
     writes: RegistryWrites,
     pending: Vec<RegistryChange>,
@@ -496,11 +497,17 @@ impl<'a> Runner<'a> {
         self
     }
 
+    /// [`with_blobs`](Self::with_blobs) in a store's blob directory, when it has one.
+    pub fn with_blobs_in(mut self, sessions_dir: Option<&std::path::Path>) -> Self {
+        self.blobs = sessions_dir.map(BlobStore::in_sessions_dir);
+        self
+    }
+
     /// Keeps `key`'s entry in `store` up to date with every answer's usage and every
     /// compaction, written as `writes` says.
     pub fn with_registry(
         mut self,
-        store: &'a SessionStore,
+        store: &'a dyn SharedStore,
         key: impl Into<String>,
         writes: RegistryWrites,
     ) -> Self {

@@ -13,12 +13,12 @@
 //!   they diverge;
 //! - a Codex thread other than the root's is its own child conversation (`thread-id`).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use rampart_message::AgentMessage;
 use rampart_sessions::entry::SessionHeader;
-use rampart_sessions::store::{SessionEntry, SessionMap, SessionStore, StoreError, now_unix_ms};
+use rampart_sessions::store::StoreError;
+use rampart_sessions::store::shared::{EntryFields, PickKey, SharedStore};
 use rampart_sessions::{Session, SessionError, SessionOptions};
 use serde_json::Value;
 
@@ -70,13 +70,13 @@ impl From<SessionError> for ConversationError {
     }
 }
 
-/// Sessions kept open between requests, so a turn does not read its conversation's file again:
-/// a cached session catches up with what other processes appended when its lock is taken
-/// ([`Session::hold`]). At most `capacity` are kept (each holds its tree and a file handle);
-/// beyond that an arbitrary one is closed.
+/// Sessions kept open between requests, so a turn does not read its conversation again: a
+/// cached session catches up with what other processes (or replicas) appended when its lock is
+/// taken ([`Session::hold`]). Keyed by registry key. At most `capacity` are kept (each holds
+/// its tree and a handle on its log); beyond that an arbitrary one is closed.
 #[derive(Debug)]
 pub struct SessionCache {
-    sessions: std::sync::Mutex<std::collections::HashMap<PathBuf, Session>>,
+    sessions: std::sync::Mutex<std::collections::HashMap<String, Session>>,
     capacity: usize,
 }
 
@@ -89,50 +89,63 @@ impl SessionCache {
         }
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<PathBuf, Session>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Session>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The session of `file`, out of the cache, or opened.
-    fn take(&self, file: &std::path::Path) -> Result<Session, SessionError> {
-        match self.map().remove(file) {
-            Some(session) => Ok(session),
-            None => Session::open(file, SessionOptions::default()),
+    /// The session of `key`, out of the cache, or opened from the store.
+    fn take(&self, store: &dyn SharedStore, key: &str) -> Result<Session, ConversationError> {
+        if let Some(session) = self.map().remove(key) {
+            return Ok(session);
         }
+        let entry = registered(store, key)?;
+        Ok(store.open(key, &entry, SessionOptions::default())?)
     }
 
-    /// Puts a session back (its lock released).
-    pub fn put(&self, mut session: Session) {
+    /// Puts `key`'s session back (its lock released).
+    pub fn put(&self, key: &str, mut session: Session) {
         session.release();
         if self.capacity == 0 {
             return;
         }
         let mut map = self.map();
-        if map.len() >= self.capacity && !map.contains_key(session.path()) {
+        if map.len() >= self.capacity && !map.contains_key(key) {
             let evict = map.keys().next().cloned();
             if let Some(evict) = evict {
                 map.remove(&evict);
             }
         }
-        map.insert(session.path().to_path_buf(), session);
+        map.insert(key.to_owned(), session);
     }
 
-    /// How `messages` continue the session of `file`, from the cache when it is there (a
-    /// cached session may lag behind another process; the turn places the request again under
-    /// the lock).
+    /// How `messages` continue `key`'s session, from the cache when it is there (a cached
+    /// session may lag behind another process; the turn places the request again under the
+    /// lock).
     fn placement(
         &self,
-        file: &std::path::Path,
+        store: &dyn SharedStore,
+        key: &str,
+        entry: &rampart_sessions::store::SessionEntry,
         messages: &[AgentMessage],
-    ) -> Result<BranchMatch, SessionError> {
-        if let Some(session) = self.map().get(file) {
+    ) -> Result<BranchMatch, StoreError> {
+        if let Some(session) = self.map().get(key) {
             return Ok(match_history(session.tree(), messages));
         }
-        let session = Session::open(file, SessionOptions::default())?;
+        let session = store.open(key, entry, SessionOptions::default())?;
         let placement = match_history(session.tree(), messages);
-        self.put(session);
+        self.put(key, session);
         Ok(placement)
     }
+}
+
+fn registered(
+    store: &dyn SharedStore,
+    key: &str,
+) -> Result<rampart_sessions::store::SessionEntry, StoreError> {
+    store.get(key)?.ok_or_else(|| StoreError::UnknownSession {
+        key: key.to_owned(),
+        path: store.describe().to_path_buf(),
+    })
 }
 
 /// The conversation a request was placed in, before it is opened.
@@ -165,7 +178,7 @@ pub fn anon_bucket(messages: &[AgentMessage]) -> String {
 /// Opens (or creates) the conversation `messages` continues, holds its write lock for up to
 /// `lock_timeout`, and says where the unseen messages go.
 pub fn open(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
     lock_timeout: Duration,
@@ -178,7 +191,7 @@ pub fn open(
 /// Opens the conversation `chosen` names, holds its write lock for up to `lock_timeout`, and
 /// says where the unseen messages of `messages` go.
 pub fn open_chosen(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     cache: &SessionCache,
     chosen: Chosen,
     messages: &[AgentMessage],
@@ -189,12 +202,7 @@ pub fn open_chosen(
         created,
         spawned_by,
     } = chosen;
-    let entry = store.get(&key)?.ok_or_else(|| StoreError::UnknownSession {
-        key: key.clone(),
-        path: store.path().to_path_buf(),
-    })?;
-    let file = store.session_file_path(&key, &entry)?;
-    let mut session = cache.take(&file)?;
+    let mut session = cache.take(store, &key)?;
     if let Err(source) = session.hold(lock_timeout) {
         return Err(ConversationError::Busy {
             key,
@@ -219,7 +227,7 @@ pub fn open_chosen(
 /// does it inside that bucket's lane): two alike first requests placed at once would both take
 /// the same new conversation.
 pub fn choose(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     cache: &SessionCache,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
@@ -233,7 +241,7 @@ pub fn choose(
 }
 
 fn choose_key(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     cache: &SessionCache,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
@@ -266,7 +274,7 @@ fn choose_key(
 /// A Codex request with a `thread-id`: the root's thread (the first one seen, or the one named
 /// like the session) is the root; any other is a child of its own.
 fn codex_thread(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     client: &ClientSession,
     root: &str,
     thread: &str,
@@ -310,22 +318,16 @@ fn thread_key(thread: &str) -> String {
 /// then the most recently updated. With `extends_only`, only members with a stored branch that
 /// is a prefix of `messages` (or with nothing stored) count.
 fn best(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     cache: &SessionCache,
     prefix: &str,
     exact: Option<&str>,
     messages: &[AgentMessage],
     extends_only: bool,
 ) -> Result<Option<String>, ConversationError> {
-    let members: Vec<(String, SessionEntry)> = store
-        .list()?
-        .into_iter()
-        .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
-        .collect();
     let mut chosen: Option<((bool, usize, bool, u64), String)> = None;
-    for (key, entry) in members {
-        let file: PathBuf = store.session_file_path(&key, &entry)?;
-        let m = match cache.placement(&file, messages) {
+    for (key, entry) in store.family(prefix, exact)? {
+        let m = match cache.placement(store, &key, &entry, messages) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!(key = %key, error = %e, "a conversation could not be opened; it is skipped");
@@ -355,17 +357,17 @@ fn best(
 
 /// Creates a conversation under the first free key `<prefix><n>`.
 fn create(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     prefix: &str,
     spawned_by: Option<&str>,
     thread: Option<&str>,
 ) -> Result<String, ConversationError> {
     create_with(
         store,
-        |map| {
+        &mut |taken| {
             (1..)
                 .map(|n| format!("{prefix}{n}"))
-                .find(|k| !map.contains_key(k))
+                .find(|k| !taken(k))
                 .unwrap_or_else(|| format!("{prefix}0"))
         },
         spawned_by,
@@ -375,49 +377,32 @@ fn create(
 
 /// Creates the conversation `key` unless it exists (another request made it meanwhile).
 fn create_exact(
-    store: &SessionStore,
+    store: &dyn SharedStore,
     key: &str,
     spawned_by: Option<&str>,
     thread: Option<&str>,
 ) -> Result<String, ConversationError> {
-    create_with(store, |_| key.to_owned(), spawned_by, thread)
+    create_with(store, &mut |_| key.to_owned(), spawned_by, thread)
 }
 
 fn create_with(
-    store: &SessionStore,
-    pick: impl FnOnce(&SessionMap) -> String,
+    store: &dyn SharedStore,
+    pick: &mut PickKey<'_>,
     spawned_by: Option<&str>,
     thread: Option<&str>,
 ) -> Result<String, ConversationError> {
     let cwd = std::env::current_dir()
         .map(|d| d.display().to_string())
         .unwrap_or_else(|_| ".".to_string());
-    let key = store.update(|map| -> Result<String, ConversationError> {
-        let key = pick(map);
-        if map.contains_key(&key) {
-            return Ok(key);
-        }
-        let header = SessionHeader::new(cwd);
-        let file = store.dir().join(format!("{}.jsonl", header.id));
-        let session = Session::create(&file, header, SessionOptions::default())?;
-        let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
-        entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
-        if let Some(parent) = spawned_by {
-            entry
-                .extra
-                .insert(SPAWNED_BY.to_owned(), Value::from(parent));
-        }
-        if let Some(thread) = thread {
-            entry
-                .extra
-                .insert(SERVE_THREAD.to_owned(), Value::from(thread));
-        }
-        entry
-            .extra
-            .insert("origin".to_owned(), Value::from("rampart serve"));
-        map.insert(key.clone(), entry);
-        Ok(key)
-    })??;
+    let mut fields = EntryFields::new();
+    if let Some(parent) = spawned_by {
+        fields.insert(SPAWNED_BY.to_owned(), Value::from(parent));
+    }
+    if let Some(thread) = thread {
+        fields.insert(SERVE_THREAD.to_owned(), Value::from(thread));
+    }
+    fields.insert("origin".to_owned(), Value::from("rampart serve"));
+    let (key, _) = store.create(pick, SessionHeader::new(cwd), fields)?;
     Ok(key)
 }
 

@@ -28,7 +28,8 @@ use rampart_context::tokens::TokenCounter;
 use rampart_message::wire::SharedMessage;
 use rampart_message::{AgentMessage, AssistantMessage};
 use rampart_sessions::lanes::Lanes;
-use rampart_sessions::store::{SessionStore, now_unix_ms};
+use rampart_sessions::store::now_unix_ms;
+use rampart_sessions::store::shared::SharedStore;
 use serde_json::{Value, json};
 
 use super::conversations::{self, ConversationError};
@@ -60,7 +61,7 @@ pub const RETRY_AFTER_SECONDS: u64 = 1;
 /// What every request shares.
 pub struct ServerState {
     config: Config,
-    store: SessionStore,
+    store: Arc<dyn SharedStore>,
     events: EventSink,
     providers: Arc<Providers>,
     slot: EngineSlot,
@@ -81,11 +82,18 @@ impl std::fmt::Debug for ServerState {
 }
 
 impl ServerState {
-    /// The state for `config` on `store`: providers and the engine slot built once.
-    pub fn new(config: Config, store: SessionStore, events: EventSink) -> anyhow::Result<Self> {
+    /// The state for `config` on `store`: providers and the engine slot built once. Everything
+    /// a conversation needs between requests is in `store`; what is kept here (the engine,
+    /// providers, lanes, open sessions) is rebuilt or caught up from it, so replicas sharing one
+    /// store serve the same conversations.
+    pub fn new(
+        config: Config,
+        store: Arc<dyn SharedStore>,
+        events: EventSink,
+    ) -> anyhow::Result<Self> {
         let providers = Arc::new(Providers::from_config(&config)?);
         let resources = HostResources {
-            blobs: Some(BlobStore::in_sessions_dir(store.dir())),
+            blobs: store.blobs_dir().map(BlobStore::in_sessions_dir),
             llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
             ..Default::default()
         };
@@ -287,11 +295,7 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> R
         return r;
     }
     state.metrics.request("metrics", 200);
-    let known = state
-        .store
-        .list()
-        .ok()
-        .map(|l| l.iter().filter(|(k, _)| k.starts_with("serve:")).count());
+    let known = state.store.family("serve:", None).ok().map(|l| l.len());
     let text = state
         .metrics
         .render(state.admitted.load(Ordering::Relaxed), known);
@@ -756,9 +760,13 @@ fn conversation_turn(
     // first message's bucket, so that two alike first requests cannot take one conversation.
     let (lane, chosen) = match client {
         Some(_) => {
-            let chosen =
-                conversations::choose(&state.store, &state.sessions, client, &request.messages)
-                    .map_err(|e| open_failure(&e))?;
+            let chosen = conversations::choose(
+                state.store.as_ref(),
+                &state.sessions,
+                client,
+                &request.messages,
+            )
+            .map_err(|e| open_failure(&e))?;
             (chosen.key.clone(), Some(chosen))
         }
         None => (conversations::anon_bucket(&request.messages), None),
@@ -798,11 +806,16 @@ fn turn_in_lane(
     let wait = config.session.write_lock_timeout;
     let chosen = match chosen {
         Some(c) => c,
-        None => conversations::choose(&state.store, &state.sessions, client, &request.messages)
-            .map_err(|e| open_failure(&e))?,
+        None => conversations::choose(
+            state.store.as_ref(),
+            &state.sessions,
+            client,
+            &request.messages,
+        )
+        .map_err(|e| open_failure(&e))?,
     };
     let mut conversation = conversations::open_chosen(
-        &state.store,
+        state.store.as_ref(),
         &state.sessions,
         chosen,
         &request.messages,
@@ -845,9 +858,9 @@ fn turn_in_lane(
         settings,
         events,
     )
-    .with_blobs(BlobStore::in_sessions_dir(state.store.dir()))
+    .with_blobs_in(state.store.blobs_dir())
     .with_registry(
-        &state.store,
+        state.store.as_ref(),
         conversation.key.clone(),
         RegistryWrites::PerTurn,
     )
@@ -884,7 +897,7 @@ fn turn_in_lane(
     }
     // Kept open for the conversation's next request (a session that failed on the way is
     // dropped instead, and read again from its file next time).
-    state.sessions.put(conversation.session);
+    state.sessions.put(&conversation.key, conversation.session);
     let report = result.map_err(|e| turn_failure(&e))?;
     state.metrics.turn(upstream, report.compactions);
     let reply = match &*report.reply {

@@ -19,6 +19,7 @@
 //! - **Unknown fields are kept** verbatim (see [`SessionEntry::extra`]).
 
 mod disk;
+pub mod shared;
 mod types;
 
 use std::cell::RefCell;
@@ -241,6 +242,9 @@ pub enum StoreError {
         /// What the entry says.
         value: String,
     },
+    /// A session of the store could not be created or opened.
+    #[error(transparent)]
+    Session(Box<crate::SessionError>),
     /// The map could not be turned into JSON (not expected: every value is JSON already).
     #[error("cannot serialise the session registry `{}`: {source}", path.display())]
     Serialize {
@@ -625,12 +629,7 @@ impl SessionStore {
         }
         self.modify_entry(key, move |entry| {
             for change in changes {
-                match change {
-                    RegistryChange::Usage(usage) => apply_usage(entry, usage),
-                    RegistryChange::Compaction(checkpoint) => {
-                        apply_compaction(entry, *checkpoint, keep_checkpoints)
-                    }
-                }
+                apply_change(entry, change, keep_checkpoints);
             }
         })
         .map(Some)
@@ -736,6 +735,16 @@ fn normalize_map_keys(path: &Path, map: &mut SessionMap) {
 }
 
 /// An answer's usage, as [`SessionStore::record_usage`] documents it.
+/// One registry change applied to an entry (the one rule every store follows).
+fn apply_change(entry: &mut SessionEntry, change: RegistryChange, keep_checkpoints: usize) {
+    match change {
+        RegistryChange::Usage(usage) => apply_usage(entry, usage),
+        RegistryChange::Compaction(checkpoint) => {
+            apply_compaction(entry, *checkpoint, keep_checkpoints)
+        }
+    }
+}
+
 fn apply_usage(entry: &mut SessionEntry, usage: UsageSample) {
     entry.input_tokens = Some(usage.input);
     entry.output_tokens = Some(usage.output);

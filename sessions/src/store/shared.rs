@@ -1,0 +1,320 @@
+//! The store that several processes serving one set of conversations share: the registry and
+//! the sessions it names, behind one trait.
+//!
+//! `rampart serve` reaches its storage only through [`SharedStore`], so running several
+//! replicas behind a load balancer is a matter of giving them a store they can all reach:
+//! - [`SessionStore`] (a sessions directory: `sessions.json` rewritten atomically under a lock
+//!   file, a pi JSONL file per session with a `flock` sidecar) is the store of one machine, and
+//!   of replicas on one machine;
+//! - [`MemoryStore`] keeps both in this process's memory; tests run two server states against
+//!   one to prove that nothing a replica needs is kept outside the store;
+//! - a database store (PostgreSQL rows with advisory locks) implements the same six methods,
+//!   with sessions on its own [`SessionMedium`](crate::medium::SessionMedium).
+//!
+//! What the trait promises, whatever the backend:
+//! - [`create`](SharedStore::create) is create-if-absent and atomic across every process
+//!   sharing the store: two replicas that pick the same key get one session;
+//! - [`open`](SharedStore::open) gives a [`Session`] whose write lock
+//!   ([`Session::hold`]) excludes every other process sharing the store, and whose appends the
+//!   others read when they next take the lock;
+//! - [`record`](SharedStore::record) applies registry changes to the newest entry, in order.
+#![warn(missing_docs)]
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use super::{
+    RegistryChange, SessionEntry, SessionMap, SessionStore, StoreError, apply_change,
+    normalize_key, now_unix_ms,
+};
+use crate::entry::SessionHeader;
+use crate::medium::MemoryMedium;
+use crate::{Session, SessionError, SessionOptions};
+
+/// Fields of a new registry entry besides its id and file (`origin`, `spawnedBy`, …).
+pub type EntryFields = serde_json::Map<String, Value>;
+
+/// Chooses the key of a new session, told which keys are taken (`taken(key)`).
+pub type PickKey<'a> = dyn FnMut(&dyn Fn(&str) -> bool) -> String + 'a;
+
+/// The registry and the sessions it names, as every process serving them sees them (see the
+/// module docs).
+pub trait SharedStore: Send + Sync + Debug {
+    /// What errors call this store (the registry file, or the store's name).
+    fn describe(&self) -> &Path;
+
+    /// The entry of `key` (any case), if registered.
+    fn get(&self, key: &str) -> Result<Option<SessionEntry>, StoreError>;
+
+    /// The entries whose key starts with `prefix`, plus the one named `exact`, most recently
+    /// updated first.
+    fn family(
+        &self,
+        prefix: &str,
+        exact: Option<&str>,
+    ) -> Result<Vec<(String, SessionEntry)>, StoreError>;
+
+    /// How many sessions are registered.
+    fn count(&self) -> Result<usize, StoreError>;
+
+    /// Registers a new session under the key `pick` chooses (it is told which keys are
+    /// taken), with a new session holding `header` and an entry carrying `fields`, unless the
+    /// key is registered already. Atomic across everything sharing the store. Returns the key
+    /// and whether this call created it.
+    fn create(
+        &self,
+        pick: &mut PickKey<'_>,
+        header: SessionHeader,
+        fields: EntryFields,
+    ) -> Result<(String, bool), StoreError>;
+
+    /// Opens the session `entry` (registered as `key`) names, for reading and appending.
+    fn open(
+        &self,
+        key: &str,
+        entry: &SessionEntry,
+        options: SessionOptions,
+    ) -> Result<Session, StoreError>;
+
+    /// Applies `changes` to `key`'s entry in order (keeping the newest `keep_checkpoints`
+    /// compaction checkpoints); nothing for an empty batch.
+    fn record(
+        &self,
+        key: &str,
+        changes: Vec<RegistryChange>,
+        keep_checkpoints: usize,
+    ) -> Result<Option<SessionEntry>, StoreError>;
+
+    /// Where originals too large for a session line are kept (content-addressed, immutable, so
+    /// any shared directory or object store serves), when the store has such a place.
+    fn blobs_dir(&self) -> Option<&Path>;
+}
+
+fn session_error(e: SessionError) -> StoreError {
+    StoreError::Session(Box::new(e))
+}
+
+impl SharedStore for SessionStore {
+    fn describe(&self) -> &Path {
+        self.path()
+    }
+
+    fn get(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
+        SessionStore::get(self, key)
+    }
+
+    fn family(
+        &self,
+        prefix: &str,
+        exact: Option<&str>,
+    ) -> Result<Vec<(String, SessionEntry)>, StoreError> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
+            .collect())
+    }
+
+    fn count(&self) -> Result<usize, StoreError> {
+        Ok(self.load()?.len())
+    }
+
+    fn create(
+        &self,
+        pick: &mut PickKey<'_>,
+        header: SessionHeader,
+        fields: EntryFields,
+    ) -> Result<(String, bool), StoreError> {
+        let dir = self.dir().to_owned();
+        self.update(|map| -> Result<(String, bool), StoreError> {
+            let key = normalize_key(&pick(&|k: &str| map.contains_key(&normalize_key(k))));
+            if map.contains_key(&key) {
+                return Ok((key, false));
+            }
+            let file = dir.join(format!("{}.jsonl", header.id));
+            let session =
+                Session::create(&file, header, SessionOptions::default()).map_err(session_error)?;
+            map.insert(key.clone(), new_entry(&session, &file, fields));
+            Ok((key, true))
+        })?
+    }
+
+    fn open(
+        &self,
+        key: &str,
+        entry: &SessionEntry,
+        options: SessionOptions,
+    ) -> Result<Session, StoreError> {
+        let file = self.session_file_path(key, entry)?;
+        Session::open(&file, options).map_err(session_error)
+    }
+
+    fn record(
+        &self,
+        key: &str,
+        changes: Vec<RegistryChange>,
+        keep_checkpoints: usize,
+    ) -> Result<Option<SessionEntry>, StoreError> {
+        SessionStore::record(self, key, changes, keep_checkpoints)
+    }
+
+    fn blobs_dir(&self) -> Option<&Path> {
+        Some(self.dir())
+    }
+}
+
+fn new_entry(session: &Session, file: &Path, fields: EntryFields) -> SessionEntry {
+    let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
+    entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
+    entry.extra.extend(fields);
+    entry
+}
+
+/// A registry and its sessions in this process's memory (see the module docs). Clones share
+/// one store, as two processes share a directory.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    inner: Arc<Mutex<MemoryRegistry>>,
+    blobs: Option<PathBuf>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryRegistry {
+    map: SessionMap,
+    logs: BTreeMap<String, MemoryMedium>,
+}
+
+impl MemoryStore {
+    /// An empty store; originals too large for a line go to `blobs` when given.
+    pub fn new(blobs: Option<PathBuf>) -> Self {
+        Self {
+            inner: Arc::default(),
+            blobs,
+        }
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, MemoryRegistry> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The raw JSONL of the session `key` names, as a file of it would read.
+    pub fn session_bytes(&self, key: &str) -> Option<Vec<u8>> {
+        let registry = self.registry();
+        let entry = registry.map.get(&normalize_key(key))?;
+        registry.logs.get(&entry.session_id).map(|m| m.contents())
+    }
+}
+
+const MEMORY_NAME: &str = "<memory store>";
+
+impl SharedStore for MemoryStore {
+    fn describe(&self) -> &Path {
+        Path::new(MEMORY_NAME)
+    }
+
+    fn get(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
+        Ok(self.registry().map.get(&normalize_key(key)).cloned())
+    }
+
+    fn family(
+        &self,
+        prefix: &str,
+        exact: Option<&str>,
+    ) -> Result<Vec<(String, SessionEntry)>, StoreError> {
+        let mut found: Vec<(String, SessionEntry)> = self
+            .registry()
+            .map
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
+            .map(|(k, e)| (k.clone(), e.clone()))
+            .collect();
+        found.sort_by(|(ka, a), (kb, b)| b.updated_at.cmp(&a.updated_at).then_with(|| ka.cmp(kb)));
+        Ok(found)
+    }
+
+    fn count(&self) -> Result<usize, StoreError> {
+        Ok(self.registry().map.len())
+    }
+
+    fn create(
+        &self,
+        pick: &mut PickKey<'_>,
+        header: SessionHeader,
+        fields: EntryFields,
+    ) -> Result<(String, bool), StoreError> {
+        let mut registry = self.registry();
+        let key = normalize_key(&pick(&|k: &str| {
+            registry.map.contains_key(&normalize_key(k))
+        }));
+        if registry.map.contains_key(&key) {
+            return Ok((key, false));
+        }
+        let id = header.id.clone();
+        let medium = MemoryMedium::new(format!("memory:{id}.jsonl"));
+        let session =
+            Session::create_on(Box::new(medium.clone()), header, SessionOptions::default())
+                .map_err(session_error)?;
+        let file = PathBuf::from(format!("{id}.jsonl"));
+        registry
+            .map
+            .insert(key.clone(), new_entry(&session, &file, fields));
+        registry.logs.insert(id, medium);
+        Ok((key, true))
+    }
+
+    fn open(
+        &self,
+        key: &str,
+        entry: &SessionEntry,
+        options: SessionOptions,
+    ) -> Result<Session, StoreError> {
+        let medium = self
+            .registry()
+            .logs
+            .get(&entry.session_id)
+            .cloned()
+            .ok_or_else(|| StoreError::UnknownSession {
+                key: key.to_owned(),
+                path: PathBuf::from(MEMORY_NAME),
+            })?;
+        Session::open_on(Box::new(medium), options).map_err(session_error)
+    }
+
+    fn record(
+        &self,
+        key: &str,
+        changes: Vec<RegistryChange>,
+        keep_checkpoints: usize,
+    ) -> Result<Option<SessionEntry>, StoreError> {
+        if changes.is_empty() {
+            return Ok(None);
+        }
+        let key = normalize_key(key);
+        let mut registry = self.registry();
+        let entry = registry
+            .map
+            .get_mut(&key)
+            .ok_or_else(|| StoreError::UnknownSession {
+                key: key.clone(),
+                path: PathBuf::from(MEMORY_NAME),
+            })?;
+        for change in changes {
+            apply_change(entry, change, keep_checkpoints);
+        }
+        entry.updated_at = entry.updated_at.max(now_unix_ms());
+        Ok(Some(entry.clone()))
+    }
+
+    fn blobs_dir(&self) -> Option<&Path> {
+        self.blobs.as_deref()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "shared_tests.rs"]
+mod tests;
