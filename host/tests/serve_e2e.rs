@@ -921,6 +921,68 @@ fn an_auth_token_is_required_when_set_and_not_forwarded() {
     assert!(!up.requests()[0].raw_body.contains("let-me-in"));
 }
 
+/// Claude Code logged in with a Claude subscription sends an OAuth token as a bearer token and
+/// the betas it needs in `anthropic-beta`; an API-key login sends `x-api-key`. Each reaches
+/// Anthropic as it was sent, and neither is written to the session.
+#[test]
+fn claude_code_oauth_and_api_key_logins_reach_anthropic_as_they_were_sent() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("first", 10, 2));
+    up.push(anthropic_text_stream("second", 10, 2));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let body = |text: &str| {
+        json!({"model": "claude-up", "max_tokens": 64, "stream": true,
+               "messages": [{"role": "user", "content": text}]})
+    };
+    let betas = "oauth-2025-04-20,interleaved-thinking-2025-05-14";
+    let (status, _) = serve.post(
+        "/v1/messages",
+        &[
+            ("authorization", "Bearer sk-ant-oat01-subscription-token"),
+            ("anthropic-beta", betas),
+            ("x-rampart-session", "oauth-login"),
+            ("user-agent", "claude-cli/2.1.90 (external, cli)"),
+        ],
+        &body("with a subscription"),
+    );
+    assert_eq!(status, 200);
+    let (status, _) = serve.post(
+        "/v1/messages",
+        &[
+            ("x-api-key", "sk-ant-api03-key"),
+            ("x-rampart-session", "key-login"),
+        ],
+        &body("with a key"),
+    );
+    assert_eq!(status, 200);
+    let requests = up.requests();
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-ant-oat01-subscription-token")
+    );
+    assert_eq!(requests[0].header("x-api-key"), None);
+    assert_eq!(requests[0].header("anthropic-beta"), Some(betas));
+    // Only the listed headers pass; the client's user agent is its business with the proxy.
+    assert_ne!(
+        requests[0].header("user-agent"),
+        Some("claude-cli/2.1.90 (external, cli)")
+    );
+    assert_eq!(requests[1].header("x-api-key"), Some("sk-ant-api03-key"));
+    assert_eq!(requests[1].header("authorization"), None);
+    assert_eq!(requests[1].header("anthropic-beta"), None);
+    for entry in std::fs::read_dir(&serve.sessions).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                !text.contains("sk-ant-"),
+                "a key was written to {}",
+                path.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn a_public_address_without_a_token_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
@@ -1454,6 +1516,64 @@ fn the_official_openai_python_sdk_streaming_and_not() {
     assert_eq!(branch(&serve.session(anon)).len(), 4);
 }
 
+/// The Codex CLI's wire (`/v1/responses`) through the official SDK's Responses client, against
+/// a chat-completions upstream: a plain answer, a streamed tool call, its output sent back.
+#[test]
+fn the_official_openai_python_sdk_over_the_responses_api() {
+    let Some(python) = sdk_python() else { return };
+    let up = Loopback::start();
+    up.push(openai_text_stream("Hello from upstream.", 8, 4));
+    up.push(openai_tool_call_stream(
+        "call_ls",
+        "shell",
+        r#"{"command":"ls"}"#,
+    ));
+    up.push(openai_text_stream("Two files.", 30, 2));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let got = run_sdk(&python, "responses", &serve.base);
+    assert_eq!(got["plain"], "Hello from upstream.");
+    assert_eq!(got["plain_usage"], 4);
+    assert_eq!(got["plain_status"], "completed");
+    assert_eq!(
+        got["items"],
+        json!([{"type": "function_call", "call_id": "call_ls", "name": "shell",
+                "arguments": "{\"command\":\"ls\"}"}])
+    );
+    let events: Vec<&str> = got["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(events.first(), Some(&"response.created"));
+    assert_eq!(events.last(), Some(&"response.completed"));
+    assert!(
+        events.contains(&"response.function_call_arguments.delta"),
+        "{events:?}"
+    );
+    assert_eq!(got["after_tool"], "Two files.");
+    // Upstream got chat completions: the instructions as the system message, the call and
+    // its output as a tool call and a tool message.
+    let last: Value = serde_json::from_str(&up.requests()[2].raw_body).unwrap();
+    let roles: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "user", "assistant", "tool"]
+    );
+    assert_eq!(last["messages"][0]["content"], "Be brief.");
+    assert_eq!(last["tools"][0]["function"]["name"], "shell");
+    // One conversation (Codex's session id), holding what the client sent and was answered.
+    assert_eq!(serve.keys(), ["serve:codex:codex-sdk"]);
+    let stored = branch(&serve.session("serve:codex:codex-sdk"));
+    assert_eq!(stored.len(), 6, "{stored:?}");
+    assert_eq!(stored[5], ("assistant".to_owned(), "Two files.".to_owned()));
+}
+
 #[test]
 fn the_official_anthropic_python_sdk_streaming_and_not() {
     let Some(python) = sdk_python() else { return };
@@ -1477,9 +1597,10 @@ fn the_official_anthropic_python_sdk_streaming_and_not() {
         json!([{"id": "toolu_sdk", "name": "Bash", "input": {"command": "pwd"}}])
     );
     assert_eq!(got["tool_stop"], "tool_use");
+    // This SDK sends its key as a bearer token; it reaches Anthropic the same way.
     assert_eq!(
-        up.requests()[0].header("x-api-key"),
-        Some("sk-ant-sdk-test")
+        up.requests()[0].header("authorization"),
+        Some("Bearer sk-ant-sdk-test")
     );
     let keys = serve.keys();
     assert_eq!(keys.len(), 2, "{keys:?}");

@@ -67,10 +67,11 @@ impl Provider for AnthropicProvider {
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let body = request_body(request);
-        let headers = [
+        let mut headers = vec![
             ("anthropic-version", ANTHROPIC_VERSION),
             ("content-type", "application/json"),
         ];
+        headers.extend(request.forwarded.passthrough("anthropic-"));
         let idle = self.http.stream_idle_timeout();
         let deltas = request.forwarded.deltas.as_ref();
         let (answer, retries) =

@@ -168,14 +168,15 @@ impl HttpClient {
         // The provider's own key (`apiKeyEnv`) wins; without one, the key a proxied client
         // sent (`rampart serve`) goes upstream.
         let key = match (self.key(), client_key) {
-            (Ok(Some(own)), _) => Some(own),
+            (Ok(Some(own)), _) => Some((own, false)),
             (Ok(None) | Err(ProviderError::MissingApiKey { .. }), Some(client)) => {
-                Some(ApiKey(client.expose().to_owned()))
+                Some((ApiKey(client.expose().to_owned()), client.is_bearer()))
             }
-            (own, None) => own?,
+            (own, None) => own?.map(|k| (k, false)),
             (Err(e), Some(_)) => return Err(e),
         };
         let header_map = self.headers(headers, key.as_ref())?;
+        let key = key.map(|(k, _)| k);
         let mut attempt: u32 = 0;
         loop {
             let mut builder = self.client.post(url).headers(header_map.clone()).json(body);
@@ -245,7 +246,7 @@ impl HttpClient {
     fn headers(
         &self,
         headers: &[(&'static str, &str)],
-        key: Option<&ApiKey>,
+        key: Option<&(ApiKey, bool)>,
     ) -> Result<HeaderMap, ProviderError> {
         let invalid = |what: &str| ProviderError::BadRequest {
             provider: self.provider.clone(),
@@ -257,8 +258,9 @@ impl HttpClient {
             let value = HeaderValue::from_str(value).map_err(|_| invalid(name))?;
             map.insert(*name, value);
         }
-        if let Some(key) = key {
+        if let Some((key, bearer)) = key {
             let (name, raw) = match self.auth {
+                _ if *bearer => ("authorization", format!("Bearer {}", key.expose())),
                 AuthStyle::Bearer => ("authorization", format!("Bearer {}", key.expose())),
                 AuthStyle::Header(name) => (name, key.expose().to_owned()),
             };

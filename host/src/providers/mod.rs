@@ -102,6 +102,30 @@ pub struct Forwarded {
     /// Where the client put its own breakpoints; used instead of the two above when any of
     /// them still points into the managed prompt.
     pub client_breakpoints: ClientBreakpoints,
+    /// Client headers passed upstream as they came (`anthropic-beta`, `openai-organization`,
+    /// …; the list is [`PASSTHROUGH_HEADERS`]). A provider sends those of its own family:
+    /// Claude Code's betas (and the OAuth beta its subscription logins need) must reach
+    /// Anthropic, or features the body uses are refused.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+/// The client headers `rampart serve` passes upstream (lower case). Nothing else a client
+/// sends is forwarded: its key travels as [`ClientCredential`], and the rest (user agents,
+/// tracing ids) is the client's business with the proxy.
+pub const PASSTHROUGH_HEADERS: &[&str] =
+    &["anthropic-beta", "openai-organization", "openai-project"];
+
+impl Forwarded {
+    /// The passed-through headers whose names start with `family` (`anthropic-`, `openai-`).
+    pub fn passthrough<'a>(
+        &'a self,
+        family: &'a str,
+    ) -> impl Iterator<Item = (&'static str, &'a str)> + 'a {
+        self.headers
+            .iter()
+            .filter(move |(name, _)| name.starts_with(family))
+            .map(|(name, value)| (*name, value.as_str()))
+    }
 }
 
 /// A client's prompt-cache breakpoints (Anthropic `cache_control`), as the managed prompt can
@@ -220,18 +244,36 @@ pub struct ToolSpec {
 /// A key a client sent (`Authorization: Bearer …` or `x-api-key`). Its `Debug` prints `***`,
 /// it is never logged, stored in a session, or echoed in an error.
 #[derive(Clone, PartialEq, Eq)]
-pub struct ClientCredential(String);
+pub struct ClientCredential {
+    key: String,
+    bearer: bool,
+}
 
 impl ClientCredential {
-    /// The key; `None` when blank.
+    /// A key, sent upstream the way the provider takes keys; `None` when blank.
     pub fn new(key: &str) -> Option<Self> {
         let key = key.trim();
-        (!key.is_empty()).then(|| Self(key.to_owned()))
+        (!key.is_empty()).then(|| Self {
+            key: key.to_owned(),
+            bearer: false,
+        })
+    }
+
+    /// A token that must go upstream as `Authorization: Bearer` whatever the provider's key
+    /// header: what an Anthropic client sends there may be an OAuth token (a Claude
+    /// subscription login), which Anthropic refuses as `x-api-key`. `None` when blank.
+    pub fn bearer(token: &str) -> Option<Self> {
+        Self::new(token).map(|c| Self { bearer: true, ..c })
+    }
+
+    /// Whether it goes upstream as `Authorization: Bearer` regardless of the provider.
+    pub fn is_bearer(&self) -> bool {
+        self.bearer
     }
 
     /// The key itself, for the one place that writes it into a header.
     pub(crate) fn expose(&self) -> &str {
-        &self.0
+        &self.key
     }
 }
 

@@ -132,6 +132,8 @@ pub enum Endpoint {
     ChatCompletions,
     /// `POST /v1/messages`.
     Messages,
+    /// `POST /v1/responses` (its body read as the chat request it means).
+    Responses,
     /// `POST /v1/messages/count_tokens`.
     CountTokens,
 }

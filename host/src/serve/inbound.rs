@@ -16,6 +16,9 @@ pub enum Wire {
     OpenAi,
     /// Anthropic messages.
     Anthropic,
+    /// OpenAI Responses (`/v1/responses`, the Codex CLI's wire). Its body is read as the
+    /// chat-completions body it means ([`responses_as_chat`]); its answers have their own shape.
+    Responses,
 }
 
 /// A client's request, decoded.
@@ -71,7 +74,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         .find_map(|k| obj.get(*k).and_then(Value::as_u64));
     let mut warnings = Vec::new();
     let (conversation, tools) = match wire {
-        Wire::OpenAi => (
+        Wire::OpenAi | Wire::Responses => (
             from_openai_chat(messages, &model, now_ms),
             openai_tools(obj.get("tools"), &mut warnings),
         ),
@@ -119,6 +122,183 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         system_breakpoint,
         breakpoints,
     })
+}
+
+/// A Responses API body as the chat-completions body it means, plus what could not be carried
+/// over: `instructions` become the system message; `input` items become messages (`message`
+/// items by role, `developer` as `system`; a `function_call` joins the assistant message before
+/// it as a tool call; a `function_call_output` is a `tool` message); function tools become chat
+/// tools; `max_output_tokens` is `max_tokens`. The rest of the body (`prompt_cache_key`,
+/// `user`, `stream`) is kept, so the conversation rule reads it as it reads a chat request.
+///
+/// Reasoning items, built-in tools (web search, shell) and freeform custom tools have no chat
+/// form: they are left out with a warning, because the upstream Rampart forwards to speaks chat
+/// completions or messages.
+pub fn responses_as_chat(body: &Value) -> Result<(Value, Vec<String>), BadRequest> {
+    use serde_json::json;
+    let Some(obj) = body.as_object() else {
+        return Err(BadRequest("the request body must be a JSON object".into()));
+    };
+    let mut warnings = Vec::new();
+    let mut messages: Vec<Value> = Vec::new();
+    if let Some(instructions) = obj
+        .get("instructions")
+        .and_then(Value::as_str)
+        .filter(|t| !t.trim().is_empty())
+    {
+        messages.push(json!({"role": "system", "content": instructions}));
+    }
+    match obj.get("input") {
+        Some(Value::String(text)) => messages.push(json!({"role": "user", "content": text})),
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                responses_item(i, item, &mut messages, &mut warnings);
+            }
+        }
+        _ => {
+            return Err(BadRequest(
+                "`input` is required: a string or an array of input items".into(),
+            ));
+        }
+    }
+    let mut chat = obj.clone();
+    for field in ["input", "instructions", "tools", "max_output_tokens"] {
+        chat.remove(field);
+    }
+    chat.insert("messages".into(), Value::Array(messages));
+    if let Some(max) = obj.get("max_output_tokens").and_then(Value::as_u64) {
+        chat.insert("max_tokens".into(), json!(max));
+    }
+    if let Some(tools) = obj.get("tools").and_then(Value::as_array) {
+        let mut chat_tools = Vec::new();
+        for (i, tool) in tools.iter().enumerate() {
+            match (
+                tool.get("type").and_then(Value::as_str),
+                tool.get("name").and_then(Value::as_str),
+            ) {
+                (Some("function"), Some(name)) => chat_tools.push(json!({
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": tool.get("description").cloned().unwrap_or(Value::Null),
+                        "parameters": tool.get("parameters").cloned()
+                            .unwrap_or_else(|| json!({"type": "object"})),
+                    },
+                })),
+                (kind, _) => warnings.push(format!(
+                    "tools[{i}]: a `{}` tool has no chat-completions form; not forwarded",
+                    kind.unwrap_or("?")
+                )),
+            }
+        }
+        chat.insert("tools".into(), Value::Array(chat_tools));
+    }
+    Ok((Value::Object(chat), warnings))
+}
+
+/// One Responses input item, appended to `messages` in chat form.
+fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &mut Vec<String>) {
+    use serde_json::json;
+    let role = item.get("role").and_then(Value::as_str);
+    let kind = item
+        .get("type")
+        .and_then(Value::as_str)
+        .or(role.map(|_| "message"));
+    match kind {
+        Some("message") => {
+            let role = match role {
+                Some("developer" | "system") => "system",
+                Some("assistant") => "assistant",
+                _ => "user",
+            };
+            let content = match item.get("content") {
+                Some(Value::String(text)) => json!(text),
+                Some(Value::Array(parts)) => {
+                    let mut texts = Vec::new();
+                    let mut chat_parts = Vec::new();
+                    for part in parts {
+                        match part.get("type").and_then(Value::as_str) {
+                            Some("input_text" | "output_text" | "text") => {
+                                let text = part.get("text").and_then(Value::as_str).unwrap_or("");
+                                texts.push(text.to_owned());
+                                chat_parts.push(json!({"type": "text", "text": text}));
+                            }
+                            Some("refusal") => {
+                                let text =
+                                    part.get("refusal").and_then(Value::as_str).unwrap_or("");
+                                texts.push(text.to_owned());
+                                chat_parts.push(json!({"type": "text", "text": text}));
+                            }
+                            Some("input_image") => match part.get("image_url") {
+                                Some(url) => chat_parts
+                                    .push(json!({"type": "image_url", "image_url": {"url": url}})),
+                                None => warnings.push(format!(
+                                    "input[{i}]: an image given by file id cannot be forwarded"
+                                )),
+                            },
+                            other => warnings.push(format!(
+                                "input[{i}]: a `{}` content part is not forwarded",
+                                other.unwrap_or("?")
+                            )),
+                        }
+                    }
+                    // Chat assistant and system messages take text only.
+                    if role == "user" && chat_parts.iter().any(|p| p["type"] != "text") {
+                        Value::Array(chat_parts)
+                    } else {
+                        json!(texts.join("\n"))
+                    }
+                }
+                _ => json!(""),
+            };
+            messages.push(json!({"role": role, "content": content}));
+        }
+        Some("function_call") => {
+            let call = json!({
+                "id": item.get("call_id").cloned().unwrap_or(Value::Null),
+                "type": "function",
+                "function": {
+                    "name": item.get("name").cloned().unwrap_or(Value::Null),
+                    "arguments": item.get("arguments").cloned().unwrap_or_else(|| json!("{}")),
+                },
+            });
+            // Calls join the assistant message they follow, as one chat turn holds them.
+            match messages.last_mut() {
+                Some(last) if last["role"] == "assistant" => {
+                    if let Some(calls) = last
+                        .as_object_mut()
+                        .map(|m| m.entry("tool_calls").or_insert_with(|| json!([])))
+                        .and_then(Value::as_array_mut)
+                    {
+                        calls.push(call);
+                    }
+                }
+                _ => messages
+                    .push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
+            }
+        }
+        Some("function_call_output") => {
+            let output = match item.get("output") {
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            messages.push(json!({
+                "role": "tool",
+                "tool_call_id": item.get("call_id").cloned().unwrap_or(Value::Null),
+                "content": output,
+            }));
+        }
+        other => warnings.push(format!(
+            "input[{i}]: a `{}` item has no chat-completions form; not forwarded",
+            other.unwrap_or("?")
+        )),
+    }
 }
 
 /// Whether a decoded message kept a `cache_control` field on one of its blocks (the importers'
@@ -253,6 +433,60 @@ mod tests {
         assert_eq!(r.tools.len(), 1);
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
         assert_eq!(r.messages[0].timestamp(), Some(1_700_000_000_000));
+    }
+
+    /// A request shaped like the Codex CLI's: instructions, a developer message, input items
+    /// with a reasoning item, a call and its output, function and built-in tools.
+    #[test]
+    fn a_codex_responses_body_reads_as_the_chat_request_it_means() {
+        let body = json!({
+            "model": "gpt-5-codex", "instructions": "You are Codex.", "stream": true,
+            "store": false, "prompt_cache_key": "0199-thread", "max_output_tokens": 900,
+            "input": [
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "sandbox: read-only"}]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+                {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]},
+                {"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": "{\"command\":[\"ls\"]}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"}
+            ],
+            "tools": [
+                {"type": "function", "name": "shell", "description": "Runs a command", "parameters": {"type": "object"}},
+                {"type": "web_search"}
+            ]
+        });
+        let (chat, warnings) = responses_as_chat(&body).unwrap();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(chat["prompt_cache_key"], "0199-thread");
+        assert_eq!(chat["max_tokens"], 900);
+        let r = decode(Wire::Responses, &chat, 5).unwrap();
+        assert_eq!(r.wire, Wire::Responses);
+        assert!(r.stream);
+        assert_eq!(r.max_tokens, Some(900));
+        let system = r.system.unwrap();
+        assert!(system.contains("You are Codex.") && system.contains("sandbox: read-only"));
+        let roles: Vec<&str> = r.messages.iter().map(AgentMessage::role).collect();
+        assert_eq!(roles, ["user", "assistant", "toolResult"]);
+        let AgentMessage::Assistant(a) = &r.messages[1] else {
+            panic!()
+        };
+        assert!(matches!(&a.content[0], ContentBlock::Text(t) if t.text == "Listing."));
+        assert!(
+            matches!(&a.content[1], ContentBlock::ToolCall(c) if c.id == "call_1" && c.arguments["command"][0] == "ls")
+        );
+        assert_eq!(r.tools.len(), 1);
+        assert_eq!(r.tools[0].name, "shell");
+        assert!(
+            responses_as_chat(&json!({"model": "m"}))
+                .unwrap_err()
+                .0
+                .contains("`input`")
+        );
+        let (plain, _) = responses_as_chat(&json!({"model": "m", "input": "hi"})).unwrap();
+        assert_eq!(
+            plain["messages"],
+            json!([{"role": "user", "content": "hi"}])
+        );
     }
 
     #[test]

@@ -227,6 +227,366 @@ pub fn anthropic_sse(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Vec<Str
         .collect()
 }
 
+fn responses_usage(u: &Usage) -> Value {
+    let input = u.input + u.cache_read + u.cache_write;
+    json!({
+        "input_tokens": input,
+        "input_tokens_details": {"cached_tokens": u.cache_read},
+        "output_tokens": u.output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + u.output,
+    })
+}
+
+/// A Responses `message` item holding `text`.
+fn responses_message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({
+        "type": "message", "id": id, "status": status, "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    })
+}
+
+/// A Responses `function_call` item.
+fn responses_call_item(
+    id: &str,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    status: &str,
+) -> Value {
+    json!({
+        "type": "function_call", "id": id, "call_id": call_id, "name": name,
+        "arguments": arguments, "status": status,
+    })
+}
+
+/// The output items of a whole answer: its text as one message item, then one
+/// `function_call` item per tool call.
+fn responses_items(reply: &AssistantMessage, response_id: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let text: Vec<&str> = reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !text.is_empty() {
+        let id = format!("msg_{response_id}_0");
+        items.push(responses_message_item(&id, &text.join("\n"), "completed"));
+    }
+    for block in &reply.content {
+        if let ContentBlock::ToolCall(call) = block {
+            let id = format!("fc_{response_id}_{}", items.len());
+            let arguments = call.arguments.to_string();
+            items.push(responses_call_item(
+                &id,
+                &call.id,
+                &call.name,
+                &arguments,
+                "completed",
+            ));
+        }
+    }
+    items
+}
+
+/// A Responses object around `output`: `completed`, or `incomplete` when the answer stopped
+/// at its token limit.
+fn responses_object(reply: &AssistantMessage, meta: &AnswerMeta<'_>, output: Vec<Value>) -> Value {
+    let cut = reply.stop_reason == StopReason::Length;
+    json!({
+        "id": meta.id,
+        "object": "response",
+        "created_at": meta.created,
+        "status": if cut { "incomplete" } else { "completed" },
+        "incomplete_details": if cut { json!({"reason": "max_output_tokens"}) } else { Value::Null },
+        "error": null,
+        "model": meta.model,
+        "output": output,
+        "parallel_tool_calls": true,
+        "usage": responses_usage(&reply.usage),
+    })
+}
+
+/// A whole Responses API response.
+pub fn responses_response(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Value {
+    responses_object(reply, meta, responses_items(reply, meta.id))
+}
+
+/// The events of a streamed Responses answer made from the whole answer.
+pub fn responses_sse(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Vec<String> {
+    let mut stream = ResponsesStream::new(meta);
+    let mut out = stream.begin();
+    for block in &reply.content {
+        match block {
+            ContentBlock::Text(t) => out.extend(stream.text(0, &t.text)),
+            ContentBlock::ToolCall(call) => {
+                let index = stream.items.len() as u64;
+                out.extend(stream.call_start(index, &call.id, &call.name));
+                out.extend(stream.call_arguments(index, &call.arguments.to_string()));
+            }
+            _ => {}
+        }
+    }
+    out.extend(stream.finish(reply));
+    out
+}
+
+/// The Responses API stream: `response.created`, per output item `output_item.added`, its
+/// deltas and `output_item.done`, then `response.completed` with the items as streamed. Every
+/// event carries its `sequence_number`.
+#[derive(Debug)]
+struct ResponsesStream {
+    id: String,
+    model: String,
+    created: u64,
+    sequence: u64,
+    /// Output items so far (their final form once done).
+    items: Vec<ResponsesItem>,
+    /// The message item text goes to, while no other item has started since.
+    text_item: Option<usize>,
+    /// Upstream tool-call index → output index.
+    calls: BTreeMap<u64, usize>,
+}
+
+#[derive(Debug)]
+enum ResponsesItem {
+    Text {
+        id: String,
+        text: String,
+        done: bool,
+    },
+    Call {
+        id: String,
+        call_id: String,
+        name: String,
+        arguments: String,
+        done: bool,
+    },
+}
+
+impl ResponsesStream {
+    fn new(meta: &AnswerMeta<'_>) -> Self {
+        Self {
+            id: meta.id.to_owned(),
+            model: meta.model.to_owned(),
+            created: meta.created,
+            sequence: 0,
+            items: Vec::new(),
+            text_item: None,
+            calls: BTreeMap::new(),
+        }
+    }
+
+    fn event(&mut self, kind: &str, mut data: Value) -> String {
+        data["type"] = json!(kind);
+        data["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        format!("event: {kind}\ndata: {data}\n\n")
+    }
+
+    fn shell(&self, status: &str) -> Value {
+        json!({
+            "id": self.id, "object": "response", "created_at": self.created, "status": status,
+            "model": self.model, "output": [], "error": null, "incomplete_details": null,
+        })
+    }
+
+    fn begin(&mut self) -> Vec<String> {
+        let created = self.shell("in_progress");
+        vec![
+            self.event("response.created", json!({"response": created.clone()})),
+            self.event("response.in_progress", json!({"response": created})),
+        ]
+    }
+
+    fn text(&mut self, _block: u64, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let index = match self.text_item {
+            Some(index) => index,
+            None => {
+                let index = self.items.len();
+                let id = format!("msg_{}_{index}", self.id);
+                out.push(self.event(
+                    "response.output_item.added",
+                    json!({"output_index": index,
+                           "item": {"type": "message", "id": id, "status": "in_progress",
+                                    "role": "assistant", "content": []}}),
+                ));
+                out.push(self.event(
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": index, "content_index": 0,
+                           "part": {"type": "output_text", "text": "", "annotations": []}}),
+                ));
+                self.items.push(ResponsesItem::Text {
+                    id,
+                    text: String::new(),
+                    done: false,
+                });
+                self.text_item = Some(index);
+                index
+            }
+        };
+        let Some(ResponsesItem::Text {
+            id, text: so_far, ..
+        }) = self.items.get_mut(index)
+        else {
+            return out;
+        };
+        so_far.push_str(text);
+        let id = id.clone();
+        out.push(self.event(
+            "response.output_text.delta",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": text}),
+        ));
+        out
+    }
+
+    fn call_start(&mut self, upstream: u64, call_id: &str, name: &str) -> Vec<String> {
+        // Text after a tool call starts a new message item.
+        let mut out = self.close_text();
+        let index = self.items.len();
+        let id = format!("fc_{}_{index}", self.id);
+        out.push(self.event(
+            "response.output_item.added",
+            json!({"output_index": index,
+                   "item": responses_call_item(&id, call_id, name, "", "in_progress")}),
+        ));
+        self.items.push(ResponsesItem::Call {
+            id,
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            arguments: String::new(),
+            done: false,
+        });
+        self.calls.insert(upstream, index);
+        out
+    }
+
+    fn call_arguments(&mut self, upstream: u64, fragment: &str) -> Vec<String> {
+        let Some(&index) = self.calls.get(&upstream) else {
+            return Vec::new();
+        };
+        let Some(ResponsesItem::Call { id, arguments, .. }) = self.items.get_mut(index) else {
+            return Vec::new();
+        };
+        arguments.push_str(fragment);
+        let id = id.clone();
+        vec![self.event(
+            "response.function_call_arguments.delta",
+            json!({"item_id": id, "output_index": index, "delta": fragment}),
+        )]
+    }
+
+    fn close_text(&mut self) -> Vec<String> {
+        match self.text_item.take() {
+            Some(index) => self.close(index),
+            None => Vec::new(),
+        }
+    }
+
+    /// The `done` events of item `index`, once.
+    fn close(&mut self, index: usize) -> Vec<String> {
+        let (events, item): (Vec<(&str, Value)>, Value) = match self.items.get_mut(index) {
+            Some(ResponsesItem::Text { id, text, done }) if !*done => {
+                *done = true;
+                let part = json!({"type": "output_text", "text": text, "annotations": []});
+                (
+                    vec![
+                        (
+                            "response.output_text.done",
+                            json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+                        ),
+                        (
+                            "response.content_part.done",
+                            json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}),
+                        ),
+                    ],
+                    responses_message_item(id, text, "completed"),
+                )
+            }
+            Some(ResponsesItem::Call {
+                id,
+                call_id,
+                name,
+                arguments,
+                done,
+            }) if !*done => {
+                *done = true;
+                (
+                    vec![(
+                        "response.function_call_arguments.done",
+                        json!({"item_id": id, "output_index": index, "arguments": arguments}),
+                    )],
+                    responses_call_item(id, call_id, name, arguments, "completed"),
+                )
+            }
+            _ => return Vec::new(),
+        };
+        let mut out: Vec<String> = events.into_iter().map(|(k, d)| self.event(k, d)).collect();
+        out.push(self.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        out
+    }
+
+    fn final_items(&self) -> Vec<Value> {
+        self.items
+            .iter()
+            .map(|item| match item {
+                ResponsesItem::Text { id, text, .. } => {
+                    responses_message_item(id, text, "completed")
+                }
+                ResponsesItem::Call {
+                    id,
+                    call_id,
+                    name,
+                    arguments,
+                    ..
+                } => responses_call_item(id, call_id, name, arguments, "completed"),
+            })
+            .collect()
+    }
+
+    fn finish(&mut self, reply: &AssistantMessage) -> Vec<String> {
+        let mut out = Vec::new();
+        for index in 0..self.items.len() {
+            out.extend(self.close(index));
+        }
+        let meta = AnswerMeta {
+            id: &self.id.clone(),
+            model: &self.model.clone(),
+            created: self.created,
+        };
+        let response = responses_object(reply, &meta, self.final_items());
+        let kind = if reply.stop_reason == StopReason::Length {
+            "response.incomplete"
+        } else {
+            "response.completed"
+        };
+        out.push(self.event(kind, json!({"response": response})));
+        out
+    }
+
+    fn fail(&mut self, kind: ErrorKind, message: &str) -> Vec<String> {
+        let mut response = self.shell("failed");
+        response["error"] = json!({"code": responses_error_code(kind), "message": message});
+        vec![self.event("response.failed", json!({"response": response}))]
+    }
+}
+
+fn responses_error_code(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidRequest => "invalid_request_error",
+        ErrorKind::Authentication => "invalid_api_key",
+        ErrorKind::RateLimit | ErrorKind::Overloaded => "rate_limit_exceeded",
+        ErrorKind::Upstream | ErrorKind::Server => "server_error",
+    }
+}
+
 /// Writes a streamed answer in the client's wire as its pieces arrive: [`StreamEncoder::begin`],
 /// then [`StreamEncoder::delta`] per piece, then [`StreamEncoder::finish`] with the answer as
 /// stored (its stop reason and usage) or [`StreamEncoder::fail`]. Each call returns whole SSE
@@ -252,6 +612,8 @@ pub struct StreamEncoder {
     calls: BTreeMap<u64, u64>,
     started: bool,
     broken: bool,
+    /// The Responses wire's own event sequence.
+    responses: Option<ResponsesStream>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -275,6 +637,7 @@ impl StreamEncoder {
             calls: BTreeMap::new(),
             started: false,
             broken: false,
+            responses: (wire == Wire::Responses).then(|| ResponsesStream::new(meta)),
         }
     }
 
@@ -293,8 +656,11 @@ impl StreamEncoder {
 
     /// The frames that open the answer.
     pub fn begin(&mut self) -> Vec<String> {
+        if let Some(stream) = &mut self.responses {
+            return stream.begin();
+        }
         match self.wire {
-            Wire::OpenAi => {
+            Wire::OpenAi | Wire::Responses => {
                 vec![self.openai_chunk(json!({"role": "assistant", "content": ""}), None)]
             }
             Wire::Anthropic => vec![Self::event(
@@ -346,13 +712,29 @@ impl StreamEncoder {
                 out
             }
             StreamDelta::Attempt => Vec::new(),
+            _ if self.responses.is_some() => {
+                self.started = true;
+                let Some(stream) = &mut self.responses else {
+                    return Vec::new();
+                };
+                match delta {
+                    StreamDelta::Text { block, text } => stream.text(*block, text),
+                    StreamDelta::ToolCallStart { index, id, name } => {
+                        stream.call_start(*index, id, name)
+                    }
+                    StreamDelta::ToolCallArguments { index, fragment } => {
+                        stream.call_arguments(*index, fragment)
+                    }
+                    StreamDelta::Attempt => Vec::new(),
+                }
+            }
             StreamDelta::Text { block, text } => {
                 self.started = true;
                 let new_block = self.text_block != Some(*block);
                 let first_text = self.text_block.is_none();
                 self.text_block = Some(*block);
                 match self.wire {
-                    Wire::OpenAi => {
+                    Wire::OpenAi | Wire::Responses => {
                         // Text blocks are joined with a newline, as the whole answer is.
                         let text = if new_block && !first_text {
                             format!("\n{text}")
@@ -380,7 +762,7 @@ impl StreamEncoder {
             StreamDelta::ToolCallStart { index, id, name } => {
                 self.started = true;
                 match self.wire {
-                    Wire::OpenAi => {
+                    Wire::OpenAi | Wire::Responses => {
                         let ours = self.calls.len() as u64;
                         self.calls.insert(*index, ours);
                         vec![self.openai_chunk(
@@ -406,7 +788,7 @@ impl StreamEncoder {
                     return Vec::new();
                 };
                 match self.wire {
-                    Wire::OpenAi => vec![self.openai_chunk(
+                    Wire::OpenAi | Wire::Responses => vec![self.openai_chunk(
                         json!({"tool_calls": [{"index": ours, "function": {"arguments": fragment}}]}),
                         None,
                     )],
@@ -425,8 +807,11 @@ impl StreamEncoder {
         if self.broken {
             return Vec::new();
         }
+        if let Some(stream) = &mut self.responses {
+            return stream.finish(reply);
+        }
         match self.wire {
-            Wire::OpenAi => {
+            Wire::OpenAi | Wire::Responses => {
                 let mut out =
                     vec![self.openai_chunk(json!({}), Some(openai_finish(&reply.stop_reason)))];
                 if self.include_usage {
@@ -461,9 +846,14 @@ impl StreamEncoder {
             return Vec::new();
         }
         self.broken = true;
+        if let Some(stream) = &mut self.responses {
+            return stream.fail(kind, message);
+        }
         let body = error_body(self.wire, kind, message);
         match self.wire {
-            Wire::OpenAi => vec![format!("data: {body}\n\n"), "data: [DONE]\n\n".to_owned()],
+            Wire::OpenAi | Wire::Responses => {
+                vec![format!("data: {body}\n\n"), "data: [DONE]\n\n".to_owned()]
+            }
             Wire::Anthropic => vec![Self::event("error", body)],
         }
     }
@@ -489,7 +879,7 @@ pub enum ErrorKind {
 /// An error body in `wire`'s own shape.
 pub fn error_body(wire: Wire, kind: ErrorKind, message: &str) -> Value {
     match wire {
-        Wire::OpenAi => {
+        Wire::OpenAi | Wire::Responses => {
             let (kind, code) = match kind {
                 ErrorKind::InvalidRequest => ("invalid_request_error", Value::Null),
                 ErrorKind::Authentication => ("authentication_error", json!("invalid_api_key")),

@@ -254,3 +254,97 @@ fn a_retry_after_content_was_sent_ends_the_stream_with_an_error() {
     assert!(failed[0].contains("\"api_error\""), "{failed:?}");
     assert_eq!(failed[1], "data: [DONE]\n\n");
 }
+
+#[test]
+fn a_responses_answer_has_a_message_item_a_call_item_and_usage() {
+    let v = responses_response(&tool_answer(), &META);
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["output"][0]["type"], "message");
+    assert_eq!(v["output"][0]["content"][0]["text"], "Reading.");
+    assert_eq!(v["output"][1]["type"], "function_call");
+    assert_eq!(v["output"][1]["call_id"], "toolu_1");
+    assert_eq!(v["output"][1]["arguments"], r#"{"path":"a"}"#);
+    // Input counts what was read from the cache too, as OpenAI reports it.
+    assert_eq!(v["usage"]["input_tokens"], 15);
+    assert_eq!(v["usage"]["input_tokens_details"]["cached_tokens"], 5);
+    assert_eq!(v["usage"]["output_tokens"], 3);
+}
+
+#[test]
+fn the_responses_stream_encoder_numbers_its_events_and_ends_with_the_streamed_items() {
+    let mut encoder = StreamEncoder::new(Wire::Responses, &META, false);
+    let mut frames = encoder.begin();
+    for delta in [
+        StreamDelta::Attempt,
+        StreamDelta::Text {
+            block: 0,
+            text: "Read".into(),
+        },
+        StreamDelta::Text {
+            block: 0,
+            text: "ing.".into(),
+        },
+        StreamDelta::ToolCallStart {
+            index: 0,
+            id: "toolu_1".into(),
+            name: "Read".into(),
+        },
+        StreamDelta::ToolCallArguments {
+            index: 0,
+            fragment: "{\"path\":".into(),
+        },
+        StreamDelta::ToolCallArguments {
+            index: 0,
+            fragment: "\"a\"}".into(),
+        },
+    ] {
+        frames.extend(encoder.delta(&delta));
+    }
+    frames.extend(encoder.finish(&tool_answer()));
+    let events = frames_data(&frames);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    for (n, e) in events.iter().enumerate() {
+        assert_eq!(e["sequence_number"], n as u64);
+    }
+    let done = &events[8]["item"];
+    assert_eq!(done["content"][0]["text"], "Reading.");
+    let completed = &events[14]["response"];
+    assert_eq!(completed["output"][1]["arguments"], r#"{"path":"a"}"#);
+    assert_eq!(completed["output"][0]["id"], events[2]["item"]["id"]);
+    assert_eq!(completed["usage"]["output_tokens"], 3);
+}
+
+#[test]
+fn a_failed_responses_stream_says_so_in_its_own_event() {
+    let mut encoder = StreamEncoder::new(Wire::Responses, &META, false);
+    encoder.begin();
+    let events = frames_data(&encoder.fail(ErrorKind::Upstream, "upstream went away"));
+    assert_eq!(events[0]["type"], "response.failed");
+    assert_eq!(events[0]["response"]["status"], "failed");
+    assert_eq!(
+        events[0]["response"]["error"]["message"],
+        "upstream went away"
+    );
+    assert!(encoder.finish(&tool_answer()).is_empty());
+}

@@ -125,6 +125,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/messages", post(messages))
+        .route("/v1/responses", post(responses))
         .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/models", get(models))
         .route("/healthz", get(healthz))
@@ -210,6 +211,20 @@ async fn chat_completions(
     state
         .metrics
         .request("chat_completions", response.status().as_u16());
+    response
+}
+
+/// `POST /v1/responses`: the Codex CLI's wire, read as the chat request it means.
+async fn responses(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let response =
+        conversation_request(&state, Endpoint::Responses, Wire::Responses, headers, body).await;
+    state
+        .metrics
+        .request("responses", response.status().as_u16());
     response
 }
 
@@ -351,6 +366,26 @@ async fn conversation_request(
             );
         }
     };
+    // A Responses body is read as the chat request it means, by the rule and the decoder alike.
+    let raw = match wire {
+        Wire::Responses => match inbound::responses_as_chat(&raw) {
+            Ok((chat, warnings)) => {
+                for w in &warnings {
+                    tracing::debug!(warning = %w, "responses request conversion");
+                }
+                chat
+            }
+            Err(e) => {
+                return error_response(
+                    wire,
+                    StatusCode::BAD_REQUEST,
+                    ErrorKind::InvalidRequest,
+                    &e.0,
+                );
+            }
+        },
+        Wire::OpenAi | Wire::Anthropic => raw,
+    };
     let identity = identify(endpoint, &headers, &raw, &state.config.serve.side_requests);
     let request = match inbound::decode(wire, &raw, now_unix_ms()) {
         Ok(r) => r,
@@ -407,6 +442,7 @@ async fn conversation_request(
         }),
         prompt_cache: true,
         client_breakpoints: client_breakpoints(&request),
+        headers: passthrough_headers(&headers),
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let join = tokio::task::spawn_blocking(move || {
@@ -535,6 +571,7 @@ fn answer_id(state: &ServerState, wire: Wire) -> String {
     match wire {
         Wire::OpenAi => format!("chatcmpl-rampart-{:x}-{n}", now_unix_ms()),
         Wire::Anthropic => format!("msg_rampart_{:x}_{n}", now_unix_ms()),
+        Wire::Responses => format!("resp_rampart_{:x}_{n}", now_unix_ms()),
     }
 }
 
@@ -559,6 +596,7 @@ impl Answer {
             let frames = match self.wire {
                 Wire::OpenAi => outbound::openai_sse(&self.reply, &meta, self.include_usage),
                 Wire::Anthropic => outbound::anthropic_sse(&self.reply, &meta),
+                Wire::Responses => outbound::responses_sse(&self.reply, &meta),
             };
             return Response::builder()
                 .status(StatusCode::OK)
@@ -570,6 +608,7 @@ impl Answer {
         let body = match self.wire {
             Wire::OpenAi => outbound::openai_response(&self.reply, &meta),
             Wire::Anthropic => outbound::anthropic_response(&self.reply, &meta),
+            Wire::Responses => outbound::responses_response(&self.reply, &meta),
         };
         json_response(StatusCode::OK, body)
     }
@@ -1017,11 +1056,34 @@ fn authorize(
             ));
         }
     }
-    let key = [api_key, bearer]
-        .into_iter()
-        .flatten()
-        .find(|k| Some(k.as_str()) != token);
-    Ok(key.as_deref().and_then(ClientCredential::new))
+    let not_token = |k: &String| Some(k.as_str()) != token;
+    // An Anthropic client's bearer token (with no `x-api-key` beside it) stays a bearer token
+    // upstream: an OAuth login (a Claude subscription) only works that way, and the current
+    // Anthropic SDKs send keys that way too. An OpenAI client only has the bearer form, so its
+    // token is a key, sent the way the provider takes keys.
+    Ok(
+        match (api_key.filter(not_token), bearer.filter(not_token)) {
+            (Some(key), _) => ClientCredential::new(&key),
+            (None, Some(token)) if wire == Wire::Anthropic => ClientCredential::bearer(&token),
+            (None, Some(key)) => ClientCredential::new(&key),
+            (None, None) => None,
+        },
+    )
+}
+
+/// The client headers passed upstream ([`crate::providers::PASSTHROUGH_HEADERS`]).
+fn passthrough_headers(headers: &HeaderMap) -> Vec<(&'static str, String)> {
+    crate::providers::PASSTHROUGH_HEADERS
+        .iter()
+        .filter_map(|name| {
+            let values: Vec<&str> = headers
+                .get_all(*name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect();
+            (!values.is_empty()).then(|| (*name, values.join(",")))
+        })
+        .collect()
 }
 
 #[allow(clippy::result_large_err)]

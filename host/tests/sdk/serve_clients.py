@@ -1,6 +1,6 @@
 """Talks to `rampart serve` with the official SDKs; prints one JSON object with what came back.
 
-Usage: serve_clients.py openai|anthropic BASE_URL
+Usage: serve_clients.py openai|anthropic|responses BASE_URL
 """
 import json
 import sys
@@ -81,7 +81,58 @@ def run_anthropic(base):
     return out
 
 
+def run_responses(base):
+    """The Responses API, as the Codex CLI speaks it: instructions, input items, function tools,
+    a tool call and its output sent back, streamed and not."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base + "/v1", api_key="sk-sdk-test", max_retries=0)
+    out = {}
+    r = client.responses.create(
+        model="gpt-up", instructions="Be brief.", input="Hello there.",
+        extra_headers={"session_id": "codex-sdk"},
+    )
+    out["plain"] = r.output_text
+    out["plain_usage"] = r.usage.output_tokens
+    out["plain_status"] = r.status
+    tools = [{"type": "function", "name": "shell", "description": "Run a command",
+              "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+    history = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hello there."}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": out["plain"]}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files."}]},
+    ]
+    items, events, final = [], [], None
+    with client.responses.stream(
+        model="gpt-up", instructions="Be brief.", input=history, tools=tools,
+        extra_headers={"session_id": "codex-sdk"},
+    ) as stream:
+        for event in stream:
+            events.append(event.type)
+            if event.type == "response.output_item.done":
+                items.append(event.item.model_dump())
+        final = stream.get_final_response()
+    out["events"] = events
+    out["items"] = [{"type": i["type"], "call_id": i.get("call_id"), "name": i.get("name"),
+                     "arguments": i.get("arguments")} for i in items]
+    out["streamed_usage"] = final.usage.output_tokens
+    call = items[0]
+    history.append({"type": "function_call", "call_id": call["call_id"], "name": call["name"],
+                    "arguments": call["arguments"]})
+    history.append({"type": "function_call_output", "call_id": call["call_id"], "output": "a.txt b.txt"})
+    text = ""
+    with client.responses.stream(
+        model="gpt-up", instructions="Be brief.", input=history, tools=tools,
+        extra_headers={"session_id": "codex-sdk"},
+    ) as stream:
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                text += event.delta
+    out["after_tool"] = text
+    return out
+
+
 if __name__ == "__main__":
     mode, base = sys.argv[1], sys.argv[2]
-    result = run_openai(base) if mode == "openai" else run_anthropic(base)
-    print(json.dumps(result))
+    runs = {"openai": run_openai, "anthropic": run_anthropic, "responses": run_responses}
+    print(json.dumps(runs[mode](base)))

@@ -62,9 +62,12 @@ impl Provider for OpenAiProvider {
         let body = request_body(request);
         let idle = self.http.stream_idle_timeout();
         let deltas = request.forwarded.deltas.as_ref();
-        let (answer, retries) = self.http.post(&self.url, request, &[], &body, |response| {
-            read(response, idle, deltas)
-        })?;
+        let headers: Vec<_> = request.forwarded.passthrough("openai-").collect();
+        let (answer, retries) =
+            self.http
+                .post(&self.url, request, &headers, &body, |response| {
+                    read(response, idle, deltas)
+                })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,
