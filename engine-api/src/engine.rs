@@ -211,4 +211,47 @@ pub trait ContextEngine: Send + Sync + 'static {
     fn dispose(&self) -> Result<(), EngineError> {
         Ok(())
     }
+
+    /// A memory engine: find passages. Unsupported by default (a context engine).
+    fn memory_search(
+        &self,
+        _cx: &CallContext<'_>,
+        _params: crate::memory::MemorySearchParams,
+    ) -> Result<crate::memory::MemorySearchResult, EngineError> {
+        Err(EngineError::unsupported(
+            crate::protocol::method::MEMORY_SEARCH,
+        ))
+    }
+
+    /// A memory engine: read lines of a memory file. Unsupported by default.
+    fn memory_get(
+        &self,
+        _cx: &CallContext<'_>,
+        _params: crate::memory::MemoryGetParams,
+    ) -> Result<crate::memory::MemoryGetResult, EngineError> {
+        Err(EngineError::unsupported(
+            crate::protocol::method::MEMORY_GET,
+        ))
+    }
+
+    /// A memory engine: bring the index up to date. Unsupported by default.
+    fn memory_sync(
+        &self,
+        _cx: &CallContext<'_>,
+        _params: crate::memory::MemorySyncParams,
+    ) -> Result<crate::memory::MemorySyncResult, EngineError> {
+        Err(EngineError::unsupported(
+            crate::protocol::method::MEMORY_SYNC,
+        ))
+    }
+
+    /// A memory engine: what it holds. Unsupported by default.
+    fn memory_status(
+        &self,
+        _cx: &CallContext<'_>,
+    ) -> Result<crate::memory::MemoryStatus, EngineError> {
+        Err(EngineError::unsupported(
+            crate::protocol::method::MEMORY_STATUS,
+        ))
+    }
 }

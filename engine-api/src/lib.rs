@@ -16,6 +16,7 @@
 //! - [`protocol`]: the handshake and the parameters/results of every engine method;
 //! - [`engine`]: the [`ContextEngine`] trait and the per-call context;
 //! - [`method`]: the methods, listed once: [`method::Method`] and [`method::Call`];
+//! - [`memory`]: what a memory engine answers (`plugins.slots.memory`);
 //! - [`host`]: [`Host`], the services an engine may call back;
 //! - [`tokens`]: the token estimate, and exact counts through the host;
 //! - [`pairing`]: which messages must travel together ([`pairing::tool_units`]);
@@ -30,6 +31,7 @@ pub mod error;
 pub mod export;
 pub mod ffi;
 pub mod host;
+pub mod memory;
 pub mod method;
 pub mod pairing;
 pub mod protocol;

@@ -120,7 +120,23 @@ methods! {
         |e, cx, p| e.on_subagent_ended(cx, p).map(|()| Empty {});
     /// The engine is being retired; release resources. Its parameters are [`Empty`].
     Dispose = DISPOSE: Empty => Empty, |e, _cx, _p| e.dispose().map(|()| Empty {});
+    /// A memory engine finds passages (the `memory_search` tool).
+    MemorySearch = MEMORY_SEARCH: crate::memory::MemorySearchParams
+        => crate::memory::MemorySearchResult, |e, cx, p| e.memory_search(cx, p);
+    /// A memory engine reads lines of a memory file (the `memory_get` tool).
+    MemoryGet = MEMORY_GET: crate::memory::MemoryGetParams
+        => crate::memory::MemoryGetResult, |e, cx, p| e.memory_get(cx, p);
+    /// A memory engine brings its index up to date.
+    MemorySync = MEMORY_SYNC: crate::memory::MemorySyncParams
+        => crate::memory::MemorySyncResult, |e, cx, p| e.memory_sync(cx, p);
+    /// A memory engine says what it holds. Its parameters are [`MemoryStatusParams`].
+    MemoryStatus = MEMORY_STATUS: MemoryStatusParams
+        => crate::memory::MemoryStatus, |e, cx, _p| e.memory_status(cx);
 }
+
+/// Parameters of `memory.status` (none; a type of its own so the method table can name it).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct MemoryStatusParams {}
 
 impl std::fmt::Display for Method {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -38,8 +38,16 @@ pub mod method {
     pub const ON_SUBAGENT_ENDED: &str = "on_subagent_ended";
     /// The engine is being retired; release resources.
     pub const DISPOSE: &str = "dispose";
+    /// A memory engine: find passages in long-term memory (the `memory_search` tool).
+    pub const MEMORY_SEARCH: &str = "memory.search";
+    /// A memory engine: read lines of a memory file (the `memory_get` tool).
+    pub const MEMORY_GET: &str = "memory.get";
+    /// A memory engine: bring its index up to date with the memory files.
+    pub const MEMORY_SYNC: &str = "memory.sync";
+    /// A memory engine: what it holds and how it searches.
+    pub const MEMORY_STATUS: &str = "memory.status";
 
-    /// Every method of API 1.0, in the order of OpenClaw's interface.
+    /// Every method, in the order of OpenClaw's interface (1.0), then the memory methods (1.1).
     pub const ALL: &[&str] = &[
         BOOTSTRAP,
         INGEST,
@@ -51,6 +59,10 @@ pub mod method {
         PREPARE_SUBAGENT_SPAWN,
         ON_SUBAGENT_ENDED,
         DISPOSE,
+        MEMORY_SEARCH,
+        MEMORY_GET,
+        MEMORY_SYNC,
+        MEMORY_STATUS,
     ];
 }
 
@@ -123,6 +135,10 @@ pub enum Feature {
     /// The engine understands interned message lists (see [`crate::wire`]). The SDK announces
     /// it for every engine exported with `export_engine!`.
     MessageRefs,
+    /// The engine is a memory engine, for `plugins.slots.memory` (see [`crate::memory`]).
+    /// Announced as a feature, not a new field of [`EngineInfo`], so that engines that build
+    /// their info with a struct literal keep compiling against 1.1.
+    MemoryEngine,
     /// A feature this build does not know; kept so a handshake never fails on novelty.
     #[serde(other)]
     Unknown,
@@ -143,6 +159,29 @@ pub struct EngineInfo {
     pub owns_compaction: bool,
     /// The engine's side of the handshake.
     pub protocol: ProtocolInfo,
+}
+
+/// Which slot an engine fills: `plugins.slots.contextEngine` or `plugins.slots.memory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum EngineKind {
+    /// A context engine (ingest, assemble, compact…).
+    #[default]
+    Context,
+    /// A memory engine (`memory.search`, `memory.get`, `memory.sync`, `memory.status`).
+    Memory,
+}
+
+impl EngineInfo {
+    /// The slot this engine is for: a memory engine announces [`Feature::MemoryEngine`];
+    /// every other engine (all of API 1.0) is a context engine.
+    pub fn kind(&self) -> EngineKind {
+        if self.protocol.supports(&Feature::MemoryEngine) {
+            EngineKind::Memory
+        } else {
+            EngineKind::Context
+        }
+    }
 }
 
 /// Which session a call is about. Flattened into every per-session parameter struct.

@@ -25,6 +25,7 @@
 
 pub mod extractive;
 pub mod file_ops;
+pub mod flush;
 pub mod history_share;
 pub mod identifiers;
 pub mod instructions;

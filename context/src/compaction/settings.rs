@@ -6,7 +6,7 @@
 //! `Deserialize` (through [`CompactionSettings::from_value`]) so it can sit inside a larger
 //! configuration struct.
 //!
-//! Keys OpenClaw has but Rampart does not implement yet (`memoryFlush`, `postIndexSync`,
+//! Keys OpenClaw has but Rampart does not implement yet (`postIndexSync`,
 //! `postCompactionSections`, `provider`, `truncateAfterCompaction`, `notifyUser`) are accepted,
 //! kept in [`CompactionSettings::ignored`] and otherwise ignored, so an OpenClaw configuration
 //! loads unchanged. Every other unknown key is an error: a typo must not silently fall back to
@@ -68,8 +68,7 @@ pub const DEFAULT_PARTS: usize = 2;
 pub const DEFAULT_MAX_CONCURRENCY: usize = 8;
 
 /// The keys OpenClaw accepts that Rampart ignores for now.
-pub const IGNORED_KEYS: [&str; 6] = [
-    "memoryFlush",
+pub const IGNORED_KEYS: [&str; 5] = [
     "postIndexSync",
     "postCompactionSections",
     "provider",
@@ -77,7 +76,7 @@ pub const IGNORED_KEYS: [&str; 6] = [
     "notifyUser",
 ];
 
-const KNOWN_KEYS: [&str; 19] = [
+const KNOWN_KEYS: [&str; 20] = [
     "mode",
     "reserveTokens",
     "keepRecentTokens",
@@ -97,6 +96,7 @@ const KNOWN_KEYS: [&str; 19] = [
     "circuitBreaker",
     "retry",
     "extractiveFallback",
+    "memoryFlush",
 ];
 
 /// Which compaction flow runs (`mode`).
@@ -225,6 +225,43 @@ impl RetrySettings {
     }
 }
 
+/// `memoryFlush`: OpenClaw's pre-compaction memory flush (`prompt-and-memory.md` §2.10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryFlushSettings {
+    /// `enabled` (default true; it still needs the memory slot on).
+    pub enabled: bool,
+    /// `softThresholdTokens`: the flush fires this many tokens before the compaction trigger
+    /// (default 4,000).
+    pub soft_threshold_tokens: u64,
+    /// `forceFlushTranscriptBytes`: a transcript this large flushes whatever its token count
+    /// (default 2 MiB).
+    pub force_flush_transcript_bytes: u64,
+    /// `prompt`: the flush turn's user prompt, instead of the built-in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// `systemPrompt`: its system prompt, instead of the built-in one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+}
+
+/// Default `memoryFlush.softThresholdTokens` (OpenClaw's `DEFAULT_MEMORY_FLUSH_SOFT_TOKENS`).
+pub const DEFAULT_MEMORY_FLUSH_SOFT_TOKENS: u64 = 4_000;
+/// Default `memoryFlush.forceFlushTranscriptBytes` (2 MiB).
+pub const DEFAULT_MEMORY_FLUSH_FORCE_BYTES: u64 = 2 * 1024 * 1024;
+
+impl Default for MemoryFlushSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            soft_threshold_tokens: DEFAULT_MEMORY_FLUSH_SOFT_TOKENS,
+            force_flush_transcript_bytes: DEFAULT_MEMORY_FLUSH_FORCE_BYTES,
+            prompt: None,
+            system_prompt: None,
+        }
+    }
+}
+
 /// The compaction settings. `Default` gives the effective defaults; see each field.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -292,6 +329,9 @@ pub struct CompactionSettings {
     /// compact with an honest extractive summary (fallback level 2). `false` fails the
     /// compaction instead and leaves the session untouched.
     pub extractive_fallback: bool,
+    /// `memoryFlush`: the silent turn before a compaction that writes durable facts to the
+    /// memory files (needs the memory slot; see [`super::flush`]).
+    pub memory_flush: MemoryFlushSettings,
     /// OpenClaw keys accepted but not implemented yet ([`IGNORED_KEYS`]), kept as written.
     #[serde(flatten)]
     pub ignored: Map<String, Value>,
@@ -319,6 +359,7 @@ impl Default for CompactionSettings {
             circuit_breaker: CircuitBreakerSettings::default(),
             retry: RetrySettings::default(),
             extractive_fallback: true,
+            memory_flush: MemoryFlushSettings::default(),
             ignored: Map::new(),
         }
     }
@@ -464,6 +505,7 @@ impl CompactionSettings {
                     Some(b) => s.extractive_fallback = b,
                     None => return Err(invalid(&path, value, "true or false")),
                 },
+                "memoryFlush" => s.memory_flush = memory_flush(&path, value)?,
                 k if IGNORED_KEYS.contains(&k) => {
                     s.ignored.insert(key.clone(), value.clone());
                 }
@@ -602,6 +644,31 @@ fn clamp_count(value: Option<f64>, default: usize, max: usize) -> usize {
         None => default.min(max),
         Some(v) => (v.floor().max(0.0) as usize).min(max),
     }
+}
+
+fn memory_flush(path: &str, value: &Value) -> Result<MemoryFlushSettings, CompactionConfigError> {
+    let mut m = MemoryFlushSettings::default();
+    for (key, v) in as_table(path, value)? {
+        let p = format!("{path}.{key}");
+        match key.as_str() {
+            "enabled" => m.enabled = boolean(&p, v)?,
+            "softThresholdTokens" => m.soft_threshold_tokens = non_negative(&p, v)?,
+            "forceFlushTranscriptBytes" => m.force_flush_transcript_bytes = non_negative(&p, v)?,
+            "prompt" => m.prompt = Some(string(&p, v)?),
+            "systemPrompt" => m.system_prompt = Some(string(&p, v)?),
+            _ => {
+                let allowed = [
+                    "enabled",
+                    "softThresholdTokens",
+                    "forceFlushTranscriptBytes",
+                    "prompt",
+                    "systemPrompt",
+                ];
+                return Err(unknown(&p, allowed.iter()));
+            }
+        }
+    }
+    Ok(m)
 }
 
 fn quality_guard(path: &str, value: &Value) -> Result<QualityGuardSettings, CompactionConfigError> {
@@ -904,7 +971,8 @@ mod tests {
             "postIndexSync": "async",
         });
         let s = CompactionSettings::from_value(&v).unwrap();
-        assert_eq!(s.ignored.len(), 6);
+        assert_eq!(s.ignored.len(), 5);
+        assert!(s.memory_flush.enabled);
         // They survive a round trip, so a rewritten config keeps them.
         let back: CompactionSettings =
             serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
