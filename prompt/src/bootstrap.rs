@@ -318,8 +318,9 @@ pub fn read_confined(root: &Path, name: &str) -> Result<Option<String>, ReadProb
     if !real.starts_with(root) {
         return Err(ReadProblem::EscapingLink { path });
     }
-    let file = fs::File::open(&real).map_err(io)?;
-    // Checked on the open file, so a swap between the checks and the read changes nothing.
+    let file = open_no_follow(&real).map_err(io)?;
+    // Checked on the open file: the open refuses a link, so a file swapped for one after the
+    // checks above is not read, and the kind, links and size are those of what is read.
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(ReadProblem::NotAFile { path });
@@ -343,6 +344,20 @@ pub fn read_confined(root: &Path, name: &str) -> Result<Option<String>, ReadProb
         return Err(too_large(bytes.len() as u64));
     }
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> std::io::Result<fs::File> {
+    fs::File::open(path)
 }
 
 #[cfg(unix)]

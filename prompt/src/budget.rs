@@ -6,7 +6,7 @@
 //! Each file is first cut to the per-file cap (`bootstrapMaxChars`, 20,000): when longer, it
 //! keeps its first 70 % and last 20 % around a two-line marker naming the file, exactly as
 //! OpenClaw does. What each file then needs is the length of that text (a missing file needs
-//! the length of its "[MISSING] Expected at: <path>" line). The total (`bootstrapTotalMaxChars`,
+//! the length of its `[MISSING] Expected at: <path>` line). The total (`bootstrapTotalMaxChars`,
 //! 150,000) is then shared by **water-filling**: every file that needs no more than an equal
 //! share of what is left gets all it needs; the rest is split again among the files still
 //! waiting, until every file is satisfied or the budget is spent, the last units going one

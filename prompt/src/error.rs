@@ -113,13 +113,13 @@ pub enum SkillIssue {
         /// The SKILL.md.
         path: PathBuf,
     },
-    /// The skill directory is a link leading outside its skills directory.
+    /// The skill directory, or its SKILL.md, is a link leading outside its skills directory.
     #[error(
-        "{path} leads outside {root}; the skill is skipped. Put the skill directory itself \
-         there instead of a link"
+        "{path} leads outside {root}; the skill is skipped. Put the skill itself there \
+         instead of a link"
     )]
     EscapingLink {
-        /// The skill directory.
+        /// The skill directory or SKILL.md.
         path: PathBuf,
         /// The skills directory it was found in.
         root: PathBuf,

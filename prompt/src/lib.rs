@@ -41,6 +41,8 @@
 //! - [`silent`]: `NO_REPLY` and `HEARTBEAT_OK`;
 //! - [`text`]: lengths in UTF-16 units (as OpenClaw counts), clean-ups.
 
+#![warn(missing_docs)]
+
 pub mod bootstrap;
 pub mod budget;
 pub mod builder;

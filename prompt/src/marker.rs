@@ -33,13 +33,24 @@ pub fn strip_cache_boundary(text: &str) -> String {
     text.replace(CACHE_BOUNDARY, "\n")
 }
 
-/// The addition as it is inserted: any marker in it removed (the providers split at the
-/// first marker, so a second one would reach the model as text), then [`normalize_block`].
+/// `text` with any marker in it replaced by a newline, and the bare comment removed (the
+/// newlines that join sections would otherwise complete it). Applied to everything the prompt
+/// takes from outside (files, the extra prompt, the heartbeat prompt, the addition): the
+/// providers split at the first marker, so a marker in a workspace file would move the cache
+/// boundary into that file.
+pub fn defuse_marker(text: &str) -> String {
+    if text.contains(CACHE_BOUNDARY_COMMENT) {
+        text.replace(CACHE_BOUNDARY, "\n")
+            .replace(CACHE_BOUNDARY_COMMENT, "")
+    } else {
+        text.to_string()
+    }
+}
+
+/// The addition as it is inserted: without markers ([`defuse_marker`]), then
+/// [`normalize_block`].
 pub fn normalize_addition(addition: &str) -> String {
-    let without = addition
-        .replace(CACHE_BOUNDARY, "\n")
-        .replace(CACHE_BOUNDARY_COMMENT, "");
-    normalize_block(&without)
+    normalize_block(&defuse_marker(addition))
 }
 
 /// `system_prompt` with the engine's `addition` right after the marker, then a blank line,

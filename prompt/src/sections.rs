@@ -5,6 +5,7 @@
 //! Each function returns the section's lines; empty lines are dropped when the prompt is
 //! joined, so a section never adds blank lines around itself.
 
+use crate::marker::defuse_marker;
 use crate::tools::{ToolInfo, find_tool, tool_lines};
 
 /// OpenClaw's default heartbeat prompt, verbatim: workspace templates quote it, and the
@@ -198,10 +199,10 @@ pub fn context_file(path: &str, content: &str) -> Vec<String> {
     vec![format!("## {path}"), prepare_file_content(content)]
 }
 
-/// A file's contents as injected: without the quoted default heartbeat prompt, and with runs
-/// of blank lines shortened to one.
+/// A file's contents as injected: without the quoted default heartbeat prompt or a cache
+/// marker, and with runs of blank lines shortened to one.
 fn prepare_file_content(content: &str) -> String {
-    let without = content.replace(DEFAULT_HEARTBEAT_PROMPT, "");
+    let without = defuse_marker(content).replace(DEFAULT_HEARTBEAT_PROMPT, "");
     crate::text::collapse_blank_lines(&without)
 }
 
@@ -226,14 +227,17 @@ pub fn extra_context(minimal: bool, extra: &str) -> Vec<String> {
     } else {
         "## Group Chat Context"
     };
-    vec![heading.to_string(), extra.to_string()]
+    vec![heading.to_string(), defuse_marker(extra)]
 }
 
 /// "## Heartbeats" (full mode).
 pub fn heartbeats(prompt: &str) -> Vec<String> {
     vec![
         "## Heartbeats".to_string(),
-        format!("Rampart polls you now and then with this heartbeat message: {prompt}"),
+        format!(
+            "Rampart polls you now and then with this heartbeat message: {}",
+            defuse_marker(prompt)
+        ),
         "If a heartbeat poll arrives and nothing needs attention, reply with exactly:".to_string(),
         crate::silent::HEARTBEAT_TOKEN.to_string(),
         "If something does need attention, leave HEARTBEAT_OK out and write the alert instead."

@@ -218,12 +218,21 @@ fn skills_in(
             });
             continue;
         }
-        let file = real_dir.join("SKILL.md");
-        let Ok(meta) = fs::metadata(&file) else {
+        let Ok(file) = fs::canonicalize(real_dir.join("SKILL.md")) else {
             // Not a skill directory.
             continue;
         };
         let shown = dir.join("SKILL.md");
+        if !file.starts_with(&real_root) {
+            issues.push(SkillIssue::EscapingLink {
+                path: shown,
+                root: root.to_path_buf(),
+            });
+            continue;
+        }
+        let Ok(meta) = fs::metadata(&file) else {
+            continue;
+        };
         if meta.len() > limits.file_bytes {
             issues.push(SkillIssue::TooLarge {
                 path: shown,

@@ -142,3 +142,24 @@ fn no_skills_directories_means_no_skills() {
     assert!(catalog.skills().is_empty());
     assert!(catalog.issues().is_empty());
 }
+
+#[cfg(unix)]
+#[test]
+fn a_skill_file_linked_from_outside_is_skipped() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(
+        outside.path().join("SKILL.md"),
+        "---\ndescription: elsewhere\n---\n",
+    )
+    .unwrap();
+    let dir = ws.path().join("skills/linked");
+    fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("SKILL.md"), dir.join("SKILL.md")).unwrap();
+    let catalog = discover_skills(&SkillsRequest::new(ws.path()));
+    assert!(catalog.skills().is_empty());
+    assert!(matches!(
+        catalog.issues()[0],
+        SkillIssue::EscapingLink { .. }
+    ));
+}

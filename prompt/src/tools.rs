@@ -1,6 +1,8 @@
 //! The tool list of the Tooling section: names and one-line summaries, never schemas (those
 //! travel in the API request, and printing them twice would cost window for nothing).
 
+use crate::text::sanitize_for_prompt;
+
 /// A tool the model may call in this run, as the Tooling section shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ToolInfo {
@@ -102,15 +104,14 @@ pub fn core_summary(name: &str) -> Option<&'static str> {
 pub fn ordered_tools(tools: &[ToolInfo]) -> Vec<ToolInfo> {
     let mut unique: Vec<ToolInfo> = Vec::with_capacity(tools.len());
     for tool in tools {
-        let name = tool.name.trim();
+        // A name or summary is one line: a newline in it could start a heading of its own.
+        let name = sanitize_for_prompt(&tool.name);
+        let name = name.trim();
         if name.is_empty() {
             continue;
         }
-        let summary = tool
-            .summary
-            .as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
+        let summary = tool.summary.as_deref().map(sanitize_for_prompt);
+        let summary = summary.as_deref().map(str::trim).filter(|s| !s.is_empty());
         match unique
             .iter_mut()
             .find(|t| t.name.eq_ignore_ascii_case(name))
@@ -144,7 +145,7 @@ pub fn ordered_tools(tools: &[ToolInfo]) -> Vec<ToolInfo> {
     unique
 }
 
-/// The tool lines of the Tooling section: "- <Name>: <summary>", or "- <Name>" for a tool with
+/// The tool lines of the Tooling section: `- <Name>: <summary>`, or `- <Name>` for a tool with
 /// no summary; for no tools, the fallback list.
 pub fn tool_lines(tools: &[ToolInfo]) -> Vec<String> {
     let ordered = ordered_tools(tools);

@@ -29,7 +29,7 @@ pub const MAX_LISTED_FILES: usize = 3;
 /// The first line of the warning block, which hosts and tests look for.
 pub const WARNING_HEADER: &str = "[Bootstrap truncation warning]";
 
-/// The warning's lines for `set` (each becomes "- <line>" in the block), or none when no file
+/// The warning's lines for `set` (each becomes `- <line>` in the block), or none when no file
 /// was cut.
 pub fn truncation_lines(set: &BootstrapSet) -> Vec<String> {
     let cut: Vec<_> = set.stats().iter().filter(|s| s.truncated()).collect();
@@ -163,7 +163,7 @@ impl WarningLog {
 }
 
 /// `prompt` (the user's message) with the warning block after a blank line: the header, two
-/// lines saying Project Context is partial, then "- <line>" per line. Unchanged when `lines`
+/// lines saying Project Context is partial, then `- <line>` per line. Unchanged when `lines`
 /// are all blank, or when `prompt` is exactly `preserve_exact` (the heartbeat prompt, which
 /// the host recognises by its exact text).
 pub fn append_truncation_warning(
