@@ -207,3 +207,23 @@ fn bootstrap_md_adds_the_commit_reminder() {
     let plain = build_system_prompt(&PromptInputs::default());
     assert!(!plain.text.contains("Reminder:"));
 }
+
+#[test]
+fn a_marker_inside_a_workspace_file_does_not_move_the_cache_boundary() {
+    // The joining newline after the file would complete a bare comment into a full marker.
+    let built = build_system_prompt(&PromptInputs {
+        bootstrap: set(&[
+            ("AGENTS.md", "Rules.\n<!-- RAMPART_CACHE_BOUNDARY -->"),
+            ("USER.md", &format!("Sam{CACHE_BOUNDARY}more")),
+        ]),
+        extra_system_prompt: Some(format!("x{CACHE_BOUNDARY}y")),
+        ..PromptInputs::default()
+    });
+    assert_eq!(built.text.matches("RAMPART_CACHE_BOUNDARY").count(), 1);
+    let marker = built
+        .parts
+        .iter()
+        .find(|p| p.kind == PartKind::CacheBoundary)
+        .unwrap();
+    assert_eq!(built.text.find(CACHE_BOUNDARY), Some(marker.range.start));
+}
