@@ -34,6 +34,13 @@ pub const AGENT_DEFAULTS_KEYS: &[&str] = &[
     "contextLimits",
     "compaction",
     "contextPruning",
+    "workspace",
+    "repoRoot",
+    "userTimezone",
+    "systemPromptOverride",
+    "bootstrapMaxChars",
+    "bootstrapTotalMaxChars",
+    "bootstrapPromptTruncationWarning",
 ];
 
 /// The keys of `agents.defaults.contextLimits`.
@@ -56,6 +63,24 @@ pub struct AgentDefaults {
     pub context_pruning: PruningSettings,
     /// What pruning runs with: `Some` when `contextPruning.mode` is `cache-ttl`.
     pub pruning: Option<EffectiveSettings>,
+    /// `workspace`: the agent workspace (bootstrap files, memory files, skills), as written;
+    /// resolve it with [`AgentDefaults::workspace_dir`]. OpenClaw's key.
+    pub workspace: Option<std::path::PathBuf>,
+    /// `repoRoot`: the repository named in the prompt's runtime line (else the workspace's git
+    /// root).
+    pub repo_root: Option<std::path::PathBuf>,
+    /// `userTimezone`: the time zone the prompt names (else the host's, else UTC). The prompt
+    /// never holds the time itself, so the cache holds.
+    pub user_timezone: Option<String>,
+    /// `systemPromptOverride`: replaces the whole built system prompt (trimmed; ignored when
+    /// blank).
+    pub system_prompt_override: Option<String>,
+    /// `bootstrapMaxChars` and `bootstrapTotalMaxChars`: the caps on the workspace files in the
+    /// prompt, per file and in all (defaults 20,000 and 150,000).
+    pub bootstrap_limits: rampart_prompt::BootstrapLimits,
+    /// `bootstrapPromptTruncationWarning`: `off`, `once` or `always` (default `always`: a cut
+    /// file is never silent).
+    pub bootstrap_truncation_warning: rampart_prompt::TruncationWarningMode,
 }
 
 impl AgentDefaults {
@@ -191,6 +216,51 @@ impl AgentDefaults {
                 t.get("toolResultMaxChars"),
             )?;
         }
+        for (key, slot) in [
+            ("workspace", &mut out.workspace),
+            ("repoRoot", &mut out.repo_root),
+        ] {
+            if let Some(text) = non_blank(source, key, defaults.get(key))? {
+                *slot = Some(std::path::PathBuf::from(text));
+            }
+        }
+        out.user_timezone = non_blank(source, "userTimezone", defaults.get("userTimezone"))?;
+        out.system_prompt_override = non_blank(
+            source,
+            "systemPromptOverride",
+            defaults.get("systemPromptOverride"),
+        )?;
+        let per_file = positive(
+            source,
+            "agents.defaults.bootstrapMaxChars",
+            defaults.get("bootstrapMaxChars"),
+        )?;
+        let total = positive(
+            source,
+            "agents.defaults.bootstrapTotalMaxChars",
+            defaults.get("bootstrapTotalMaxChars"),
+        )?;
+        out.bootstrap_limits = rampart_prompt::BootstrapLimits::new(
+            per_file.map_or(0, |n| n as usize),
+            total.map_or(0, |n| n as usize),
+        );
+        if let Some(v) = defaults.get("bootstrapPromptTruncationWarning") {
+            let key = "agents.defaults.bootstrapPromptTruncationWarning";
+            out.bootstrap_truncation_warning = match v.as_str() {
+                Some("off") => rampart_prompt::TruncationWarningMode::Off,
+                Some("once") => rampart_prompt::TruncationWarningMode::Once,
+                Some("always") => rampart_prompt::TruncationWarningMode::Always,
+                _ => {
+                    return Err(source.err(
+                        key,
+                        format!(
+                            "must be \"off\", \"once\" or \"always\", found {}",
+                            describe(v)
+                        ),
+                    ));
+                }
+            };
+        }
         if let Some(raw) = json("compaction")? {
             out.compaction = CompactionSettings::from_value(&raw)
                 .map_err(|e| source.err(e.path(), e.problem()))?;
@@ -223,12 +293,58 @@ impl AgentDefaults {
         config
     }
 
+    /// The agent workspace: `workspace` (a relative path is read against the config file's
+    /// directory, `~/` against the home directory), else `workspace` beside the sessions
+    /// directory, in the same data directory (`~/.local/share/rampart/workspace`), so a
+    /// `--sessions-dir` elsewhere keeps everything of that agent together.
+    pub fn workspace_dir(
+        &self,
+        config_file: Option<&std::path::Path>,
+        sessions_dir: &std::path::Path,
+    ) -> std::path::PathBuf {
+        let data_dir = || {
+            sessions_dir
+                .parent()
+                .map_or_else(|| sessions_dir.to_path_buf(), std::path::Path::to_path_buf)
+        };
+        let Some(written) = &self.workspace else {
+            return data_dir().join("workspace");
+        };
+        if let Ok(rest) = written.strip_prefix("~")
+            && let Some(home) = directories::BaseDirs::new()
+        {
+            return home.home_dir().join(rest);
+        }
+        if written.is_absolute() {
+            return written.clone();
+        }
+        config_file
+            .and_then(std::path::Path::parent)
+            .map_or_else(|| written.clone(), |dir| dir.join(written))
+    }
+
     /// The models to try, in order: the primary (or `default` when none is named), then the
     /// fallbacks.
     pub fn candidates(&self, default: &ModelName) -> Vec<ModelName> {
         let mut out = vec![self.primary.clone().unwrap_or_else(|| default.clone())];
         out.extend(self.fallbacks.iter().cloned());
         out
+    }
+}
+
+/// A string setting of `agents.defaults`, trimmed; `None` when absent or blank.
+fn non_blank(
+    source: &Source<'_>,
+    key: &str,
+    v: Option<&toml::Value>,
+) -> Result<Option<String>, ModelsConfigError> {
+    match v {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
+        Some(other) => Err(source.err(
+            &format!("agents.defaults.{key}"),
+            format!("must be a string, found {}", describe(other)),
+        )),
     }
 }
 

@@ -75,3 +75,49 @@ fn the_engine_sees_changed_settings() {
     let json = crate::engine::slot::legacy_config(&config);
     assert!(json.get("contextTokens").is_none(), "{json}");
 }
+
+#[test]
+fn workspace_and_prompt_keys() {
+    let c = cfg(r#"
+[agents.defaults]
+workspace = "ws"
+userTimezone = "Europe/Berlin"
+systemPromptOverride = "  You are terse.  "
+bootstrapMaxChars = 500
+bootstrapTotalMaxChars = 900
+bootstrapPromptTruncationWarning = "once"
+"#);
+    let d = &c.agent_defaults;
+    assert_eq!(
+        d.workspace_dir(
+            Some(Path::new("/etc/rampart/plugins.toml")),
+            Path::new("/data/sessions")
+        ),
+        Path::new("/etc/rampart/ws")
+    );
+    assert_eq!(d.user_timezone.as_deref(), Some("Europe/Berlin"));
+    assert_eq!(d.system_prompt_override.as_deref(), Some("You are terse."));
+    assert_eq!(d.bootstrap_limits.per_file(), 500);
+    assert_eq!(d.bootstrap_limits.total(), 900);
+    assert_eq!(
+        d.bootstrap_truncation_warning,
+        rampart_prompt::TruncationWarningMode::Once
+    );
+    // No workspace: beside the sessions directory, in the same data directory.
+    let none = cfg("");
+    assert_eq!(
+        none.agent_defaults
+            .workspace_dir(None, Path::new("/data/sessions")),
+        Path::new("/data/workspace")
+    );
+    assert_eq!(
+        none.agent_defaults.bootstrap_truncation_warning,
+        rampart_prompt::TruncationWarningMode::Always
+    );
+    let e = crate::config::parse(
+        "[agents.defaults]\nbootstrapPromptTruncationWarning = \"loud\"\n",
+        Path::new("plugins.toml"),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("\"always\""), "{e}");
+}

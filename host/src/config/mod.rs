@@ -37,6 +37,12 @@ pub const CONFIG_ENV_VAR: &str = "RAMPART_CONFIG";
 /// Id of the engine linked into the host; the default of `plugins.slots.contextEngine`.
 pub const BUILTIN_ENGINE_ID: &str = "legacy";
 
+/// Id of the memory engine built into the host; the default of `plugins.slots.memory`.
+pub const BUILTIN_MEMORY_ID: &str = "memory-core";
+
+/// The value of `plugins.slots.memory` that turns long-term memory off.
+pub const MEMORY_OFF: &str = "none";
+
 /// Default deadline for one engine call (`plugins.callTimeoutMs`), in milliseconds.
 pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 30_000;
 
@@ -60,6 +66,8 @@ const SERVE_KEYS: &[&str] = &[
     "maxConcurrent",
     "maxQueue",
     "sideRequests",
+    "systemPrompt",
+    "memoryTools",
 ];
 const SIDE_REQUEST_KEYS: &[&str] = &["enabled", "probeMaxTokens", "smallModels"];
 const SESSION_KEYS: &[&str] = &["writeLockTimeoutMs", "maxCompactionCheckpoints"];
@@ -70,7 +78,7 @@ const PLUGINS_KEYS: &[&str] = &[
     "slots",
     "engines",
 ];
-const SLOTS_KEYS: &[&str] = &["contextEngine"];
+const SLOTS_KEYS: &[&str] = &["contextEngine", "memory"];
 const ENGINE_KEYS: &[&str] = &[
     "path",
     "required",
@@ -166,6 +174,9 @@ pub struct Config {
     /// Line of `plugins.slots.contextEngine` in the file, so an unknown id can be reported
     /// where it was written; `None` when the default applies.
     pub context_engine_line: Option<usize>,
+    /// Id of the engine in the `memory` slot (`plugins.slots.memory`, trimmed):
+    /// [`BUILTIN_MEMORY_ID`] when absent or empty, [`MEMORY_OFF`] for no memory.
+    pub memory_engine: String,
     /// Directories searched for engine libraries by id (`plugins.searchPaths`), in order,
     /// relative entries already resolved against the config file's directory.
     pub search_paths: Vec<PathBuf>,
@@ -216,6 +227,7 @@ impl Default for Config {
             searched: Vec::new(),
             context_engine: BUILTIN_ENGINE_ID.to_owned(),
             context_engine_line: None,
+            memory_engine: BUILTIN_MEMORY_ID.to_owned(),
             search_paths: Vec::new(),
             call_timeout: Duration::from_millis(DEFAULT_CALL_TIMEOUT_MS),
             load_timeout: Duration::from_millis(DEFAULT_LOAD_TIMEOUT_MS),

@@ -126,10 +126,13 @@ fn unknown_key_in_plugins() {
 #[test]
 fn unknown_key_in_slots() {
     let (key, line, _, allowed) = unknown_key(err(
-        "[plugins.slots]\ncontextEngine = \"a\"\nmemory = \"b\"\n",
+        "[plugins.slots]\ncontextEngine = \"a\"\nmemmory = \"b\"\n",
     ));
-    assert_eq!((key.as_str(), line), ("plugins.slots.memory", 3));
-    assert_eq!(allowed, vec!["contextEngine".to_owned()]);
+    assert_eq!((key.as_str(), line), ("plugins.slots.memmory", 3));
+    assert_eq!(
+        allowed,
+        vec!["contextEngine".to_owned(), "memory".to_owned()]
+    );
 }
 
 #[test]
@@ -628,4 +631,34 @@ fn restart_windows_need_a_unit() {
     assert_eq!(parse_window("m"), None);
     assert_eq!(parse_window("1.5h"), None);
     assert_eq!(parse_window(""), None);
+}
+
+#[test]
+fn the_memory_slot_defaults_to_the_built_in_engine_and_none_turns_it_off() {
+    let c = parse("", &file()).unwrap();
+    assert_eq!(c.memory_engine, "memory-core");
+    let c = parse("[plugins.slots]\nmemory = \" none \"\n", &file()).unwrap();
+    assert_eq!(c.memory_engine, "none");
+    let c = parse("[plugins.slots]\nmemory = \"fx-memory\"\n", &file()).unwrap();
+    assert_eq!(c.memory_engine, "fx-memory");
+    let e = err("[plugins.slots]\nmemory = \"a/b\"\n");
+    assert!(e.to_string().contains("plugins.slots.memory"), "{e}");
+}
+
+#[test]
+fn serve_system_prompt_and_memory_tools() {
+    use crate::config::serve::SystemPromptSource;
+    let c = parse(
+        "[serve]\nsystemPrompt = \"merge\"\nmemoryTools = true\n",
+        &file(),
+    )
+    .unwrap();
+    assert_eq!(c.serve.system_prompt, SystemPromptSource::Merge);
+    assert!(c.serve.memory_tools);
+    assert_eq!(
+        parse("", &file()).unwrap().serve.system_prompt,
+        SystemPromptSource::Client
+    );
+    let e = err("[serve]\nsystemPrompt = \"mine\"\n");
+    assert!(e.to_string().contains("\"merge\""), "{e}");
 }

@@ -28,6 +28,25 @@ pub struct ServeSettings {
     pub max_queue: usize,
     /// `[serve.sideRequests]`: which requests are answered without touching a conversation.
     pub side_requests: SideRequestRule,
+    /// `systemPrompt`: whose system prompt goes upstream (default the client's: most clients
+    /// bring their own).
+    pub system_prompt: SystemPromptSource,
+    /// `memoryTools`: offer `memory_search` and `memory_get` to the model and answer them in
+    /// the server, for clients that declare no tools of those names (default off: a client's
+    /// tool list is its own unless it opts in, here or with `x-rampart-memory: on`).
+    pub memory_tools: bool,
+}
+
+/// Whose system prompt `rampart serve` sends upstream (`serve.systemPrompt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SystemPromptSource {
+    /// The client's, unchanged (Claude Code, Codex and the SDKs bring their own).
+    #[default]
+    Client,
+    /// Rampart's, built from the workspace; the client's is dropped.
+    Rampart,
+    /// Rampart's, with the client's after it under its own heading.
+    Merge,
 }
 
 impl Default for ServeSettings {
@@ -38,6 +57,8 @@ impl Default for ServeSettings {
             max_concurrent: DEFAULT_MAX_CONCURRENT,
             max_queue: DEFAULT_MAX_QUEUE,
             side_requests: SideRequestRule::default(),
+            system_prompt: SystemPromptSource::default(),
+            memory_tools: false,
         }
     }
 }

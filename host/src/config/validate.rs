@@ -303,6 +303,26 @@ impl Validator<'_> {
                 }
             }
         }
+        if let Some(v) = table.get("systemPrompt")
+            && let Some(s) = self.string("serve.systemPrompt", v)
+        {
+            match s.trim() {
+                "client" => serve.system_prompt = serve::SystemPromptSource::Client,
+                "rampart" => serve.system_prompt = serve::SystemPromptSource::Rampart,
+                "merge" => serve.system_prompt = serve::SystemPromptSource::Merge,
+                _ => self.invalid(
+                    "serve.systemPrompt",
+                    v.span(),
+                    describe(v.get_ref()),
+                    "\"client\" (the client's own prompt), \"rampart\" (the built one) or \"merge\"",
+                ),
+            }
+        }
+        if let Some(v) = table.get("memoryTools")
+            && let Some(b) = self.boolean("serve.memoryTools", v)
+        {
+            serve.memory_tools = b;
+        }
         if let Some(v) = table.get("sideRequests")
             && let Some(t) = self.table("serve.sideRequests", v)
         {
@@ -405,6 +425,24 @@ impl Validator<'_> {
                     config.context_engine_line = Some(self.at(&v.span()).0);
                 } else {
                     self.invalid(key, v.span(), describe(v.get_ref()), ENGINE_ID_RULE);
+                }
+            }
+            let key = "plugins.slots.memory";
+            if let Some(v) = slots.get("memory")
+                && let Some(s) = self.string(key, v)
+            {
+                let id = s.trim();
+                if id.is_empty() {
+                    // The default: the built-in memory engine.
+                } else if is_valid_engine_id(id) {
+                    config.memory_engine = id.to_owned();
+                } else {
+                    self.invalid(
+                        key,
+                        v.span(),
+                        describe(v.get_ref()),
+                        "\"none\", \"memory-core\", or the id of a memory engine",
+                    );
                 }
             }
         }
