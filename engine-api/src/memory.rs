@@ -50,6 +50,19 @@ pub struct MemoryHit {
     /// `path#Lstart-Lend`, when citations are on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub citation: Option<String>,
+    /// Which corpus it came from (`memory`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<String>,
+}
+
+/// Why search runs with less than was configured (another embedding provider, or none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MemoryFallback {
+    /// What was wanted.
+    pub from: String,
+    /// Why it is not used.
+    pub reason: String,
 }
 
 /// What `memory.search` answers: hits, or why search is unavailable (never an error for a
@@ -68,12 +81,18 @@ pub struct MemorySearchResult {
     /// How the search ran: `hybrid`, `vector` or `keyword`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
-    /// Why a weaker mode was used (no embedding provider: keyword-only).
+    /// Why a weaker provider (or none: keyword-only) is used.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<String>,
+    pub fallback: Option<MemoryFallback>,
+    /// The citations mode in effect (`on`, `off`, `auto`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub citations: Option<String>,
     /// Search is unavailable; `error`, `warning` and `action` say why and what to do.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+    /// Set with `disabled` when the cause is the provider, not the configuration.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unavailable: bool,
     /// The failure, when disabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -83,6 +102,9 @@ pub struct MemorySearchResult {
     /// What the user can do about it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    /// How the search went (candidates, hits, time), for diagnostics; free-form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub debug: Option<serde_json::Value>,
 }
 
 /// Parameters of `memory.get`: the `memory_get` tool's arguments.
@@ -110,9 +132,13 @@ pub struct MemoryGetResult {
     /// Reading is unavailable (memory off, or a path outside the memory files): see `error`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
-    /// Why nothing could be read.
+    /// Why nothing could be read (OpenClaw's wording: `path required`, `memory search
+    /// disabled`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The details behind `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// Parameters of `memory.sync`: bring the index up to date with the memory files.
@@ -164,7 +190,7 @@ pub struct MemoryStatus {
     pub model: Option<String>,
     /// Why search is weaker than configured.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<String>,
+    pub fallback: Option<MemoryFallback>,
     /// Files changed since the last sync.
     pub dirty: bool,
     /// Anything else worth a line (the vector backend, the last sync).

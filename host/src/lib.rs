@@ -7,6 +7,7 @@ pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod eval;
+pub mod memory;
 pub mod models;
 pub mod persist;
 pub mod prose;
