@@ -385,8 +385,10 @@ fn vector_candidates(
         .get(&store, query.len(), input.settings.vector_cache_max_bytes)?;
     let hits = match matrix {
         Some(m) => m.search(query, limit),
-        None if store.vec_available() => store.vec_knn(query, limit)?,
-        None => store.scan_vectors(query, limit)?,
+        None => match store.vec_knn(query, limit)? {
+            Some(hits) => hits,
+            None => store.scan_vectors(query, limit)?,
+        },
     };
     let ids: Vec<i64> = hits.iter().map(|h| h.0).collect();
     let mut rows = store.chunks(&ids)?;

@@ -703,11 +703,14 @@ impl Store {
         }
     }
 
-    /// The `k` nearest chunks by sqlite-vec's KNN: `(id, cosine similarity)`, best first.
-    /// Empty without sqlite-vec or vectors.
-    pub fn vec_knn(&self, query: &[f32], k: usize) -> Result<Vec<(i64, f32)>, MemoryError> {
-        if !self.vec || self.vec_dims != Some(query.len()) || k == 0 {
-            return Ok(Vec::new());
+    /// The `k` nearest chunks by sqlite-vec's KNN: `(id, cosine similarity)`, best first;
+    /// `None` without sqlite-vec or a vector table of the query's length.
+    pub fn vec_knn(&self, query: &[f32], k: usize) -> Result<Option<Vec<(i64, f32)>>, MemoryError> {
+        if !self.vec || self.vec_dims != Some(query.len()) {
+            return Ok(None);
+        }
+        if k == 0 {
+            return Ok(Some(Vec::new()));
         }
         self.conn
             .prepare_cached("SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ?1 AND k = ?2")
@@ -717,6 +720,7 @@ impl Store {
                 })?
                 .collect()
             })
+            .map(Some)
             .map_err(|e| self.db_err("run a vector search", e))
     }
 

@@ -118,7 +118,7 @@ fn chunks_are_found_by_keyword_and_vector_and_removed_with_their_file() {
     assert_eq!(hits[0].chunk.id, ids[0]);
     assert_eq!(hits[0].chunk.text, "the blue whale");
     assert!(hits[0].rank < 0.0);
-    let knn = store.vec_knn(&[0.9, 0.1, 0.0], 2).unwrap();
+    let knn = store.vec_knn(&[0.9, 0.1, 0.0], 2).unwrap().unwrap();
     assert_eq!(knn[0].0, ids[0]);
     assert!(knn[0].1 > 0.9);
     let scan = store.scan_vectors(&[0.9, 0.1, 0.0], 2).unwrap();
@@ -128,7 +128,7 @@ fn chunks_are_found_by_keyword_and_vector_and_removed_with_their_file() {
 
     assert_eq!(store.remove_file("memory/a.md").unwrap(), 1);
     assert!(store.keyword_search("\"whale\"", 10).unwrap().is_empty());
-    assert!(store.vec_knn(&[1.0, 0.0, 0.0], 2).unwrap().iter().all(|h| h.0 != ids[0]));
+    assert!(store.vec_knn(&[1.0, 0.0, 0.0], 2).unwrap().unwrap().iter().all(|h| h.0 != ids[0]));
     // A query FTS5 cannot parse finds nothing instead of failing.
     assert!(store.keyword_search("\"unbalanced", 10).unwrap().is_empty());
 }
@@ -158,7 +158,7 @@ fn without_sqlite_vec_vectors_still_search_by_scan() {
     let id = store
         .transaction(|s| s.insert_chunk(&chunk("memory/a.md", "x", "x", Some(&[0.0, 2.0]))))
         .unwrap();
-    assert!(store.vec_knn(&[0.0, 1.0], 3).unwrap().is_empty());
+    assert_eq!(store.vec_knn(&[0.0, 1.0], 3).unwrap(), None);
     let hits = store.scan_vectors(&[0.0, 1.0], 3).unwrap();
     assert_eq!(hits[0].0, id);
     assert!((hits[0].1 - 1.0).abs() < 1e-6);

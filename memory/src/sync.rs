@@ -215,6 +215,10 @@ pub fn run_sync(store: &Mutex<Store>, input: &SyncInput<'_>) -> Result<SyncRepor
             report.full_reindex = Some(why);
         }
         let dims = guard.meta("dims")?.and_then(|d| d.parse::<usize>().ok());
+        if let Some(d) = dims {
+            // sqlite-vec may be available now and not when the vectors were written.
+            guard.ensure_vec_table(d)?;
+        }
         (guard.files()?, dims)
     };
 
