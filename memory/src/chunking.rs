@@ -162,5 +162,6 @@ fn carry_overlap(current: &mut Vec<Piece<'_>>, weight: &mut usize, overlap_chars
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "chunking_tests.rs"]
 mod tests;

@@ -5,7 +5,11 @@ fn case_22_a_long_line_is_cut_into_chunks_within_the_budget() {
     let content = "a".repeat(4825);
     for overlap in [0, 80] {
         let chunks = chunk_markdown(&content, 400, overlap);
-        assert!(chunks.len() > 1, "overlap {overlap}: {} chunks", chunks.len());
+        assert!(
+            chunks.len() > 1,
+            "overlap {overlap}: {} chunks",
+            chunks.len()
+        );
         for chunk in &chunks {
             assert!(
                 chunk.text.chars().count() <= 1600,
@@ -28,13 +32,19 @@ fn case_22_cjk_text_makes_more_chunks_than_ascii_of_equal_length() {
     assert!(c.len() > a.len(), "cjk {} vs ascii {}", c.len(), a.len());
     // Every CJK chunk is within the weighted budget: 400 characters of weight 4.
     for chunk in &c {
-        assert!(weighted_len(&chunk.text) <= 1600, "{}", weighted_len(&chunk.text));
+        assert!(
+            weighted_len(&chunk.text) <= 1600,
+            "{}",
+            weighted_len(&chunk.text)
+        );
     }
 }
 
 #[test]
 fn lines_are_one_based_and_overlap_is_carried() {
-    let lines: Vec<String> = (1..=40).map(|i| format!("line {i:02} {}", "x".repeat(30))).collect();
+    let lines: Vec<String> = (1..=40)
+        .map(|i| format!("line {i:02} {}", "x".repeat(30)))
+        .collect();
     let content = lines.join("\n");
     // 20 tokens = 80 chars a chunk; each line weighs 38 + 1, so two lines a chunk.
     let chunks = chunk_markdown(&content, 20, 0);

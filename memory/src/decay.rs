@@ -67,5 +67,6 @@ pub fn decayed_score(score: f64, timestamp_ms: Option<i64>, now_ms: i64, half_li
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "decay_tests.rs"]
 mod tests;

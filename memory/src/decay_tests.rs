@@ -25,15 +25,30 @@ fn dates_come_from_dated_memory_paths() {
 
 #[test]
 fn evergreen_files_never_decay() {
-    for path in ["MEMORY.md", "memory.md", "memory/people.md", "memory/projects/rampart.md"] {
+    for path in [
+        "MEMORY.md",
+        "memory.md",
+        "memory/people.md",
+        "memory/projects/rampart.md",
+    ] {
         assert!(is_evergreen(path), "{path}");
-        assert_eq!(note_timestamp_ms(path, Source::Memory, Some(5)), None, "{path}");
+        assert_eq!(
+            note_timestamp_ms(path, Source::Memory, Some(5)),
+            None,
+            "{path}"
+        );
     }
     assert!(!is_evergreen("memory/2026-04-01.md"));
     // A transcript has no date in its path: its modification time counts.
-    assert_eq!(note_timestamp_ms("sessions/a.jsonl", Source::Sessions, Some(5)), Some(5));
+    assert_eq!(
+        note_timestamp_ms("sessions/a.jsonl", Source::Sessions, Some(5)),
+        Some(5)
+    );
     // An extra path outside memory/ decays by modification time.
-    assert_eq!(note_timestamp_ms("notes/a.md", Source::Memory, Some(7)), Some(7));
+    assert_eq!(
+        note_timestamp_ms("notes/a.md", Source::Memory, Some(7)),
+        Some(7)
+    );
 }
 
 #[test]

@@ -92,7 +92,9 @@ pub enum MemoryError {
         source: EmbedError,
     },
     /// `memory_get` was asked for a file it may not read.
-    #[error("path required: {path} is not a memory file (memory_get reads MEMORY.md, memory.md, DREAMS.md, files under memory/ and the configured extra paths, ending in .md)")]
+    #[error(
+        "path required: {path} is not a memory file (memory_get reads MEMORY.md, memory.md, DREAMS.md, files under memory/ and the configured extra paths, ending in .md)"
+    )]
     PathNotAllowed {
         /// The path as asked.
         path: String,
@@ -136,7 +138,11 @@ impl MemoryError {
 
     /// A database error, classified: SQLite's "corrupt" and "not a database" codes become
     /// [`MemoryError::Corrupt`] so that the caller moves the file aside.
-    pub fn database(path: &std::path::Path, action: impl Into<String>, source: rusqlite::Error) -> Self {
+    pub fn database(
+        path: &std::path::Path,
+        action: impl Into<String>,
+        source: rusqlite::Error,
+    ) -> Self {
         let action = action.into();
         if is_corruption(&source) {
             return Self::Corrupt {

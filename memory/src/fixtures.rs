@@ -113,7 +113,10 @@ impl FixtureModel {
                 data.extend_from_slice(&x.to_le_bytes());
             }
         }
-        fs::write(dir.join("model.safetensors"), safetensors_bytes("embeddings", vocab.len(), self.dims, &data))?;
+        fs::write(
+            dir.join("model.safetensors"),
+            safetensors_bytes("embeddings", vocab.len(), self.dims, &data),
+        )?;
         let vocab_map: Map<String, Value> = vocab
             .iter()
             .enumerate()
@@ -161,7 +164,7 @@ pub fn safetensors_bytes(name: &str, rows: usize, cols: usize, data: &[u8]) -> V
     .to_string();
     let mut header = header.into_bytes();
     // The data starts 8-byte aligned.
-    while header.len() % 8 != 0 {
+    while !header.len().is_multiple_of(8) {
         header.push(b' ');
     }
     let mut out = Vec::with_capacity(8 + header.len() + data.len());
@@ -177,7 +180,11 @@ pub fn vocabulary(n: usize) -> Vec<String> {
     const VOWELS: &[u8] = b"aeiou";
     let syllables: Vec<String> = CONSONANTS
         .iter()
-        .flat_map(|c| VOWELS.iter().map(move |v| format!("{}{}", *c as char, *v as char)))
+        .flat_map(|c| {
+            VOWELS
+                .iter()
+                .map(move |v| format!("{}{}", *c as char, *v as char))
+        })
         .collect();
     let s = syllables.len();
     let mut out = Vec::with_capacity(n);
@@ -188,7 +195,12 @@ pub fn vocabulary(n: usize) -> Vec<String> {
             format!("{}{}", syllables[i / s], syllables[i % s])
         } else {
             let j = i - s * s;
-            format!("{}{}{}", syllables[(j / (s * s)) % s], syllables[(j / s) % s], syllables[j % s])
+            format!(
+                "{}{}{}",
+                syllables[(j / (s * s)) % s],
+                syllables[(j / s) % s],
+                syllables[j % s]
+            )
         };
         out.push(word);
         i += 1;

@@ -62,7 +62,10 @@ impl FtsQuery {
             .iter()
             .map(|t| {
                 let spaced = index_text(t);
-                format!("\"{}\"", spaced.split_whitespace().collect::<Vec<_>>().join(" "))
+                format!(
+                    "\"{}\"",
+                    spaced.split_whitespace().collect::<Vec<_>>().join(" ")
+                )
             })
             .collect::<Vec<_>>()
             .join(" AND ")
@@ -173,5 +176,6 @@ fn cjk_keywords(run: &[char]) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "fts_query_tests.rs"]
 mod tests;

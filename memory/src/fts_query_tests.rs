@@ -10,7 +10,10 @@ fn build_fts_query_matches_the_reference_cases() {
         build_fts_query("FOO_bar baz-1").as_deref(),
         Some(r#""FOO_bar" AND "baz" AND "1""#)
     );
-    assert_eq!(build_fts_query("金银价格").as_deref(), Some(r#""金银价格""#));
+    assert_eq!(
+        build_fts_query("金银价格").as_deref(),
+        Some(r#""金银价格""#)
+    );
     assert_eq!(build_fts_query("   "), None);
     assert_eq!(build_fts_query("?!- \"\""), None);
 }
@@ -33,7 +36,10 @@ fn the_match_expression_spaces_cjk_letters_into_a_phrase() {
 
 #[test]
 fn index_text_leaves_latin_alone_and_splits_cjk() {
-    assert!(matches!(index_text("plain text"), Cow::Borrowed("plain text")));
+    assert!(matches!(
+        index_text("plain text"),
+        Cow::Borrowed("plain text")
+    ));
     assert_eq!(index_text("今天金价"), " 今  天  金  价 ");
     assert_eq!(index_text("a记b"), "a 记 b");
     // Punctuation is not a letter, so it is not spaced.

@@ -151,5 +151,6 @@ pub fn compare_results(a: &Merged, b: &Merged) -> std::cmp::Ordering {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "hybrid_tests.rs"]
 mod tests;

@@ -122,11 +122,12 @@ impl MemoryIndex {
             disable_sqlite_vec: options.disable_sqlite_vec,
         };
         let (store, quarantined) = Store::open(&options.db_path, store_options)?;
-        let workspace = std::path::absolute(&options.workspace_dir).map_err(|source| MemoryError::Io {
-            path: options.workspace_dir.clone(),
-            action: "resolve",
-            source,
-        })?;
+        let workspace =
+            std::path::absolute(&options.workspace_dir).map_err(|source| MemoryError::Io {
+                path: options.workspace_dir.clone(),
+                action: "resolve",
+                source,
+            })?;
         let report = OpenReport {
             db_path: options.db_path.clone(),
             created: !existed || quarantined.is_some(),
@@ -267,7 +268,8 @@ impl MemoryIndex {
 
     /// Moves the damaged database aside and opens a new one in its place.
     fn recover(&self, detail: &str) -> Result<(), MemoryError> {
-        let moved = lock(&self.inner.store).quarantine_and_reopen(detail, self.inner.store_options)?;
+        let moved =
+            lock(&self.inner.store).quarantine_and_reopen(detail, self.inner.store_options)?;
         tracing::warn!(to = %moved.to.display(), detail, "memory index was damaged; rebuilding");
         *lock(&self.inner.quarantined) = Some(moved.clone());
         *lock(&self.inner.unreported_quarantine) = Some(moved);
@@ -306,7 +308,10 @@ impl MemoryIndex {
             return Err(MemoryError::Disabled);
         }
         if !self.inner.synced.load(Ordering::SeqCst) {
-            let empty = lock(&self.inner.store).counts().map(|c| c.0 == 0).unwrap_or(true);
+            let empty = lock(&self.inner.store)
+                .counts()
+                .map(|c| c.0 == 0)
+                .unwrap_or(true);
             if empty && let Err(e) = self.sync(SyncReason::Search) {
                 tracing::warn!(kind = %e.kind(), "memory sync failed ({e})");
             }
@@ -327,7 +332,11 @@ impl MemoryIndex {
         }
     }
 
-    fn search_once(&self, query: &str, params: &SearchParams) -> Result<SearchOutcome, MemoryError> {
+    fn search_once(
+        &self,
+        query: &str,
+        params: &SearchParams,
+    ) -> Result<SearchOutcome, MemoryError> {
         search(
             &SearchInput {
                 store: &self.inner.store,
@@ -371,7 +380,9 @@ impl MemoryIndex {
         let mode = match embedder {
             None if store.fts_available() => SearchMode::FtsOnly,
             None => SearchMode::Unavailable,
-            Some(_) if self.inner.settings.hybrid_enabled && store.fts_available() => SearchMode::Hybrid,
+            Some(_) if self.inner.settings.hybrid_enabled && store.fts_available() => {
+                SearchMode::Hybrid
+            }
             Some(_) => SearchMode::Vector,
         };
         MemoryStatus {

@@ -121,5 +121,6 @@ pub fn mmr_rerank<T>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "mmr_tests.rs"]
 mod tests;

@@ -20,7 +20,10 @@ fn jaccard_edge_cases() {
 #[test]
 fn tokens_are_ascii_words_and_cjk_unigrams_and_bigrams() {
     assert_eq!(mmr_tokens("Hello, World_1!"), set(&["hello", "world_1"]));
-    assert_eq!(mmr_tokens("金银价"), set(&["金", "银", "价", "金银", "银价"]));
+    assert_eq!(
+        mmr_tokens("金银价"),
+        set(&["金", "银", "价", "金银", "银价"])
+    );
     assert_eq!(mmr_tokens("x 猫 y"), set(&["x", "猫", "y"]));
 }
 

@@ -61,7 +61,9 @@ pub fn check_header(path: &Path) -> io::Result<Result<(), String>> {
         n => u64::from(n),
     };
     if !(512..=65_536).contains(&page_size) || !page_size.is_power_of_two() {
-        return Ok(Err(format!("its header has an invalid page size ({page_size})")));
+        return Ok(Err(format!(
+            "its header has an invalid page size ({page_size})"
+        )));
     }
     // Size checks are skipped while a write-ahead log exists: a checkpoint cut short by a
     // crash may leave the file shorter than its header says, and replaying the log repairs
@@ -75,7 +77,9 @@ pub fn check_header(path: &Path) -> io::Result<Result<(), String>> {
     }
     let change_counter = u32::from_be_bytes([header[24], header[25], header[26], header[27]]);
     let valid_for = u32::from_be_bytes([header[92], header[93], header[94], header[95]]);
-    let pages = u64::from(u32::from_be_bytes([header[28], header[29], header[30], header[31]]));
+    let pages = u64::from(u32::from_be_bytes([
+        header[28], header[29], header[30], header[31],
+    ]));
     // The page count is only trustworthy when written by the same transaction as the
     // change counter (always, for SQLite since 3.7.0).
     if !has_wal && change_counter == valid_for && pages > 0 && pages * page_size > len {

@@ -41,7 +41,8 @@ pub fn read_memory_file(
     let abs = resolve_lexically(workspace, Path::new(raw));
     let name = index_name(workspace, &abs);
     let in_workspace = abs.starts_with(workspace) && abs != workspace;
-    let mut root: Option<PathBuf> = (in_workspace && is_memory_path(&name)).then(|| workspace.to_path_buf());
+    let mut root: Option<PathBuf> =
+        (in_workspace && is_memory_path(&name)).then(|| workspace.to_path_buf());
     if root.is_none() {
         root = allowing_extra_path(workspace, extra_paths, &abs);
     }
@@ -53,7 +54,9 @@ pub fn read_memory_file(
     }
     let meta = match fs::symlink_metadata(&abs) {
         Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory => {
+        Err(e)
+            if e.kind() == io::ErrorKind::NotFound || e.kind() == io::ErrorKind::NotADirectory =>
+        {
             return Ok(ReadResult {
                 path: name,
                 text: String::new(),
@@ -130,5 +133,6 @@ fn allowing_extra_path(workspace: &Path, extra_paths: &[PathBuf], abs: &Path) ->
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "read_tests.rs"]
 mod tests;

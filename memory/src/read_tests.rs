@@ -11,7 +11,12 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
     (dir, ws)
 }
 
-fn read(ws: &Path, path: &str, from: Option<usize>, lines: Option<usize>) -> Result<ReadResult, MemoryError> {
+fn read(
+    ws: &Path,
+    path: &str,
+    from: Option<usize>,
+    lines: Option<usize>,
+) -> Result<ReadResult, MemoryError> {
     read_memory_file(ws, &[], path, from, lines)
 }
 
@@ -22,7 +27,13 @@ fn case_19_a_line_range_a_missing_file_and_a_refused_path() {
     assert_eq!(r.text, "line 2");
     assert_eq!(r.path, "memory/notes.md");
     let r = read(&ws, "memory/2099-01-01.md", None, None).unwrap();
-    assert_eq!(r, ReadResult { path: "memory/2099-01-01.md".into(), text: String::new() });
+    assert_eq!(
+        r,
+        ReadResult {
+            path: "memory/2099-01-01.md".into(),
+            text: String::new()
+        }
+    );
     let e = read(&ws, "notes.md", None, None).unwrap_err();
     assert!(e.to_string().starts_with("path required"), "{e}");
     assert_eq!(e.kind(), crate::error::ErrorKind::PathNotAllowed);
@@ -31,21 +42,54 @@ fn case_19_a_line_range_a_missing_file_and_a_refused_path() {
 #[test]
 fn whole_files_and_ranges() {
     let (_d, ws) = workspace();
-    assert_eq!(read(&ws, "MEMORY.md", None, None).unwrap().text, "root memory");
-    assert_eq!(read(&ws, "memory/notes.md", Some(0), Some(0)).unwrap().text, "line 1\nline 2\nline 3");
-    assert_eq!(read(&ws, "memory/notes.md", Some(2), None).unwrap().text, "line 2\nline 3");
-    assert_eq!(read(&ws, "memory/notes.md", None, Some(2)).unwrap().text, "line 1\nline 2");
-    assert_eq!(read(&ws, "memory/notes.md", Some(9), Some(1)).unwrap().text, "");
+    assert_eq!(
+        read(&ws, "MEMORY.md", None, None).unwrap().text,
+        "root memory"
+    );
+    assert_eq!(
+        read(&ws, "memory/notes.md", Some(0), Some(0)).unwrap().text,
+        "line 1\nline 2\nline 3"
+    );
+    assert_eq!(
+        read(&ws, "memory/notes.md", Some(2), None).unwrap().text,
+        "line 2\nline 3"
+    );
+    assert_eq!(
+        read(&ws, "memory/notes.md", None, Some(2)).unwrap().text,
+        "line 1\nline 2"
+    );
+    assert_eq!(
+        read(&ws, "memory/notes.md", Some(9), Some(1)).unwrap().text,
+        ""
+    );
     let abs = ws.join("memory/notes.md");
-    assert_eq!(read(&ws, abs.to_str().unwrap(), Some(3), None).unwrap().text, "line 3");
+    assert_eq!(
+        read(&ws, abs.to_str().unwrap(), Some(3), None)
+            .unwrap()
+            .text,
+        "line 3"
+    );
 }
 
 #[test]
 fn paths_outside_memory_are_refused() {
     let (_d, ws) = workspace();
-    for bad in ["", "  ", "memory/../notes.md", "../ws/notes.md", "memory/data.txt", "memory", "/etc/passwd", "memory/x.MD"] {
+    for bad in [
+        "",
+        "  ",
+        "memory/../notes.md",
+        "../ws/notes.md",
+        "memory/data.txt",
+        "memory",
+        "/etc/passwd",
+        "memory/x.MD",
+    ] {
         let e = read(&ws, bad, None, None).unwrap_err();
-        assert_eq!(e.kind(), crate::error::ErrorKind::PathNotAllowed, "{bad}: {e}");
+        assert_eq!(
+            e.kind(),
+            crate::error::ErrorKind::PathNotAllowed,
+            "{bad}: {e}"
+        );
     }
 }
 
@@ -60,7 +104,11 @@ fn symlinks_are_refused() {
     std::os::unix::fs::symlink(&outside, ws.join("memory/linked")).unwrap();
     for bad in ["memory/link.md", "memory/linked/secret.md"] {
         let e = read(&ws, bad, None, None).unwrap_err();
-        assert_eq!(e.kind(), crate::error::ErrorKind::PathNotAllowed, "{bad}: {e}");
+        assert_eq!(
+            e.kind(),
+            crate::error::ErrorKind::PathNotAllowed,
+            "{bad}: {e}"
+        );
     }
 }
 
@@ -72,8 +120,20 @@ fn extra_paths_allow_their_files() {
     fs::write(docs.join("sub/a.md"), "extra a").unwrap();
     fs::write(ws.join("single.md"), "single").unwrap();
     let extras = vec![docs.clone(), PathBuf::from("single.md")];
-    let r = read_memory_file(&ws, &extras, docs.join("sub/a.md").to_str().unwrap(), None, None).unwrap();
+    let r = read_memory_file(
+        &ws,
+        &extras,
+        docs.join("sub/a.md").to_str().unwrap(),
+        None,
+        None,
+    )
+    .unwrap();
     assert_eq!(r.text, "extra a");
-    assert_eq!(read_memory_file(&ws, &extras, "single.md", None, None).unwrap().text, "single");
+    assert_eq!(
+        read_memory_file(&ws, &extras, "single.md", None, None)
+            .unwrap()
+            .text,
+        "single"
+    );
     assert!(read_memory_file(&ws, &extras, "notes.md", None, None).is_err());
 }

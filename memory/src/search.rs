@@ -127,7 +127,12 @@ impl VectorCache {
             return Ok(None);
         }
         let matrix = Arc::new(store.load_matrix(dims)?);
-        tracing::debug!(rows = matrix.len(), dims, bytes = matrix.bytes(), "vector matrix loaded");
+        tracing::debug!(
+            rows = matrix.len(),
+            dims,
+            bytes = matrix.bytes(),
+            "vector matrix loaded"
+        );
         *slot = Some(Arc::clone(&matrix));
         Ok(Some(matrix))
     }
@@ -235,7 +240,10 @@ pub fn search(
                 .collect::<Vec<_>>();
             finish(as_merged, decay.as_ref(), mmr_lambda(settings))
         })?;
-        let kept = merged.into_iter().filter(|m| m.score >= min_score).collect();
+        let kept = merged
+            .into_iter()
+            .filter(|m| m.score >= min_score)
+            .collect();
         outcome.results = finalize(kept, max_results, settings.snippet_max_chars);
         return Ok(outcome);
     }

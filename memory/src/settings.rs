@@ -218,7 +218,13 @@ impl MemorySettings {
     /// `(vector, text)`: each clamped to [0, 1], then divided by their sum; both zero (or not
     /// numbers) gives the defaults 0.7 / 0.3.
     pub fn effective_weights(&self) -> (f64, f64) {
-        let clamp = |w: f64| if w.is_finite() { w.clamp(0.0, 1.0) } else { 0.0 };
+        let clamp = |w: f64| {
+            if w.is_finite() {
+                w.clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        };
         let vector = clamp(self.vector_weight);
         let text = clamp(self.text_weight);
         let sum = vector + text;
@@ -270,5 +276,6 @@ impl MemorySettings {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "settings_tests.rs"]
 mod tests;

@@ -230,5 +230,6 @@ pub fn list_session_files(dir: &Path) -> (Vec<SourceFile>, Vec<FileProblem>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "sources_tests.rs"]
 mod tests;

@@ -35,10 +35,20 @@ fn lists_memory_files_extra_paths_and_skips_the_rest() {
     let (files, problems) = list_memory_files(&ws, &extras);
     assert!(problems.is_empty(), "{problems:?}");
     let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let outside = dir.path().join("outside/d.md").to_string_lossy().replace('\\', "/");
+    let outside = dir
+        .path()
+        .join("outside/d.md")
+        .to_string_lossy()
+        .replace('\\', "/");
     assert_eq!(
         names,
-        vec!["MEMORY.md", "memory/a.md", "memory/sub/b.md", "docs/c.md", outside.as_str()]
+        vec![
+            "MEMORY.md",
+            "memory/a.md",
+            "memory/sub/b.md",
+            "docs/c.md",
+            outside.as_str()
+        ]
     );
     assert!(files.iter().all(|f| f.source == Source::Memory));
 }
@@ -48,7 +58,10 @@ fn the_same_file_under_two_names_is_listed_once() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path();
     write(&ws.join("memory/a.md"), "a");
-    let (files, _) = list_memory_files(ws, &[PathBuf::from("memory/a.md"), PathBuf::from("./memory")]);
+    let (files, _) = list_memory_files(
+        ws,
+        &[PathBuf::from("memory/a.md"), PathBuf::from("./memory")],
+    );
     assert_eq!(files.len(), 1);
 }
 
@@ -69,15 +82,33 @@ fn lists_session_transcripts() {
 
 #[test]
 fn memory_paths_and_lexical_resolution() {
-    for ok in ["MEMORY.md", "memory.md", "DREAMS.md", "memory/x.md", "memory/a/b.md"] {
+    for ok in [
+        "MEMORY.md",
+        "memory.md",
+        "DREAMS.md",
+        "memory/x.md",
+        "memory/a/b.md",
+    ] {
         assert!(is_memory_path(ok), "{ok}");
     }
     for bad in ["notes.md", "memory/", "memoryx.md", "MEMORY.txt"] {
         assert!(!is_memory_path(bad), "{bad}");
     }
     let base = Path::new("/ws");
-    assert_eq!(resolve_lexically(base, Path::new("memory/../x.md")), PathBuf::from("/ws/x.md"));
-    assert_eq!(resolve_lexically(base, Path::new("/abs/./y.md")), PathBuf::from("/abs/y.md"));
-    assert_eq!(index_name(base, Path::new("/ws/memory/a.md")), "memory/a.md");
-    assert_eq!(index_name(base, Path::new("/elsewhere/a.md")), "/elsewhere/a.md");
+    assert_eq!(
+        resolve_lexically(base, Path::new("memory/../x.md")),
+        PathBuf::from("/ws/x.md")
+    );
+    assert_eq!(
+        resolve_lexically(base, Path::new("/abs/./y.md")),
+        PathBuf::from("/abs/y.md")
+    );
+    assert_eq!(
+        index_name(base, Path::new("/ws/memory/a.md")),
+        "memory/a.md"
+    );
+    assert_eq!(
+        index_name(base, Path::new("/elsewhere/a.md")),
+        "/elsewhere/a.md"
+    );
 }

@@ -169,7 +169,11 @@ fn mtime_ms(meta: &fs::Metadata) -> i64 {
 /// The identity of what the index was built with; any change reindexes.
 pub fn index_signature(settings: &MemorySettings, embedder: Option<&dyn Embedder>) -> String {
     let (provider, model, key) = match embedder {
-        Some(e) => (e.provider().to_string(), e.model().to_string(), e.provider_key()),
+        Some(e) => (
+            e.provider().to_string(),
+            e.model().to_string(),
+            e.provider_key(),
+        ),
         None => ("none".to_string(), String::new(), String::new()),
     };
     format!(
@@ -191,7 +195,10 @@ pub fn run_sync(store: &Mutex<Store>, input: &SyncInput<'_>) -> Result<SyncRepor
     let started = Instant::now();
     let mut report = SyncReport::new(input.reason);
     let signature = index_signature(input.settings, input.embedder);
-    let model = input.embedder.map(|e| e.model().to_string()).unwrap_or_default();
+    let model = input
+        .embedder
+        .map(|e| e.model().to_string())
+        .unwrap_or_default();
 
     let (known, mut dims) = {
         let mut guard = lock(store);
@@ -339,7 +346,9 @@ fn examine(
 ) -> Result<Examined, FileProblem> {
     let problem = |what: &str, e: std::io::Error| FileProblem {
         path: file.abs.clone(),
-        message: format!("could not {what}: {e}; check its permissions (its previous chunks are kept)"),
+        message: format!(
+            "could not {what}: {e}; check its permissions (its previous chunks are kept)"
+        ),
     };
     let meta = fs::metadata(&file.abs).map_err(|e| problem("inspect", e))?;
     let mtime = mtime_ms(&meta);
@@ -406,7 +415,15 @@ fn write_group(
             .iter()
             .flat_map(|f| f.chunks.iter().map(|c| (c.hash.as_str(), c.text.as_str())))
             .collect();
-        (vectors, fresh) = embed_texts(store, input, embedder, &texts, dims, provider_failed, report)?;
+        (vectors, fresh) = embed_texts(
+            store,
+            input,
+            embedder,
+            &texts,
+            dims,
+            provider_failed,
+            report,
+        )?;
     }
     let mut guard = lock(store);
     if let Some(d) = *dims {
@@ -466,6 +483,9 @@ fn write_group(
     Ok(())
 }
 
+/// Vectors by text hash.
+type Vectors = HashMap<String, Vec<f32>>;
+
 /// Vectors for `(hash, text)` pairs: from the cache, then the provider (unless it already
 /// failed in this sync). Returns the vectors by hash and the hashes the provider computed.
 fn embed_texts(
@@ -476,7 +496,7 @@ fn embed_texts(
     dims: &mut Option<usize>,
     provider_failed: &mut bool,
     report: &mut SyncReport,
-) -> Result<(HashMap<String, Vec<f32>>, Vec<String>), MemoryError> {
+) -> Result<(Vectors, Vec<String>), MemoryError> {
     let mut vectors: HashMap<String, Vec<f32>> = HashMap::new();
     let mut missing: Vec<(&str, &str)> = Vec::new();
     let mut wanted: HashSet<&str> = HashSet::new();
@@ -565,8 +585,12 @@ fn backfill(
         let rows = lock(store).chunks_without_embedding(after, EMBED_BATCH)?;
         let Some(last) = rows.last() else { break };
         after = last.0;
-        let texts: Vec<(&str, &str)> = rows.iter().map(|(_, h, t)| (h.as_str(), t.as_str())).collect();
-        let (vectors, fresh) = embed_texts(store, input, embedder, &texts, dims, &mut failed, report)?;
+        let texts: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|(_, h, t)| (h.as_str(), t.as_str()))
+            .collect();
+        let (vectors, fresh) =
+            embed_texts(store, input, embedder, &texts, dims, &mut failed, report)?;
         let mut guard = lock(store);
         if let Some(d) = *dims {
             guard.ensure_vec_table(d)?;
@@ -580,7 +604,13 @@ fn backfill(
             if input.settings.cache_enabled {
                 for hash in &fresh {
                     if let Some(v) = vectors.get(hash) {
-                        s.put_cached_embedding(embedder.provider(), embedder.model(), &embedder.provider_key(), hash, v)?;
+                        s.put_cached_embedding(
+                            embedder.provider(),
+                            embedder.model(),
+                            &embedder.provider_key(),
+                            hash,
+                            v,
+                        )?;
                     }
                 }
             }

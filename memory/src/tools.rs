@@ -110,7 +110,12 @@ pub fn call_tool(index: &MemoryIndex, name: &str, args: &Value) -> Value {
 }
 
 /// Runs the named tool for a caller.
-pub fn call_tool_with(index: &MemoryIndex, context: &ToolContext, name: &str, args: &Value) -> Value {
+pub fn call_tool_with(
+    index: &MemoryIndex,
+    context: &ToolContext,
+    name: &str,
+    args: &Value,
+) -> Value {
     match name {
         MEMORY_SEARCH => memory_search(index, context, args),
         MEMORY_GET => memory_get(index, args),
@@ -138,7 +143,8 @@ pub fn with_citation(snippet: &str, citation: &str) -> String {
 /// is out of quota or rate limited, the generic pair otherwise.
 pub fn search_failure(error: &MemoryError) -> Value {
     let quota = error.is_quota()
-        || (error.kind() == ErrorKind::Embedding && crate::embed::text_mentions_quota(&error.to_string()));
+        || (error.kind() == ErrorKind::Embedding
+            && crate::embed::text_mentions_quota(&error.to_string()));
     let (warning, action) = if quota {
         (QUOTA_WARNING, QUOTA_ACTION)
     } else {
@@ -178,7 +184,10 @@ pub fn memory_search(index: &MemoryIndex, context: &ToolContext, args: &Value) -
     let Some(query) = args.get("query").and_then(Value::as_str) else {
         return json!({"results": [], "error": "query required"});
     };
-    let corpus = args.get("corpus").and_then(Value::as_str).unwrap_or("memory");
+    let corpus = args
+        .get("corpus")
+        .and_then(Value::as_str)
+        .unwrap_or("memory");
     let params = SearchParams {
         max_results: whole(args, "maxResults").map(|n| n.max(1)),
         min_score: number(args, "minScore"),
@@ -279,5 +288,6 @@ pub fn memory_get(index: &MemoryIndex, args: &Value) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "tools_tests.rs"]
 mod tests;

@@ -4,7 +4,10 @@ use crate::embed::EmbedError;
 #[test]
 fn case_23_citations() {
     let c = citation("memory/x.md", 3, 7);
-    assert_eq!(with_citation(" foo ", &c), "foo\n\nSource: memory/x.md#L3-L7");
+    assert_eq!(
+        with_citation(" foo ", &c),
+        "foo\n\nSource: memory/x.md#L3-L7"
+    );
     assert_eq!(citation("memory/x.md", 3, 3), "memory/x.md#L3");
 }
 

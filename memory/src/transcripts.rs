@@ -79,5 +79,6 @@ fn message_text(line: &str) -> Option<(&'static str, String)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "transcripts_tests.rs"]
 mod tests;

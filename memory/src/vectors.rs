@@ -20,7 +20,7 @@ pub fn to_blob(vector: &[f32]) -> Vec<u8> {
 
 /// The vector stored as `blob`; `None` when its length is not a multiple of 4.
 pub fn from_blob(blob: &[u8]) -> Option<Vec<f32>> {
-    if blob.len() % 4 != 0 {
+    if !blob.len().is_multiple_of(4) {
         return None;
     }
     Some(
@@ -71,7 +71,10 @@ impl Ord for Scored {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reversed: the heap's top is the lowest score (ties: the highest id), the one to
         // drop when a better candidate comes.
-        other.0.total_cmp(&self.0).then_with(|| self.1.cmp(&other.1))
+        other
+            .0
+            .total_cmp(&self.0)
+            .then_with(|| self.1.cmp(&other.1))
     }
 }
 
@@ -198,5 +201,6 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "vectors_tests.rs"]
 mod tests;

@@ -21,7 +21,10 @@ use crate::sources::{is_ignored_dir, resolve_lexically};
 use crate::sync::{SyncReason, SyncReport};
 
 /// Called after each sync the watcher runs, with its outcome.
-pub type SyncCallback = Box<dyn Fn(&Result<SyncReport, MemoryError>) + Send + 'static>;
+pub type SyncCallback = Box<SyncFn>;
+
+/// The function inside a [`SyncCallback`].
+pub type SyncFn = dyn Fn(&Result<SyncReport, MemoryError>) + Send + 'static;
 
 enum Message {
     Event(notify::Result<Event>),
@@ -73,7 +76,10 @@ impl Scope {
 impl MemoryWatcher {
     /// Starts watching for `index`, calling `on_sync` (if any) after each sync. The
     /// debounce is the index settings' `watch_debounce`.
-    pub fn start(index: &MemoryIndex, on_sync: Option<SyncCallback>) -> Result<MemoryWatcher, MemoryError> {
+    pub fn start(
+        index: &MemoryIndex,
+        on_sync: Option<SyncCallback>,
+    ) -> Result<MemoryWatcher, MemoryError> {
         let workspace = index.workspace_dir().to_path_buf();
         let scope = Scope {
             memory_dir: workspace.join("memory"),
@@ -128,7 +134,14 @@ impl MemoryWatcher {
         let thread = thread::Builder::new()
             .name("memory-watch".to_string())
             .spawn(move || {
-                run(watcher, memory_watched, &scope, &index, &rx, on_sync.as_deref());
+                run(
+                    watcher,
+                    memory_watched,
+                    &scope,
+                    &index,
+                    &rx,
+                    on_sync.as_deref(),
+                );
             })
             .map_err(|source| MemoryError::Io {
                 path: PathBuf::from("memory-watch"),
@@ -169,9 +182,12 @@ fn run(
     scope: &Scope,
     index: &MemoryIndex,
     rx: &Receiver<Message>,
-    on_sync: Option<&(dyn Fn(&Result<SyncReport, MemoryError>) + Send)>,
+    on_sync: Option<&SyncFn>,
 ) {
-    let debounce = index.settings().watch_debounce.max(Duration::from_millis(1));
+    let debounce = index
+        .settings()
+        .watch_debounce
+        .max(Duration::from_millis(1));
     let mut due: Option<Instant> = None;
     loop {
         let message = match due {
@@ -188,7 +204,9 @@ fn run(
                     // memory/ appeared after the watcher started.
                     match watcher.watch(&scope.memory_dir, RecursiveMode::Recursive) {
                         Ok(()) => memory_watched = true,
-                        Err(e) => tracing::warn!(path = %scope.memory_dir.display(), error = %e, "could not watch memory/"),
+                        Err(e) => {
+                            tracing::warn!(path = %scope.memory_dir.display(), error = %e, "could not watch memory/")
+                        }
                     }
                 }
                 if event.paths.iter().any(|p| scope.relevant(p)) {

@@ -47,7 +47,10 @@ fn openai_posts_model_and_input_and_reads_data_in_batches() {
     assert_eq!(first.path, "/v1/embeddings");
     assert_eq!(first.header("authorization"), Some("Bearer sk-test"));
     let body: Value = serde_json::from_str(&first.body).unwrap();
-    assert_eq!(body, json!({"model": "text-embedding-3-small", "input": ["a", "bb"]}));
+    assert_eq!(
+        body,
+        json!({"model": "text-embedding-3-small", "input": ["a", "bb"]})
+    );
 }
 
 #[test]
@@ -65,7 +68,10 @@ fn openai_without_a_key_sends_no_authorization_and_orders_by_index() {
     let vectors = embedder.embed(&["x", "yy"]).unwrap();
     assert_eq!(vectors[0][0], 1.0);
     assert_eq!(vectors[1][0], 2.0);
-    assert_eq!(server.requests.lock().unwrap()[0].header("authorization"), None);
+    assert_eq!(
+        server.requests.lock().unwrap()[0].header("authorization"),
+        None
+    );
 }
 
 #[test]
@@ -75,7 +81,10 @@ fn exhausted_quota_is_a_quota_error_and_is_not_retried() {
     });
     let embedder = OpenAiEmbedder::new(config(&server.base_url)).unwrap();
     let err = embedder.embed(&["x"]).unwrap_err();
-    assert!(matches!(err, EmbedError::Quota { status: 429, .. }), "{err:?}");
+    assert!(
+        matches!(err, EmbedError::Quota { status: 429, .. }),
+        "{err:?}"
+    );
     assert!(err.is_quota());
     assert!(err.to_string().contains("insufficient_quota"), "{err}");
     assert_eq!(server.requests.lock().unwrap().len(), 1);
@@ -84,7 +93,10 @@ fn exhausted_quota_is_a_quota_error_and_is_not_retried() {
 #[test]
 fn a_rate_limit_and_server_errors_are_retried() {
     let server = serve(|req, n| match n {
-        0 => (429, json!({"error": {"message": "Rate limit reached", "type": "requests"}}).to_string()),
+        0 => (
+            429,
+            json!({"error": {"message": "Rate limit reached", "type": "requests"}}).to_string(),
+        ),
         1 => (503, "upstream down".to_string()),
         _ => (200, fake_embeddings(req)),
     });
@@ -99,25 +111,48 @@ fn a_rate_limit_and_server_errors_are_retried() {
     })
     .unwrap();
     let err = embedder.embed(&["x"]).unwrap_err();
-    assert!(matches!(err, EmbedError::Http { status: 500, .. }), "{err:?}");
+    assert!(
+        matches!(err, EmbedError::Http { status: 500, .. }),
+        "{err:?}"
+    );
     assert!(!err.is_quota());
     assert_eq!(failing.requests.lock().unwrap().len(), 2);
 }
 
 #[test]
 fn auth_bad_answers_and_unreachable_servers_are_told_apart() {
-    let auth = serve(|_, _| (401, json!({"error": {"message": "Incorrect API key provided"}}).to_string()));
-    let err = OpenAiEmbedder::new(config(&auth.base_url)).unwrap().embed(&["x"]).unwrap_err();
-    assert!(matches!(err, EmbedError::Auth { status: 401, .. }), "{err:?}");
+    let auth = serve(|_, _| {
+        (
+            401,
+            json!({"error": {"message": "Incorrect API key provided"}}).to_string(),
+        )
+    });
+    let err = OpenAiEmbedder::new(config(&auth.base_url))
+        .unwrap()
+        .embed(&["x"])
+        .unwrap_err();
+    assert!(
+        matches!(err, EmbedError::Auth { status: 401, .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("check the key"), "{err}");
 
     let garbage = serve(|_, _| (200, "<html>not json</html>".to_string()));
-    let err = OpenAiEmbedder::new(config(&garbage.base_url)).unwrap().embed(&["x"]).unwrap_err();
+    let err = OpenAiEmbedder::new(config(&garbage.base_url))
+        .unwrap()
+        .embed(&["x"])
+        .unwrap_err();
     assert!(matches!(err, EmbedError::BadResponse { .. }), "{err:?}");
 
     let short = serve(|_, _| (200, json!({"data": []}).to_string()));
-    let err = OpenAiEmbedder::new(config(&short.base_url)).unwrap().embed(&["x"]).unwrap_err();
-    assert!(err.to_string().contains("0 vectors came back for 1 texts"), "{err}");
+    let err = OpenAiEmbedder::new(config(&short.base_url))
+        .unwrap()
+        .embed(&["x"])
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("0 vectors came back for 1 texts"),
+        "{err}"
+    );
 
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", closed.local_addr().unwrap());
@@ -130,7 +165,10 @@ fn auth_bad_answers_and_unreachable_servers_are_told_apart() {
     .embed(&["x"])
     .unwrap_err();
     assert!(matches!(err, EmbedError::Network { .. }), "{err:?}");
-    assert!(err.to_string().contains("check that the server is running"), "{err}");
+    assert!(
+        err.to_string().contains("check that the server is running"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -140,7 +178,8 @@ fn memory_search_reports_case_20_failures_through_the_tool() {
     for (status, body, warning) in [
         (
             429,
-            json!({"error": {"message": "quota exceeded", "code": "insufficient_quota"}}).to_string(),
+            json!({"error": {"message": "quota exceeded", "code": "insufficient_quota"}})
+                .to_string(),
             "Memory search is unavailable because the embedding provider quota is exhausted.",
         ),
         (
@@ -160,8 +199,19 @@ fn memory_search_reports_case_20_failures_through_the_tool() {
         assert_eq!(result["disabled"], json!(true));
         assert_eq!(result["unavailable"], json!(true));
         assert_eq!(result["warning"], json!(warning));
-        assert!(result["error"].as_str().unwrap().contains(&status.to_string()), "{result}");
-        assert!(result["action"].as_str().unwrap().ends_with("retry memory_search."));
+        assert!(
+            result["error"]
+                .as_str()
+                .unwrap()
+                .contains(&status.to_string()),
+            "{result}"
+        );
+        assert!(
+            result["action"]
+                .as_str()
+                .unwrap()
+                .ends_with("retry memory_search.")
+        );
     }
 }
 
@@ -174,7 +224,9 @@ fn an_openai_compatible_server_serves_hybrid_search_end_to_end() {
     let (index, _) = agent.open(MemorySettings::default(), Some(embedder));
     let report = index.sync(SyncReason::Manual).unwrap();
     assert_eq!(report.embeddings_computed, 1);
-    let outcome = index.search("backup nightly", &SearchParams::default()).unwrap();
+    let outcome = index
+        .search("backup nightly", &SearchParams::default())
+        .unwrap();
     assert_eq!(outcome.mode, SearchMode::Hybrid);
     assert_eq!(outcome.provider.as_deref(), Some("openai"));
     assert_eq!(outcome.results[0].path, "memory/a.md");
@@ -202,10 +254,15 @@ fn a_local_model2vec_model_loads_and_embeds_by_mean_pooling() {
     assert_eq!(model.model(), "tiny-model");
     assert_eq!(model.dims(), Some(32));
     assert_eq!(model.provider_key().len(), 16);
-    let v = model.embed(&["Cat", "kitten", "invoice tax", "cat dog", "unknownword"]).unwrap();
+    let v = model
+        .embed(&["Cat", "kitten", "invoice tax", "cat dog", "unknownword"])
+        .unwrap();
     assert_eq!(v.len(), 5);
     assert!((norm(&v[0]) - 1.0).abs() < 1e-4, "normalised");
-    assert!(cos(&v[0], &v[1]) > 0.999, "synonyms share a row; case is folded");
+    assert!(
+        cos(&v[0], &v[1]) > 0.999,
+        "synonyms share a row; case is folded"
+    );
     assert!(cos(&v[0], &v[2]) < 0.9);
     // Mean of two rows: close to both, equal to neither.
     assert!(cos(&v[3], &v[0]) > 0.3 && cos(&v[3], &v[0]) < 0.99);
@@ -236,7 +293,11 @@ fn a_broken_model_directory_names_the_file() {
     assert!(err.to_string().contains("tokenizer.json"), "{err}");
 
     FixtureModel::new(&["a"], 4).write(dir.path()).unwrap();
-    fs::write(dir.path().join("model.safetensors"), b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}").unwrap();
+    fs::write(
+        dir.path().join("model.safetensors"),
+        b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}",
+    )
+    .unwrap();
     let err = LocalEmbedder::load(dir.path()).unwrap_err();
     assert!(matches!(err, EmbedError::Model { .. }), "{err:?}");
     assert!(err.to_string().contains("model2vec model"), "{err}");

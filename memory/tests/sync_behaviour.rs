@@ -29,27 +29,48 @@ fn syncs_count_added_changed_removed_and_unchanged_files() {
 
     let first = index.sync(SyncReason::Manual).unwrap();
     assert_eq!(first.full_reindex.as_deref(), Some("new index"));
-    assert_eq!((first.files_added, first.files_changed, first.files_removed), (3, 0, 0));
+    assert_eq!(
+        (first.files_added, first.files_changed, first.files_removed),
+        (3, 0, 0)
+    );
     assert_eq!(first.chunks_written, 3);
     assert_eq!(first.embeddings_computed, 0);
 
     let again = index.sync(SyncReason::Manual).unwrap();
     assert_eq!(again.full_reindex, None);
-    assert_eq!((again.files_added, again.files_changed, again.files_unchanged), (0, 0, 3));
+    assert_eq!(
+        (
+            again.files_added,
+            again.files_changed,
+            again.files_unchanged
+        ),
+        (0, 0, 3)
+    );
     assert_eq!(again.chunks_written, 0);
 
     agent.write("memory/a.md", "The staging server is called egret now.\n");
     agent.remove("memory/b.md");
     let third = index.sync(SyncReason::Manual).unwrap();
     assert_eq!(
-        (third.files_added, third.files_changed, third.files_removed, third.files_unchanged),
+        (
+            third.files_added,
+            third.files_changed,
+            third.files_removed,
+            third.files_unchanged
+        ),
         (0, 1, 1, 1)
     );
     assert_eq!(third.chunks_written, 1);
     assert_eq!(third.chunks_removed, 2);
     assert_eq!(paths(&index, "egret"), vec!["memory/a.md"]);
-    assert!(paths(&index, "heron").is_empty(), "the old text of a.md is gone");
-    assert!(paths(&index, "pumpernickel").is_empty(), "b.md's chunks are gone");
+    assert!(
+        paths(&index, "heron").is_empty(),
+        "the old text of a.md is gone"
+    );
+    assert!(
+        paths(&index, "pumpernickel").is_empty(),
+        "b.md's chunks are gone"
+    );
     let status = index.status();
     assert_eq!((status.files, status.chunks), (2, 2));
 }
@@ -69,7 +90,10 @@ fn a_provider_change_reindexes_and_the_cache_spares_recomputing() {
     let counting = SwitchEmbedder::new(model.clone());
     let (index, _) = agent.open(MemorySettings::default(), Some(counting.clone()));
     let report = index.sync(SyncReason::Manual).unwrap();
-    assert!(report.full_reindex.as_deref().unwrap().contains("local"), "{report:?}");
+    assert!(
+        report.full_reindex.as_deref().unwrap().contains("local"),
+        "{report:?}"
+    );
     assert_eq!(report.files_added, 2);
     assert_eq!(report.embeddings_computed, 2);
     assert_eq!(index.status().chunks_with_vectors, 2);
@@ -82,7 +106,10 @@ fn a_provider_change_reindexes_and_the_cache_spares_recomputing() {
     drop(index);
 
     // Same provider and model: no reindex.
-    let (index, _) = agent.open(MemorySettings::default(), Some(model.clone() as Arc<dyn Embedder>));
+    let (index, _) = agent.open(
+        MemorySettings::default(),
+        Some(model.clone() as Arc<dyn Embedder>),
+    );
     let report = index.sync(SyncReason::Manual).unwrap();
     assert_eq!(report.full_reindex, None);
     assert_eq!(report.files_unchanged, 2);
@@ -94,14 +121,26 @@ fn a_provider_change_reindexes_and_the_cache_spares_recomputing() {
         ..Default::default()
     };
     let (index, _) = agent.open(settings, Some(model));
-    assert!(index.sync(SyncReason::Manual).unwrap().full_reindex.is_some());
+    assert!(
+        index
+            .sync(SyncReason::Manual)
+            .unwrap()
+            .full_reindex
+            .is_some()
+    );
 }
 
 #[test]
 fn a_damaged_database_is_moved_aside_and_rebuilt_from_the_markdown() {
     let agent = Agent::new();
-    agent.write("MEMORY.md", "Wifi password hint: the name of the first dog.\n");
-    agent.write("memory/2026-01-02.md", "Met Priya about the lighthouse project.\n");
+    agent.write(
+        "MEMORY.md",
+        "Wifi password hint: the name of the first dog.\n",
+    );
+    agent.write(
+        "memory/2026-01-02.md",
+        "Met Priya about the lighthouse project.\n",
+    );
     let before: Vec<Vec<u8>> = ["MEMORY.md", "memory/2026-01-02.md"]
         .iter()
         .map(|p| fs::read(agent.workspace.join(p)).unwrap())
@@ -116,14 +155,21 @@ fn a_damaged_database_is_moved_aside_and_rebuilt_from_the_markdown() {
     fs::write(&agent.db, b"\x00\x01garbage that is not SQLite".repeat(100)).unwrap();
 
     let (index, open) = agent.open(MemorySettings::default(), None);
-    let moved = open.quarantined.clone().expect("the damaged file is reported on open");
+    let moved = open
+        .quarantined
+        .clone()
+        .expect("the damaged file is reported on open");
     assert!(open.created);
     assert!(moved.to.exists(), "moved aside, not deleted");
     assert!(fs::read(&moved.to).unwrap().starts_with(b"\x00\x01garbage"));
     assert_eq!(index.status().quarantined.as_ref(), Some(&moved));
 
     let report = index.sync(SyncReason::Manual).unwrap();
-    assert_eq!(report.quarantined.as_ref(), Some(&moved), "and in the first sync report");
+    assert_eq!(
+        report.quarantined.as_ref(),
+        Some(&moved),
+        "and in the first sync report"
+    );
     assert_eq!(report.files_added, 2);
     assert_eq!(paths(&index, "lighthouse"), vec!["memory/2026-01-02.md"]);
     // The second sync does not report it again.
@@ -153,7 +199,10 @@ fn transcripts_are_indexed_when_sessions_are_a_source_with_jsonl_lines() {
 
     let default = agent.open_keyword();
     default.sync(SyncReason::Manual).unwrap();
-    assert!(paths(&default, "kubernetes").is_empty(), "sessions are opt-in");
+    assert!(
+        paths(&default, "kubernetes").is_empty(),
+        "sessions are opt-in"
+    );
     drop(default);
 
     let settings = MemorySettings {
@@ -163,14 +212,19 @@ fn transcripts_are_indexed_when_sessions_are_a_source_with_jsonl_lines() {
     let (index, _) = agent.open(settings, None);
     let report = index.sync(SyncReason::Manual).unwrap();
     assert_eq!(report.files_added, 1);
-    let outcome = index.search("kubernetes upgrade", &SearchParams::default()).unwrap();
+    let outcome = index
+        .search("kubernetes upgrade", &SearchParams::default())
+        .unwrap();
     assert_eq!(outcome.results.len(), 1);
     let hit = &outcome.results[0];
     assert_eq!(hit.path, "sessions/s1.jsonl");
     assert_eq!(hit.source, Source::Sessions);
     // The text's lines 1–2 are the JSONL's lines 2 and 4.
     assert_eq!((hit.start_line, hit.end_line), (2, 4));
-    assert!(hit.snippet.starts_with("User: How do we roll out the kubernetes upgrade?\nAssistant: Drain"));
+    assert!(
+        hit.snippet
+            .starts_with("User: How do we roll out the kubernetes upgrade?\nAssistant: Drain")
+    );
 }
 
 #[test]
@@ -184,7 +238,13 @@ fn a_failing_provider_still_indexes_for_keywords_and_a_later_sync_fills_the_vect
     let (index, _) = agent.open(MemorySettings::default(), Some(switch.clone()));
 
     let report = index.sync(SyncReason::Manual).unwrap();
-    assert!(report.embedding_error.as_deref().unwrap().contains("timeout"));
+    assert!(
+        report
+            .embedding_error
+            .as_deref()
+            .unwrap()
+            .contains("timeout")
+    );
     assert_eq!(report.chunks_written, 2);
     let status = index.status();
     assert_eq!((status.chunks, status.chunks_with_vectors), (2, 0));
@@ -210,7 +270,10 @@ fn status_says_keyword_only_without_a_provider() {
     agent.write("MEMORY.md", "hello\n");
     let index = agent.open_keyword();
     let before = index.status();
-    assert_eq!(before.provider_summary, "keyword-only (no embedding provider)");
+    assert_eq!(
+        before.provider_summary,
+        "keyword-only (no embedding provider)"
+    );
     assert_eq!(before.search_mode, "fts-only");
     assert_eq!(before.provider, None);
     assert!(before.fts_available);
@@ -227,7 +290,10 @@ fn status_says_keyword_only_without_a_provider() {
     assert!(last.ok);
     assert_eq!(last.reason, "manual");
     let json = after.to_json();
-    assert_eq!(json["providerSummary"], "keyword-only (no embedding provider)");
+    assert_eq!(
+        json["providerSummary"],
+        "keyword-only (no embedding provider)"
+    );
     assert_eq!(json["vectorBackend"], "sqlite-vec");
 }
 
@@ -249,11 +315,18 @@ fn vectors_are_searched_in_memory_by_scan_or_by_sqlite_vec() {
         );
         options.disable_sqlite_vec = no_vec;
         let (index, open) = MemoryIndex::open(options).unwrap();
-        let backend = if no_vec { VectorBackend::InProcess } else { VectorBackend::SqliteVec };
+        let backend = if no_vec {
+            VectorBackend::InProcess
+        } else {
+            VectorBackend::SqliteVec
+        };
         assert_eq!(open.vector_backend, backend);
         index.sync(SyncReason::Manual).unwrap();
         let outcome = index.search("gamma", &SearchParams::default()).unwrap();
-        assert_eq!(outcome.results[0].path, "memory/b.md", "cache {cache_bytes}");
+        assert_eq!(
+            outcome.results[0].path, "memory/b.md",
+            "cache {cache_bytes}"
+        );
         assert!(outcome.vector_hits > 0);
     }
 }

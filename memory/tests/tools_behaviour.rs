@@ -19,7 +19,11 @@ fn agent_with_notes() -> Agent {
 fn memory_search_returns_openclaws_fields() {
     let agent = agent_with_notes();
     let index = agent.open_keyword();
-    let result = call_tool(&index, "memory_search", &json!({"query": "postgres billing"}));
+    let result = call_tool(
+        &index,
+        "memory_search",
+        &json!({"query": "postgres billing"}),
+    );
     assert_eq!(result["mode"], "fts-only");
     assert_eq!(result["provider"], Value::Null);
     assert_eq!(result["model"], Value::Null);
@@ -36,7 +40,12 @@ fn memory_search_returns_openclaws_fields() {
     assert!(hit["score"].as_f64().unwrap() > 0.0);
     // auto + no session key = a direct chat: cited.
     assert_eq!(hit["citation"], "memory/x.md#L1-L5");
-    assert!(hit["snippet"].as_str().unwrap().ends_with("billing service.\n\nSource: memory/x.md#L1-L5"));
+    assert!(
+        hit["snippet"]
+            .as_str()
+            .unwrap()
+            .ends_with("billing service.\n\nSource: memory/x.md#L1-L5")
+    );
 }
 
 #[test]
@@ -59,7 +68,11 @@ fn citations_follow_the_mode_and_the_chat() {
         let index = agent.open(settings, None).0;
         let result = call_tool_with(&index, &group, "memory_search", &args);
         assert_eq!(result["citations"], mode.as_str());
-        assert_eq!(result["results"][0].get("citation").is_some(), cited, "{mode:?}");
+        assert_eq!(
+            result["results"][0].get("citation").is_some(),
+            cited,
+            "{mode:?}"
+        );
     }
 }
 
@@ -71,11 +84,19 @@ fn memory_search_arguments() {
     }
     let index = agent.open_keyword();
     index.sync(SyncReason::Manual).unwrap();
-    let r = call_tool(&index, "memory_search", &json!({"query": "walrus", "maxResults": "2", "minScore": 0}));
+    let r = call_tool(
+        &index,
+        "memory_search",
+        &json!({"query": "walrus", "maxResults": "2", "minScore": 0}),
+    );
     assert_eq!(r["results"].as_array().unwrap().len(), 2);
     let r = call_tool(&index, "memory_search", &json!({"query": "walrus"}));
     assert_eq!(r["results"].as_array().unwrap().len(), 5);
-    let r = call_tool(&index, "memory_search", &json!({"query": "walrus", "corpus": "wiki"}));
+    let r = call_tool(
+        &index,
+        "memory_search",
+        &json!({"query": "walrus", "corpus": "wiki"}),
+    );
     assert_eq!(r["results"], json!([]));
     let r = call_tool(&index, "memory_search", &json!({"maxResults": 2}));
     assert_eq!(r["error"], "query required");
@@ -90,9 +111,17 @@ fn case_19_memory_get_through_the_tool() {
     let agent = Agent::new();
     agent.write("memory/three.md", "line 1\nline 2\nline 3");
     let index = agent.open_keyword();
-    let r = call_tool(&index, "memory_get", &json!({"path": "memory/three.md", "from": 2, "lines": 1}));
+    let r = call_tool(
+        &index,
+        "memory_get",
+        &json!({"path": "memory/three.md", "from": 2, "lines": 1}),
+    );
     assert_eq!(r, json!({"path": "memory/three.md", "text": "line 2"}));
-    let r = call_tool(&index, "memory_get", &json!({"path": "memory/2099-01-01.md"}));
+    let r = call_tool(
+        &index,
+        "memory_get",
+        &json!({"path": "memory/2099-01-01.md"}),
+    );
     assert_eq!(r, json!({"path": "memory/2099-01-01.md", "text": ""}));
     let r = call_tool(&index, "memory_get", &json!({"path": "notes.md"}));
     assert_eq!(r["error"], "path required");
@@ -116,7 +145,12 @@ fn disabled_memory_says_so() {
     let r = call_tool(&index, "memory_search", &json!({"query": "postgres"}));
     assert_eq!(r["disabled"], true);
     assert_eq!(r["results"], json!([]));
-    assert!(r["error"].as_str().unwrap().starts_with("memory search disabled"));
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("memory search disabled")
+    );
     let r = call_tool(&index, "memory_get", &json!({"path": "memory/x.md"}));
     assert_eq!(r["error"], "memory search disabled");
 }

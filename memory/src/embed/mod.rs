@@ -43,7 +43,9 @@ pub trait Embedder: Send + Sync {
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
     /// The provider refused for quota or rate limit (HTTP 429, `insufficient_quota`).
-    #[error("embedding provider {provider} at {url} refused for quota (HTTP {status}): {message}; top up or switch embedding provider, then retry")]
+    #[error(
+        "embedding provider {provider} at {url} refused for quota (HTTP {status}): {message}; top up or switch embedding provider, then retry"
+    )]
     Quota {
         /// The provider's id.
         provider: String,
@@ -55,7 +57,9 @@ pub enum EmbedError {
         message: String,
     },
     /// The provider refused the credentials (HTTP 401 or 403).
-    #[error("embedding provider {provider} at {url} refused the API key (HTTP {status}): {message}; check the key configured for this provider")]
+    #[error(
+        "embedding provider {provider} at {url} refused the API key (HTTP {status}): {message}; check the key configured for this provider"
+    )]
     Auth {
         /// The provider's id.
         provider: String,
@@ -67,7 +71,9 @@ pub enum EmbedError {
         message: String,
     },
     /// Any other HTTP error status.
-    #[error("embedding provider {provider} at {url} answered HTTP {status}: {message}; check the base URL and the model name")]
+    #[error(
+        "embedding provider {provider} at {url} answered HTTP {status}: {message}; check the base URL and the model name"
+    )]
     Http {
         /// The provider's id.
         provider: String,
@@ -79,7 +85,9 @@ pub enum EmbedError {
         message: String,
     },
     /// The request did not complete (connection refused, timeout, TLS).
-    #[error("could not reach embedding provider {provider} at {url}: {message}; check that the server is running and reachable")]
+    #[error(
+        "could not reach embedding provider {provider} at {url}: {message}; check that the server is running and reachable"
+    )]
     Network {
         /// The provider's id.
         provider: String,
@@ -89,7 +97,9 @@ pub enum EmbedError {
         message: String,
     },
     /// The answer was not what the API promises (not JSON, wrong count, no numbers).
-    #[error("embedding provider {provider} at {url} sent an answer this client cannot use: {message}; check that the endpoint is OpenAI-compatible")]
+    #[error(
+        "embedding provider {provider} at {url} sent an answer this client cannot use: {message}; check that the endpoint is OpenAI-compatible"
+    )]
     BadResponse {
         /// The provider's id.
         provider: String,
@@ -99,7 +109,9 @@ pub enum EmbedError {
         message: String,
     },
     /// A vector's length differs from the index's (the model changed behind the same name).
-    #[error("embedding provider {provider} returned vectors of {got} dimensions where the index has {expected}; rebuild the index (delete its database file) or restore the previous model")]
+    #[error(
+        "embedding provider {provider} returned vectors of {got} dimensions where the index has {expected}; rebuild the index (delete its database file) or restore the previous model"
+    )]
     Dimensions {
         /// The provider's id.
         provider: String,

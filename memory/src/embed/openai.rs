@@ -347,7 +347,10 @@ fn error_message(body: &str) -> String {
             .get("message")
             .and_then(Value::as_str)
             .or_else(|| error.as_str())?;
-        let code = error.get("code").and_then(Value::as_str).or_else(|| error.get("type").and_then(Value::as_str));
+        let code = error
+            .get("code")
+            .and_then(Value::as_str)
+            .or_else(|| error.get("type").and_then(Value::as_str));
         Some(match code {
             Some(code) if !message.contains(code) => format!("{message} ({code})"),
             _ => message.to_string(),

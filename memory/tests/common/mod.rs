@@ -51,7 +51,11 @@ impl Agent {
         fs::remove_file(self.workspace.join(rel)).unwrap();
     }
 
-    pub fn options(&self, settings: MemorySettings, embedder: Option<Arc<dyn Embedder>>) -> IndexOptions {
+    pub fn options(
+        &self,
+        settings: MemorySettings,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> IndexOptions {
         IndexOptions {
             sessions_dir: Some(self.sessions.clone()),
             settings,
@@ -60,7 +64,11 @@ impl Agent {
         }
     }
 
-    pub fn open(&self, settings: MemorySettings, embedder: Option<Arc<dyn Embedder>>) -> (MemoryIndex, OpenReport) {
+    pub fn open(
+        &self,
+        settings: MemorySettings,
+        embedder: Option<Arc<dyn Embedder>>,
+    ) -> (MemoryIndex, OpenReport) {
         MemoryIndex::open(self.options(settings, embedder)).unwrap()
     }
 
@@ -71,7 +79,11 @@ impl Agent {
 }
 
 /// A model2vec model in a temporary directory, over `words`, with synonym pairs.
-pub fn local_model(words: &[&str], synonyms: &[(&str, &str)], dims: usize) -> (tempfile::TempDir, Arc<LocalEmbedder>) {
+pub fn local_model(
+    words: &[&str],
+    synonyms: &[(&str, &str)],
+    dims: usize,
+) -> (tempfile::TempDir, Arc<LocalEmbedder>) {
     let dir = tempfile::tempdir().unwrap();
     let model_dir = dir.path().join("tiny-model");
     let mut model = FixtureModel::new(words, dims);
