@@ -6,7 +6,7 @@
 //! `memory_get` tools. The markdown is the source of truth and is never written here; the
 //! index can always be deleted and rebuilt.
 //!
-//! Using it (see `README` in the crate docs of [`MemoryIndex`] for the order):
+//! Using it:
 //! 1. [`MemoryIndex::open`] with [`IndexOptions`] (database path, workspace, settings,
 //!    optional [`Embedder`]);
 //! 2. [`MemoryIndex::sync`] (or [`MemoryIndex::sync_in_background`] at session start);
@@ -25,6 +25,8 @@
 //! - [`read`]: `memory_get`'s file rules; [`tools`]: the tools' schemas and results;
 //! - [`index`]: [`MemoryIndex`], which ties these together; [`status`]: what it reports;
 //! - [`error`]: [`MemoryError`]; [`fixtures`]: generated models and notes for tests.
+
+#![warn(missing_docs)]
 
 pub mod chunking;
 pub mod cjk;

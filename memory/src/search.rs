@@ -9,7 +9,8 @@
 //! Without a provider (keyword-only): the AND query; if it finds nothing, each keyword of the
 //! query alone, keeping each chunk's best score; the threshold drops to 0 when nothing passes,
 //! because BM25 scores are not on the vector scale and a user with no provider should still
-//! get the best matches.
+//! get the best matches. Decay applies in every mode, and so does MMR when it is on (OpenClaw
+//! leaves MMR out of keyword-only search; a user who turned it on expects it there too).
 //!
 //! Vectors are searched in an in-memory matrix (loaded once after each sync) when it fits
 //! `vector_cache_max_bytes`; larger indexes use sqlite-vec's KNN, else a scan of the stored
@@ -101,13 +102,24 @@ pub struct SearchOutcome {
 /// The in-memory vector matrix, loaded on first use and dropped when the index changes.
 #[derive(Debug, Default)]
 pub struct VectorCache {
-    slot: Mutex<Option<Arc<VectorMatrix>>>,
+    slot: Mutex<Slot>,
+}
+
+#[derive(Debug, Default)]
+enum Slot {
+    /// Not looked at since the last change.
+    #[default]
+    Unknown,
+    /// Loaded.
+    Loaded(Arc<VectorMatrix>),
+    /// Too large for the cache: searched in SQLite until the index changes.
+    TooLarge,
 }
 
 impl VectorCache {
     /// Forgets the matrix (after a sync wrote something).
     pub fn invalidate(&self) {
-        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Slot::Unknown;
     }
 
     /// The matrix for vectors of `dims`, loading it if it fits in `max_bytes`; `None` when it
@@ -119,11 +131,14 @@ impl VectorCache {
         max_bytes: usize,
     ) -> Result<Option<Arc<VectorMatrix>>, MemoryError> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(m) = slot.as_ref().filter(|m| m.dims() == dims) {
-            return Ok(Some(Arc::clone(m)));
+        match &*slot {
+            Slot::Loaded(m) if m.dims() == dims => return Ok(Some(Arc::clone(m))),
+            Slot::TooLarge => return Ok(None),
+            _ => {}
         }
         let (_, _, with_vectors) = store.counts()?;
         if with_vectors.saturating_mul(dims * 4 + 8) > max_bytes {
+            *slot = Slot::TooLarge;
             return Ok(None);
         }
         let matrix = Arc::new(store.load_matrix(dims)?);
@@ -133,7 +148,7 @@ impl VectorCache {
             bytes = matrix.bytes(),
             "vector matrix loaded"
         );
-        *slot = Some(Arc::clone(&matrix));
+        *slot = Slot::Loaded(Arc::clone(&matrix));
         Ok(Some(matrix))
     }
 }

@@ -239,45 +239,39 @@ pub fn run_sync(store: &Mutex<Store>, input: &SyncInput<'_>) -> Result<SyncRepor
         report.problems.extend(problems);
     }
 
+    // Files are read, chunked and written a group at a time, so a first sync of a large
+    // memory holds a few megabytes of chunks, not all of them.
     let now = now_ms();
+    let chunking = (
+        input.settings.effective_chunk_tokens(),
+        input.settings.effective_overlap(),
+    );
     let mut seen: HashSet<String> = HashSet::with_capacity(files.len());
-    let mut pending: Vec<Pending> = Vec::new();
     let mut touched: Vec<FileRecord> = Vec::new();
-    for file in &files {
+    let mut provider_failed = false;
+    let mut group: Vec<Pending> = Vec::new();
+    let mut group_bytes = 0;
+    let last = files.len().saturating_sub(1);
+    for (i, file) in files.iter().enumerate() {
         seen.insert(file.path.clone());
         let record = known.get(&file.path);
-        let chunking = (
-            input.settings.effective_chunk_tokens(),
-            input.settings.effective_overlap(),
-        );
         match examine(file, record, now, chunking) {
             Ok(Examined::Unchanged) => report.files_unchanged += 1,
             Ok(Examined::Touched(r)) => {
                 report.files_unchanged += 1;
                 touched.push(r);
             }
-            Ok(Examined::Changed(record_new, chunks)) => pending.push(Pending {
-                record: record_new,
-                chunks,
-                existed: record.is_some(),
-            }),
+            Ok(Examined::Changed(record_new, chunks)) => {
+                group_bytes += chunks.iter().map(|c| c.text.len()).sum::<usize>();
+                group.push(Pending {
+                    record: record_new,
+                    chunks,
+                    existed: record.is_some(),
+                });
+            }
             Err(problem) => report.problems.push(problem),
         }
-    }
-    let removed: Vec<String> = known
-        .keys()
-        .filter(|p| !seen.contains(*p))
-        .cloned()
-        .collect();
-
-    let mut provider_failed = false;
-    let mut group: Vec<Pending> = Vec::new();
-    let mut group_bytes = 0;
-    let mut pending = pending.into_iter().peekable();
-    while let Some(file) = pending.next() {
-        group_bytes += file.chunks.iter().map(|c| c.text.len()).sum::<usize>();
-        group.push(file);
-        if group_bytes >= GROUP_BYTES || pending.peek().is_none() {
+        if !group.is_empty() && (group_bytes >= GROUP_BYTES || i == last) {
             write_group(
                 store,
                 input,
@@ -290,6 +284,11 @@ pub fn run_sync(store: &Mutex<Store>, input: &SyncInput<'_>) -> Result<SyncRepor
             group_bytes = 0;
         }
     }
+    let removed: Vec<String> = known
+        .keys()
+        .filter(|p| !seen.contains(*p))
+        .cloned()
+        .collect();
 
     if !removed.is_empty() || !touched.is_empty() {
         let mut guard = lock(store);

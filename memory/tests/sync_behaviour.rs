@@ -330,3 +330,44 @@ fn vectors_are_searched_in_memory_by_scan_or_by_sqlite_vec() {
         assert!(outcome.vector_hits > 0);
     }
 }
+
+#[test]
+fn settings_are_clamped_when_the_index_opens() {
+    let agent = Agent::new();
+    let settings = MemorySettings {
+        vector_weight: 3.0,
+        text_weight: 1.0,
+        candidate_multiplier: 99.0,
+        chunk_tokens: 50,
+        chunk_overlap: 400,
+        half_life_days: 0.0,
+        ..Default::default()
+    };
+    let (index, _) = agent.open(settings, None);
+    let used = index.settings();
+    assert_eq!((used.vector_weight, used.text_weight), (0.5, 0.5));
+    assert_eq!(used.candidate_multiplier, 20.0);
+    assert_eq!(used.chunk_overlap, 49);
+    assert_eq!(used.half_life_days, 1.0);
+}
+
+#[test]
+fn a_background_sync_indexes_without_blocking_the_caller() {
+    let agent = Agent::new();
+    agent.write("MEMORY.md", "The spare key is under the blue pot.\n");
+    let index = agent.open_keyword();
+    assert!(index.sync_in_background(SyncReason::SessionStart));
+    // Wait for it: the generous limit only keeps a broken sync from hanging the run.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while index.status().last_sync.is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background sync never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let last = index.status().last_sync.unwrap();
+    assert_eq!(last.reason, "session-start");
+    assert!(last.ok);
+    assert_eq!(index.status().files, 1);
+}
