@@ -7,7 +7,8 @@
 //! - [`replay`]: `replay FILE`;
 //! - [`run`] and [`compact`]: one live turn, one compaction on demand, on a persisted session,
 //!   with the host they share in [`session_host`];
-//! - [`serve`]: the OpenAI- and Anthropic-compatible proxy.
+//! - [`serve`]: the OpenAI- and Anthropic-compatible proxy;
+//! - [`memory`]: `memory index|search|get|status`, long-term memory for people.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ pub mod config_check;
 pub mod engines;
 pub mod eval;
 pub mod markdown;
+pub mod memory;
 pub mod replay;
 pub mod run;
 pub mod serve;
@@ -112,6 +114,9 @@ pub enum Command {
     /// process (`isolation = "process"`). Started by rampart itself, never by hand.
     #[command(hide = true)]
     EngineHost,
+    /// Long-term memory: index the memory files, search them, read them, see the status.
+    #[command(subcommand)]
+    Memory(memory::MemoryCommand),
     /// Compact a session now, through its lane.
     Compact {
         /// A registry key, a session id, or a session file.
@@ -217,6 +222,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             serve::serve(config, store, events, listen, out, &mut std::io::stderr())
         }
         Command::EngineHost => Ok(crate::engine::engine_host::serve()),
+        Command::Memory(cmd) => {
+            let (_, config) = load_config(cli.global.config)?;
+            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            memory::run(cmd, &config, store.dir(), out, &mut std::io::stderr())
+        }
         Command::Compact {
             session,
             instructions,

@@ -11,12 +11,16 @@ use rampart_engine_api::AgentMessage;
 use rampart_sessions::lanes::Lanes;
 use rampart_sessions::store::{SessionStore, now_unix_ms};
 
-use super::session_host::{hint, host, open_or_create, reply_text};
+use super::session_host::{hint, host_with_memory, open_or_create, reply_text};
 use crate::config::Config;
 use crate::engine::services::EventSink;
 
 /// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
 pub const DEFAULT_SESSION_KEY: &str = "main";
+
+/// Model calls one `rampart run` makes at most while the model keeps calling memory tools:
+/// enough to search, read and answer a few times over, and a bound on a model that loops.
+pub const MAX_TOOL_STEPS: usize = 8;
 
 /// `rampart run "PROMPT" [--session KEY]`: one user turn against the configured model.
 pub fn run_prompt(
@@ -32,7 +36,7 @@ pub fn run_prompt(
     let lanes = Lanes::new(1);
     lanes.run(key, || {
         let (key, mut session) = open_or_create(store, key)?;
-        let host = host(config, store, &events)?;
+        let host = host_with_memory(config, store, &events, true)?;
         // The lock is held from reading the context to appending the answer (released when
         // `session` drops), so another writer's turn never lands inside this one.
         if let Err(e) = session.hold(config.session.write_lock_timeout) {
@@ -46,12 +50,13 @@ pub fn run_prompt(
         }
         let mut runner = host.runner(config, store, &events, &session, Some(&key))?;
         let user = AgentMessage::user_text(prompt, now_unix_ms());
-        let result = runner.run_turn(&mut session, Some(user));
+        let result = tool_loop(&mut runner, &mut session, user, &host.memory, &key);
         let finished = runner.finish_turn(&mut session);
         // A turn is acknowledged only once it is on disk: a failed sync (a full disk) is an
         // error with the OS's reason, never silence.
         let synced = session.sync();
         host.slot.shutdown();
+        host.memory.shutdown();
         let persisted = match (finished, synced) {
             (Err(e), _) => Err(format!("the turn could not be completed: {e}")),
             (_, Err(e)) => Err(format!("the session could not be synced to disk: {e}")),
@@ -95,4 +100,51 @@ pub fn run_prompt(
             }
         }
     })
+}
+
+/// The turn, and as long as the model calls only memory tools (at most [`MAX_TOOL_STEPS`]
+/// model calls), their answers appended as tool results and the model called again. A call of
+/// any other tool ends the loop: `rampart run` executes no other tools, and the turn's end
+/// records those calls as unanswered.
+fn tool_loop(
+    runner: &mut crate::run::Runner<'_>,
+    session: &mut rampart_sessions::Session,
+    user: AgentMessage,
+    memory: &crate::memory::MemorySlot,
+    key: &str,
+) -> Result<crate::run::TurnReport, crate::run::TurnError> {
+    use rampart_message::ContentBlock;
+    let mut report = runner.run_turn(session, Some(user))?;
+    for _ in 1..MAX_TOOL_STEPS {
+        let calls: Vec<_> = match &*report.reply {
+            AgentMessage::Assistant(a) => a
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolCall(c) => Some(c.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if calls.is_empty()
+            || !memory.is_on()
+            || !calls
+                .iter()
+                .all(|c| crate::memory::tools::is_memory_tool(&c.name))
+        {
+            break;
+        }
+        for call in calls {
+            let text =
+                crate::memory::tools::call_tool(memory, &call.name, &call.arguments, Some(key))
+                    .unwrap_or_default();
+            tracing::info!(tool = %call.name, call = %call.id, bytes = text.len(), "memory tool answered");
+            let result =
+                AgentMessage::tool_result(&call.id, &call.name, text, false, now_unix_ms());
+            runner.append(session, result)?;
+        }
+        report = runner.run_turn(session, None)?;
+    }
+    Ok(report)
 }

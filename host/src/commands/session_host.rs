@@ -64,6 +64,8 @@ pub(super) fn open_or_create(store: &SessionStore, key: &str) -> anyhow::Result<
 pub(super) struct Host {
     pub(super) providers: Arc<Providers>,
     pub(super) slot: EngineSlot,
+    /// Long-term memory (`plugins.slots.memory`); off for commands that do not use it.
+    pub(super) memory: crate::memory::MemorySlot,
 }
 
 impl Host {
@@ -77,7 +79,11 @@ impl Host {
         session: &Session,
         key: Option<&str>,
     ) -> anyhow::Result<Runner<'a>> {
-        let settings = RunSettings::from_config(config)?;
+        let mut settings = RunSettings::from_config(config)?;
+        if self.memory.is_on() {
+            // The model is offered the memory tools; `rampart run` answers them itself.
+            settings.forwarded.tools = crate::memory::tools::tool_specs();
+        }
         let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
         let mut runner = Runner::new(
             config,
@@ -94,11 +100,21 @@ impl Host {
     }
 }
 
-/// Sets up the host for a command on `store`.
+/// Sets up the host for a command on `store`, without long-term memory.
 pub(super) fn host(
     config: &Config,
     store: &SessionStore,
     events: &EventSink,
+) -> anyhow::Result<Host> {
+    host_with_memory(config, store, events, false)
+}
+
+/// [`host`], with the memory slot resolved when `memory` is true.
+pub(super) fn host_with_memory(
+    config: &Config,
+    store: &SessionStore,
+    events: &EventSink,
+    memory: bool,
 ) -> anyhow::Result<Host> {
     let providers = Arc::new(Providers::from_config(config)?);
     let resources = HostResources {
@@ -107,7 +123,22 @@ pub(super) fn host(
         ..Default::default()
     };
     let slot = EngineSlot::resolve_full(config, events, &resources)?;
-    Ok(Host { providers, slot })
+    let memory = if memory {
+        crate::memory::resolve(
+            config,
+            store.dir(),
+            events,
+            &resources,
+            crate::memory::Watch::No,
+        )
+    } else {
+        crate::memory::MemorySlot::off()
+    };
+    Ok(Host {
+        providers,
+        slot,
+        memory,
+    })
 }
 
 /// The text blocks of an answer.

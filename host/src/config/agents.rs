@@ -41,6 +41,7 @@ pub const AGENT_DEFAULTS_KEYS: &[&str] = &[
     "bootstrapMaxChars",
     "bootstrapTotalMaxChars",
     "bootstrapPromptTruncationWarning",
+    "memorySearch",
 ];
 
 /// The keys of `agents.defaults.contextLimits`.
@@ -81,6 +82,8 @@ pub struct AgentDefaults {
     /// `bootstrapPromptTruncationWarning`: `off`, `once` or `always` (default `always`: a cut
     /// file is never silent).
     pub bootstrap_truncation_warning: rampart_prompt::TruncationWarningMode,
+    /// `memorySearch`: the built-in memory engine's settings and embedding provider.
+    pub memory_search: super::memory::MemorySearchConfig,
 }
 
 impl AgentDefaults {
@@ -260,6 +263,9 @@ impl AgentDefaults {
                     ));
                 }
             };
+        }
+        if let Some(raw) = json("memorySearch")? {
+            out.memory_search = super::memory::MemorySearchConfig::parse(source, &raw)?;
         }
         if let Some(raw) = json("compaction")? {
             out.compaction = CompactionSettings::from_value(&raw)

@@ -16,6 +16,7 @@ use toml::de::DeTable;
 
 pub mod agents;
 mod error;
+pub mod memory;
 pub mod models;
 pub mod serve;
 mod source;

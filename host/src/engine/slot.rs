@@ -508,7 +508,7 @@ pub enum SlotCallError {
 }
 
 /// Finds and loads the library of `id`. Errors are `(operation, reason)`.
-fn resolve_and_load(
+pub(crate) fn resolve_and_load(
     config: &Config,
     id: &str,
     events: &EventSink,

@@ -117,7 +117,11 @@ impl MemorySlot {
     }
 
     fn call<C: Call>(&self, params: C) -> Result<C::Output, String> {
-        let Some(handle) = self.handle.as_ref().filter(|_| self.quarantined().is_none()) else {
+        let Some(handle) = self
+            .handle
+            .as_ref()
+            .filter(|_| self.quarantined().is_none())
+        else {
             return Err(self.why_off());
         };
         handle.call(params).map_err(|e| {
@@ -129,15 +133,16 @@ impl MemorySlot {
 
     /// `memory.search`; a failure is a `disabled` answer with the reason, never an error.
     pub fn search(&self, params: MemorySearchParams) -> MemorySearchResult {
-        self.call(params).unwrap_or_else(|error| MemorySearchResult {
-            disabled: true,
-            warning: Some("Memory search is unavailable.".to_owned()),
-            action: Some(
-                "Answer without long-term memory, and tell the user if it matters.".to_owned(),
-            ),
-            error: Some(error),
-            ..MemorySearchResult::default()
-        })
+        self.call(params)
+            .unwrap_or_else(|error| MemorySearchResult {
+                disabled: true,
+                warning: Some("Memory search is unavailable.".to_owned()),
+                action: Some(
+                    "Answer without long-term memory, and tell the user if it matters.".to_owned(),
+                ),
+                error: Some(error),
+                ..MemorySearchResult::default()
+            })
     }
 
     /// `memory.get`; a failure is a `disabled` answer with the reason.
