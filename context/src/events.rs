@@ -42,6 +42,8 @@ pub enum Event {
     CompactionEnd(CompactionEnd),
     /// An engine prepared a compaction ahead of need (`maintain`), to swap in later.
     CompactionPrepared(CompactionPrepared),
+    /// Before a compaction, durable facts were written to long-term memory.
+    MemoryFlush(MemoryFlush),
     /// Layer 2: tool results were truncated in the session.
     TruncationPass(TruncationPass),
     /// A request went to the model.
@@ -290,6 +292,26 @@ pub struct CompactionPrepared {
     pub background: bool,
     /// Why nothing is ready, when it is not.
     pub why: Option<String>,
+}
+
+/// [`Event::MemoryFlush`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MemoryFlush {
+    /// The compaction cycle it ran in (compactions of the branch so far).
+    pub cycle: u64,
+    /// Why it ran: `tokens` (near the compaction trigger) or `transcriptSize`.
+    pub reason: String,
+    /// The note written to, relative to the workspace (`memory/2026-11-25.md`).
+    pub note: String,
+    /// Bytes appended to it (0: nothing to keep, or the write failed).
+    pub bytes: u64,
+    /// Who wrote it: `model`, or `extractive` (the embedded summariser, with the simulator).
+    pub by: String,
+    /// Model calls it made.
+    pub calls: u32,
+    /// What went wrong, when something did (the flush never fails a turn).
+    pub error: Option<String>,
 }
 
 /// [`Event::TruncationPass`].

@@ -13,6 +13,7 @@ use crate::engine::services::EventSink;
 use crate::engine::slot::{HostResources, resolve_and_load};
 
 pub mod core;
+pub mod flush;
 pub mod slot;
 pub mod tools;
 

@@ -474,4 +474,10 @@ pub trait Provider: Send + Sync {
 
     /// Sends one request and waits for the whole answer, retrying transient failures.
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError>;
+
+    /// True for the embedded simulator, which answers without understanding: work that needs
+    /// a model to write something (a memory note) is done by the embedded summariser instead.
+    fn is_simulated(&self) -> bool {
+        false
+    }
 }

@@ -323,6 +323,10 @@ impl Provider for SimProvider {
         &self.id
     }
 
+    fn is_simulated(&self) -> bool {
+        true
+    }
+
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         lock(&self.log).requests += 1;
         let Some(model) = self.model(&request.model) else {

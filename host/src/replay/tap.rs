@@ -131,6 +131,10 @@ impl Provider for TapProvider {
         self.inner.id()
     }
 
+    fn is_simulated(&self) -> bool {
+        self.inner.is_simulated()
+    }
+
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let result = self.inner.complete(request);
         let prompt_tokens = match &result {

@@ -1,0 +1,237 @@
+//! The pre-compaction memory flush: before a compaction summarises the history away, a
+//! silent turn writes its durable facts to `memory/YYYY-MM-DD.md` in the agent workspace,
+//! where long-term memory finds them again (`prompt-and-memory.md` §2.10; when it is due is
+//! `rampart_context::compaction::flush`).
+//!
+//! - **With a model**, the turn is OpenClaw's: the context as it stands, a system prompt and a
+//!   user prompt that ask for durable facts, and two tools, `read` and `write`, that reach only
+//!   the memory files; `write` appends, and only to today's note. It is silent: its messages
+//!   are never added to the conversation, and the model is told to answer `NO_REPLY` when
+//!   there is nothing to keep.
+//! - **With the simulator**, no model can write notes, so the embedded extractive summariser
+//!   writes one from the same messages, and says so in the note.
+//!
+//! Either way the session gets a `rampart.memoryFlush` custom entry (hidden from the model)
+//! recording the compaction cycle it ran in, so it runs at most once per cycle, in this process
+//! or the next. The workspace file is only ever appended to.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rampart_context::compaction::extractive::ExtractiveSummarizer;
+use rampart_context::compaction::settings::MemoryFlushSettings;
+use rampart_context::compaction::summarizer::SummaryKind;
+use rampart_message::{AgentMessage, ContentBlock, SharedMessage};
+use rampart_sessions::entry::EntryBody;
+use rampart_sessions::tree::SessionTree;
+use serde_json::{Value, json};
+
+use crate::providers::ToolSpec;
+
+/// The custom entry type that records a flush in the session.
+pub const FLUSH_ENTRY: &str = "rampart.memoryFlush";
+
+/// The model's answer when it has nothing to store (OpenClaw's silent token).
+pub const SILENT: &str = "NO_REPLY";
+
+/// Model calls one flush makes at most (each may write once).
+pub const MAX_FLUSH_STEPS: usize = 4;
+
+/// Where today's note goes: `memory/YYYY-MM-DD.md`, the date in the local time zone.
+pub fn note_path(date: chrono::NaiveDate) -> String {
+    format!("memory/{}.md", date.format("%Y-%m-%d"))
+}
+
+/// Today's note path, by the local clock.
+pub fn today_note() -> String {
+    note_path(chrono::Local::now().date_naive())
+}
+
+/// The compaction cycle of the active branch (its compaction entries) and the cycle the last
+/// flush on it ran in (`None`: never).
+pub fn flush_state(tree: &SessionTree) -> (u64, Option<u64>) {
+    let mut compactions = 0u64;
+    let mut flushed = None;
+    for entry in tree.active_branch() {
+        match &entry.body {
+            EntryBody::Compaction(_) => compactions += 1,
+            EntryBody::Custom(c) if c.custom_type == FLUSH_ENTRY => {
+                flushed = c
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("cycle"))
+                    .and_then(Value::as_u64);
+            }
+            _ => {}
+        }
+    }
+    (compactions, flushed)
+}
+
+/// The system prompt of the flush turn.
+pub fn system_prompt(settings: &MemoryFlushSettings, note: &str) -> String {
+    let base = settings.system_prompt.clone().unwrap_or_else(|| {
+        "The conversation is about to be compacted: older messages will be replaced by a \
+         summary. Save what must outlive it to long-term memory now. Usually there is little \
+         or nothing new; then answer NO_REPLY."
+            .to_owned()
+    });
+    with_hints(base, note)
+}
+
+/// The user prompt of the flush turn.
+pub fn user_prompt(settings: &MemoryFlushSettings, note: &str) -> String {
+    let base = settings.prompt.clone().unwrap_or_else(|| {
+        format!(
+            "Pre-compaction memory flush.\n\
+             Append the durable facts of this conversation that a later session will need \
+             (decisions and their reasons, names, identifiers, paths, dates, preferences, open \
+             tasks) to {note}, as short bullet points. Use the write tool on {note} only; it \
+             appends. MEMORY.md, DREAMS.md, SOUL.md, TOOLS.md and AGENTS.md are read-only. Do \
+             not create timestamped variants of the file. If there is nothing to store, reply \
+             with NO_REPLY."
+        )
+    });
+    with_hints(base, note)
+}
+
+/// A custom prompt gets the rules it leaves out (OpenClaw appends the missing hints).
+fn with_hints(text: String, note: &str) -> String {
+    let mut text = text.replace("YYYY-MM-DD", note.trim_start_matches("memory/").trim_end_matches(".md"));
+    if !text.contains(note) {
+        text.push_str(&format!("\nWrite only to {note}, and only by appending."));
+    }
+    if !text.contains(SILENT) {
+        text.push_str("\nIf no user-visible reply is needed, start with NO_REPLY.");
+    }
+    text
+}
+
+/// The two tools of the flush turn.
+pub fn tool_specs(note: &str) -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "write".to_owned(),
+            description: Some(format!(
+                "Append text to {note} (created if missing). No other file can be written."
+            )),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": format!("Must be {note}.")},
+                    "content": {"type": "string", "description": "The text to append."}
+                },
+                "required": ["path", "content"]
+            }),
+        },
+        ToolSpec {
+            name: "read".to_owned(),
+            description: Some("Read a memory file (MEMORY.md or a file under memory/).".to_owned()),
+            parameters: json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"]
+            }),
+        },
+    ]
+}
+
+/// Appends `text` to `note` under `workspace` (directories created), after a newline when the
+/// file does not end with one. Returns the bytes written.
+pub fn append_note(workspace: &Path, note: &str, text: &str) -> std::io::Result<u64> {
+    let path = workspace.join(note);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let needs_newline = std::fs::read(&path)
+        .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
+        .unwrap_or(false);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    let mut body = String::new();
+    if needs_newline {
+        body.push('\n');
+    }
+    body.push_str(text.trim_end());
+    body.push('\n');
+    file.write_all(body.as_bytes())?;
+    file.sync_data()?;
+    Ok(body.len() as u64)
+}
+
+/// Answers one tool call of the flush turn: `write` appends to today's note only, `read` reads
+/// a memory file. The text is what the model is told.
+pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (String, u64) {
+    let path = args.get("path").and_then(Value::as_str).unwrap_or("").trim();
+    match name {
+        "write" if path == note => {
+            let content = args.get("content").and_then(Value::as_str).unwrap_or("");
+            match append_note(workspace, note, content) {
+                Ok(bytes) => (format!("Appended content to {note}."), bytes),
+                Err(e) => (format!("Could not append to {note}: {e}"), 0),
+            }
+        }
+        "write" => (
+            format!("Memory flush writes are restricted to {note}; use that path only."),
+            0,
+        ),
+        "read" if is_memory_file(path) => {
+            let text = std::fs::read_to_string(workspace.join(path)).unwrap_or_default();
+            (text, 0)
+        }
+        "read" => (format!("{path} is not a memory file; only MEMORY.md and memory/*.md can be read here."), 0),
+        other => (format!("The tool {other} is not available in a memory flush."), 0),
+    }
+}
+
+fn is_memory_file(path: &str) -> bool {
+    let plain = !path.contains("..") && !path.starts_with('/');
+    plain
+        && path.ends_with(".md")
+        && (path == "MEMORY.md" || path == "memory.md" || path.starts_with("memory/"))
+}
+
+/// The note the embedded summariser writes from `messages` when no model can.
+pub fn extractive_note(messages: &[SharedMessage], cycle: u64) -> String {
+    let summary = ExtractiveSummarizer::default().summarize_messages(
+        SummaryKind::Chunk { index: 0, of: 1 },
+        messages,
+        None,
+        6_000,
+    );
+    format!(
+        "\n## Saved before compaction {n} (extractive: Rampart's embedded summariser, no model)\n\n{summary}",
+        n = cycle + 1
+    )
+}
+
+/// The tool calls of an answer.
+pub fn tool_calls(message: &AgentMessage) -> Vec<rampart_message::ToolCall> {
+    match message {
+        AgentMessage::Assistant(a) => a
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(c.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Where a flush writes: the workspace, and the note in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlushTarget {
+    /// The agent workspace.
+    pub workspace: PathBuf,
+    /// `memory/YYYY-MM-DD.md`.
+    pub note: String,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "flush_tests.rs"]
+mod tests;
