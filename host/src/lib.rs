@@ -9,6 +9,7 @@ pub mod engine;
 pub mod eval;
 pub mod models;
 pub mod persist;
+pub mod prompt;
 pub mod prose;
 pub mod providers;
 pub mod replay;
