@@ -234,3 +234,16 @@ fn shares_are_of_the_window_and_of_the_budget() {
     assert_eq!(user.window_percent, expected(32_000.0));
     assert_eq!(user.budget_percent, expected(20_000.0));
 }
+
+/// The run loop places the engine's addition in the prompt's text; the builder places it in
+/// the parts. Both give the same text, so a prompt with an addition is still listed part by
+/// part.
+#[test]
+fn the_run_loops_addition_and_the_builders_agree() {
+    let addition = "Engine notes:\r\n- 3 facts recalled  \n";
+    let placed = crate::run::with_addition(Some(&built(None).text), Some(addition)).unwrap();
+    let rebuilt = built(Some(addition));
+    assert_eq!(placed, rebuilt.text);
+    let view = breakdown(&preview(Some(placed)), Some(&rebuilt));
+    assert!(tokens_of(&view, "engine-addition") > 0);
+}
