@@ -10,6 +10,7 @@ pub mod eval;
 pub mod memory;
 pub mod models;
 pub mod persist;
+pub mod prompt;
 pub mod prose;
 pub mod providers;
 pub mod replay;

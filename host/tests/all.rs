@@ -8,6 +8,7 @@ mod architecture;
 mod compaction_e2e;
 mod concurrency_e2e;
 mod config_e2e;
+mod context_show_e2e;
 mod damaged_library_e2e;
 mod engines_e2e;
 mod eval_e2e;

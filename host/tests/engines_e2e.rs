@@ -362,7 +362,8 @@ fn engines_check_reports_or_explains() {
     assert!(ok.status.success(), "{}", text(&ok));
     let t = text(&ok);
     assert!(
-        t.contains("id:          window") && t.contains("api version: 1.0.0"),
+        t.contains("id:          window")
+            && t.contains(&format!("api version: {}", rampart_engine_api::API_VERSION)),
         "{t}"
     );
 

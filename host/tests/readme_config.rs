@@ -122,3 +122,45 @@ fn the_readme_states_the_defaults_the_code_defines() {
         );
     }
 }
+
+/// The reference block of the README's "Configuration" section parses, and the system
+/// prompt's keys in it mean what the comments say.
+#[test]
+fn the_readme_configuration_block_is_a_valid_config_with_the_prompt_keys() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme
+        .split("\n## Configuration\n")
+        .nth(1)
+        .expect("a Configuration section");
+    let block = section.split("```toml\n").nth(1).expect("a toml block");
+    let text = block.split("```").next().unwrap();
+    let config = config::parse(text, Path::new("/etc/rampart/plugins.toml")).unwrap();
+    let defaults = &config.agent_defaults;
+    assert_eq!(defaults.user_timezone.as_deref(), Some("Europe/Berlin"));
+    assert_eq!(defaults.bootstrap_limits.per_file(), 20_000);
+    assert_eq!(defaults.bootstrap_limits.total(), 150_000);
+    assert_eq!(
+        defaults.bootstrap_truncation_warning,
+        rampart_prompt::TruncationWarningMode::Always
+    );
+    assert!(defaults.system_prompt_override.is_none());
+    assert!(
+        defaults
+            .workspace_dir(config.source_file.as_deref(), Path::new("/data/sessions"))
+            .ends_with("agent")
+    );
+
+    // The [serve] block's systemPrompt is the default it states.
+    let serve = readme
+        .split("\n### Configuration: `[serve]`\n")
+        .nth(1)
+        .and_then(|s| s.split("```toml\n").nth(1))
+        .and_then(|b| b.split("```").next())
+        .expect("the [serve] block");
+    let config = config::parse(serve, Path::new("README.md")).unwrap();
+    assert_eq!(
+        config.serve.system_prompt,
+        rampart_host::config::serve::SystemPromptSource::Client
+    );
+}

@@ -9,6 +9,7 @@
 //!   with the host they share in [`session_host`];
 //! - [`serve`]: the OpenAI- and Anthropic-compatible proxy;
 //! - [`memory`]: `memory index|search|get|status`, long-term memory for people.
+//! - [`context_show`]: `context show`, what is in a session's window.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use crate::engine::services::EventSink;
 
 pub mod compact;
 pub mod config_check;
+pub mod context_show;
 pub mod engines;
 pub mod eval;
 pub mod markdown;
@@ -33,6 +35,7 @@ pub mod sessions_doctor;
 pub mod sessions_import;
 
 pub use config_check::ConfigCommand;
+pub use context_show::ContextCommand;
 pub use engines::EnginesCommand;
 pub use replay::ReplayArgs;
 pub use sessions::SessionsCommand;
@@ -102,6 +105,10 @@ pub enum Command {
         #[arg(long, value_name = "KEY", default_value = run::DEFAULT_SESSION_KEY)]
         session: String,
     },
+    /// What is in a session's window: the request its next turn would send, and what each
+    /// part of it costs.
+    #[command(subcommand)]
+    Context(ContextCommand),
     /// Serve an OpenAI- and Anthropic-compatible API that manages each conversation's context
     /// and forwards to the configured model.
     Serve {
@@ -220,6 +227,14 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             let (_, config) = load_config(cli.global.config)?;
             let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
             serve::serve(config, store, events, listen, out, &mut std::io::stderr())
+        }
+        Command::Context(cmd) => {
+            let events = event_sink(cli.global.events.as_deref())?;
+            let (_, config) = load_config(cli.global.config)?;
+            // Read-only: `context show` writes nothing, not even the sessions directory.
+            let store = sessions::open_store_read_only(cli.global.sessions_dir.as_deref())?;
+            let mut err = std::io::stderr();
+            context_show::run(cmd, &config, &store, events, out, &mut err)
         }
         Command::EngineHost => Ok(crate::engine::engine_host::serve()),
         Command::Memory(cmd) => {

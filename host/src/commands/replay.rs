@@ -53,6 +53,10 @@ pub struct ReplayArgs {
     /// For a file holding several sessions: which one to replay, from 1 [default: 1].
     #[arg(long, value_name = "N")]
     pub session_index: Option<usize>,
+    /// Send the system prompt Rampart builds from the agent workspace (as `rampart run`
+    /// does) instead of the one the transcript recorded.
+    #[arg(long)]
+    pub rebuild_prompt: bool,
 }
 
 impl ReplayArgs {
@@ -73,6 +77,7 @@ impl ReplayArgs {
             keep: self.keep,
             stop_on_error: self.stop_on_error,
             session_index: self.session_index,
+            rebuild_prompt: self.rebuild_prompt,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! `rampart run "PROMPT" [--session KEY]`: one real turn against the configured model, in a
 //! persisted session, inside the session's lane ([`rampart_sessions::lanes`]) so that two
-//! commands on one session in one process never interleave.
+//! commands on one session in one process never interleave. The system prompt is built from
+//! the agent workspace ([`crate::prompt::PromptAssembler`]); a workspace file cut to its
+//! budget is said at the end of the user's message.
 //!
 //! Exit codes: 0 on success; 1 when the turn did not happen (the message on stderr says why and
 //! what to do).
@@ -14,6 +16,8 @@ use rampart_sessions::store::{SessionStore, now_unix_ms};
 use super::session_host::{hint, host_with_memory, open_or_create, reply_text};
 use crate::config::Config;
 use crate::engine::services::EventSink;
+use crate::prompt::PromptAssembler;
+use crate::run::RunSettings;
 
 /// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
 pub const DEFAULT_SESSION_KEY: &str = "main";
@@ -48,8 +52,23 @@ pub fn run_prompt(
             )?;
             return Ok(1);
         }
-        let mut runner = host.runner(config, store, &events, &session, Some(&key))?;
-        let user = AgentMessage::user_text(prompt, now_unix_ms());
+        // The system prompt, built from the workspace for this session and model; a cut
+        // workspace file is said in the user's message, which is what the warning is about.
+        let mut settings = RunSettings::from_config(config)?;
+        if host.memory.is_on() {
+            // The model is offered the memory tools (and the prompt says how to use them);
+            // `rampart run` answers them itself.
+            settings.forwarded.tools = crate::memory::tools::tool_specs();
+        }
+        let assembler = PromptAssembler::new(config, store.dir());
+        settings.system_prompt = Some(assembler.build_for_run(&key, &settings).text);
+        // The built prompt's prefix is the same turn after turn: a provider with prompt-cache
+        // breakpoints (Anthropic) gets one on it and on the last message, as `serve` does.
+        settings.forwarded.prompt_cache = true;
+        let user_text = assembler.user_text(&key, prompt);
+        let mut runner =
+            host.runner_with(config, store, &events, &session, Some(&key), settings)?;
+        let user = AgentMessage::user_text(user_text, now_unix_ms());
         let result = tool_loop(&mut runner, &mut session, user, &host.memory, &key);
         let finished = runner.finish_turn(&mut session);
         // A turn is acknowledged only once it is on disk: a failed sync (a full disk) is an

@@ -79,11 +79,20 @@ impl Host {
         session: &Session,
         key: Option<&str>,
     ) -> anyhow::Result<Runner<'a>> {
-        let mut settings = RunSettings::from_config(config)?;
-        if self.memory.is_on() {
-            // The model is offered the memory tools; `rampart run` answers them itself.
-            settings.forwarded.tools = crate::memory::tools::tool_specs();
-        }
+        let settings = RunSettings::from_config(config)?;
+        self.runner_with(config, store, events, session, key, settings)
+    }
+
+    /// [`Host::runner`] with `settings` instead of the config's.
+    pub(super) fn runner_with<'a>(
+        &'a self,
+        config: &'a Config,
+        store: &'a SessionStore,
+        events: &EventSink,
+        session: &Session,
+        key: Option<&str>,
+        settings: RunSettings,
+    ) -> anyhow::Result<Runner<'a>> {
         let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
         let mut runner = Runner::new(
             config,

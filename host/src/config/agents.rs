@@ -308,25 +308,24 @@ impl AgentDefaults {
         config_file: Option<&std::path::Path>,
         sessions_dir: &std::path::Path,
     ) -> std::path::PathBuf {
-        let data_dir = || {
-            sessions_dir
-                .parent()
-                .map_or_else(|| sessions_dir.to_path_buf(), std::path::Path::to_path_buf)
-        };
         let Some(written) = &self.workspace else {
-            return data_dir().join("workspace");
+            let data_dir = sessions_dir
+                .parent()
+                .map_or_else(|| sessions_dir.to_path_buf(), std::path::Path::to_path_buf);
+            return data_dir.join("workspace");
         };
-        if let Ok(rest) = written.strip_prefix("~")
-            && let Some(home) = directories::BaseDirs::new()
-        {
-            return home.home_dir().join(rest);
-        }
-        if written.is_absolute() {
-            return written.clone();
-        }
-        config_file
-            .and_then(std::path::Path::parent)
-            .map_or_else(|| written.clone(), |dir| dir.join(written))
+        resolve_written_path(written, config_file)
+    }
+
+    /// `repoRoot` as a path, read like `workspace` (against the config file's directory, `~/`
+    /// against the home directory); `None` when it is not set.
+    pub fn repo_root_dir(
+        &self,
+        config_file: Option<&std::path::Path>,
+    ) -> Option<std::path::PathBuf> {
+        self.repo_root
+            .as_ref()
+            .map(|written| resolve_written_path(written, config_file))
     }
 
     /// The models to try, in order: the primary (or `default` when none is named), then the
@@ -336,6 +335,25 @@ impl AgentDefaults {
         out.extend(self.fallbacks.iter().cloned());
         out
     }
+}
+
+/// A path as written in the config: `~/` against the home directory, a relative one against
+/// the config file's directory (as written when there is no file).
+fn resolve_written_path(
+    written: &std::path::Path,
+    config_file: Option<&std::path::Path>,
+) -> std::path::PathBuf {
+    if let Ok(rest) = written.strip_prefix("~")
+        && let Some(home) = directories::BaseDirs::new()
+    {
+        return home.home_dir().join(rest);
+    }
+    if written.is_absolute() {
+        return written.to_path_buf();
+    }
+    config_file
+        .and_then(std::path::Path::parent)
+        .map_or_else(|| written.to_path_buf(), |dir| dir.join(written))
 }
 
 /// A string setting of `agents.defaults`, trimmed; `None` when absent or blank.

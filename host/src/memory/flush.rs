@@ -97,7 +97,10 @@ pub fn user_prompt(settings: &MemoryFlushSettings, note: &str) -> String {
 
 /// A custom prompt gets the rules it leaves out (OpenClaw appends the missing hints).
 fn with_hints(text: String, note: &str) -> String {
-    let mut text = text.replace("YYYY-MM-DD", note.trim_start_matches("memory/").trim_end_matches(".md"));
+    let mut text = text.replace(
+        "YYYY-MM-DD",
+        note.trim_start_matches("memory/").trim_end_matches(".md"),
+    );
     if !text.contains(note) {
         text.push_str(&format!("\nWrite only to {note}, and only by appending."));
     }
@@ -164,7 +167,11 @@ pub fn append_note(workspace: &Path, note: &str, text: &str) -> std::io::Result<
 /// Answers one tool call of the flush turn: `write` appends to today's note only, `read` reads
 /// a memory file. The text is what the model is told.
 pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (String, u64) {
-    let path = args.get("path").and_then(Value::as_str).unwrap_or("").trim();
+    let path = args
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
     match name {
         "write" if path == note => {
             let content = args.get("content").and_then(Value::as_str).unwrap_or("");
@@ -181,8 +188,16 @@ pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (S
             let text = std::fs::read_to_string(workspace.join(path)).unwrap_or_default();
             (text, 0)
         }
-        "read" => (format!("{path} is not a memory file; only MEMORY.md and memory/*.md can be read here."), 0),
-        other => (format!("The tool {other} is not available in a memory flush."), 0),
+        "read" => (
+            format!(
+                "{path} is not a memory file; only MEMORY.md and memory/*.md can be read here."
+            ),
+            0,
+        ),
+        other => (
+            format!("The tool {other} is not available in a memory flush."),
+            0,
+        ),
     }
 }
 

@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
-use super::text::{as_user_text, other_block_text};
+use super::text::{as_user_text, other_block_text, wire_system};
 use super::{
     DeltaSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings, StreamDelta,
 };
@@ -102,7 +102,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
         "stream": true,
     });
     if let Some(system) = &request.system {
-        body["system"] = json!(system);
+        body["system"] = system_value(system);
     }
     if request.forwarded.prompt_cache {
         if client.any() && (marked > 0 || client.system) {
@@ -152,15 +152,37 @@ fn mark_prompt_cache(body: &mut Value) {
     }
 }
 
-/// A `cache_control` breakpoint on the system prompt.
+/// The system prompt as Anthropic takes it ([`wire_system`]): one string, or, when Rampart's
+/// builder marked where the stable prefix ends, two text blocks (the prefix, then the part
+/// that changes from turn to turn), so that a breakpoint on the first caches the prefix alone.
+fn system_value(system: &str) -> Value {
+    let blocks = wire_system(system).blocks();
+    match blocks.as_slice() {
+        [one] => json!(one),
+        _ => Value::Array(
+            blocks
+                .iter()
+                .map(|text| json!({"type": "text", "text": text}))
+                .collect(),
+        ),
+    }
+}
+
+/// A `cache_control` breakpoint on the system prompt: on its first block, the stable prefix,
+/// when it is in blocks (the suffix after it changes per turn and would miss the cache).
 fn mark_system(body: &mut Value) {
-    if let Some(system) = body
-        .get("system")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-    {
-        body["system"] =
-            json!([{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]);
+    let ephemeral = json!({"type": "ephemeral"});
+    match body.get_mut("system") {
+        Some(Value::String(system)) => {
+            let system = std::mem::take(system);
+            body["system"] = json!([{"type": "text", "text": system, "cache_control": ephemeral}]);
+        }
+        Some(Value::Array(blocks)) => {
+            if let Some(first) = blocks.first_mut().and_then(Value::as_object_mut) {
+                first.insert("cache_control".to_owned(), ephemeral);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -748,6 +770,44 @@ mod tests {
         let body = cached_request(turns, client);
         assert_eq!(marks(&body), vec![0]);
         assert!(body["system"].is_string(), "{body}");
+    }
+
+    /// A built prompt reaches Anthropic as two text blocks, split where the builder's marker
+    /// was: the stable prefix carries the breakpoint, the per-turn suffix does not, and the
+    /// marker itself is in neither.
+    #[test]
+    fn a_marked_system_prompt_is_two_blocks_with_the_breakpoint_on_the_first() {
+        let system = format!(
+            "You are a personal assistant.\n# Project Context{}## Runtime\nRuntime: thinking=off",
+            rampart_prompt::CACHE_BOUNDARY
+        );
+        let mut request = ModelRequest {
+            model: "m".into(),
+            system: Some(system),
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+            forwarded: crate::providers::Forwarded {
+                prompt_cache: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let body = request_body(&request);
+        let blocks = body["system"].as_array().unwrap();
+        assert_eq!(blocks.len(), 2, "{body}");
+        assert_eq!(
+            blocks[0]["text"],
+            "You are a personal assistant.\n# Project Context"
+        );
+        assert_eq!(blocks[0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(blocks[1]["text"], "## Runtime\nRuntime: thinking=off");
+        assert!(blocks[1].get("cache_control").is_none(), "{body}");
+        assert!(!body.to_string().contains("RAMPART_CACHE_BOUNDARY"));
+
+        // Without prompt caching the blocks stay, unmarked.
+        request.forwarded.prompt_cache = false;
+        let body = request_body(&request);
+        assert_eq!(body["system"].as_array().unwrap().len(), 2);
+        assert!(!body.to_string().contains("cache_control"), "{body}");
     }
 
     #[test]

@@ -73,7 +73,10 @@ pub fn wire_messages(messages: &[SharedMessage]) -> std::borrow::Cow<'_, [Shared
 pub struct ModelRequest {
     /// The provider's model id (the part after `provider/`).
     pub model: String,
-    /// The system prompt, with the engine's `systemPromptAddition` already prepended.
+    /// The system prompt, with the engine's `systemPromptAddition` already placed (right after
+    /// the builder's cache marker, or first when there is none). It may hold the marker
+    /// ([`rampart_prompt::CACHE_BOUNDARY`]): each provider sends it through
+    /// [`text::wire_system`], so no model sees it.
     pub system: Option<String>,
     /// The conversation in pi's message format.
     pub messages: Vec<SharedMessage>,
@@ -239,6 +242,21 @@ pub struct ToolSpec {
     pub description: Option<String>,
     /// The JSON schema of its arguments.
     pub parameters: serde_json::Value,
+}
+
+impl ToolSpec {
+    /// The text a tool's schema is counted as: its name, description and parameters as
+    /// compact JSON. Why this form: each wire wraps the same three fields in its own few keys,
+    /// and one form for every wire keeps the run loop's count, the precheck and `rampart
+    /// context show` in agreement.
+    pub fn counted_text(&self) -> String {
+        serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        })
+        .to_string()
+    }
 }
 
 /// A key a client sent (`Authorization: Bearer …` or `x-api-key`). Its `Debug` prints `***`,

@@ -4,7 +4,7 @@
 //! a real provider makes that slow, costly and unrepeatable. The simulator behaves like a model
 //! with a given window, which is what the defences care about:
 //!
-//! - it counts every prompt (system prompt plus messages) with the model's tokenizer
+//! - it counts every prompt (system prompt, messages and tool schemas) with the model's tokenizer
 //!   (`tokenizer` of the model entry: `estimate` by default, or `o200k_base`, `cl100k_base`,
 //!   `calibrated`), using the shared [`TokenCounter`] the host and engines budget with. One
 //!   counter per model, built once, so an unchanged history costs one memo lookup per message;
@@ -333,13 +333,24 @@ impl Provider for SimProvider {
             tracing::warn!(provider = %self.id, model = %request.model, "unknown simulated model");
             return Err(self.unknown_model(&request.model));
         };
-        let system = request
-            .system
-            .as_deref()
-            .map_or(0, |s| model.counter.count_text(s));
+        // Counted as a provider without cache breakpoints receives it: the marker stripped.
+        let system = request.system.as_deref().map_or(0, |s| {
+            model
+                .counter
+                .count_text(&super::text::wire_system(s).text())
+        });
         // What a real provider's adapter would send, not what the run loop handed over.
         let sent = super::wire_messages(&request.messages);
-        let prompt_tokens = system.saturating_add(model.counter.count_total(&sent));
+        // The tool schemas count as the run loop counts them (`ToolSpec::counted_text`).
+        let tools: u64 = request
+            .forwarded
+            .tools
+            .iter()
+            .map(|t| model.counter.count_text(&t.counted_text()))
+            .sum();
+        let prompt_tokens = system
+            .saturating_add(model.counter.count_total(&sent))
+            .saturating_add(tools);
         {
             let mut log = lock(&self.log);
             log.last_prompt_tokens = Some(prompt_tokens);

@@ -85,3 +85,51 @@ pub fn as_user_text(message: &AgentMessage) -> Option<String> {
         AgentMessage::Other(map) => Value::Object(map.clone()).to_string(),
     })
 }
+
+/// A system prompt as a wire carries it: Rampart's cache marker
+/// ([`rampart_prompt::CACHE_BOUNDARY`]) is a sentinel between the prompt builder and the
+/// providers, and reaches no model. Every provider sends the system prompt through this, the
+/// one choke point: a wire with prompt-cache breakpoints (Anthropic) takes the two halves
+/// ([`WireSystem::blocks`]), every other wire (OpenAI-style, the simulator) and every count
+/// of the prompt the text with the marker stripped ([`WireSystem::text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireSystem<'a> {
+    raw: &'a str,
+}
+
+/// The system prompt `raw` as the wire carries it (see [`WireSystem`]).
+pub fn wire_system(raw: &str) -> WireSystem<'_> {
+    WireSystem { raw }
+}
+
+impl<'a> WireSystem<'a> {
+    /// The prompt as one text, each marker replaced by a newline: what a wire without cache
+    /// breakpoints sends, and what the run loop and the simulator count.
+    pub fn text(&self) -> std::borrow::Cow<'a, str> {
+        if self.raw.contains(rampart_prompt::CACHE_BOUNDARY) {
+            std::borrow::Cow::Owned(rampart_prompt::strip_cache_boundary(self.raw))
+        } else {
+            std::borrow::Cow::Borrowed(self.raw)
+        }
+    }
+
+    /// The prompt as text blocks: the stable prefix (what a breakpoint caches) and the
+    /// dynamic suffix after the marker, or the one text when there is no marker or a half
+    /// would be blank (a wire rejects blank text blocks).
+    pub fn blocks(&self) -> Vec<std::borrow::Cow<'a, str>> {
+        match rampart_prompt::split_at_cache_boundary(self.raw) {
+            Some((stable, dynamic)) if !stable.trim().is_empty() && !dynamic.trim().is_empty() => {
+                vec![
+                    std::borrow::Cow::Borrowed(stable),
+                    std::borrow::Cow::Borrowed(dynamic),
+                ]
+            }
+            _ => vec![self.text()],
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "text_tests.rs"]
+mod tests;

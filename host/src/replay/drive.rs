@@ -26,6 +26,7 @@ use crate::engine::slot::{
     EngineSlot, HostResources, RequiredEngineFailed, SlotCallError, SlotState,
 };
 use crate::models::guard_models;
+use crate::prompt::PromptAssembler;
 use crate::providers::registry::{Providers, RegistryError, SIM_PROVIDER_ID};
 use crate::providers::sim::SimProvider;
 use crate::run::llm::ProvidersLlm;
@@ -141,6 +142,8 @@ pub struct Replayer<'a> {
     slot: EngineSlot,
     /// Whether requests carry their wire body ([`Replayer::recording_wire`]).
     record_wire: bool,
+    /// Builds the system prompt instead of the recorded one ([`Replayer::rebuilding_prompt`]).
+    prompt: Option<&'a PromptAssembler>,
 }
 
 impl std::fmt::Debug for Replayer<'_> {
@@ -196,6 +199,7 @@ impl<'a> Replayer<'a> {
             sim,
             slot,
             record_wire: false,
+            prompt: None,
         })
     }
 
@@ -203,6 +207,13 @@ impl<'a> Replayer<'a> {
     /// would send (`RequestRecord::wire`), for `--requests-out` and for checks of the wire.
     pub fn recording_wire(mut self, yes: bool) -> Self {
         self.record_wire = yes;
+        self
+    }
+
+    /// Sends the system prompt `prompt` builds for the replay's session (`--rebuild-prompt`)
+    /// instead of the one the transcript recorded.
+    pub fn rebuilding_prompt(mut self, prompt: Option<&'a PromptAssembler>) -> Self {
+        self.prompt = prompt;
         self
     }
 
@@ -255,7 +266,11 @@ impl<'a> Replayer<'a> {
         session.hold(self.config.session.write_lock_timeout)?;
 
         let mut settings = RunSettings::from_config(self.config)?;
-        settings.system_prompt = recorded.system_prompt.clone();
+        settings.system_prompt = match self.prompt {
+            Some(prompt) => Some(prompt.build_for_run(&key, &settings).text),
+            None => recorded.system_prompt.clone(),
+        };
+        let system_prompt = settings.system_prompt.clone();
         let tap = TapSource::new(self.providers.as_ref()).recording_wire(self.record_wire);
         let run_events = RunEvents::new(self.events.clone(), Some(session.header().id.clone()));
         // A replay lives on across its calls, as an agent's host would: compactions are
@@ -297,8 +312,11 @@ impl<'a> Replayer<'a> {
             subagent: subagent.map(str::to_owned),
             last_request: None,
         };
-        if let Some(system) = &recorded.system_prompt {
-            walk.full_tokens += walk.counter.count_text(system);
+        // The whole history as sent without the engine: with the prompt the replay sends.
+        if let Some(system) = &system_prompt {
+            walk.full_tokens += walk
+                .counter
+                .count_text(&crate::providers::text::wire_system(system).text());
         }
 
         let mut pending_user: Option<SharedMessage> = None;

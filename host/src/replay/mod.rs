@@ -16,7 +16,8 @@
 //!   history is the active branch (leaf to root), every message on it, ignoring the recording's
 //!   own compactions (the engine under test decides its own). A recorded system prompt
 //!   (imported formats keep it as an `import.system-prompt` entry) becomes the run's system
-//!   prompt. A file holding several sessions replays the one `--session-index` picks (default
+//!   prompt; with `--rebuild-prompt` the prompt Rampart builds from the agent workspace
+//!   replaces it (as `rampart run` would send it). A file holding several sessions replays the one `--session-index` picks (default
 //!   the first).
 //! - **Calls.** Each recorded assistant message is one model call: it is queued on the
 //!   simulator, then the run loop makes the call (`run_turn` with the pending user message for
@@ -94,6 +95,8 @@ pub struct ReplayOptions {
     pub stop_on_error: bool,
     /// Which session of a multi-session file to replay (from 1).
     pub session_index: Option<usize>,
+    /// Send Rampart's built system prompt instead of the recorded one.
+    pub rebuild_prompt: bool,
 }
 
 /// Runs `rampart replay`: the table (or JSON) on `out`, the files asked for, the exit code.
@@ -162,8 +165,18 @@ pub fn run_command(
         Some(_) => EngineChoice::Requested,
         None => EngineChoice::Configured,
     };
+    // The workspace is the user's agent's (beside the real sessions directory, or as the
+    // config names it), not one beside the replay's temporary directory.
+    let assembler = options.rebuild_prompt.then(|| {
+        let sessions = sessions_dir
+            .map(Path::to_path_buf)
+            .or_else(rampart_sessions::store::default_sessions_dir)
+            .unwrap_or_else(|| PathBuf::from("sessions"));
+        crate::prompt::PromptAssembler::new(&config, &sessions)
+    });
     let replayer = Replayer::new(&config, &profile, window, &place, events, choice)?
-        .recording_wire(requests_out.is_some());
+        .recording_wire(requests_out.is_some())
+        .rebuilding_prompt(assembler.as_ref());
     let quarantine = replayer.quarantine_line();
     if let Some(q) = &quarantine {
         screen.note(&format!("warning: {q}"));

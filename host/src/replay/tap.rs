@@ -147,10 +147,10 @@ impl Provider for TapProvider {
                 ..
             }) => *n,
             Err(_) => {
-                let system = request
-                    .system
-                    .as_deref()
-                    .map_or(0, |s| self.counter.count_text(s));
+                let system = request.system.as_deref().map_or(0, |s| {
+                    self.counter
+                        .count_text(&crate::providers::text::wire_system(s).text())
+                });
                 system + self.counter.count_total(&wire_messages(&request.messages))
             }
         };

@@ -174,7 +174,9 @@ impl ModelSource for crate::providers::registry::Providers {
 pub struct RunSettings {
     /// The models to try: the primary first, then the fallbacks.
     pub candidates: Vec<ModelName>,
-    /// The system prompt before the engine's addition.
+    /// The system prompt before the engine's addition (`rampart run` builds it with
+    /// [`crate::prompt::PromptAssembler`]; `rampart serve` takes it per `serve.systemPrompt`).
+    /// It may hold the builder's cache marker, which no model sees.
     pub system_prompt: Option<String>,
     /// `agents.defaults.compaction`: the precheck's reserve comes from it, per model
     /// ([`CompactionSettings::reserve_for`]: scaled to the window and the model's output cap).
@@ -369,6 +371,8 @@ pub struct Runner<'a> {
     /// Whether the engine is asked to prepare compactions ahead of need
     /// ([`Runner::preparing_compactions`]).
     prepares_compactions: bool,
+    /// The tool schemas' tokens, with the counting mode they were counted in.
+    tool_tokens: Option<(CountMode, u64)>,
 }
 
 /// The registry entry a runner keeps up to date, and the changes not yet written to it.
@@ -440,6 +444,80 @@ struct Prepared {
     estimated: u64,
 }
 
+/// An attempt's request before the precheck: what [`Runner::assemble_attempt`] made.
+struct Assembled {
+    list: MessageList,
+    system: Option<String>,
+    /// The engine's `systemPromptAddition`, when it gave one.
+    addition: Option<String>,
+    /// The tokens of the tool schemas in `tokens`.
+    tool_tokens: u64,
+    /// The request's count ([`request_tokens`]).
+    tokens: u64,
+    /// The tool-loop guard's overflow text: the request cannot be sent as it is.
+    loop_overflow: Option<String>,
+}
+
+/// What the next attempt would send ([`Runner::preview`]), with the figures the run loop
+/// decides on.
+#[derive(Debug, Clone)]
+pub struct Preview {
+    /// The model layer 1 chose.
+    pub model: ModelName,
+    /// Its window.
+    pub window: u64,
+    /// How the request is counted.
+    pub count_mode: CountMode,
+    /// The wire family, which picks the request body's form.
+    pub family: hygiene::Provider,
+    /// The prompt budget the precheck holds the request to: the window less the reserve,
+    /// over the precheck's safety factor, so in the units of `tokens` (what the engine's
+    /// `assemble` is given as its budget too).
+    pub budget: u64,
+    /// The reserve the precheck applies (for the answer and the next turn's growth).
+    pub reserve: u64,
+    /// What the precheck would decide (`fits`, `compact_only`, …).
+    pub route: String,
+    /// The request's tokens as the run loop counts them ([`request_tokens`]).
+    pub tokens: u64,
+    /// The tokens of the tool schemas, part of `tokens`.
+    pub tool_tokens: u64,
+    /// The engine's `systemPromptAddition`, already placed in `request.system`.
+    pub addition: Option<String>,
+    /// Why the tool-loop guard would not let the request through as it is, if it would not.
+    pub loop_overflow: Option<String>,
+    /// The request as the provider would be handed it.
+    pub request: ModelRequest,
+}
+
+/// The system prompt with the engine's `systemPromptAddition`, placed by
+/// [`rampart_prompt::insert_addition`]: right after the builder's cache marker, so the cached
+/// prefix does not change with it (first, with no marker). The one place an addition joins
+/// the prompt.
+pub fn with_addition(system: Option<&str>, addition: Option<&str>) -> Option<String> {
+    let addition = addition.map(str::trim).filter(|a| !a.is_empty());
+    match (system, addition) {
+        (Some(system), Some(addition)) => Some(rampart_prompt::insert_addition(system, addition)),
+        (None, Some(addition)) => Some(rampart_prompt::marker::normalize_addition(addition)),
+        (system, None) => system.map(str::to_string),
+    }
+}
+
+/// A request's tokens as the run loop counts them, and the precheck and `rampart context
+/// show` with it: the system prompt as the wire carries it (the cache marker stripped), every
+/// message, and the tool schemas (`tool_tokens`, [`crate::providers::ToolSpec::counted_text`]).
+pub fn request_tokens(
+    counter: &TokenCounter,
+    system: Option<&str>,
+    list: &[SharedMessage],
+    tool_tokens: u64,
+) -> u64 {
+    let system = system.map_or(0, |s| {
+        counter.count_text(&crate::providers::text::wire_system(s).text())
+    });
+    system + counter.count_total(list) + tool_tokens
+}
+
 /// What the precheck and the guards decided for an attempt.
 enum Decision {
     Send(Prepared),
@@ -477,6 +555,7 @@ impl<'a> Runner<'a> {
             now_override: None,
             records_cache_touch: config.agent_defaults.pruning.is_some(),
             prepares_compactions: false,
+            tool_tokens: None,
         }
     }
 
@@ -915,14 +994,91 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Steps 2–5 of an attempt: history, hygiene, assemble, hygiene, tool-loop guard,
-    /// precheck.
+    /// Steps 2–5 of an attempt: the request ([`Runner::assemble_attempt`]), then the tool-loop
+    /// guard's verdict and the precheck, which may truncate tool results in the session.
     fn prepare(
         &mut self,
         session: &mut Session,
         resolved: &ResolvedModel,
         counter: &TokenCounter,
     ) -> Result<Decision, TurnError> {
+        let window = resolved.context_window;
+        let assembled = self.assemble_attempt(session, resolved, counter)?;
+        if let Some(text) = assembled.loop_overflow {
+            return Ok(Decision::Overflow {
+                text,
+                compact_then_truncate: false,
+            });
+        }
+        let outcome = self.precheck_of(resolved, &assembled.list, assembled.tokens);
+        self.events.emit(Event::PrecheckRoute(PrecheckRoute {
+            route: outcome.route.as_str().to_string(),
+            estimated: outcome.estimated,
+            window,
+            overflow_tokens: outcome.overflow_tokens,
+            budget_tokens: (outcome.prompt_budget_before_reserve as f64 / PRE_PROMPT_SAFETY_FACTOR)
+                .floor() as u64,
+        }));
+        use rampart_context::guards::precheck::Route;
+        match outcome.route {
+            Route::Fits => Ok(Decision::Send(Prepared {
+                list: assembled.list,
+                system: assembled.system,
+                estimated: assembled.tokens,
+            })),
+            Route::TruncateToolResultsOnly => {
+                if self.truncate_in_session(session, window)? {
+                    Ok(Decision::Retry)
+                } else {
+                    Ok(Decision::Overflow {
+                        text: outcome.error_message().unwrap_or_default().to_string(),
+                        compact_then_truncate: false,
+                    })
+                }
+            }
+            Route::CompactOnly | Route::CompactThenTruncate => Ok(Decision::Overflow {
+                text: outcome.error_message().unwrap_or_default().to_string(),
+                compact_then_truncate: outcome.route == Route::CompactThenTruncate,
+            }),
+        }
+    }
+
+    /// The precheck over a request of `tokens` (the run loop's count) and its messages.
+    fn precheck_of(
+        &self,
+        resolved: &ResolvedModel,
+        list: &MessageList,
+        tokens: u64,
+    ) -> rampart_context::guards::precheck::PrecheckOutcome {
+        let window = resolved.context_window;
+        let estimated = (tokens as f64 * PRE_PROMPT_SAFETY_FACTOR).ceil() as u64;
+        let potential = estimate_tool_result_reduction_potential_capped(
+            list,
+            window,
+            self.settings.tool_result_max_chars,
+        );
+        precheck(&PrecheckInput {
+            estimated_tokens: estimated,
+            context_window: window,
+            reserve_tokens: self
+                .settings
+                .compaction
+                .reserve_for(window, resolved.max_output_tokens),
+            tool_result_reducible_chars: potential.max_reducible_chars as u64,
+        })
+    }
+
+    /// Steps 2–4 of an attempt, which change nothing in the session: the history with the
+    /// last compaction applied, hygiene, the engine's `assemble`, hygiene again, the system
+    /// prompt with the engine's addition, the caps on executed tool arguments, the tool-loop
+    /// guard, and the request's count. Shared by [`Runner::run_turn`] and
+    /// [`Runner::preview`], so that what `rampart context show` prints is what a turn sends.
+    fn assemble_attempt(
+        &mut self,
+        session: &Session,
+        resolved: &ResolvedModel,
+        counter: &TokenCounter,
+    ) -> Result<Assembled, TurnError> {
         let window = resolved.context_window;
         let model = &resolved.model_ref();
         let history = session.context().into_list();
@@ -979,11 +1135,7 @@ impl<'a> Runner<'a> {
                 report: serde_json::to_value(&report).unwrap_or_default(),
             }));
         }
-        let system = match (addition, &self.settings.system_prompt) {
-            (Some(a), Some(s)) if !a.is_empty() => Some(format!("{a}\n\n{s}")),
-            (Some(a), None) if !a.is_empty() => Some(a),
-            (_, s) => s.clone(),
-        };
+        let system = with_addition(self.settings.system_prompt.as_deref(), addition.as_deref());
 
         // Arguments of calls that already ran (a whole file sent to `write`) are cut like tool
         // results: no result guard sees them, and a kept turn carrying one can hold a small
@@ -1003,7 +1155,7 @@ impl<'a> Runner<'a> {
                     report: None,
                 }));
         }
-        let list = match guard_tool_loop(&list, window) {
+        let (list, loop_overflow) = match guard_tool_loop(&list, window) {
             Ok((list, report)) => {
                 if !report.truncated.is_empty() {
                     self.events
@@ -1012,63 +1164,82 @@ impl<'a> Runner<'a> {
                             report: serde_json::to_value(&report).ok(),
                         }));
                 }
-                list
+                (list, None)
             }
-            Err(overflow) => {
-                return Ok(Decision::Overflow {
-                    text: overflow.to_string(),
-                    compact_then_truncate: false,
-                });
-            }
+            Err(overflow) => (list, Some(overflow.to_string())),
         };
 
-        let system_tokens = system.as_deref().map_or(0, |s| counter.count_text(s));
-        let raw = counter.count_total(&list) + system_tokens;
-        let estimated = (raw as f64 * PRE_PROMPT_SAFETY_FACTOR).ceil() as u64;
-        let potential = estimate_tool_result_reduction_potential_capped(
-            &list,
-            window,
-            self.settings.tool_result_max_chars,
-        );
-        let outcome = precheck(&PrecheckInput {
-            estimated_tokens: estimated,
-            context_window: window,
-            reserve_tokens: self
-                .settings
-                .compaction
-                .reserve_for(window, resolved.max_output_tokens),
-            tool_result_reducible_chars: potential.max_reducible_chars as u64,
-        });
-        self.events.emit(Event::PrecheckRoute(PrecheckRoute {
-            route: outcome.route.as_str().to_string(),
-            estimated,
-            window,
-            overflow_tokens: outcome.overflow_tokens,
-            budget_tokens: (outcome.prompt_budget_before_reserve as f64 / PRE_PROMPT_SAFETY_FACTOR)
-                .floor() as u64,
-        }));
-        use rampart_context::guards::precheck::Route;
-        match outcome.route {
-            Route::Fits => Ok(Decision::Send(Prepared {
-                list,
-                system,
-                estimated: raw,
-            })),
-            Route::TruncateToolResultsOnly => {
-                if self.truncate_in_session(session, window)? {
-                    Ok(Decision::Retry)
-                } else {
-                    Ok(Decision::Overflow {
-                        text: outcome.error_message().unwrap_or_default().to_string(),
-                        compact_then_truncate: false,
-                    })
-                }
-            }
-            Route::CompactOnly | Route::CompactThenTruncate => Ok(Decision::Overflow {
-                text: outcome.error_message().unwrap_or_default().to_string(),
-                compact_then_truncate: outcome.route == Route::CompactThenTruncate,
-            }),
+        let tools = self.tool_schema_tokens(counter);
+        let tokens = request_tokens(counter, system.as_deref(), &list, tools);
+        Ok(Assembled {
+            list,
+            system,
+            addition: addition.filter(|a| !a.trim().is_empty()),
+            tool_tokens: tools,
+            tokens,
+            loop_overflow,
+        })
+    }
+
+    /// The tokens of the tool schemas the request carries, counted once per counting mode
+    /// (the tools of a run do not change between its attempts).
+    fn tool_schema_tokens(&mut self, counter: &TokenCounter) -> u64 {
+        if self.settings.forwarded.tools.is_empty() {
+            return 0;
         }
+        let mode = counter.mode();
+        if let Some((cached, tokens)) = self.tool_tokens
+            && cached == mode
+        {
+            return tokens;
+        }
+        let tokens = self
+            .settings
+            .forwarded
+            .tools
+            .iter()
+            .map(|t| counter.count_text(&t.counted_text()))
+            .sum();
+        self.tool_tokens = Some((mode, tokens));
+        tokens
+    }
+
+    /// What the next attempt would send, prepared exactly as [`Runner::run_turn`] prepares it
+    /// (the model through layer 1, the history with its last compaction, hygiene, the
+    /// engine's `assemble`, the system prompt with the engine's addition, the guards) but
+    /// without sending it, without the precheck acting on it, and without writing anything:
+    /// `rampart context show`'s view of a session.
+    ///
+    /// # Errors
+    /// [`TurnError`] when no model can be used (the window guard, an unknown model) or a
+    /// required engine failed.
+    pub fn preview(&mut self, session: &Session) -> Result<Preview, TurnError> {
+        let resolved = self.resolve_model()?;
+        let counter = self.counter(resolved.count_mode);
+        let assembled = self.assemble_attempt(session, &resolved, &counter)?;
+        let outcome = self.precheck_of(&resolved, &assembled.list, assembled.tokens);
+        let request = ModelRequest {
+            model: resolved.name.model.clone(),
+            system: assembled.system.clone(),
+            messages: assembled.list.iter().cloned().collect(),
+            max_tokens: resolved.max_output_tokens,
+            deadline: None,
+            forwarded: self.settings.forwarded.clone(),
+        };
+        Ok(Preview {
+            model: resolved.name.clone(),
+            window: resolved.context_window,
+            count_mode: resolved.count_mode,
+            family: resolved.family,
+            budget: self.compaction_budget(resolved.context_window, resolved.max_output_tokens),
+            reserve: outcome.effective_reserve,
+            route: outcome.route.as_str().to_string(),
+            tokens: assembled.tokens,
+            tool_tokens: assembled.tool_tokens,
+            addition: assembled.addition,
+            loop_overflow: assembled.loop_overflow,
+            request,
+        })
     }
 
     /// After an answer: persist it, tell the engine, update the registry.
@@ -1187,3 +1358,8 @@ pub(crate) fn session_ref(session: &Session) -> SessionRef {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "settings_tests.rs"]
 mod settings_tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "addition_tests.rs"]
+mod addition_tests;

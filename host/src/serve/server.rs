@@ -38,9 +38,11 @@ use super::inbound::{self, ClientRequest, Wire};
 use super::metrics::Metrics;
 use super::outbound::{self, AnswerMeta, ErrorKind, StreamEncoder};
 use crate::blobs::BlobStore;
+use crate::config::serve::SystemPromptSource;
 use crate::config::{Config, ModelName};
 use crate::engine::services::EventSink;
 use crate::engine::slot::{EngineSlot, HostResources};
+use crate::prompt::PromptAssembler;
 use crate::providers::registry::Providers;
 use crate::providers::{
     BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded, ModelRequest,
@@ -71,6 +73,8 @@ pub struct ServerState {
     metrics: Metrics,
     next_id: AtomicU64,
     sessions: conversations::SessionCache,
+    /// The system prompt's sources, when `serve.systemPrompt` asks for Rampart's prompt.
+    prompt: Option<PromptAssembler>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -99,7 +103,17 @@ impl ServerState {
         };
         let slot = EngineSlot::resolve_full(&config, &events, &resources)?;
         let serve = &config.serve;
+        // The workspace sits beside the sessions directory unless the config names it.
+        let prompt = (serve.system_prompt != SystemPromptSource::Client).then(|| {
+            let sessions_dir = store
+                .blobs_dir()
+                .map(std::path::Path::to_path_buf)
+                .or_else(rampart_sessions::store::default_sessions_dir)
+                .unwrap_or_else(|| std::path::PathBuf::from("sessions"));
+            PromptAssembler::new(&config, &sessions_dir)
+        });
         Ok(Self {
+            prompt,
             lanes: Lanes::new(serve.max_concurrent),
             limit: serve.max_concurrent + serve.max_queue,
             admitted: AtomicUsize::new(0),
@@ -886,9 +900,18 @@ fn turn_in_lane(
         )
     })?;
     settings.candidates = route(config, &request.model)?;
-    settings.system_prompt = request.system.clone();
     settings.max_output_tokens = request.max_tokens;
     settings.forwarded = forwarded;
+    // `serve.systemPrompt`: the client's prompt (the default), Rampart's, or both.
+    settings.system_prompt = match &state.prompt {
+        Some(prompt) => prompt.for_client(
+            config.serve.system_prompt,
+            &conversation.key,
+            &settings,
+            request.system.as_deref(),
+        ),
+        None => request.system.clone(),
+    };
     let events = RunEvents::new(state.events.clone(), Some(session.header().id.clone()));
     let mut runner = Runner::new(
         config,

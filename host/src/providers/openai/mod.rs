@@ -80,6 +80,8 @@ impl Provider for OpenAiProvider {
 pub fn request_body(request: &ModelRequest) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
+        // The builder's cache marker reaches no model: chat completions has no breakpoints.
+        let system = super::text::wire_system(system).text();
         messages.push(json!({"role": "system", "content": system}));
     }
     messages.extend(
@@ -496,6 +498,26 @@ mod request_tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_cache_marker_of_a_built_prompt_is_not_sent() {
+        let request = ModelRequest {
+            model: "m".into(),
+            system: Some(format!(
+                "Stable.{}Runtime: thinking=off",
+                rampart_prompt::CACHE_BOUNDARY
+            )),
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+            ..ModelRequest::default()
+        };
+        let body = request_body(&request);
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(
+            body["messages"][0]["content"],
+            "Stable.\nRuntime: thinking=off"
+        );
+        assert!(!body.to_string().contains("RAMPART_CACHE_BOUNDARY"));
+    }
 
     #[test]
     fn requests_carry_no_reasoning_and_no_excluded_shell_runs() {
