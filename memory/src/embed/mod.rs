@@ -170,13 +170,3 @@ pub fn text_mentions_quota(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     lower.contains("quota") || lower.contains("429")
 }
-
-/// Scales `v` to length 1 (a zero vector stays zero).
-pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 && norm.is_finite() {
-        for x in v.iter_mut() {
-            *x /= norm;
-        }
-    }
-}
