@@ -79,7 +79,7 @@ fn data_is_camel_case() {
 #[test]
 fn unknown_kinds_stay_raw() {
     assert_eq!(
-        Event::from_envelope("memory_flush", &serde_json::json!({})),
+        Event::from_envelope("dream_sequence", &serde_json::json!({})),
         None
     );
 }

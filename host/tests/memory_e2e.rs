@@ -305,3 +305,187 @@ fn with_memory_off_run_offers_no_memory_tools() {
     let first: Value = serde_json::from_str(&up.requests()[0].raw_body).unwrap();
     assert!(first.get("tools").is_none(), "{first}");
 }
+
+/// The flush with a real model: the run's next request (about 49k tokens of a 200k window,
+/// whose compaction trigger is 150k) is past the flush threshold (a large
+/// `softThresholdTokens` puts it at 30k, without a compaction), so before the turn a silent
+/// request offers `write` and `read`, whose writes reach only today's note; then the turn goes
+/// on, and the next run in the same compaction cycle does not flush again.
+#[test]
+fn the_flush_asks_the_model_to_append_to_todays_note_once_per_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workspace(dir.path());
+    let note = chrono::Local::now()
+        .format("memory/%Y-%m-%d.md")
+        .to_string();
+    let up = Loopback::start();
+    up.push(openai_tool_call_stream(
+        "call_w1",
+        "write",
+        &serde_json::json!({"path": note, "content": "- Deploys are blue-green since November."})
+            .to_string(),
+    ));
+    up.push(openai_tool_call_stream(
+        "call_w2",
+        "write",
+        r#"{"path":"MEMORY.md","content":"- overwrite attempt"}"#,
+    ));
+    up.push(openai_text_stream("NO_REPLY", 10, 1));
+    up.push(openai_text_stream("Done with the turn.", 10, 4));
+    up.push(openai_text_stream("Second turn.", 10, 3));
+    write_config(
+        dir.path(),
+        &format!(
+            r#"
+[agents.defaults.model]
+primary = "local/m"
+
+[agents.defaults.compaction.memoryFlush]
+softThresholdTokens = 120000
+
+[models.providers.local]
+api = "openai-completions"
+baseUrl = "{}"
+maxRetries = 0
+timeoutSeconds = 10
+
+[[models.providers.local.models]]
+id = "m"
+contextWindow = 200000
+"#,
+            up.url()
+        ),
+    );
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../../shared/data/sessions/openclaw-linux2010/main__62329ad3-2943-45f0-90ce-a7ca33ba3bec.jsonl",
+    );
+    let out = rampart(
+        dir.path(),
+        &[
+            "sessions",
+            "import",
+            source.to_str().unwrap(),
+            "--as",
+            "main",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let memory_before = std::fs::read(ws.join("MEMORY.md")).unwrap();
+
+    let out = rampart(dir.path(), &["run", "Carry on."]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "Done with the turn."
+    );
+    let requests = up.requests();
+    assert_eq!(requests.len(), 4, "three flush calls, then the turn");
+    let first: Value = serde_json::from_str(&requests[0].raw_body).unwrap();
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["write", "read"]);
+    let asked = first["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        common::text_of(&asked).contains("Pre-compaction memory flush"),
+        "{asked}"
+    );
+    // The refused write was told why.
+    let third: Value = serde_json::from_str(&requests[2].raw_body).unwrap();
+    let refusal = third["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        common::text_of(&refusal).contains("restricted to"),
+        "{refusal}"
+    );
+    // The turn itself: no flush prompt, no flush tools.
+    let turn: Value = serde_json::from_str(&requests[3].raw_body).unwrap();
+    assert!(!requests[3].raw_body.contains("Pre-compaction memory flush"));
+    assert!(
+        turn["tools"]
+            .as_array()
+            .is_none_or(|t| t.iter().all(|t| t["function"]["name"] != "write")),
+        "{turn}"
+    );
+    let written = std::fs::read_to_string(ws.join(&note)).unwrap();
+    assert_eq!(written, "- Deploys are blue-green since November.\n");
+    assert_eq!(std::fs::read(ws.join("MEMORY.md")).unwrap(), memory_before);
+    // The note is searchable right away.
+    let out = rampart(
+        dir.path(),
+        &["memory", "search", "blue-green deploys", "--json"],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["results"][0]["path"], note.as_str(), "{v}");
+
+    // The same cycle: no second flush.
+    let out = rampart(dir.path(), &["run", "And again."]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(up.requests().len(), 5, "only the turn");
+}
+
+/// The replay of a long session with the simulator: one flush before each compaction cycle,
+/// the first one before the first compaction (pain point 47143), written by the embedded
+/// summariser into the replay's scratch memory, never into the user's workspace.
+#[test]
+fn replay_flushes_once_per_cycle_and_before_the_first_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    let ws = workspace(dir.path());
+    let events = dir.path().join("events.jsonl");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
+    let out = rampart(
+        dir.path(),
+        &[
+            "--events",
+            events.to_str().unwrap(),
+            "replay",
+            source.to_str().unwrap(),
+            "--window",
+            "32000",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("flush(es) before compactions"),
+        "{}",
+        text(&out)
+    );
+    let mut flushed_cycles = Vec::new();
+    let mut compactions = 0u64;
+    let mut first_flush_before_first_compaction = None;
+    for line in std::fs::read_to_string(&events).unwrap().lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        match e["kind"].as_str().unwrap() {
+            "memory_flush" => {
+                assert_eq!(e["data"]["by"], "extractive", "{e}");
+                assert!(e["data"]["bytes"].as_u64().unwrap() > 0, "{e}");
+                flushed_cycles.push(e["data"]["cycle"].as_u64().unwrap());
+                first_flush_before_first_compaction.get_or_insert(compactions == 0);
+            }
+            "compaction_end" if e["data"]["compacted"] == true => compactions += 1,
+            _ => {}
+        }
+    }
+    assert!(compactions >= 2, "{compactions}");
+    assert_eq!(first_flush_before_first_compaction, Some(true));
+    let mut unique = flushed_cycles.clone();
+    unique.dedup();
+    assert_eq!(unique, flushed_cycles, "at most one flush per cycle");
+    assert_eq!(flushed_cycles[0], 0);
+    // The user's own memory is untouched.
+    assert!(std::fs::read_dir(ws.join("memory")).unwrap().count() == 1);
+}

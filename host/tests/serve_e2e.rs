@@ -1996,3 +1996,98 @@ fn two_serve_processes_on_one_sessions_directory_serve_the_same_conversations() 
         (messages, branch(&session))
     });
 }
+
+/// A client that opts in (`x-rampart-memory: on`) gets the memory tools answered by the
+/// server: the model searches memory, the client sees only the answer (streamed), and its next
+/// request, which never saw the search, still continues the same conversation, with the
+/// retrieved passage kept in the model's context. A client that does not opt in is offered no
+/// memory tools.
+#[test]
+fn memory_tools_are_answered_by_the_server_for_a_client_that_opts_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("workspace");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(
+        ws.join("MEMORY.md"),
+        "# Memory\n\n- The staging database is called harbor-stage-db.\n",
+    )
+    .unwrap();
+    let up = Loopback::start();
+    up.push(openai_text_stream("No memory here.", 10, 3));
+    up.push(openai_tool_call_stream(
+        "call_m1",
+        "memory_search",
+        r#"{"query":"staging database"}"#,
+    ));
+    up.push(openai_text_stream("It is harbor-stage-db.", 30, 5));
+    up.push(openai_text_stream("You are welcome.", 40, 4));
+    let serve = Serve::start_in(&openai_config(&up.url(), ""), dir.path());
+
+    // Not opted in: no memory tools upstream.
+    let (status, _) = serve.post(
+        "/v1/chat/completions",
+        &[("x-rampart-session", "plain")],
+        &json!({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}]}),
+    );
+    assert_eq!(status, 200);
+    let first: Value = serde_json::from_str(&up.requests()[0].raw_body).unwrap();
+    assert!(first.get("tools").is_none(), "{first}");
+
+    let headers = [("x-rampart-session", "mem"), ("x-rampart-memory", "on")];
+    let question = json!({"role": "user", "content": "What is the staging database called?"});
+    let (status, body) = serve.post(
+        "/v1/chat/completions",
+        &headers,
+        &json!({"model": "gpt-up", "stream": true, "messages": [question]}),
+    );
+    assert_eq!(status, 200);
+    let stream = body.as_str().unwrap();
+    assert_eq!(openai_sse_text(stream), "It is harbor-stage-db.");
+    assert!(
+        !stream.contains("memory_search"),
+        "the search stays in the server: {stream}"
+    );
+    let second: Value = serde_json::from_str(&up.requests()[2].raw_body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(result["role"], "tool");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("harbor-stage-db"),
+        "{result}"
+    );
+
+    // The client's next request carries only what it saw.
+    let (status, _) = serve.post(
+        "/v1/chat/completions",
+        &headers,
+        &json!({"model": "gpt-up", "messages": [
+            question,
+            {"role": "assistant", "content": "It is harbor-stage-db."},
+            {"role": "user", "content": "Thanks."}
+        ]}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(
+        serve.keys().iter().filter(|k| k.contains(":mem")).count(),
+        1
+    );
+    let third: Value = serde_json::from_str(&up.requests()[3].raw_body).unwrap();
+    let roles: Vec<&str> = third["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant", "user"],
+        "one branch, the retrieved passage still in context"
+    );
+}

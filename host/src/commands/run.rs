@@ -66,8 +66,12 @@ pub fn run_prompt(
         // breakpoints (Anthropic) gets one on it and on the last message, as `serve` does.
         settings.forwarded.prompt_cache = true;
         let user_text = assembler.user_text(&key, prompt);
-        let mut runner =
-            host.runner_with(config, store, &events, &session, Some(&key), settings)?;
+        let workspace = config
+            .agent_defaults
+            .workspace_dir(config.source_file.as_deref(), store.dir());
+        let mut runner = host
+            .runner_with(config, store, &events, &session, Some(&key), settings)?
+            .with_memory_flush(&host.memory, workspace);
         let user = AgentMessage::user_text(user_text, now_unix_ms());
         let result = tool_loop(&mut runner, &mut session, user, &host.memory, &key);
         let finished = runner.finish_turn(&mut session);

@@ -30,7 +30,20 @@ pub fn serve(
             return Ok(1);
         }
     };
-    let state = ServerState::new(config, std::sync::Arc::new(store), events)?;
+    // Long-term memory: the tools clients opt into and the flush before compactions. The
+    // server lives on, so the memory files are watched.
+    let memory = crate::memory::resolve(
+        &config,
+        store.dir(),
+        &events,
+        &crate::engine::slot::HostResources::default(),
+        crate::memory::Watch::Files,
+    );
+    let workspace = config
+        .agent_defaults
+        .workspace_dir(config.source_file.as_deref(), store.dir());
+    let state = ServerState::new(config, std::sync::Arc::new(store), events)?
+        .with_memory(memory, workspace);
     run_blocking(state, addr, |bound| {
         writeln!(out, "rampart serve listening on http://{bound}")?;
         out.flush()

@@ -57,6 +57,10 @@ pub struct Cell {
     pub retention_pct: Option<f64>,
     /// Facts mined from the transcript.
     pub facts: usize,
+    /// Of the facts the last request lost, the share (of all facts, in percent) that the
+    /// pre-compaction memory flushes saved to memory notes, where `memory_search` finds them
+    /// again (`None`: no facts, or memory off).
+    pub recovered_from_memory_pct: Option<f64>,
     /// Why the cell could not be run, when it could not.
     pub failure: Option<String>,
 }
@@ -184,6 +188,11 @@ fn run_cell(
     cell.facts = facts.len();
     cell.retention_pct =
         retention::retained(&facts, &last_request, Some(&blobs)).map(|r| r * 100.0);
+    if !outcome.memory_notes.is_empty() {
+        cell.recovered_from_memory_pct =
+            retention::recovered(&facts, &last_request, Some(&blobs), &outcome.memory_notes)
+                .map(|r| r * 100.0);
+    }
     place.finish();
     Ok(())
 }
@@ -201,7 +210,7 @@ pub enum Format {
     Html,
 }
 
-const HEADERS: [&str; 14] = [
+const HEADERS: [&str; 15] = [
     "engine",
     "transcript",
     "window",
@@ -216,6 +225,7 @@ const HEADERS: [&str; 14] = [
     "net saved",
     "errors",
     "retention %",
+    "+ from memory %",
 ];
 
 fn cells_of(c: &Cell) -> Vec<String> {
@@ -245,6 +255,8 @@ fn cells_of(c: &Cell) -> Vec<String> {
         c.errors.to_string(),
         c.retention_pct
             .map_or("–".to_string(), |r| format!("{r:.1} ({} facts)", c.facts)),
+        c.recovered_from_memory_pct
+            .map_or("–".to_string(), |r| format!("{r:.1}")),
     ]
 }
 

@@ -102,6 +102,27 @@ pub fn retained(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> O
     Some(kept as f64 / facts.len() as f64)
 }
 
+/// The share of `facts` that `request` lost (see [`retained`]) and `notes` (the memory notes
+/// the flushes wrote) hold: what a `memory_search` can bring back after compaction. `None`
+/// when there are no facts.
+pub fn recovered(
+    facts: &[String],
+    request: &str,
+    blobs: Option<&BlobStore>,
+    notes: &str,
+) -> Option<f64> {
+    if facts.is_empty() {
+        return None;
+    }
+    let lost: Vec<String> = facts
+        .iter()
+        .filter(|f| retained(std::slice::from_ref(*f), request, blobs) == Some(0.0))
+        .cloned()
+        .collect();
+    let found = lost.iter().filter(|f| notes.contains(f.as_str())).count();
+    Some(found as f64 / facts.len() as f64)
+}
+
 /// The `sha256:<hex>` blob references in `text`.
 fn blob_refs(text: &str) -> impl Iterator<Item = String> + '_ {
     static BLOB: OnceLock<Option<Regex>> = OnceLock::new();

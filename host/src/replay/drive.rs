@@ -125,6 +125,71 @@ pub struct Outcome {
     pub summary: Summary,
     /// Whether `--stop-on-error` stopped the replay early.
     pub stopped: bool,
+    /// What the pre-compaction flushes wrote to the replay's scratch memory notes (empty with
+    /// memory off, or when nothing was flushed).
+    pub memory_notes: String,
+}
+
+/// The long-term memory of a replay: `memory-core` over a scratch workspace that only this
+/// replay writes, so the flushes before its compactions can be shown (and, in `rampart eval`,
+/// searched) without touching the user's own memory files. Keyword-only unless a local model
+/// is configured: a replay sends nothing over the network.
+pub struct ReplayMemory {
+    dir: tempfile::TempDir,
+    slot: crate::memory::MemorySlot,
+}
+
+impl ReplayMemory {
+    fn open(config: &Config, events: &EventSink, resources: &HostResources) -> Option<Self> {
+        if config.memory_engine == crate::config::MEMORY_OFF {
+            return None;
+        }
+        let dir = match tempfile::Builder::new()
+            .prefix("rampart-replay-memory-")
+            .tempdir()
+        {
+            Ok(dir) => dir,
+            Err(e) => {
+                tracing::warn!(error = %e, "no scratch memory for the replay; flushes are not shown");
+                return None;
+            }
+        };
+        let mut search = config.agent_defaults.memory_search.clone();
+        if search.provider != crate::config::memory::EmbeddingChoice::Local {
+            search.provider = crate::config::memory::EmbeddingChoice::None;
+        }
+        let places = crate::memory::core::MemoryPlaces {
+            workspace: dir.path().join("workspace"),
+            db_path: dir.path().join("memory").join("main.sqlite"),
+            sessions_dir: dir.path().join("sessions"),
+        };
+        let id = crate::config::BUILTIN_MEMORY_ID;
+        let loaded = crate::memory::core::MemoryCore::open(&search, &places).map(|engine| {
+            let host = rampart_engine_api::Host::new(Arc::new(resources.services_for(id, events)));
+            crate::engine::handle::EngineHandle::linked(Arc::new(engine), host, config.call_timeout)
+        });
+        Some(Self {
+            slot: crate::memory::MemorySlot::with_engine(id, loaded),
+            dir,
+        })
+    }
+
+    fn workspace(&self) -> std::path::PathBuf {
+        self.dir.path().join("workspace")
+    }
+
+    /// Every note under `memory/`, in name order.
+    fn notes(&self) -> String {
+        let mut files: Vec<_> = std::fs::read_dir(self.workspace().join("memory"))
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.sort();
+        files
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(f).ok())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 /// Called once per model call with its row and every request the model received for it.
@@ -144,6 +209,8 @@ pub struct Replayer<'a> {
     record_wire: bool,
     /// Builds the system prompt instead of the recorded one ([`Replayer::rebuilding_prompt`]).
     prompt: Option<&'a PromptAssembler>,
+    /// Scratch long-term memory for the flushes before compactions.
+    memory: Option<ReplayMemory>,
 }
 
 impl std::fmt::Debug for Replayer<'_> {
@@ -189,6 +256,7 @@ impl<'a> Replayer<'a> {
             EngineChoice::Requested => EngineSlot::resolve_requested(config, &events, &resources)
                 .map_err(ReplayError::EngineRefused)?,
         };
+        let memory = ReplayMemory::open(config, &events, &resources);
         Ok(Self {
             config,
             profile,
@@ -197,6 +265,7 @@ impl<'a> Replayer<'a> {
             events,
             providers,
             sim,
+            memory,
             slot,
             record_wire: false,
             prompt: None,
@@ -278,6 +347,10 @@ impl<'a> Replayer<'a> {
         let runner = Runner::new(self.config, &self.slot, &tap, settings, run_events)
             .with_blobs(BlobStore::in_sessions_dir(&self.place.dir))
             .preparing_compactions();
+        let runner = match &self.memory {
+            Some(memory) => runner.with_memory_flush(&memory.slot, memory.workspace()),
+            None => runner,
+        };
         // The registry's counters are only worth keeping when someone will look at the session
         // afterwards, and then they are written once, at the end (or when the replay stops).
         let mut runner = if self.place.kept() {
@@ -400,6 +473,11 @@ impl<'a> Replayer<'a> {
             rows: walk.rows,
             summary: walk.summary,
             stopped,
+            memory_notes: self
+                .memory
+                .as_ref()
+                .map(ReplayMemory::notes)
+                .unwrap_or_default(),
         })
     }
 

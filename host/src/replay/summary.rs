@@ -243,6 +243,10 @@ pub struct Summary {
     pub preparations: u64,
     /// Time spent preparing them, off the request path, in ms.
     pub preparation_ms: u64,
+    /// Pre-compaction memory flushes (durable facts written to the replay's scratch memory).
+    pub memory_flushes: u64,
+    /// Bytes they appended to its notes.
+    pub memory_flush_bytes: u64,
     /// The same figures per 100 calls, so replays of different lengths compare.
     pub per_100_calls: Per100Calls,
     /// What the tokens cost, with `--prices`.
@@ -299,6 +303,11 @@ impl Row {
                 tally.preparations += 1;
                 tally.preparation_ms += prep.duration_ms;
                 self.tag("prep");
+            }
+            Event::MemoryFlush(flush) if host => {
+                tally.memory_flushes += 1;
+                tally.memory_flush_bytes += flush.bytes;
+                self.tag("flush");
             }
             Event::CompactionEnd(end) if host => {
                 self.compaction_ms += end.duration_ms;
@@ -383,6 +392,10 @@ pub struct Tally {
     pub preparations: u64,
     /// See [`Summary::preparation_ms`].
     pub preparation_ms: u64,
+    /// See [`Summary::memory_flushes`].
+    pub memory_flushes: u64,
+    /// See [`Summary::memory_flush_bytes`].
+    pub memory_flush_bytes: u64,
     /// Whether the current call was retried after a recovery step (reset per call).
     pub retried: bool,
 }
@@ -438,6 +451,8 @@ impl Summary {
         self.guard_warnings = tally.guard_warnings;
         self.preparations = tally.preparations;
         self.preparation_ms = tally.preparation_ms;
+        self.memory_flushes = tally.memory_flushes;
+        self.memory_flush_bytes = tally.memory_flush_bytes;
         self.mean_prompt_tokens = if self.answered == 0 {
             0.0
         } else {

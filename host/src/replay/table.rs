@@ -355,6 +355,15 @@ pub fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
         s.preparations,
         human_ms(s.preparation_ms as f64),
     )?;
+    if s.memory_flushes > 0 {
+        writeln!(
+            out,
+            "  memory         {} flush(es) before compactions wrote {} to the replay's scratch \
+             memory notes",
+            s.memory_flushes,
+            human_bytes(s.memory_flush_bytes)
+        )?;
+    }
     let t = &s.timings;
     writeln!(
         out,

@@ -17,6 +17,7 @@
 //! ([`events::Event`]).
 
 pub mod events;
+pub mod flush;
 pub mod llm;
 mod recovery;
 
@@ -373,6 +374,9 @@ pub struct Runner<'a> {
     prepares_compactions: bool,
     /// The tool schemas' tokens, with the counting mode they were counted in.
     tool_tokens: Option<(CountMode, u64)>,
+    /// Where the pre-compaction memory flush writes ([`Runner::with_memory_flush`]); `None`:
+    /// no flush.
+    memory_flush: Option<flush::FlushHook<'a>>,
 }
 
 /// The registry entry a runner keeps up to date, and the changes not yet written to it.
@@ -555,6 +559,7 @@ impl<'a> Runner<'a> {
             now_override: None,
             records_cache_touch: config.agent_defaults.pruning.is_some(),
             prepares_compactions: false,
+            memory_flush: None,
             tool_tokens: None,
         }
     }
@@ -821,6 +826,25 @@ impl<'a> Runner<'a> {
             let model = resolved.model_ref();
 
             let decision = self.prepare(session, &resolved, &counter)?;
+            if attempt == 1 && self.memory_flush.is_some() {
+                // Before the compaction the budget is about to trigger (or the one an
+                // overflow brings now), the durable facts go to long-term memory.
+                match &decision {
+                    Decision::Send(p) => {
+                        let messages: Vec<_> = p.list.iter().cloned().collect();
+                        let trigger = flush::FlushTrigger::Request {
+                            tokens: p.estimated,
+                            messages: &messages,
+                            system: p.system.as_deref(),
+                        };
+                        self.maybe_flush_memory(session, &resolved, trigger);
+                    }
+                    Decision::Overflow { .. } => {
+                        self.maybe_flush_memory(session, &resolved, flush::FlushTrigger::Overflow);
+                    }
+                    Decision::Retry => {}
+                }
+            }
             let prepared = match decision {
                 Decision::Send(p) => p,
                 Decision::Retry => {

@@ -20,6 +20,8 @@
 //!
 //! Among equally deep entries the one on the active branch wins, then the latest.
 
+use std::collections::HashSet;
+
 use rampart_message::{AgentMessage, Content, ContentBlock};
 use rampart_sessions::SessionTree;
 use serde_json::Value;
@@ -68,11 +70,12 @@ enum State {
 /// Where `incoming` (the request's messages, system prompt excluded) continues `tree`.
 pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMatch {
     let entries = tree.entries();
+    let skip = server_answered(tree);
     let mut states: Vec<Option<State>> = vec![None; entries.len()];
     let mut any_message = false;
     for (index, entry) in entries.iter().enumerate() {
-        state_of(tree, incoming, index, &mut states);
-        any_message |= counted(entry).is_some();
+        state_of(tree, incoming, index, &mut states, &skip);
+        any_message |= counted(entry, index, &skip).is_some();
     }
     if !any_message {
         return BranchMatch {
@@ -85,7 +88,7 @@ pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMat
     let mut message_below = vec![false; entries.len()];
     for index in (0..entries.len()).rev() {
         if let Some(parent) = tree.parent_index(index) {
-            let below = message_below[index] || counted(&entries[index]).is_some();
+            let below = message_below[index] || counted(&entries[index], index, &skip).is_some();
             message_below[parent] |= below;
         }
     }
@@ -129,6 +132,7 @@ fn state_of(
     incoming: &[AgentMessage],
     index: usize,
     states: &mut [Option<State>],
+    skip: &HashSet<usize>,
 ) -> State {
     if let Some(state) = states[index] {
         return state;
@@ -143,7 +147,7 @@ fn state_of(
         Some(_) => None,
     };
     if let Some(parent_state) = from_parent {
-        let state = step(tree, incoming, index, parent_state);
+        let state = step(tree, incoming, index, parent_state, skip);
         states[index] = Some(state);
         return state;
     }
@@ -156,15 +160,21 @@ fn state_of(
             state = known;
             continue;
         }
-        state = step(tree, incoming, at, state);
+        state = step(tree, incoming, at, state, skip);
         states[at] = Some(state);
     }
     state
 }
 
 /// The state of entry `at` below an entry in `parent` state.
-fn step(tree: &SessionTree, incoming: &[AgentMessage], at: usize, parent: State) -> State {
-    match (parent, counted(&tree.entries()[at])) {
+fn step(
+    tree: &SessionTree,
+    incoming: &[AgentMessage],
+    at: usize,
+    parent: State,
+    skip: &HashSet<usize>,
+) -> State {
+    match (parent, counted(&tree.entries()[at], at, skip)) {
         (State::Dead, _) => State::Dead,
         (alive, None) => alive,
         (State::Alive(n), Some(stored)) => match incoming.get(n) {
@@ -175,11 +185,59 @@ fn step(tree: &SessionTree, incoming: &[AgentMessage], at: usize, parent: State)
 }
 
 /// The message of an entry that a client's history must carry: one a model is sent.
-fn counted(entry: &rampart_sessions::Entry) -> Option<&AgentMessage> {
+/// The field a tool result carries when the server itself answered it (a memory tool the
+/// client never saw): such results, and the calls they answer, are not part of the client's
+/// view, so matching skips them.
+pub const SERVER_TOOL_MARK: &str = "rampartServerTool";
+
+fn counted<'e>(
+    entry: &'e rampart_sessions::Entry,
+    index: usize,
+    skip: &HashSet<usize>,
+) -> Option<&'e AgentMessage> {
+    if skip.contains(&index) {
+        return None;
+    }
     entry
         .body
         .message()
         .filter(|m| crate::providers::sent_to_model(m))
+}
+
+/// The entries the server answered itself ([`SERVER_TOOL_MARK`]): its tool results, and the
+/// assistant messages whose every tool call one of them answers. One pass over the entries.
+fn server_answered(tree: &SessionTree) -> HashSet<usize> {
+    let mut answered_calls: HashSet<&str> = HashSet::new();
+    let mut skip = HashSet::new();
+    for (index, entry) in tree.entries().iter().enumerate() {
+        if let Some(AgentMessage::ToolResult(r)) = entry.body.message()
+            && r.extra
+                .get(SERVER_TOOL_MARK)
+                .and_then(serde_json::Value::as_bool)
+                == Some(true)
+        {
+            answered_calls.insert(r.tool_call_id.as_str());
+            skip.insert(index);
+        }
+    }
+    if answered_calls.is_empty() {
+        return skip;
+    }
+    for (index, entry) in tree.entries().iter().enumerate() {
+        if let Some(AgentMessage::Assistant(a)) = entry.body.message() {
+            let mut calls = a.content.iter().filter_map(|b| match b {
+                rampart_message::ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+                _ => None,
+            });
+            let first = calls.next();
+            if first.is_some_and(|id| answered_calls.contains(id))
+                && calls.all(|id| answered_calls.contains(id))
+            {
+                skip.insert(index);
+            }
+        }
+    }
+    skip
 }
 
 /// Whether a stored message is the one a client re-sent: compared by what a chat API carries

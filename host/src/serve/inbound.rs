@@ -46,6 +46,9 @@ pub struct ClientRequest {
     pub system_breakpoint: bool,
     /// The client's messages that carry a `cache_control` breakpoint, oldest first.
     pub breakpoints: Vec<AgentMessage>,
+    /// The client asked the server to offer and answer the memory tools
+    /// (`x-rampart-memory: on`); `serve.memoryTools` asks it for every client.
+    pub memory_tools: bool,
 }
 
 /// Why a request body cannot be used; the text says what to fix.
@@ -121,6 +124,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         warnings,
         system_breakpoint,
         breakpoints,
+        memory_tools: false,
     })
 }
 

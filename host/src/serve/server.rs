@@ -73,6 +73,10 @@ pub struct ServerState {
     metrics: Metrics,
     next_id: AtomicU64,
     sessions: conversations::SessionCache,
+    /// Long-term memory: the slot the memory tools and the flush use, and the workspace the
+    /// flush writes notes in ([`ServerState::with_memory`]); off by default.
+    memory: crate::memory::MemorySlot,
+    workspace: Option<std::path::PathBuf>,
     /// The system prompt's sources, when `serve.systemPrompt` asks for Rampart's prompt.
     prompt: Option<PromptAssembler>,
 }
@@ -120,6 +124,8 @@ impl ServerState {
             metrics: Metrics::default(),
             next_id: AtomicU64::new(1),
             sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
+            memory: crate::memory::MemorySlot::off(),
+            workspace: None,
             config,
             store,
             events,
@@ -128,8 +134,21 @@ impl ServerState {
         })
     }
 
+    /// Long-term memory for this server: `slot` answers the memory tools (for clients that opt
+    /// in) and the pre-compaction flush writes its notes in `workspace`.
+    pub fn with_memory(
+        mut self,
+        slot: crate::memory::MemorySlot,
+        workspace: std::path::PathBuf,
+    ) -> Self {
+        self.memory = slot;
+        self.workspace = Some(workspace);
+        self
+    }
+
     /// Stops the engine.
     pub fn shutdown(&self) {
+        self.memory.shutdown();
         self.slot.shutdown();
     }
 }
@@ -415,6 +434,12 @@ async fn conversation_request(
     for w in &request.warnings {
         tracing::debug!(warning = %w, "request conversion");
     }
+    let mut request = request;
+    request.memory_tools = state.config.serve.memory_tools
+        || headers
+            .get("x-rampart-memory")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "on" | "true" | "1"));
     // Admission: a bounded queue, never an unbounded one.
     if state.admitted.fetch_add(1, Ordering::AcqRel) >= state.limit {
         state.admitted.fetch_sub(1, Ordering::AcqRel);
@@ -902,6 +927,24 @@ fn turn_in_lane(
     settings.candidates = route(config, &request.model)?;
     settings.max_output_tokens = request.max_tokens;
     settings.forwarded = forwarded;
+    // The memory tools, answered here, for a client that opted in and declared none of its
+    // own by those names. Each model call's pieces are held until it is known whether it
+    // ends in memory calls (dropped: the server answers them) or is the answer (passed on).
+    let memory_steps = (request.memory_tools
+        && state.memory.is_on()
+        && !request
+            .tools
+            .iter()
+            .any(|t| crate::memory::tools::is_memory_tool(&t.name)))
+    .then(|| {
+        settings
+            .forwarded
+            .tools
+            .extend(crate::memory::tools::tool_specs());
+        let held = StepBuffer::new(settings.forwarded.deltas.take());
+        settings.forwarded.deltas = held.sink();
+        held
+    });
     // `serve.systemPrompt`: the client's prompt (the default), Rampart's, or both.
     settings.system_prompt = match &state.prompt {
         Some(prompt) => prompt.for_client(
@@ -913,7 +956,7 @@ fn turn_in_lane(
         None => request.system.clone(),
     };
     let events = RunEvents::new(state.events.clone(), Some(session.header().id.clone()));
-    let mut runner = Runner::new(
+    let runner = Runner::new(
         config,
         &state.slot,
         state.providers.as_ref(),
@@ -929,6 +972,11 @@ fn turn_in_lane(
     // The server and its engine live on between requests: the compaction the budget will
     // trigger is prepared after a turn and swapped in, so no request waits for a summariser.
     .preparing_compactions();
+    let runner = match &state.workspace {
+        Some(workspace) => runner.with_memory_flush(&state.memory, workspace.clone()),
+        None => runner,
+    };
+    let mut runner = runner;
 
     for message in placement.unseen(&request.messages) {
         runner
@@ -936,7 +984,10 @@ fn turn_in_lane(
             .map_err(|e| turn_failure(&e))?;
     }
     let started = Instant::now();
-    let result = runner.run_turn(session, None);
+    let result = match &memory_steps {
+        Some(steps) => memory_tool_loop(state, &mut runner, session, steps, &conversation.key),
+        None => runner.run_turn(session, None),
+    };
     let upstream = started.elapsed();
     runner.flush_registry();
     drop(runner);
@@ -979,6 +1030,94 @@ fn turn_in_lane(
         include_usage: request.include_usage,
         reply,
     })
+}
+
+/// The streamed pieces of one model call, held until the call's end says whether they are the
+/// answer (passed on to the client) or a memory-tool step the server answers (dropped).
+struct StepBuffer {
+    client: Option<DeltaSink>,
+    held: Arc<std::sync::Mutex<Vec<StreamDelta>>>,
+}
+
+impl StepBuffer {
+    fn new(client: Option<DeltaSink>) -> Self {
+        Self {
+            client,
+            held: Arc::default(),
+        }
+    }
+
+    /// The sink the provider writes to (none when the client does not stream).
+    fn sink(&self) -> Option<DeltaSink> {
+        self.client.as_ref()?;
+        let held = Arc::clone(&self.held);
+        Some(DeltaSink::new(move |delta| {
+            held.lock().unwrap_or_else(|p| p.into_inner()).push(delta);
+            true
+        }))
+    }
+
+    fn drop_step(&self) {
+        self.held.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    fn release(&self) {
+        let pieces = std::mem::take(&mut *self.held.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(client) = &self.client {
+            for piece in pieces {
+                if !client.send(piece) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The turn, then, while the model calls only memory tools (at most
+/// [`crate::commands::run::MAX_TOOL_STEPS`] calls), their answers appended as tool results
+/// marked as the server's ([`crate::serve::history::SERVER_TOOL_MARK`], so the client's next
+/// request, which never saw them, still continues the conversation) and the model called again.
+fn memory_tool_loop(
+    state: &ServerState,
+    runner: &mut Runner<'_>,
+    session: &mut rampart_sessions::Session,
+    steps: &StepBuffer,
+    key: &str,
+) -> Result<crate::run::TurnReport, TurnError> {
+    let mut result = runner.run_turn(session, None);
+    for _ in 1..crate::commands::run::MAX_TOOL_STEPS {
+        let Ok(report) = &result else { break };
+        let calls = crate::memory::flush::tool_calls(&report.reply);
+        if calls.is_empty()
+            || !calls
+                .iter()
+                .all(|c| crate::memory::tools::is_memory_tool(&c.name))
+        {
+            break;
+        }
+        steps.drop_step();
+        for call in calls {
+            let text = crate::memory::tools::call_tool(
+                &state.memory,
+                &call.name,
+                &call.arguments,
+                Some(key),
+            )
+            .unwrap_or_default();
+            let mut answer =
+                AgentMessage::tool_result(&call.id, &call.name, text, false, now_unix_ms());
+            if let AgentMessage::ToolResult(r) = &mut answer {
+                r.extra.insert(
+                    super::history::SERVER_TOOL_MARK.to_owned(),
+                    serde_json::Value::Bool(true),
+                );
+            }
+            runner.append(session, answer)?;
+        }
+        result = runner.run_turn(session, None);
+    }
+    steps.release();
+    result
 }
 
 fn provider_failure(e: &ProviderError) -> Failure {
