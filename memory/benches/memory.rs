@@ -8,7 +8,7 @@
 //! - `search/{keyword,local}/{10k,100k}`: one `MemoryIndex::search` of a two-word query
 //!   (cycling through 200 queries) on an index of about 10,000 and 100,000 chunks (default
 //!   chunking: 400 tokens, 80 overlap);
-//! - printed to stderr before criterion starts: p50 and p95 of single searches for the same
+//! - printed to stderr before criterion starts: p50, p95 and p99 of single searches for the same
 //!   four indexes (criterion's median is of batch means, not of single calls).
 //!
 //! Inputs (notes, model, indexes) are generated once into `<target dir>/bench-scratch/memory/`
@@ -153,13 +153,13 @@ fn queries(words: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// p50 and p95 of single searches, printed.
+/// p50, p95 and p99 of single searches, printed.
 fn report_percentiles(name: &str, index: &MemoryIndex, queries: &[String]) {
     // The first search loads the vector matrix; it is not what a turn pays.
     index.search(&queries[0], &SearchParams::default()).unwrap();
     let mut times: Vec<Duration> = Vec::with_capacity(queries.len() * 2);
     let mut results = 0;
-    for _ in 0..2 {
+    for _ in 0..5 {
         for q in queries {
             let started = Instant::now();
             results += index
@@ -173,9 +173,10 @@ fn report_percentiles(name: &str, index: &MemoryIndex, queries: &[String]) {
     times.sort();
     let at = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
     eprintln!(
-        "{name}: p50 {:.2} ms, p95 {:.2} ms over {} searches ({:.1} results each)",
+        "{name}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms over {} searches ({:.1} results each)",
         at(0.5).as_secs_f64() * 1e3,
         at(0.95).as_secs_f64() * 1e3,
+        at(0.99).as_secs_f64() * 1e3,
         times.len(),
         results as f64 / times.len() as f64
     );

@@ -136,20 +136,9 @@ fn tool_loop(
     memory: &crate::memory::MemorySlot,
     key: &str,
 ) -> Result<crate::run::TurnReport, crate::run::TurnError> {
-    use rampart_message::ContentBlock;
     let mut report = runner.run_turn(session, Some(user))?;
     for _ in 1..MAX_TOOL_STEPS {
-        let calls: Vec<_> = match &*report.reply {
-            AgentMessage::Assistant(a) => a
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    ContentBlock::ToolCall(c) => Some(c.clone()),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let calls = crate::memory::flush::tool_calls(&report.reply);
         if calls.is_empty()
             || !memory.is_on()
             || !calls

@@ -61,6 +61,18 @@ fn anthropic_usage(u: &Usage) -> Value {
     })
 }
 
+/// The texts of an answer's text blocks, in order (joined with newlines in every wire).
+fn text_blocks(reply: &AssistantMessage) -> Vec<&str> {
+    reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The OpenAI message of an answer, as a response carries it (no `reasoning_content`, which
 /// few clients read back correctly).
 fn openai_message(reply: &AssistantMessage) -> Value {
@@ -104,14 +116,7 @@ pub fn openai_sse(
         })
     };
     let mut frames = Vec::new();
-    let text: Vec<&str> = reply
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = text_blocks(reply);
     let mut first = json!({"role": "assistant", "content": ""});
     if !text.is_empty() {
         first["content"] = json!(text.join("\n"));
@@ -264,14 +269,7 @@ fn responses_call_item(
 /// `function_call` item per tool call.
 fn responses_items(reply: &AssistantMessage, response_id: &str) -> Vec<Value> {
     let mut items = Vec::new();
-    let text: Vec<&str> = reply
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = text_blocks(reply);
     if !text.is_empty() {
         let id = format!("msg_{response_id}_0");
         items.push(responses_message_item(&id, &text.join("\n"), "completed"));
