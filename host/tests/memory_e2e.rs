@@ -489,3 +489,66 @@ fn replay_flushes_once_per_cycle_and_before_the_first_compaction() {
     // The user's own memory is untouched.
     assert!(std::fs::read_dir(ws.join("memory")).unwrap().count() == 1);
 }
+
+/// A memory engine that fails mid-run costs the turn nothing: the model's search is answered
+/// `disabled` with the reason, and the turn ends with the model's answer.
+#[test]
+fn a_memory_engine_failing_during_a_turn_never_fails_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = Loopback::start();
+    up.push(openai_tool_call_stream(
+        "call_x",
+        "memory_search",
+        r#"{"query":"vault"}"#,
+    ));
+    up.push(openai_text_stream("I could not check memory.", 20, 5));
+    write_config(
+        dir.path(),
+        &format!(
+            r#"
+[plugins.slots]
+memory = "fx-memory"
+
+[plugins.engines.fx-memory]
+path = "{}"
+
+[plugins.engines.fx-memory.config]
+failSearch = true
+
+[agents.defaults.model]
+primary = "local/m"
+
+[models.providers.local]
+api = "openai-completions"
+baseUrl = "{}"
+maxRetries = 0
+timeoutSeconds = 10
+
+[[models.providers.local.models]]
+id = "m"
+contextWindow = 64000
+"#,
+            fixture("fx-memory").display(),
+            up.url()
+        ),
+    );
+    let out = rampart(dir.path(), &["run", "Where is the deploy key?"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "I could not check memory."
+    );
+    let second: Value = serde_json::from_str(&up.requests()[1].raw_body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let answer: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
+    assert_eq!(answer["disabled"], true, "{answer}");
+    assert!(
+        answer["error"].as_str().unwrap().contains("quarantined"),
+        "{answer}"
+    );
+}

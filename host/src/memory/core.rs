@@ -200,6 +200,12 @@ impl MemoryCore {
     /// Starts re-indexing on file changes (for processes that live on). A watcher that cannot
     /// start is logged; searches still sync a dirty index.
     pub fn watch(&self) {
+        if !self.index.workspace_dir().is_dir() {
+            // Nothing to watch yet (a new agent); a search still re-reads the files once they
+            // exist, and the next start watches them.
+            tracing::debug!(workspace = %self.index.workspace_dir().display(), "no workspace yet; memory files are not watched");
+            return;
+        }
         match MemoryWatcher::start(&self.index, None) {
             Ok(w) => {
                 if let Ok(mut slot) = self.watcher.lock() {
