@@ -76,19 +76,11 @@ pub const CORE_TOOLS: &[(&str, &str)] = &[
     ("image_generate", "Generate an image"),
 ];
 
-/// What the Tooling section lists when the caller gave no tools at all: the file and shell
-/// tools every Rampart run has, so the model is not left guessing.
-const FALLBACK_TOOLS: &[&str] = &[
-    "read",
-    "write",
-    "edit",
-    "apply_patch",
-    "grep",
-    "find",
-    "ls",
-    "exec",
-    "process",
-];
+/// What the Tooling section says when the request offers no tools at all. OpenClaw prints a
+/// fixed list of file and shell tools there, because its runs always have them; a Rampart run
+/// (`rampart run` with memory off) may have none, and a model told of tools it cannot call
+/// calls them anyway.
+pub const NO_TOOLS_LINE: &str = "- (none: this run offers no tools; answer from the conversation)";
 
 /// The built-in summary of core tool `name` (compared case-insensitively).
 pub fn core_summary(name: &str) -> Option<&'static str> {
@@ -146,14 +138,11 @@ pub fn ordered_tools(tools: &[ToolInfo]) -> Vec<ToolInfo> {
 }
 
 /// The tool lines of the Tooling section: `- <Name>: <summary>`, or `- <Name>` for a tool with
-/// no summary; for no tools, the fallback list.
+/// no summary; for no tools, [`NO_TOOLS_LINE`].
 pub fn tool_lines(tools: &[ToolInfo]) -> Vec<String> {
     let ordered = ordered_tools(tools);
     if ordered.is_empty() {
-        return FALLBACK_TOOLS
-            .iter()
-            .map(|name| line(name, core_summary(name)))
-            .collect();
+        return vec![NO_TOOLS_LINE.to_owned()];
     }
     ordered
         .iter()

@@ -48,10 +48,10 @@ fn a_callers_summary_wins_over_the_built_in_one() {
 }
 
 #[test]
-fn no_tools_give_the_fallback_list() {
+fn no_tools_say_so_instead_of_naming_tools_that_do_not_exist() {
     let lines = tool_lines(&[]);
-    assert_eq!(lines.first().unwrap(), "- read: Read file contents");
-    assert!(lines.iter().any(|l| l.starts_with("- exec: ")));
+    assert_eq!(lines, [NO_TOOLS_LINE]);
+    assert!(!lines.iter().any(|l| l.starts_with("- exec")));
     // Blank names do not count as tools.
     assert_eq!(tool_lines(&names(&["  "])), lines);
 }
