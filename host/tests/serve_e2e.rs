@@ -1158,6 +1158,9 @@ fn sigterm_lets_the_request_in_flight_finish() {
     assert!(exit.success(), "{exit:?}");
     let keys = serve.keys();
     assert_eq!(branch(&serve.session(&keys[0])).len(), 2);
+    // The turn's counters, batched, were written before the server exited.
+    let entry = serve.store().get(&keys[0]).unwrap().unwrap();
+    assert!(entry.total_tokens.is_some_and(|t| t > 0), "{entry:?}");
 }
 
 #[test]

@@ -621,6 +621,15 @@ impl<'a> Runner<'a> {
         }
     }
 
+    /// The registry changes not yet written, handed to the caller to write later (`rampart
+    /// serve` coalesces them across turns and conversations); the runner will not write them.
+    pub fn take_registry_changes(&mut self) -> Vec<RegistryChange> {
+        self.registry
+            .as_mut()
+            .map(|link| std::mem::take(&mut link.pending))
+            .unwrap_or_default()
+    }
+
     /// Queues a change of the registry entry (nothing without a registry).
     pub(crate) fn queue_registry(&mut self, change: RegistryChange) {
         if let Some(link) = &mut self.registry {

@@ -18,4 +18,5 @@ pub mod identity;
 pub mod inbound;
 pub mod metrics;
 pub mod outbound;
+pub mod registry_writes;
 pub mod server;

@@ -77,6 +77,8 @@ pub struct ServerState {
     /// flush writes notes in ([`ServerState::with_memory`]); off by default.
     memory: crate::memory::MemorySlot,
     workspace: Option<std::path::PathBuf>,
+    /// The registry's counters, written in batches ([`super::registry_writes`]).
+    registry: Arc<super::registry_writes::RegistryBatcher>,
     /// The system prompt's sources, when `serve.systemPrompt` asks for Rampart's prompt.
     prompt: Option<PromptAssembler>,
 }
@@ -126,6 +128,10 @@ impl ServerState {
             sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
             memory: crate::memory::MemorySlot::off(),
             workspace: None,
+            registry: super::registry_writes::RegistryBatcher::start(
+                Arc::clone(&store),
+                config.session.max_compaction_checkpoints,
+            ),
             config,
             store,
             events,
@@ -148,6 +154,7 @@ impl ServerState {
 
     /// Stops the engine.
     pub fn shutdown(&self) {
+        self.registry.stop();
         self.memory.shutdown();
         self.slot.shutdown();
     }
@@ -967,7 +974,7 @@ fn turn_in_lane(
     .with_registry(
         state.store.as_ref(),
         conversation.key.clone(),
-        RegistryWrites::PerTurn,
+        RegistryWrites::Batched,
     )
     // The server and its engine live on between requests: the compaction the budget will
     // trigger is prepared after a turn and swapped in, so no request waits for a summariser.
@@ -989,7 +996,10 @@ fn turn_in_lane(
         None => runner.run_turn(session, None),
     };
     let upstream = started.elapsed();
-    runner.flush_registry();
+    // The turn's counters join the next batch; the session file below is the turn's record.
+    state
+        .registry
+        .add(conversation.key.clone(), runner.take_registry_changes());
     drop(runner);
     if let Err(TurnError::Provider(ProviderError::Cancelled { provider })) = &result
         && let Some(partial) = log.and_then(|l| l.partial(provider, &request.model))

@@ -92,6 +92,22 @@ pub trait SharedStore: Send + Sync + Debug {
     /// Where originals too large for a session line are kept (content-addressed, immutable, so
     /// any shared directory or object store serves), when the store has such a place.
     fn blobs_dir(&self) -> Option<&Path>;
+
+    /// [`record`](Self::record) for several entries at once; a store that can, writes them in
+    /// one go. Keys no longer registered are skipped.
+    fn record_many(
+        &self,
+        batch: Vec<(String, Vec<RegistryChange>)>,
+        keep_checkpoints: usize,
+    ) -> Result<(), StoreError> {
+        for (key, changes) in batch {
+            match self.record(&key, changes, keep_checkpoints) {
+                Ok(_) | Err(StoreError::UnknownSession { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 fn session_error(e: SessionError) -> StoreError {
@@ -164,6 +180,27 @@ impl SharedStore for SessionStore {
 
     fn blobs_dir(&self) -> Option<&Path> {
         Some(self.dir())
+    }
+
+    /// One rewrite of `sessions.json` for the whole batch.
+    fn record_many(
+        &self,
+        batch: Vec<(String, Vec<RegistryChange>)>,
+        keep_checkpoints: usize,
+    ) -> Result<(), StoreError> {
+        if batch.iter().all(|(_, changes)| changes.is_empty()) {
+            return Ok(());
+        }
+        self.update(|map| {
+            for (key, changes) in batch {
+                if let Some(entry) = map.get_mut(&normalize_key(&key)) {
+                    for change in changes {
+                        apply_change(entry, change, keep_checkpoints);
+                    }
+                    entry.updated_at = entry.updated_at.max(now_unix_ms());
+                }
+            }
+        })
     }
 }
 
