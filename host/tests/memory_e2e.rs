@@ -217,13 +217,20 @@ fn a_context_engine_in_the_memory_slot_is_refused_with_the_reason() {
 }
 
 fn run_config(dir: &Path, url: &str, memory: &str) {
+    run_config_with(
+        dir,
+        url,
+        &format!("[plugins.slots]\nmemory = \"{memory}\"\n"),
+    );
+}
+
+/// A config whose model is `local/m` behind `url`, with `plugins` (TOML tables) before it.
+fn run_config_with(dir: &Path, url: &str, plugins: &str) {
     write_config(
         dir,
         &format!(
             r#"
-[plugins.slots]
-memory = "{memory}"
-
+{plugins}
 [agents.defaults.model]
 primary = "local/m"
 
@@ -502,34 +509,13 @@ fn a_memory_engine_failing_during_a_turn_never_fails_the_turn() {
         r#"{"query":"vault"}"#,
     ));
     up.push(openai_text_stream("I could not check memory.", 20, 5));
-    write_config(
+    run_config_with(
         dir.path(),
+        &up.url(),
         &format!(
-            r#"
-[plugins.slots]
-memory = "fx-memory"
-
-[plugins.engines.fx-memory]
-path = "{}"
-
-[plugins.engines.fx-memory.config]
-failSearch = true
-
-[agents.defaults.model]
-primary = "local/m"
-
-[models.providers.local]
-api = "openai-completions"
-baseUrl = "{}"
-maxRetries = 0
-timeoutSeconds = 10
-
-[[models.providers.local.models]]
-id = "m"
-contextWindow = 64000
-"#,
-            fixture("fx-memory").display(),
-            up.url()
+            "[plugins.slots]\nmemory = \"fx-memory\"\n[plugins.engines.fx-memory]\npath = \"{}\"\n\
+             [plugins.engines.fx-memory.config]\nfailSearch = true\n",
+            fixture("fx-memory").display()
         ),
     );
     let out = rampart(dir.path(), &["run", "Where is the deploy key?"]);
