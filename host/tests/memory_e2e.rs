@@ -538,3 +538,29 @@ fn a_memory_engine_failing_during_a_turn_never_fails_the_turn() {
         "{answer}"
     );
 }
+
+/// `config check` resolves a memory engine library as it does a context engine, and `engines
+/// list` names the memory slot.
+#[test]
+fn config_check_and_engines_list_know_the_memory_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "[plugins.slots]\nmemory = \"ghost\"\n");
+    let out = rampart(dir.path(), &["config", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("memory: ghost"), "{}", text(&out));
+    assert!(
+        text(&out).contains("unknown engine id `ghost`"),
+        "{}",
+        text(&out)
+    );
+
+    fx_memory_config(dir.path(), "");
+    let out = rampart(dir.path(), &["config", "check"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = rampart(dir.path(), &["engines", "list"]);
+    let listed = text(&out);
+    assert!(
+        listed.contains("memory slot: fx-memory") && listed.contains("fx_memory"),
+        "{listed}"
+    );
+}

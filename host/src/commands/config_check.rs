@@ -37,9 +37,17 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
     };
     let mut failures = 0;
     writeln!(out, "contextEngine: {}", config.context_engine)?;
+    writeln!(out, "memory: {}", config.memory_engine)?;
     let mut ids: Vec<String> = config.engines.keys().cloned().collect();
     if !ids.contains(&config.context_engine) {
         ids.insert(0, config.context_engine.clone());
+    }
+    // A memory engine library is resolved like a context engine; the built-in one and "none"
+    // need nothing.
+    let memory = &config.memory_engine;
+    if memory != config::BUILTIN_MEMORY_ID && memory != config::MEMORY_OFF && !ids.contains(memory)
+    {
+        ids.push(memory.clone());
     }
     for id in ids {
         let required = config.engines.get(&id).is_some_and(|e| e.required);

@@ -116,6 +116,18 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
     for (mark, id, origin, state) in rows {
         writeln!(out, "{mark} {id:id_width$}  {state}  [{origin}]")?;
     }
+    // The memory slot, without loading it (`rampart memory status` does).
+    let memory = &config.memory_engine;
+    let where_ = match memory.as_str() {
+        config::MEMORY_OFF => "off".to_string(),
+        config::BUILTIN_MEMORY_ID => "built in".to_string(),
+        id => match config.resolve_engine_path(id) {
+            Ok(Some(path)) => path.display().to_string(),
+            Ok(None) => "built in".to_string(),
+            Err(e) => format!("cannot resolve: {e}"),
+        },
+    };
+    writeln!(out, "memory slot: {memory}  [{where_}]")?;
     slot.shutdown();
     Ok(0)
 }
