@@ -269,6 +269,10 @@ pub struct SessionStore {
     /// Writes performed through this handle; lets tests and diagnostics prove that no-op
     /// updates skip the disk without relying on mtime granularity.
     writes: AtomicU64,
+    /// The registry as last parsed by [`SessionStore::snapshot`], with the exact text it was
+    /// parsed from: a read whose text is the same (compared byte for byte, so a write by any
+    /// process is seen) reuses it instead of parsing again.
+    parsed: std::sync::Mutex<Option<(String, std::sync::Arc<SessionMap>)>>,
 }
 
 /// What was on disk: the merged map, the exact text (for the unchanged-text check) and how
@@ -360,6 +364,7 @@ impl SessionStore {
             dir,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             writes: AtomicU64::new(0),
+            parsed: std::sync::Mutex::new(None),
         }
     }
 
@@ -653,6 +658,29 @@ impl SessionStore {
             key,
             path: self.path.clone(),
         })
+    }
+
+    /// The registry as it stands on disk, shared: read every time, parsed only when its text
+    /// changed since the last call. Why: `rampart serve` looks up a conversation's family on
+    /// every request, and parsing `sessions.json` of a thousand conversations took longer
+    /// than the rest of the request; reading it and comparing the bytes takes microseconds.
+    pub fn snapshot(&self) -> Result<std::sync::Arc<SessionMap>, StoreError> {
+        let Some(text) = disk::read_text(&self.path)? else {
+            return Ok(std::sync::Arc::default());
+        };
+        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((cached, map)) = &*parsed
+            && *cached == text
+        {
+            return Ok(std::sync::Arc::clone(map));
+        }
+        let mut map = SessionMap::new();
+        for (raw_key, entry) in disk::parse(&self.path, &text)? {
+            insert_merging(&self.path, &mut map, &raw_key, entry);
+        }
+        let map = std::sync::Arc::new(map);
+        *parsed = Some((text, std::sync::Arc::clone(&map)));
+        Ok(map)
     }
 
     fn load_from_disk(&self) -> Result<Loaded, StoreError> {

@@ -120,7 +120,7 @@ impl SharedStore for SessionStore {
     }
 
     fn get(&self, key: &str) -> Result<Option<SessionEntry>, StoreError> {
-        SessionStore::get(self, key)
+        Ok(self.snapshot()?.get(&normalize_key(key)).cloned())
     }
 
     fn family(
@@ -128,15 +128,17 @@ impl SharedStore for SessionStore {
         prefix: &str,
         exact: Option<&str>,
     ) -> Result<Vec<(String, SessionEntry)>, StoreError> {
-        Ok(self
-            .list()?
-            .into_iter()
-            .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
-            .collect())
+        let map = self.snapshot()?;
+        Ok(newest_first(
+            map.iter()
+                .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
+                .map(|(k, e)| (k.clone(), e.clone()))
+                .collect(),
+        ))
     }
 
     fn count(&self) -> Result<usize, StoreError> {
-        Ok(self.load()?.len())
+        Ok(self.snapshot()?.len())
     }
 
     fn create(
@@ -204,6 +206,12 @@ impl SharedStore for SessionStore {
     }
 }
 
+/// Most recently updated first, ties by key (the order `SessionStore::list` gives).
+fn newest_first(mut found: Vec<(String, SessionEntry)>) -> Vec<(String, SessionEntry)> {
+    found.sort_by(|(ka, a), (kb, b)| b.updated_at.cmp(&a.updated_at).then_with(|| ka.cmp(kb)));
+    found
+}
+
 fn new_entry(session: &Session, file: &Path, fields: EntryFields) -> SessionEntry {
     let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
     entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
@@ -262,15 +270,14 @@ impl SharedStore for MemoryStore {
         prefix: &str,
         exact: Option<&str>,
     ) -> Result<Vec<(String, SessionEntry)>, StoreError> {
-        let mut found: Vec<(String, SessionEntry)> = self
+        let found: Vec<(String, SessionEntry)> = self
             .registry()
             .map
             .iter()
             .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
             .map(|(k, e)| (k.clone(), e.clone()))
             .collect();
-        found.sort_by(|(ka, a), (kb, b)| b.updated_at.cmp(&a.updated_at).then_with(|| ka.cmp(kb)));
-        Ok(found)
+        Ok(newest_first(found))
     }
 
     fn count(&self) -> Result<usize, StoreError> {

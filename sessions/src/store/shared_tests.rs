@@ -105,3 +105,33 @@ fn an_opened_session_keeps_what_was_appended_and_record_updates_the_entry() {
         ));
     }
 }
+
+/// The file store parses `sessions.json` once per distinct text, and still sees every write,
+/// its own or another handle's (another process, as far as the file is concerned).
+#[test]
+fn the_file_store_reuses_its_parse_until_the_file_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = SessionStore::open(dir.path()).unwrap();
+    let b = SessionStore::open(dir.path()).unwrap();
+    create(&a, "one");
+    let first = a.snapshot().unwrap();
+    let again = a.snapshot().unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&first, &again),
+        "an unchanged file is not parsed again"
+    );
+    // Another handle writes: the next read sees it.
+    create(&b, "two");
+    assert_eq!(SharedStore::count(&a).unwrap(), 2);
+    let usage = UsageSample {
+        input: 5,
+        context_used: 7,
+        ..UsageSample::default()
+    };
+    b.record("one", vec![RegistryChange::Usage(usage)], 5)
+        .unwrap();
+    assert_eq!(
+        SharedStore::get(&a, "one").unwrap().unwrap().total_tokens,
+        Some(7)
+    );
+}
