@@ -1,6 +1,7 @@
 //! Reading the registry of a server with 1,000 conversations: parsed on every read
 //! (`SessionStore::list`), against the snapshot that parses only when the text changed
 //! (`SharedStore::family`, what `rampart serve` does on every request).
+#![allow(clippy::expect_used)]
 
 use criterion::Criterion;
 use rampart_sessions::entry::SessionHeader;
