@@ -218,14 +218,25 @@ impl PromptAssembler {
         settings: &crate::run::RunSettings,
         client: Option<&str>,
     ) -> Option<String> {
-        match source {
-            SystemPromptSource::Client => client.map(str::to_string),
-            SystemPromptSource::Rampart => Some(self.build_for_run(session_key, settings).text),
-            SystemPromptSource::Merge => Some(merge_client_prompt(
-                &self.build_for_run(session_key, settings).text,
-                client,
-            )),
+        let built = match source {
+            SystemPromptSource::Client => return client.map(str::to_string),
+            SystemPromptSource::Rampart => self.build_for_run(session_key, settings).text,
+            SystemPromptSource::Merge => {
+                merge_client_prompt(&self.build_for_run(session_key, settings).text, client)
+            }
+        };
+        // A cut file is never silent; but a proxied client's messages are left as it sent
+        // them (they are what its next request is matched against), so the warning is logged,
+        // once per conversation and distinct cut.
+        if self.warning_mode != TruncationWarningMode::Off {
+            let lines = self
+                .bootstrap
+                .warning_lines(session_key, TruncationWarningMode::Once);
+            if !lines.is_empty() {
+                tracing::warn!(session = session_key, cut = %lines.join(" "), "workspace files were cut to their budget in the built system prompt");
+            }
         }
+        Some(built)
     }
 }
 
