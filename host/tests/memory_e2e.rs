@@ -563,4 +563,6 @@ fn config_check_and_engines_list_know_the_memory_slot() {
         listed.contains("memory slot: fx-memory") && listed.contains("fx_memory"),
         "{listed}"
     );
+    // Not listed as a context engine as well.
+    assert_eq!(listed.matches("fx-memory").count(), 1, "{listed}");
 }

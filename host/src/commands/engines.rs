@@ -58,6 +58,10 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
     if !ids.contains(&config.context_engine) {
         ids.push(config.context_engine.clone());
     }
+    // The memory slot's library has a line of its own below, not a context engine's row.
+    if config.memory_engine != config.context_engine {
+        ids.retain(|id| *id != config.memory_engine);
+    }
     for id in ids {
         let mark = if id == active.id() { "*" } else { " " }.to_string();
         let (origin, state) = if id == config::BUILTIN_ENGINE_ID {
