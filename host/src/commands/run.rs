@@ -22,10 +22,6 @@ use crate::run::RunSettings;
 /// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
 pub const DEFAULT_SESSION_KEY: &str = "main";
 
-/// Model calls one `rampart run` makes at most while the model keeps calling memory tools:
-/// enough to search, read and answer a few times over, and a bound on a model that loops.
-pub const MAX_TOOL_STEPS: usize = 8;
-
 /// `rampart run "PROMPT" [--session KEY]`: one user turn against the configured model.
 pub fn run_prompt(
     config: &Config,
@@ -73,7 +69,17 @@ pub fn run_prompt(
             .runner_with(config, store, &events, &session, Some(&key), settings)?
             .with_memory_flush(&host.memory, workspace);
         let user = AgentMessage::user_text(user_text, now_unix_ms());
-        let result = tool_loop(&mut runner, &mut session, user, &host.memory, &key);
+        // `rampart run` answers the model's memory-tool calls itself.
+        let first = runner.run_turn(&mut session, Some(user));
+        let result = crate::memory::tools::answer_memory_calls(
+            &mut runner,
+            &mut session,
+            &host.memory,
+            &key,
+            first,
+            || {},
+            None,
+        );
         let finished = runner.finish_turn(&mut session);
         // A turn is acknowledged only once it is on disk: a failed sync (a full disk) is an
         // error with the OS's reason, never silence.
@@ -123,40 +129,4 @@ pub fn run_prompt(
             }
         }
     })
-}
-
-/// The turn, and as long as the model calls only memory tools (at most [`MAX_TOOL_STEPS`]
-/// model calls), their answers appended as tool results and the model called again. A call of
-/// any other tool ends the loop: `rampart run` executes no other tools, and the turn's end
-/// records those calls as unanswered.
-fn tool_loop(
-    runner: &mut crate::run::Runner<'_>,
-    session: &mut rampart_sessions::Session,
-    user: AgentMessage,
-    memory: &crate::memory::MemorySlot,
-    key: &str,
-) -> Result<crate::run::TurnReport, crate::run::TurnError> {
-    let mut report = runner.run_turn(session, Some(user))?;
-    for _ in 1..MAX_TOOL_STEPS {
-        let calls = crate::memory::flush::tool_calls(&report.reply);
-        if calls.is_empty()
-            || !memory.is_on()
-            || !calls
-                .iter()
-                .all(|c| crate::memory::tools::is_memory_tool(&c.name))
-        {
-            break;
-        }
-        for call in calls {
-            let text =
-                crate::memory::tools::call_tool(memory, &call.name, &call.arguments, Some(key))
-                    .unwrap_or_default();
-            tracing::info!(tool = %call.name, call = %call.id, bytes = text.len(), "memory tool answered");
-            let result =
-                AgentMessage::tool_result(&call.id, &call.name, text, false, now_unix_ms());
-            runner.append(session, result)?;
-        }
-        report = runner.run_turn(session, None)?;
-    }
-    Ok(report)
 }

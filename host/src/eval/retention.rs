@@ -80,26 +80,10 @@ pub fn mine<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Vec<Str
 /// The share of `facts` that `request` (the final request's text: system prompt and messages
 /// as JSON) holds, or that a blob it names holds. `None` when there are no facts.
 pub fn retained(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> Option<f64> {
-    if facts.is_empty() {
-        return None;
-    }
-    let named: Vec<Vec<u8>> = blobs
-        .map(|store| {
-            blob_refs(request)
-                .filter_map(|r| store.get(&r).ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let kept = facts
-        .iter()
-        .filter(|fact| {
-            request.contains(fact.as_str())
-                || named
-                    .iter()
-                    .any(|blob| String::from_utf8_lossy(blob).contains(fact.as_str()))
-        })
-        .count();
-    Some(kept as f64 / facts.len() as f64)
+    share(
+        facts,
+        kept(facts, request, blobs).iter().filter(|k| **k).count(),
+    )
 }
 
 /// The share of `facts` that `request` lost (see [`retained`]) and `notes` (the memory notes
@@ -111,16 +95,37 @@ pub fn recovered(
     blobs: Option<&BlobStore>,
     notes: &str,
 ) -> Option<f64> {
-    if facts.is_empty() {
-        return None;
-    }
-    let lost: Vec<String> = facts
+    let found = facts
         .iter()
-        .filter(|f| retained(std::slice::from_ref(*f), request, blobs) == Some(0.0))
-        .cloned()
-        .collect();
-    let found = lost.iter().filter(|f| notes.contains(f.as_str())).count();
-    Some(found as f64 / facts.len() as f64)
+        .zip(kept(facts, request, blobs))
+        .filter(|(fact, kept)| !kept && notes.contains(fact.as_str()))
+        .count();
+    share(facts, found)
+}
+
+fn share(facts: &[String], count: usize) -> Option<f64> {
+    (!facts.is_empty()).then(|| count as f64 / facts.len() as f64)
+}
+
+/// Whether each fact is in `request` or in a blob it names (each blob read once).
+fn kept(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> Vec<bool> {
+    if facts.is_empty() {
+        return Vec::new();
+    }
+    let named: Vec<String> = blobs
+        .map(|store| {
+            blob_refs(request)
+                .filter_map(|r| store.get(&r).ok())
+                .map(|blob| String::from_utf8_lossy(&blob).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    facts
+        .iter()
+        .map(|fact| {
+            request.contains(fact.as_str()) || named.iter().any(|blob| blob.contains(fact.as_str()))
+        })
+        .collect()
 }
 
 /// The `sha256:<hex>` blob references in `text`.

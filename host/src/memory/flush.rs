@@ -184,28 +184,16 @@ pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (S
             format!("Memory flush writes are restricted to {note}; use that path only."),
             0,
         ),
-        "read" if is_memory_file(path) => {
-            let text = std::fs::read_to_string(workspace.join(path)).unwrap_or_default();
-            (text, 0)
-        }
-        "read" => (
-            format!(
-                "{path} is not a memory file; only MEMORY.md and memory/*.md can be read here."
-            ),
-            0,
-        ),
+        // The memory files' own rules (`memory_get`'s): which paths, confined to the workspace.
+        "read" => match rampart_memory::read::read_memory_file(workspace, &[], path, None, None) {
+            Ok(read) => (read.text, 0),
+            Err(e) => (e.to_string(), 0),
+        },
         other => (
             format!("The tool {other} is not available in a memory flush."),
             0,
         ),
     }
-}
-
-fn is_memory_file(path: &str) -> bool {
-    let plain = !path.contains("..") && !path.starts_with('/');
-    plain
-        && path.ends_with(".md")
-        && (path == "MEMORY.md" || path == "memory.md" || path.starts_with("memory/"))
 }
 
 /// The note the embedded summariser writes from `messages` when no model can.

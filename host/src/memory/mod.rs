@@ -42,22 +42,39 @@ pub fn resolve(
     let id = config.memory_engine.as_str();
     match id {
         MEMORY_OFF => MemorySlot::off(),
-        BUILTIN_MEMORY_ID => {
-            let places = core::MemoryPlaces::of(config, sessions_dir);
-            let search = &config.agent_defaults.memory_search;
-            let loaded = core::MemoryCore::open(search, &places).map(|engine| {
-                if watch == Watch::Files && search.watch {
-                    engine.watch();
-                }
-                let host = Host::new(Arc::new(resources.services_for(id, events)));
-                EngineHandle::linked(Arc::new(engine), host, config.call_timeout)
-            });
-            MemorySlot::with_engine(id, loaded)
-        }
+        BUILTIN_MEMORY_ID => builtin(
+            config,
+            &config.agent_defaults.memory_search,
+            &core::MemoryPlaces::of(config, sessions_dir),
+            events,
+            resources,
+            watch,
+        ),
         _ => MemorySlot::with_engine(
             id,
             resolve_and_load(config, id, events, resources)
                 .map_err(|(operation, reason)| format!("{operation}: {reason}")),
         ),
     }
+}
+
+/// The slot with the built-in `memory-core` on `search`'s settings at `places` (a replay
+/// gives its scratch places and keyword-only settings).
+pub fn builtin(
+    config: &Config,
+    search: &crate::config::memory::MemorySearchConfig,
+    places: &core::MemoryPlaces,
+    events: &EventSink,
+    resources: &HostResources,
+    watch: Watch,
+) -> MemorySlot {
+    let id = BUILTIN_MEMORY_ID;
+    let loaded = core::MemoryCore::open(search, places).map(|engine| {
+        if watch == Watch::Files && search.watch {
+            engine.watch();
+        }
+        let host = Host::new(Arc::new(resources.services_for(id, events)));
+        EngineHandle::linked(Arc::new(engine), host, config.call_timeout)
+    });
+    MemorySlot::with_engine(id, loaded)
 }

@@ -163,15 +163,15 @@ impl ReplayMemory {
             db_path: dir.path().join("memory").join("main.sqlite"),
             sessions_dir: dir.path().join("sessions"),
         };
-        let id = crate::config::BUILTIN_MEMORY_ID;
-        let loaded = crate::memory::core::MemoryCore::open(&search, &places).map(|engine| {
-            let host = rampart_engine_api::Host::new(Arc::new(resources.services_for(id, events)));
-            crate::engine::handle::EngineHandle::linked(Arc::new(engine), host, config.call_timeout)
-        });
-        Some(Self {
-            slot: crate::memory::MemorySlot::with_engine(id, loaded),
-            dir,
-        })
+        let slot = crate::memory::builtin(
+            config,
+            &search,
+            &places,
+            events,
+            resources,
+            crate::memory::Watch::No,
+        );
+        Some(Self { slot, dir })
     }
 
     fn workspace(&self) -> std::path::PathBuf {

@@ -840,10 +840,9 @@ impl<'a> Runner<'a> {
                 // overflow brings now), the durable facts go to long-term memory.
                 match &decision {
                     Decision::Send(p) => {
-                        let messages: Vec<_> = p.list.iter().cloned().collect();
                         let trigger = flush::FlushTrigger::Request {
                             tokens: p.estimated,
-                            messages: &messages,
+                            messages: &p.list,
                             system: p.system.as_deref(),
                         };
                         self.maybe_flush_memory(session, &resolved, trigger);

@@ -240,18 +240,14 @@ async fn chat_completions(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let response = conversation_request(
+    conversation_route(
         &state,
         Endpoint::ChatCompletions,
         Wire::OpenAi,
         headers,
         body,
     )
-    .await;
-    state
-        .metrics
-        .request("chat_completions", response.status().as_u16());
-    response
+    .await
 }
 
 /// `POST /v1/responses`: the Codex CLI's wire, read as the chat request it means.
@@ -260,12 +256,7 @@ async fn responses(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let response =
-        conversation_request(&state, Endpoint::Responses, Wire::Responses, headers, body).await;
-    state
-        .metrics
-        .request("responses", response.status().as_u16());
-    response
+    conversation_route(&state, Endpoint::Responses, Wire::Responses, headers, body).await
 }
 
 async fn messages(
@@ -273,11 +264,25 @@ async fn messages(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let response =
-        conversation_request(&state, Endpoint::Messages, Wire::Anthropic, headers, body).await;
-    state
-        .metrics
-        .request("messages", response.status().as_u16());
+    conversation_route(&state, Endpoint::Messages, Wire::Anthropic, headers, body).await
+}
+
+/// A conversation endpoint's request, counted in the metrics under the endpoint's name.
+async fn conversation_route(
+    state: &Arc<ServerState>,
+    endpoint: Endpoint,
+    wire: Wire,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let name = match endpoint {
+        Endpoint::ChatCompletions => "chat_completions",
+        Endpoint::Responses => "responses",
+        Endpoint::Messages => "messages",
+        Endpoint::CountTokens => "count_tokens",
+    };
+    let response = conversation_request(state, endpoint, wire, headers, body).await;
+    state.metrics.request(name, response.status().as_u16());
     response
 }
 
@@ -992,7 +997,22 @@ fn turn_in_lane(
     }
     let started = Instant::now();
     let result = match &memory_steps {
-        Some(steps) => memory_tool_loop(state, &mut runner, session, steps, &conversation.key),
+        Some(steps) => {
+            // Results the client never sees are marked, so its next request, which lacks
+            // them, still continues the conversation.
+            let first = runner.run_turn(session, None);
+            let result = crate::memory::tools::answer_memory_calls(
+                &mut runner,
+                session,
+                &state.memory,
+                &conversation.key,
+                first,
+                || steps.drop_step(),
+                Some(super::history::SERVER_TOOL_MARK),
+            );
+            steps.release();
+            result
+        }
         None => runner.run_turn(session, None),
     };
     let upstream = started.elapsed();
@@ -1081,53 +1101,6 @@ impl StepBuffer {
             }
         }
     }
-}
-
-/// The turn, then, while the model calls only memory tools (at most
-/// [`crate::commands::run::MAX_TOOL_STEPS`] calls), their answers appended as tool results
-/// marked as the server's ([`crate::serve::history::SERVER_TOOL_MARK`], so the client's next
-/// request, which never saw them, still continues the conversation) and the model called again.
-fn memory_tool_loop(
-    state: &ServerState,
-    runner: &mut Runner<'_>,
-    session: &mut rampart_sessions::Session,
-    steps: &StepBuffer,
-    key: &str,
-) -> Result<crate::run::TurnReport, TurnError> {
-    let mut result = runner.run_turn(session, None);
-    for _ in 1..crate::commands::run::MAX_TOOL_STEPS {
-        let Ok(report) = &result else { break };
-        let calls = crate::memory::flush::tool_calls(&report.reply);
-        if calls.is_empty()
-            || !calls
-                .iter()
-                .all(|c| crate::memory::tools::is_memory_tool(&c.name))
-        {
-            break;
-        }
-        steps.drop_step();
-        for call in calls {
-            let text = crate::memory::tools::call_tool(
-                &state.memory,
-                &call.name,
-                &call.arguments,
-                Some(key),
-            )
-            .unwrap_or_default();
-            let mut answer =
-                AgentMessage::tool_result(&call.id, &call.name, text, false, now_unix_ms());
-            if let AgentMessage::ToolResult(r) = &mut answer {
-                r.extra.insert(
-                    super::history::SERVER_TOOL_MARK.to_owned(),
-                    serde_json::Value::Bool(true),
-                );
-            }
-            runner.append(session, answer)?;
-        }
-        result = runner.run_turn(session, None);
-    }
-    steps.release();
-    result
 }
 
 fn provider_failure(e: &ProviderError) -> Failure {
