@@ -15,6 +15,7 @@ mod eval_e2e;
 mod isolation_e2e;
 mod layer2_e2e;
 mod memory_e2e;
+mod memory_safety_e2e;
 mod newcomer_e2e;
 mod old_api;
 mod overflow_loop_e2e;

@@ -239,8 +239,18 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
         Command::EngineHost => Ok(crate::engine::engine_host::serve()),
         Command::Memory(cmd) => {
             let (_, config) = load_config(cli.global.config)?;
-            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
-            memory::run(cmd, &config, store.dir(), out, &mut std::io::stderr())
+            // Memory only lists the transcripts (when they are a source): the sessions
+            // directory is neither created nor its registry read.
+            let sessions_dir = match cli.global.sessions_dir {
+                Some(dir) => dir,
+                None => rampart_sessions::store::default_sessions_dir().ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "no platform data directory is known here; pass --sessions-dir DIR to \
+                         choose one"
+                    )
+                })?,
+            };
+            memory::run(cmd, &config, &sessions_dir, out, &mut std::io::stderr())
         }
         Command::Compact {
             session,

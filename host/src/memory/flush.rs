@@ -13,9 +13,10 @@
 //!
 //! Either way the session gets a `rampart.memoryFlush` custom entry (hidden from the model)
 //! recording the compaction cycle it ran in, so it runs at most once per cycle, in this process
-//! or the next. The workspace file is only ever appended to.
+//! or the next. The workspace file is only ever appended to, and never through a symbolic link
+//! or out of the workspace ([`rampart_memory::write`]): a note that is a link is refused with
+//! one line in the log and the event, and the turn goes on.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rampart_context::compaction::extractive::ExtractiveSummarizer;
@@ -140,33 +141,36 @@ pub fn tool_specs(note: &str) -> Vec<ToolSpec> {
 }
 
 /// Appends `text` to `note` under `workspace` (directories created), after a newline when the
-/// file does not end with one. Returns the bytes written.
-pub fn append_note(workspace: &Path, note: &str, text: &str) -> std::io::Result<u64> {
-    let path = workspace.join(note);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let needs_newline = std::fs::read(&path)
-        .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
-        .unwrap_or(false);
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
-    let mut body = String::new();
-    if needs_newline {
-        body.push('\n');
-    }
-    body.push_str(text.trim_end());
-    body.push('\n');
-    file.write_all(body.as_bytes())?;
-    file.sync_data()?;
-    Ok(body.len() as u64)
+/// file does not end with one. Returns the bytes written. Never through a symbolic link, nor
+/// out of the workspace by any path (see [`rampart_memory::write`]): such a note is refused
+/// with an error that says so.
+pub fn append_note(
+    workspace: &Path,
+    note: &str,
+    text: &str,
+) -> Result<u64, rampart_memory::MemoryError> {
+    rampart_memory::write::append_memory_file(workspace, note, text)
+}
+
+/// What answering one tool call of the flush turn gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolAnswer {
+    /// What the model is told.
+    pub text: String,
+    /// Bytes appended to the note.
+    pub bytes: u64,
+    /// A write that failed or was refused, in one line for the log and the flush event.
+    pub error: Option<String>,
 }
 
 /// Answers one tool call of the flush turn: `write` appends to today's note only, `read` reads
-/// a memory file. The text is what the model is told.
-pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (String, u64) {
+/// a memory file.
+pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> ToolAnswer {
+    let told = |text: String| ToolAnswer {
+        text,
+        bytes: 0,
+        error: None,
+    };
     let path = args
         .get("path")
         .and_then(Value::as_str)
@@ -176,23 +180,29 @@ pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (S
         "write" if path == note => {
             let content = args.get("content").and_then(Value::as_str).unwrap_or("");
             match append_note(workspace, note, content) {
-                Ok(bytes) => (format!("Appended content to {note}."), bytes),
-                Err(e) => (format!("Could not append to {note}: {e}"), 0),
+                Ok(bytes) => ToolAnswer {
+                    text: format!("Appended content to {note}."),
+                    bytes,
+                    error: None,
+                },
+                Err(e) => ToolAnswer {
+                    text: format!("Could not append to {note}: {e}"),
+                    bytes: 0,
+                    error: Some(format!("could not append to {note}: {e}")),
+                },
             }
         }
-        "write" => (
-            format!("Memory flush writes are restricted to {note}; use that path only."),
-            0,
-        ),
+        "write" => told(format!(
+            "Memory flush writes are restricted to {note}; use that path only."
+        )),
         // The memory files' own rules (`memory_get`'s): which paths, confined to the workspace.
         "read" => match rampart_memory::read::read_memory_file(workspace, &[], path, None, None) {
-            Ok(read) => (read.text, 0),
-            Err(e) => (e.to_string(), 0),
+            Ok(read) => told(read.text),
+            Err(e) => told(e.to_string()),
         },
-        other => (
-            format!("The tool {other} is not available in a memory flush."),
-            0,
-        ),
+        other => told(format!(
+            "The tool {other} is not available in a memory flush."
+        )),
     }
 }
 

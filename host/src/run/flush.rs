@@ -137,12 +137,7 @@ impl<'a> Runner<'a> {
                 let text = extractive_note(&messages, compactions);
                 match append_note(&workspace, &note, &text) {
                     Ok(n) => event.bytes = n,
-                    Err(e) => {
-                        event.error = Some(format!(
-                            "could not append to {}: {e}",
-                            workspace.join(&note).display()
-                        ));
-                    }
+                    Err(e) => event.error = Some(format!("could not append to {note}: {e}")),
                 }
             }
         }
@@ -230,13 +225,19 @@ impl<'a> Runner<'a> {
                 break;
             }
             for call in calls {
-                let (text, bytes) = answer_tool(workspace, note, &call.name, &call.arguments);
-                outcome.bytes += bytes;
+                let answer = answer_tool(workspace, note, &call.name, &call.arguments);
+                outcome.bytes += answer.bytes;
+                let failed = answer.error.is_some();
+                if failed {
+                    // The flush goes on (the model may answer NO_REPLY); the event and the log
+                    // keep the reason.
+                    outcome.error = answer.error;
+                }
                 list.push(Arc::new(AgentMessage::tool_result(
                     &call.id,
                     &call.name,
-                    text,
-                    false,
+                    answer.text,
+                    failed,
                     self.now_ms(),
                 )));
             }
