@@ -15,6 +15,13 @@ use rampart_engine_api::host::EngineEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The field of an event's `data` that holds a wall-clock duration in milliseconds
+/// ([`CompactionEnd::duration_ms`], [`CompactionPrepared::duration_ms`]; a third-party engine's
+/// own kinds should use the same name). It is a measurement of the machine, not a decision of
+/// the defence: a replay's events file leaves it out unless asked (`rampart replay --timings`),
+/// so the file is the same on every run.
+pub const DURATION_FIELD: &str = "durationMs";
+
 /// One decision of the defence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]

@@ -53,12 +53,14 @@ fn input() -> PathBuf {
     path
 }
 
-/// One replay, as `rampart replay FILE --window 128000 --json` runs it; returns the summary.
+/// One replay, as `rampart replay FILE --window 128000 --json --timings` runs it; returns the
+/// summary.
 fn replay_once(file: &Path) -> Value {
     let options = ReplayOptions {
         input: file.to_path_buf(),
         window: Some(WINDOW),
         json: true,
+        timings: true,
         ..ReplayOptions::default()
     };
     let mut out = Vec::new();

@@ -23,6 +23,7 @@ mod providers_e2e;
 mod readme_config;
 mod replay_as_provider_e2e;
 mod replay_e2e;
+mod replay_reproducible_e2e;
 mod request_snapshots;
 mod required_engine_e2e;
 mod run_cli_e2e;

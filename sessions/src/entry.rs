@@ -382,10 +382,21 @@ pub struct OtherEntry {
 impl Entry {
     /// A new entry continuing from `parent_id`, stamped with the current time.
     pub fn new(id: String, parent_id: Option<String>, body: EntryBody) -> Self {
+        Self::stamped(id, parent_id, body, crate::ids::now_iso())
+    }
+
+    /// A new entry continuing from `parent_id`, stamped with `timestamp` (ISO 8601): what a
+    /// session with scripted stamps writes (see `stamps`).
+    pub fn stamped(
+        id: String,
+        parent_id: Option<String>,
+        body: EntryBody,
+        timestamp: String,
+    ) -> Self {
         Self {
             id,
             parent_id,
-            timestamp: crate::ids::now_iso(),
+            timestamp,
             body,
         }
     }

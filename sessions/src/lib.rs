@@ -52,6 +52,7 @@ pub mod rewrite;
 mod scan;
 pub mod session;
 mod split;
+pub mod stamps;
 pub mod store;
 pub mod tree;
 mod writer;

@@ -27,6 +27,7 @@ use rampart_message::SharedMessage;
 use rampart_message::TranscriptRewriteResult;
 
 use crate::entry::{Entry, EntryBody, MessageEntry};
+use crate::stamps::Stamps;
 use crate::tree::SessionTree;
 
 /// Why a rewrite changed nothing: no replacements were given.
@@ -46,8 +47,8 @@ pub struct RewritePlan {
     pub result: TranscriptRewriteResult,
 }
 
-/// Plans a rewrite of `tree`'s active branch. `Err` carries the "nothing changed" result with
-/// its reason.
+/// Plans a rewrite of `tree`'s active branch, its new entries stamped by `stamps`. `Err`
+/// carries the "nothing changed" result with its reason.
 ///
 /// Replacements are shared messages (what engines return), and the planned entries keep
 /// them, and the unchanged messages they re-append, as the same allocations: a rewrite copies
@@ -55,6 +56,7 @@ pub struct RewritePlan {
 pub fn plan_rewrite(
     tree: &SessionTree,
     replacements: &[(String, SharedMessage)],
+    stamps: &Stamps,
 ) -> Result<RewritePlan, TranscriptRewriteResult> {
     let unchanged = |reason: &str| TranscriptRewriteResult {
         changed: false,
@@ -132,12 +134,16 @@ pub fn plan_rewrite(
             }
             other => other.clone(),
         };
-        let id = crate::ids::new_entry_id(|candidate| {
-            tree.contains_id(candidate) || planned_ids.contains(candidate)
-        });
+        let id = stamps
+            .entry_id(|candidate| tree.contains_id(candidate) || planned_ids.contains(candidate));
         planned_ids.insert(id.clone());
         remap.insert(old.id.as_str(), id.clone());
-        out.push(Entry::new(id.clone(), parent.replace(id), body));
+        out.push(Entry::stamped(
+            id.clone(),
+            parent.replace(id),
+            body,
+            stamps.timestamp(),
+        ));
     }
     Ok(RewritePlan {
         entries: out,
@@ -156,7 +162,7 @@ pub fn rewrite_in_memory(
     tree: &mut SessionTree,
     replacements: &[(String, AgentMessage)],
 ) -> TranscriptRewriteResult {
-    match plan_rewrite(tree, &share(replacements)) {
+    match plan_rewrite(tree, &share(replacements), &Stamps::Live) {
         Ok(plan) => {
             for entry in plan.entries {
                 tree.attach(entry);
@@ -278,7 +284,7 @@ mod tests {
         let mut tree = SessionTree::new();
         let a = tree.append(user("a")).id.clone();
         let replacement: SharedMessage = Arc::new(AgentMessage::user_text("A", 1));
-        let plan = plan_rewrite(&tree, &[(a, Arc::clone(&replacement))]).unwrap();
+        let plan = plan_rewrite(&tree, &[(a, Arc::clone(&replacement))], &Stamps::Live).unwrap();
         assert!(Arc::ptr_eq(
             plan.entries[0].body.shared_message().unwrap(),
             &replacement

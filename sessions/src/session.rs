@@ -45,6 +45,7 @@ use crate::load::{self, Cursor, LoadOptions, LoadReport, TailPolicy};
 use crate::medium::{FileMedium, MediumGuard, MediumReader, SessionMedium, write_header};
 use crate::migrate;
 use crate::rewrite::plan_rewrite;
+use crate::stamps::Stamps;
 use crate::tree::SessionTree;
 
 /// When appended entries are forced to stable storage.
@@ -71,6 +72,9 @@ pub struct SessionOptions {
     pub lock_timeout: Duration,
     /// How lines are read (line limit, corrupt-line sidecars).
     pub load: LoadOptions,
+    /// How new entries get their ids and times: random and the wall clock, or scripted for
+    /// a replay that must write the same session every time (see `stamps`).
+    pub stamps: Stamps,
 }
 
 impl Default for SessionOptions {
@@ -79,6 +83,7 @@ impl Default for SessionOptions {
             fsync: FsyncPolicy::default(),
             lock_timeout: Duration::from_secs(10),
             load: LoadOptions::default(),
+            stamps: Stamps::Live,
         }
     }
 }
@@ -342,14 +347,19 @@ impl Session {
         let (_guard, _) = self.lock()?;
         let mut planned: Vec<Entry> = Vec::with_capacity(bodies.len());
         for body in bodies {
-            let id = crate::ids::new_entry_id(|candidate| {
+            let id = self.options.stamps.entry_id(|candidate| {
                 self.tree.contains_id(candidate) || planned.iter().any(|e| e.id == candidate)
             });
             let parent = match planned.last() {
                 Some(previous) => Some(previous.id.clone()),
                 None => self.tree.leaf_id().map(str::to_owned),
             };
-            planned.push(Entry::new(id, parent, body));
+            planned.push(Entry::stamped(
+                id,
+                parent,
+                body,
+                self.options.stamps.timestamp(),
+            ));
         }
         self.write_locked(planned)
     }
@@ -500,7 +510,7 @@ impl Session {
         replacements: &[(String, SharedMessage)],
     ) -> Result<TranscriptRewriteResult> {
         let (_guard, _) = self.lock()?;
-        let plan = match plan_rewrite(&self.tree, replacements) {
+        let plan = match plan_rewrite(&self.tree, replacements, &self.options.stamps) {
             Ok(plan) => plan,
             Err(unchanged) => return Ok(unchanged),
         };

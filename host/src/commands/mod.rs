@@ -190,7 +190,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             sessions::run(cmd, &store, out, &mut std::io::stderr())
         }
         Command::Replay(args) => {
-            let events = event_sink(cli.global.events.as_deref())?;
+            let mut events = event_sink(cli.global.events.as_deref())?;
+            if !args.timings {
+                // A replay's events file is reproducible: durations are measurements.
+                events = events.without_durations();
+            }
             let (_, config) = load_config(cli.global.config)?;
             crate::replay::run_command(
                 config,

@@ -57,6 +57,11 @@ pub struct ReplayArgs {
     /// does) instead of the one the transcript recorded.
     #[arg(long)]
     pub rebuild_prompt: bool,
+    /// Keep this machine's measurements (milliseconds, peak memory) in --json and --events.
+    /// Without it they are left out, and the same transcript, config and engine give the same
+    /// --json, --events and --requests-out, byte for byte.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 impl ReplayArgs {
@@ -78,6 +83,7 @@ impl ReplayArgs {
             stop_on_error: self.stop_on_error,
             session_index: self.session_index,
             rebuild_prompt: self.rebuild_prompt,
+            timings: self.timings,
         }
     }
 }

@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use rampart_context::events::DURATION_FIELD;
 use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::host::{
     BlobPutRequest, BlobRef, ClockReading, EngineEvent, LlmRequest, LlmResponse, service,
@@ -23,6 +24,8 @@ use rampart_engine_api::{EngineError, ErrorKind, HostApi, LogLevel};
 #[derive(Clone, Default)]
 pub struct EventSink {
     writer: Option<Arc<Mutex<Box<dyn Write + Send>>>>,
+    /// Whether written lines leave out [`DURATION_FIELD`] ([`EventSink::without_durations`]).
+    no_durations: bool,
     /// Shared by every clone, so recording can start after engines got their copies.
     recording: Arc<Mutex<Option<Vec<RecordedEvent>>>>,
 }
@@ -64,8 +67,19 @@ impl EventSink {
     pub fn to_writer(writer: Box<dyn Write + Send>) -> Self {
         Self {
             writer: Some(Arc::new(Mutex::new(writer))),
+            no_durations: false,
             recording: Arc::default(),
         }
+    }
+
+    /// Leaves the events' wall-clock durations ([`DURATION_FIELD`] of their data) out of the
+    /// lines written, so the file is the same on every run of a replay; what is recorded for
+    /// the replay's own table and tracing keep them. Why only the file: it is what users
+    /// compare byte for byte, and a duration is a measurement of this machine, not a decision
+    /// of the defence.
+    pub fn without_durations(mut self) -> Self {
+        self.no_durations = true;
+        self
     }
 
     /// Starts keeping every event from now on, from the host and from every engine holding a
@@ -115,11 +129,17 @@ impl EventSink {
             });
         }
         if let Some(writer) = &self.writer {
+            let mut data = event.data.clone();
+            if self.no_durations
+                && let Some(fields) = data.as_object_mut()
+            {
+                fields.remove(DURATION_FIELD);
+            }
             let line = serde_json::json!({
                 "engine": engine,
                 "kind": event.kind,
                 "sessionId": event.session_id,
-                "data": event.data,
+                "data": data,
             });
             if let Ok(mut w) = writer.lock() {
                 // An unwritable events file must not break a turn; tracing already has it.

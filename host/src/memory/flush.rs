@@ -43,9 +43,14 @@ pub fn note_path(date: chrono::NaiveDate) -> String {
     format!("memory/{}.md", date.format("%Y-%m-%d"))
 }
 
-/// Today's note path, by the local clock.
-pub fn today_note() -> String {
-    note_path(chrono::Local::now().date_naive())
+/// The note path of the day `now_ms` (Unix milliseconds) falls on, by the local time zone:
+/// today's for a live turn, the recorded day for a replay (whose clock is the transcript's).
+pub fn note_at(now_ms: u64) -> String {
+    let utc = i64::try_from(now_ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .unwrap_or_default();
+    note_path(utc.with_timezone(&chrono::Local).date_naive())
 }
 
 /// The compaction cycle of the active branch (its compaction entries) and the cycle the last

@@ -396,7 +396,12 @@ impl Provider for SimProvider {
         reply.api = SIM_API.to_string();
         reply.provider = self.id.clone();
         reply.model = request.model.clone();
-        reply.timestamp = now_ms();
+        // A scripted reply keeps the time it was recorded at: a replay's requests, session and
+        // events are then the same on every run (and its clock is the transcript's). Only a
+        // generated reply is stamped now.
+        if !is_scripted {
+            reply.timestamp = now_ms();
+        }
         // The reply's own figure, counted the way the next request will count it.
         reply.usage = Default::default();
         let output = model
@@ -664,6 +669,10 @@ mod tests {
         );
         assert_eq!(reply.usage.input, 2);
         assert_eq!(reply.usage.output, 4); // "recorded answer": 15 chars
+        assert_eq!(
+            reply.timestamp, 7,
+            "a scripted reply keeps its recorded time"
+        );
         assert_eq!(sim.log().scripted, 1);
         // Then generated again.
         let reply = sim.complete(&request("m", vec![user("hello")])).unwrap();

@@ -10,6 +10,7 @@ use rampart_engine_api::protocol::{PrepareSubagentSpawnParams, SubagentEndedPara
 use rampart_message::wire::SharedMessage;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::import::subagents::Subagent;
+use rampart_sessions::stamps::ScriptedStamps;
 use rampart_sessions::store::{SessionEntry, StoreError, now_unix_ms};
 use rampart_sessions::{FsyncPolicy, Session, SessionError, SessionOptions};
 use serde_json::json;
@@ -328,7 +329,9 @@ impl<'a> Replayer<'a> {
         subagent: Option<&str>,
     ) -> Result<Outcome, ReplayError> {
         let description = self.describe();
-        let mut session = self.create_session(recorded, &key)?;
+        // Time and ids from the transcript, so the replay writes the same thing every run.
+        let clock = super::clock::start(recorded);
+        let mut session = self.create_session(recorded, &key, &clock)?;
         // Held for the whole replay: nobody else writes a session the replay just created, and
         // taking the lock per append (open, flock, the holder's pid written, close) was a
         // fifth of a replay's system calls.
@@ -358,6 +361,7 @@ impl<'a> Replayer<'a> {
         } else {
             runner
         };
+        runner.set_now(Some(clock.now_ms()));
 
         let mut walk = Walk {
             counter: TokenCounter::new(self.profile.tokenizer),
@@ -396,6 +400,11 @@ impl<'a> Replayer<'a> {
         let mut stopped = false;
         for (i, message) in recorded.messages.iter().enumerate() {
             let index = i + 1;
+            // The run loop works at the recorded time of the message it is handling.
+            if let Some(at) = message.timestamp() {
+                clock.advance_to(at);
+                runner.set_now(Some(clock.now_ms()));
+            }
             match &**message {
                 AgentMessage::User(_) => {
                     if let Some(previous) = pending_user.take() {
@@ -548,8 +557,22 @@ impl<'a> Replayer<'a> {
         Ok((summary, rows))
     }
 
-    fn create_session(&self, recorded: &Recorded, key: &str) -> Result<Session, ReplayError> {
+    /// The replay's session, registered as `key`: named and stamped from the transcript
+    /// (`clock`), so two replays of it write the same session.
+    fn create_session(
+        &self,
+        recorded: &Recorded,
+        key: &str,
+        clock: &Arc<ScriptedStamps>,
+    ) -> Result<Session, ReplayError> {
         let mut header = SessionHeader::new(recorded.cwd.clone());
+        header.timestamp = clock.timestamp();
+        let mut attempt = 0;
+        header.id = super::clock::session_id(recorded, key, attempt);
+        while self.place.dir.join(format!("{}.jsonl", header.id)).exists() {
+            attempt += 1;
+            header.id = super::clock::session_id(recorded, key, attempt);
+        }
         header.extra.insert(
             "replayOf".into(),
             json!({
@@ -565,6 +588,7 @@ impl<'a> Replayer<'a> {
             // A replay's session is a reproducible by-product: an fsync per turn would
             // dominate the replay's time and protect nothing that cannot be made again.
             fsync: FsyncPolicy::Never,
+            stamps: super::clock::stamps(clock),
             ..SessionOptions::default()
         };
         let session = Session::create(&file, header, options)?;

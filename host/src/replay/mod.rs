@@ -40,6 +40,7 @@
 //! The model behind the replay is `sim/<id>` with `contextWindow = --window` (default
 //! 200,000); `--model` picks the tokenizer and the overflow wording ([`setup::ModelProfile`]).
 
+pub mod clock;
 pub mod drive;
 pub mod json;
 pub mod prices;
@@ -97,6 +98,9 @@ pub struct ReplayOptions {
     pub session_index: Option<usize>,
     /// Send Rampart's built system prompt instead of the recorded one.
     pub rebuild_prompt: bool,
+    /// Keep this machine's measurements (wall-clock times, peak memory) in the JSON and the
+    /// events; without it both are reproducible byte for byte ([`clock`]).
+    pub timings: bool,
 }
 
 /// Runs `rampart replay`: the table (or JSON) on `out`, the files asked for, the exit code.
@@ -224,7 +228,7 @@ pub fn run_command(
     }
     summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
     if options.json {
-        json::write(out, &summary, &outcome.rows)?;
+        json::write(out, &summary, &outcome.rows, options.timings)?;
     } else {
         table::write_summary(out, &summary)?;
         if let Some(path) = &options.report {

@@ -20,8 +20,8 @@ use serde_json::json;
 use super::{ResolvedModel, Runner};
 use crate::memory::MemorySlot;
 use crate::memory::flush::{
-    FLUSH_ENTRY, MAX_FLUSH_STEPS, answer_tool, append_note, extractive_note, flush_state,
-    system_prompt, today_note, tool_calls, tool_specs, user_prompt,
+    FLUSH_ENTRY, MAX_FLUSH_STEPS, answer_tool, append_note, extractive_note, flush_state, note_at,
+    system_prompt, tool_calls, tool_specs, user_prompt,
 };
 use crate::providers::{Forwarded, ModelRequest};
 
@@ -107,7 +107,7 @@ impl<'a> Runner<'a> {
             FlushDecision::DueTranscriptSize => "transcriptSize",
             _ => return,
         };
-        let note = today_note();
+        let note = note_at(self.now_ms());
         let workspace = hook.workspace.clone();
         let slot = hook.slot;
         let mut event = MemoryFlush {

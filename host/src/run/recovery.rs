@@ -370,7 +370,7 @@ impl Runner<'_> {
                 checkpoint_id: entry_id.clone(),
                 session_key: key,
                 session_id: session.header().id.clone(),
-                created_at: rampart_sessions::store::now_unix_ms(),
+                created_at: self.now_ms(),
                 reason: reason.to_string(),
                 tokens_before: Some(result.tokens_before),
                 tokens_after: result.tokens_after,
