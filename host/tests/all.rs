@@ -12,6 +12,7 @@ mod context_show_e2e;
 mod damaged_library_e2e;
 mod engines_e2e;
 mod eval_e2e;
+mod install_e2e;
 mod isolation_e2e;
 mod layer2_e2e;
 mod memory_e2e;

@@ -24,6 +24,7 @@ pub mod config_check;
 pub mod context_show;
 pub mod engines;
 pub mod eval;
+pub mod install;
 pub mod markdown;
 pub mod memory;
 pub mod replay;
@@ -40,9 +41,12 @@ pub use engines::EnginesCommand;
 pub use replay::ReplayArgs;
 pub use sessions::SessionsCommand;
 
+/// `rampart --version`: the package version and the commit it was built from (see build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("RAMPART_COMMIT"), ")");
+
 /// Rampart: a host for the context engines of LLM agents.
 #[derive(Debug, Parser)]
-#[command(name = "rampart", version, about, long_about = None)]
+#[command(name = "rampart", version = VERSION, about, long_about = None)]
 pub struct Cli {
     /// Flags every command accepts, before or after the subcommand.
     #[command(flatten)]
@@ -132,6 +136,16 @@ pub enum Command {
         #[arg(long, value_name = "TEXT")]
         instructions: Option<String>,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell); see the
+    /// README's "Install" for where each shell looks for it.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) of rampart and every command; `rampart man | man -l -`
+    /// reads it.
+    Man,
 }
 
 /// Sets up `tracing` on stderr, honouring RUST_LOG.
@@ -241,6 +255,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             context_show::run(cmd, &config, &store, events, out, &mut err)
         }
         Command::EngineHost => Ok(crate::engine::engine_host::serve()),
+        Command::Completions { shell } => install::completions(shell, out),
+        Command::Man => install::man(out),
         Command::Memory(cmd) => {
             let (_, config) = load_config(cli.global.config)?;
             // Memory only lists the transcripts (when they are a source): the sessions
