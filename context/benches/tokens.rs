@@ -7,8 +7,6 @@
 //!   here from a fixed seed, see [`mixed_text`]), with its size as throughput so criterion
 //!   reports MB/s:
 //!   - `exact_o200k_base`, `exact_cl100k_base`: [`TokenCounter::count_text`] in Exact mode;
-//!   - `bpe_openai_o200k_base`: the `bpe-openai` crate's own `count` on the same text, the
-//!     baseline our pre-tokeniser fast path and whole-piece lookup improve on;
 //!   - `estimate`: the CJK-aware `chars / 4` estimate;
 //! - `session_200k/*`: every message of `gen_session.py --preset 200k`, counted with
 //!   [`TokenCounter::count_messages`]:
@@ -257,11 +255,6 @@ fn text_benches(c: &mut Criterion) {
     });
     group.bench_function("exact_cl100k_base", |b| {
         b.iter(|| cl100k.count_text(black_box(&text)))
-    });
-    #[cfg(feature = "exact-tokens")]
-    group.bench_function("bpe_openai_o200k_base", |b| {
-        let tokenizer = bpe_openai::o200k_base();
-        b.iter(|| tokenizer.count(black_box(text.as_str())))
     });
     group.bench_function("estimate", |b| {
         b.iter(|| estimate.count_text(black_box(&text)))
