@@ -4,6 +4,7 @@
 
 mod common;
 
+mod agents_e2e;
 mod architecture;
 mod compaction_e2e;
 mod concurrency_e2e;

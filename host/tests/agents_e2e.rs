@@ -1,0 +1,242 @@
+//! End to end with the real agents: Claude Code, the Codex CLI and pi (installed by
+//! `.ci/agents`, pinned) through a `rampart serve` process, in front of the scripted loopback
+//! model of `common::agent_model`. Each agent runs isolated (its own HOME and config, a
+//! cleared environment, a private network namespace when one can be made: see
+//! `common::agents`) and within a time limit.
+//!
+//! Without npm or the agents every test prints a `SKIPPED:` line and passes;
+//! `RAMPART_REQUIRE_AGENTS=1` (set by `.ci/run`) makes that a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+// mod transparency;
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::agent_model::AgentModel;
+use common::agents::{Agent, Sandbox};
+use rampart_message::AgentMessage;
+use rampart_sessions::store::SessionStore;
+use rampart_sessions::{Session, SessionOptions};
+
+/// How long one agent run may take before its process group is killed.
+const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+/// A window so large that serve manages nothing.
+const HUGE_WINDOW: u64 = 10_000_000;
+
+/// A `rampart serve` process in front of `model`; killed when dropped.
+struct Serve {
+    child: Child,
+    base: String,
+    sessions: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    /// Starts serve on a free port with each agent's model (see [`Agent::model`]) configured
+    /// at `window` tokens: Claude Code's on an Anthropic upstream, Codex's and pi's on an
+    /// OpenAI chat-completions one, both the scripted `model`.
+    fn start(model: &AgentModel, window: u64) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = model.url();
+        let config = common::write_config(
+            dir.path(),
+            &format!(
+                r#"
+[agents.defaults.model]
+primary = "anthropic-up/claude-loop"
+
+[models.providers.anthropic-up]
+api = "anthropic-messages"
+baseUrl = "{url}"
+maxRetries = 0
+timeoutSeconds = 60
+
+[[models.providers.anthropic-up.models]]
+id = "claude-loop"
+contextWindow = {window}
+
+[models.providers.openai-up]
+api = "openai-completions"
+baseUrl = "{url}"
+maxRetries = 0
+timeoutSeconds = 60
+
+[[models.providers.openai-up.models]]
+id = "gpt-loop"
+contextWindow = {window}
+
+[[models.providers.openai-up.models]]
+id = "pi-loop"
+contextWindow = {window}
+"#
+            ),
+        );
+        let sessions = dir.path().join("sessions");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .arg("--config")
+            .arg(&config)
+            .arg("--sessions-dir")
+            .arg(&sessions)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env_remove("RAMPART_CONFIG")
+            .env("RUST_LOG", "warn")
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("rampart serve listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            base,
+            sessions,
+            _dir: dir,
+        }
+    }
+
+    /// The conversations in the registry: (key, `spawnedBy`), sorted by key.
+    fn conversations(&self) -> Vec<(String, Option<String>)> {
+        let mut all: Vec<(String, Option<String>)> = SessionStore::open(&self.sessions)
+            .unwrap()
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|(key, entry)| {
+                let parent = entry.extra.get("spawnedBy").and_then(|v| v.as_str());
+                (key, parent.map(str::to_owned))
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// The messages of conversation `key`'s active branch, as (role, text) with tool calls
+    /// and results as their text.
+    fn branch(&self, key: &str) -> Vec<(String, String)> {
+        let store = SessionStore::open(&self.sessions).unwrap();
+        let entry = store.get(key).unwrap().unwrap();
+        let session = Session::open(
+            &store.session_file_path(key, &entry).unwrap(),
+            SessionOptions::default(),
+        )
+        .unwrap();
+        session
+            .tree()
+            .active_branch()
+            .into_iter()
+            .filter_map(|e| e.body.message())
+            .map(|m| (m.role().to_owned(), message_text(m)))
+            .collect()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A message's text, tool calls (name and arguments) and tool results included.
+fn message_text(m: &AgentMessage) -> String {
+    serde_json::to_value(m)
+        .map(|v| v["content"].to_string())
+        .unwrap_or_default()
+}
+
+/// A number no run could guess: eight digits from the process's random hasher state.
+fn random_secret() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    10_000_000 + h.finish() % 90_000_000
+}
+
+/// One agent through serve: a one-shot task with a tool call, then a second turn in its last
+/// session; both answers quote the number only the tool read, and both turns are one
+/// conversation in serve's registry, holding both prompts and the tool's result.
+fn one_shot_then_second_turn(agent: Agent) {
+    let Some(bin) = common::agents::installed() else {
+        return;
+    };
+    let model = AgentModel::start();
+    let serve = Serve::start(&model, 200_000);
+    let secret = random_secret();
+    let sandbox = Sandbox::new(&bin, agent, &serve.base, secret);
+
+    let first = sandbox.run(&sandbox.read_prompt(), false, RUN_LIMIT);
+    first.assert_ok(&format!("{} (first turn)", agent.name()));
+    assert!(
+        first.stdout.contains(&secret.to_string()),
+        "{} did not say the secret {secret}: {first:?}",
+        agent.name()
+    );
+    let second = sandbox.run("What was the secret number again?", true, RUN_LIMIT);
+    second.assert_ok(&format!("{} (second turn)", agent.name()));
+    assert!(
+        second.stdout.contains(&format!("As I said, the secret number is {secret}")),
+        "{}'s second turn did not carry the first one: {second:?}",
+        agent.name()
+    );
+
+    let conversations = serve.conversations();
+    assert_eq!(
+        conversations.len(),
+        1,
+        "{}: two turns of one session must be one conversation: {conversations:?}",
+        agent.name()
+    );
+    let (key, parent) = &conversations[0];
+    assert_eq!(parent, &None, "{key} is a root");
+    let branch = serve.branch(key);
+    let all: String = branch.iter().map(|(r, t)| format!("{r}: {t}\n")).collect();
+    for needle in [
+        sandbox.read_prompt(),
+        format!("secret number is {secret}"),
+        "What was the secret number again?".to_owned(),
+        format!("As I said, the secret number is {secret}."),
+    ] {
+        assert!(all.contains(&needle), "{key} lacks {needle:?}:\n{all}");
+    }
+    // Every model request carried the agent's own key.
+    for request in model.turns() {
+        let auth = request
+            .header("x-api-key")
+            .or_else(|| request.header("authorization"))
+            .unwrap_or_default();
+        assert!(
+            auth.ends_with(agent.key()),
+            "{}: upstream got {auth:?}",
+            agent.name()
+        );
+    }
+}
+
+#[test]
+fn claude_code_one_shot_with_a_tool_then_continue() {
+    one_shot_then_second_turn(Agent::ClaudeCode);
+}
+
+#[test]
+fn codex_one_shot_with_a_tool_then_exec_resume_last() {
+    one_shot_then_second_turn(Agent::Codex);
+}
+
+#[test]
+fn pi_one_shot_with_a_tool_then_continue() {
+    one_shot_then_second_turn(Agent::Pi);
+}
