@@ -8,7 +8,7 @@
 //! `RAMPART_REQUIRE_AGENTS=1` (set by `.ci/run`) makes that a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-// mod transparency;
+mod transparency;
 
 use crate::common;
 
@@ -239,4 +239,30 @@ fn codex_one_shot_with_a_tool_then_exec_resume_last() {
 #[test]
 fn pi_one_shot_with_a_tool_then_continue() {
     one_shot_then_second_turn(Agent::Pi);
+}
+
+#[test]
+fn claude_code_sees_the_same_model_requests_through_serve_but_for_the_listed_differences() {
+    transparency::differential(Agent::ClaudeCode);
+}
+
+#[test]
+fn codex_sees_the_same_model_requests_through_serve_but_for_the_listed_differences() {
+    transparency::differential(Agent::Codex);
+}
+
+#[test]
+fn pi_sees_the_same_model_requests_through_serve_but_for_the_listed_differences() {
+    transparency::differential(Agent::Pi);
+}
+
+/// README.md lists exactly the differences the differential looks past, in the same order.
+#[test]
+fn the_readme_lists_exactly_the_known_differences() {
+    let listed = transparency::readme_list();
+    let known: Vec<String> = transparency::KNOWN
+        .iter()
+        .map(|k| transparency::collapse(k.readme))
+        .collect();
+    assert_eq!(listed, known);
 }

@@ -304,6 +304,11 @@ impl Sandbox {
         sandbox
     }
 
+    /// The temporary directory holding the home and the workspace (its path differs per run).
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// The absolute path of the secret file, as the prompts name it.
     pub fn secret_path(&self) -> String {
         self.work.join("secret.txt").display().to_string()
