@@ -266,3 +266,51 @@ fn the_readme_lists_exactly_the_known_differences() {
         .collect();
     assert_eq!(listed, known);
 }
+
+/// Claude Code's sub-agent (its `Agent` tool) through serve: the sub-agent's requests carry
+/// the root's session id and a history of their own, and arrive as a child conversation of
+/// the root (`spawnedBy`), which gets the sub-agent's answer as the tool's result.
+#[test]
+fn claude_code_sub_agent_arrives_as_a_child_of_its_root() {
+    let Some(bin) = common::agents::installed() else {
+        return;
+    };
+    let model = AgentModel::delegating();
+    let serve = Serve::start(&model, 200_000);
+    let secret = random_secret();
+    let sandbox = Sandbox::new(&bin, Agent::ClaudeCode, &serve.base, secret);
+    let prompt = format!(
+        "Please delegate this to a sub-agent: read {} and tell me the secret number.",
+        sandbox.secret_path()
+    );
+    let run = sandbox.run(&prompt, false, RUN_LIMIT);
+    run.assert_ok("Claude Code with a sub-agent");
+    assert!(run.stdout.contains(&secret.to_string()), "{run:?}");
+
+    let conversations = serve.conversations();
+    assert_eq!(conversations.len(), 2, "a root and its sub-agent: {conversations:?}");
+    let (root, _) = conversations
+        .iter()
+        .find(|(_, parent)| parent.is_none())
+        .unwrap_or_else(|| panic!("no root: {conversations:?}"));
+    let (child, parent) = conversations
+        .iter()
+        .find(|(_, parent)| parent.is_some())
+        .unwrap_or_else(|| panic!("no child: {conversations:?}"));
+    assert_eq!(parent.as_deref(), Some(root.as_str()), "{conversations:?}");
+    let text = |key: &str| -> String {
+        serve
+            .branch(key)
+            .iter()
+            .map(|(r, t)| format!("{r}: {t}\n"))
+            .collect()
+    };
+    let (root_text, child_text) = (text(root), text(child));
+    assert!(root_text.contains("delegate"), "{root_text}");
+    assert!(root_text.contains("\"Agent\""), "the root called the Agent tool: {root_text}");
+    assert!(!child_text.contains("delegate"), "{child_text}");
+    assert!(child_text.contains("\"Read\""), "the sub-agent read the file: {child_text}");
+    for t in [&root_text, &child_text] {
+        assert!(t.contains(&format!("secret number is {secret}")), "{t}");
+    }
+}
