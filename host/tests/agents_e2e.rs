@@ -124,6 +124,23 @@ contextWindow = {window}
         all
     }
 
+    /// How many compactions conversation `key`'s active branch holds.
+    fn compactions(&self, key: &str) -> usize {
+        let store = SessionStore::open(&self.sessions).unwrap();
+        let entry = store.get(key).unwrap().unwrap();
+        let session = Session::open(
+            &store.session_file_path(key, &entry).unwrap(),
+            SessionOptions::default(),
+        )
+        .unwrap();
+        session
+            .tree()
+            .active_branch()
+            .into_iter()
+            .filter(|e| e.body.entry_type() == "compaction")
+            .count()
+    }
+
     /// The messages of conversation `key`'s active branch, as (role, text) with tool calls
     /// and results as their text.
     fn branch(&self, key: &str) -> Vec<(String, String)> {
@@ -188,7 +205,9 @@ fn one_shot_then_second_turn(agent: Agent) {
     let second = sandbox.run("What was the secret number again?", true, RUN_LIMIT);
     second.assert_ok(&format!("{} (second turn)", agent.name()));
     assert!(
-        second.stdout.contains(&format!("As I said, the secret number is {secret}")),
+        second
+            .stdout
+            .contains(&format!("As I said, the secret number is {secret}")),
         "{}'s second turn did not carry the first one: {second:?}",
         agent.name()
     );
@@ -288,7 +307,11 @@ fn claude_code_sub_agent_arrives_as_a_child_of_its_root() {
     assert!(run.stdout.contains(&secret.to_string()), "{run:?}");
 
     let conversations = serve.conversations();
-    assert_eq!(conversations.len(), 2, "a root and its sub-agent: {conversations:?}");
+    assert_eq!(
+        conversations.len(),
+        2,
+        "a root and its sub-agent: {conversations:?}"
+    );
     let (root, _) = conversations
         .iter()
         .find(|(_, parent)| parent.is_none())
@@ -307,10 +330,99 @@ fn claude_code_sub_agent_arrives_as_a_child_of_its_root() {
     };
     let (root_text, child_text) = (text(root), text(child));
     assert!(root_text.contains("delegate"), "{root_text}");
-    assert!(root_text.contains("\"Agent\""), "the root called the Agent tool: {root_text}");
+    assert!(
+        root_text.contains("\"Agent\""),
+        "the root called the Agent tool: {root_text}"
+    );
     assert!(!child_text.contains("delegate"), "{child_text}");
-    assert!(child_text.contains("\"Read\""), "the sub-agent read the file: {child_text}");
+    assert!(
+        child_text.contains("\"Read\""),
+        "the sub-agent read the file: {child_text}"
+    );
     for t in [&root_text, &child_text] {
         assert!(t.contains(&format!("secret number is {secret}")), "{t}");
     }
+}
+
+/// One agent through serve at a small `window`, asked to read a 200 KB file `reads` times in
+/// one task (each read a big tool output, as big as the agent passes it on): the agent exits 0
+/// and says the number, the task stays one conversation, serve compacted it (it would not fit
+/// otherwise), and every request the model got fits in the window, counted with the model's
+/// tokenizer over the whole body (system prompt, tools, messages and the JSON around them).
+/// Returns the model, for what a caller checks further.
+fn small_window_under_big_tool_outputs(
+    agent: Agent,
+    window: u64,
+    reads: usize,
+) -> Option<AgentModel> {
+    let bin = common::agents::installed()?;
+    let model = AgentModel::start();
+    let serve = Serve::start(&model, window);
+    let secret = random_secret();
+    let sandbox = Sandbox::new(&bin, agent, &serve.base, secret);
+    sandbox.grow_secret(200_000);
+    let prompt = format!(
+        "Read the file {} {reads} times, then tell me the secret number in it.",
+        sandbox.secret_path()
+    );
+    let run = sandbox.run(&prompt, false, RUN_LIMIT);
+    run.assert_ok(&format!("{} at a {window}-token window", agent.name()));
+    assert!(
+        run.stdout.contains(&format!("secret number is {secret}")),
+        "{}: {run:?}",
+        agent.name()
+    );
+
+    let conversations = serve.conversations();
+    assert_eq!(conversations.len(), 1, "{conversations:?}");
+    assert!(
+        serve.compactions(&conversations[0].0) >= 1,
+        "{}: serve never compacted, so the test did not reach the window",
+        agent.name()
+    );
+    let counter = rampart_context::tokens::TokenCounter::for_model(agent.model());
+    let sizes: Vec<u64> = model
+        .requests()
+        .iter()
+        .map(|r| counter.count_text(&r.raw_body))
+        .collect();
+    assert!(
+        sizes.iter().all(|&t| t <= window),
+        "{}: requests above the {window}-token window: {sizes:?}",
+        agent.name()
+    );
+    Some(model)
+}
+
+#[test]
+fn claude_code_at_a_64k_window_under_big_tool_outputs() {
+    small_window_under_big_tool_outputs(Agent::ClaudeCode, 64_000, 4);
+}
+
+#[test]
+fn codex_at_a_32k_window_under_big_tool_outputs() {
+    small_window_under_big_tool_outputs(Agent::Codex, 32_000, 8);
+}
+
+#[test]
+fn pi_at_a_32k_window_under_big_tool_outputs() {
+    small_window_under_big_tool_outputs(Agent::Pi, 32_000, 4);
+}
+
+/// The issue asks that compaction summaries be made with the client's credential: a real
+/// upstream refuses a summary request without a key. Today serve's engine asks for them with
+/// the provider's own key only (README, Keys), so this fails; run it with `--ignored`.
+#[test]
+#[ignore = "serve's compaction summaries do not carry the client's key yet"]
+fn every_model_request_under_a_small_window_carries_the_clients_key() {
+    let Some(model) = small_window_under_big_tool_outputs(Agent::Pi, 32_000, 4) else {
+        return;
+    };
+    let keys: Vec<Option<String>> = model
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    let expected = Some(format!("Bearer {}", Agent::Pi.key()));
+    assert!(keys.iter().all(|k| *k == expected), "{keys:?}");
 }

@@ -63,7 +63,11 @@ pub const KNOWN: &[Known] = &[
         look_past: |v| {
             drop_headers(
                 v,
-                &["x-app", "x-claude-code-session-id", "anthropic-dangerous-direct-browser-access"],
+                &[
+                    "x-app",
+                    "x-claude-code-session-id",
+                    "anthropic-dangerous-direct-browser-access",
+                ],
             )
         },
     },
@@ -74,7 +78,13 @@ pub const KNOWN: &[Known] = &[
         look_past: |v| {
             drop_headers(
                 v,
-                &["originator", "session-id", "thread-id", "x-client-request-id", "x-codex-*"],
+                &[
+                    "originator",
+                    "session-id",
+                    "thread-id",
+                    "x-client-request-id",
+                    "x-codex-*",
+                ],
             )
         },
     },
@@ -202,7 +212,8 @@ pub const KNOWN: &[Known] = &[
                     && let Some(parts) = m["content"].as_array()
                     && parts.iter().all(|p| p["type"] == "text")
                 {
-                    let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+                    let texts: Vec<&str> =
+                        parts.iter().filter_map(|p| p["text"].as_str()).collect();
                     m["content"] = Value::String(texts.join("\n"));
                 }
             }
@@ -345,7 +356,10 @@ fn merge_leading(v: &mut Value, roles: &[&str], into: &str, separator: &str) {
     if n == 0 {
         return;
     }
-    let text: Vec<String> = messages.drain(..n).map(|m| chat_text(&m["content"])).collect();
+    let text: Vec<String> = messages
+        .drain(..n)
+        .map(|m| chat_text(&m["content"]))
+        .collect();
     messages.insert(0, json!({"role": into, "content": text.join(separator)}));
 }
 
@@ -358,7 +372,11 @@ fn merge_consecutive_users(v: &mut Value) {
     for m in messages.drain(..) {
         match merged.last_mut() {
             Some(last) if last["role"] == "user" && m["role"] == "user" => {
-                let text = format!("{}\n{}", chat_text(&last["content"]), chat_text(&m["content"]));
+                let text = format!(
+                    "{}\n{}",
+                    chat_text(&last["content"]),
+                    chat_text(&m["content"])
+                );
                 last["content"] = Value::String(text);
             }
             _ => merged.push(m),
@@ -442,7 +460,12 @@ pub fn differential(agent: Agent) {
 
 /// The differences between the two runs' requests once every difference in `known` (but the
 /// one at `skip`) is looked past, as readable lines; empty when none is left.
-fn differences(left: &[Value], right: &[Value], known: &[&Known], skip: Option<usize>) -> Vec<String> {
+fn differences(
+    left: &[Value],
+    right: &[Value],
+    known: &[&Known],
+    skip: Option<usize>,
+) -> Vec<String> {
     let project = |v: &Value| {
         let mut v = v.clone();
         for (i, k) in known.iter().enumerate() {
@@ -463,7 +486,12 @@ fn differences(left: &[Value], right: &[Value], known: &[&Known], skip: Option<u
         ));
     }
     for (i, (l, r)) in left.iter().zip(right).enumerate() {
-        diff(&project(l), &project(r), &format!("request {i}: "), &mut out);
+        diff(
+            &project(l),
+            &project(r),
+            &format!("request {i}: "),
+            &mut out,
+        );
     }
     out
 }
@@ -602,9 +630,8 @@ pub fn responses_as_chat(body: &Value) -> Value {
                     Some(last) if last["role"] == "assistant" && last["tool_calls"].is_array() => {
                         last["tool_calls"].as_array_mut().unwrap().push(call);
                     }
-                    _ => messages.push(
-                        json!({"role": "assistant", "content": null, "tool_calls": [call]}),
-                    ),
+                    _ => messages
+                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
                 }
             }
             "function_call_output" => {

@@ -9,12 +9,15 @@
 //! conversations, and a run straight to the model and one through `rampart serve` get the same
 //! answers for the same requests:
 //! - a request without tools, or with `max_tokens` at most 1, is a side request (a title, a
-//!   quota probe, a topic call): it gets a short text;
-//! - a conversation whose last item is a tool result gets `The secret number is N.`, with N read
-//!   from that result (`the secret number is N` in the file the test wrote): a number only the
-//!   tool could have shown the model;
+//!   quota probe, a topic call, a compaction summary): it gets a short text, which quotes the
+//!   secret number when the request holds it (a summary that keeps the fact);
 //! - a conversation whose last user text names a file `…/secret.txt` gets a call of the agent's
-//!   own file-read or shell tool (as declared in the request's tools) on that path;
+//!   own file-read or shell tool (as declared in the request's tools) on that path; when that
+//!   text says `N times`, the call is repeated until N results followed it (a conversation that
+//!   grows by one big tool output per request);
+//! - then, the last item being a tool result, it gets `The secret number is N.`, with N read
+//!   from those results (`the secret number is N` in the file the test wrote): a number only
+//!   the tool could have shown the model;
 //! - any other user text gets the number quoted from an earlier answer in the history (`As I
 //!   said, the secret number is N.`), or `I know of no number.`: a second turn that lost its
 //!   history says so.
@@ -130,6 +133,7 @@ pub fn secret_text(number: u64) -> String {
 
 static SECRET: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)secret number is (\d+)").unwrap());
+static REPEATS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(\d+) times\b").unwrap());
 static SECRET_PATH: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"(/[^\s"'`]*secret\.txt)"#).unwrap());
 
@@ -151,14 +155,39 @@ pub fn answer(request: &Recorded, delegating: bool) -> Reply {
         .find_map(|k| body[*k].as_u64());
     let tokens = (request.raw_body.len() / 4) as u64;
     if tools.is_empty() || max_tokens.is_some_and(|m| m <= 1) {
-        return say(wire, body, "Loopback side answer.", tokens);
+        let text = match SECRET.captures(&request.raw_body) {
+            Some(c) => format!("Summary: the secret number is {}.", &c[1]),
+            None => "Loopback side answer.".to_owned(),
+        };
+        return say(wire, body, &text, tokens);
     }
     let items = conversation(wire, body);
     let calls = items.iter().filter(|i| matches!(i, Item::Call(_))).count();
     let id = format!("call_loop_{}", calls + 1);
+    let asked = items.iter().rposition(|i| matches!(i, Item::User(_)));
+    let prompt = match asked.map(|p| &items[p]) {
+        Some(Item::User(text)) => text.as_str(),
+        _ => "",
+    };
     match items.last() {
-        Some(Item::Result(result)) => {
-            let text = match SECRET.captures(result) {
+        Some(Item::Result(_)) => {
+            let results: Vec<&str> = items[asked.map_or(0, |p| p + 1)..]
+                .iter()
+                .filter_map(|i| match i {
+                    Item::Result(r) => Some(r.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let repeats: usize = REPEATS
+                .captures(prompt)
+                .map_or(1, |c| c[1].parse().unwrap_or(1));
+            if results.len() < repeats
+                && let Some(c) = SECRET_PATH.captures(prompt)
+                && let Some((name, arguments)) = read_call(&tools, &c[1])
+            {
+                return call(wire, body, &id, &name, &arguments, tokens);
+            }
+            let text = match results.iter().find_map(|r| SECRET.captures(r)) {
                 Some(c) => format!("The secret number is {}.", &c[1]),
                 None => "The tool did not show me the number.".to_owned(),
             };
@@ -225,9 +254,9 @@ pub fn conversation(wire: Wire, body: &Value) -> Vec<Item> {
                             items.push(Item::Result(text_of(&block["content"])))
                         }
                         ("assistant", "text") => items.push(Item::Assistant(text_of(&block))),
-                        ("assistant", "tool_use") => {
-                            items.push(Item::Call(block["name"].as_str().unwrap_or_default().into()))
-                        }
+                        ("assistant", "tool_use") => items.push(Item::Call(
+                            block["name"].as_str().unwrap_or_default().into(),
+                        )),
                         _ => {}
                     }
                 }
@@ -448,15 +477,24 @@ fn responses_stream(body: &Value, item: Value, tokens: u64) -> Reply {
         json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
     ];
     if let Some(text) = item["content"][0]["text"].as_str() {
-        events.push(json!({"type": "response.output_text.delta", "output_index": 0,
-                           "content_index": 0, "item_id": item["id"], "delta": text}));
+        events.push(
+            json!({"type": "response.output_text.delta", "output_index": 0,
+                           "content_index": 0, "item_id": item["id"], "delta": text}),
+        );
     }
     events.push(json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
-    events.push(json!({"type": "response.completed", "response": response("completed", json!([item]))}));
+    events.push(
+        json!({"type": "response.completed", "response": response("completed", json!([item]))}),
+    );
     Reply::sse(
         events
             .into_iter()
-            .map(|e| format!("event: {}\ndata: {e}", e["type"].as_str().unwrap_or_default()))
+            .map(|e| {
+                format!(
+                    "event: {}\ndata: {e}",
+                    e["type"].as_str().unwrap_or_default()
+                )
+            })
             .collect(),
     )
 }

@@ -9,7 +9,7 @@
 //! checks, model lists). The servers (the scripted model, `rampart serve`) stay in the test's
 //! namespace; a bridge joins the two through a Unix socket, which namespaces do not separate:
 //! inside, a small node script listens on 127.0.0.1 at the target's own port (so the `Host`
-//! header is what the server expects) and starts the agent once it listens; outside, a thread
+//! header is what the server expects), and the agent starts once it listens; outside, a thread
 //! connects each bridged connection to the target. Without a namespace the agent runs in the
 //! test's namespace with its nonessential traffic turned off by its own settings, and
 //! [`network_note`] says so once.
@@ -134,6 +134,10 @@ pub fn installed() -> Option<PathBuf> {
 fn namespace_works() -> bool {
     static WORKS: OnceLock<bool> = OnceLock::new();
     *WORKS.get_or_init(|| {
+        if std::env::var("RAMPART_AGENTS_NO_NETNS").is_ok_and(|v| v == "1") {
+            eprintln!("note: RAMPART_AGENTS_NO_NETNS=1: the agents run in the test's namespace");
+            return false;
+        }
         let works = Command::new("unshare")
             .args(["-n", "sh", "-c", "ip link set lo up"])
             .stdout(Stdio::null())
@@ -160,11 +164,11 @@ pub fn network_note() -> &'static str {
 }
 
 /// The bridge's inside half: listens on 127.0.0.1:PORT, pipes each connection to the Unix
-/// socket, and runs the agent once it listens, exiting with its status.
-const LAUNCHER_JS: &str = r#"
+/// socket, and creates the ready file once it listens.
+const BRIDGE_JS: &str = r#"
 const net = require('net');
-const { spawn } = require('child_process');
-const [port, socket, ...command] = process.argv.slice(2);
+const fs = require('fs');
+const [port, socket, ready] = process.argv.slice(2);
 const server = net.createServer((client) => {
   const upstream = net.connect(socket);
   client.pipe(upstream);
@@ -172,12 +176,23 @@ const server = net.createServer((client) => {
   client.on('error', () => upstream.destroy());
   upstream.on('error', () => client.destroy());
 });
-server.listen(Number(port), '127.0.0.1', () => {
-  const child = spawn(command[0], command.slice(1), { stdio: 'inherit' });
-  child.on('error', (e) => { console.error(`launcher: ${e.message}`); process.exit(127); });
-  child.on('exit', (code, signal) => process.exit(code === null ? 128 : code));
-});
+server.listen(Number(port), '127.0.0.1', () => fs.writeFileSync(ready, ''));
 "#;
+
+/// Run by `sh` in the new namespace: brings loopback up, starts the bridge in the background,
+/// waits (5 s at most) for it to listen, then becomes the agent. The agent is not the
+/// bridge's child: node ignores SIGPIPE and its children inherit that (Codex then exits 101
+/// in the middle of a big tool output).
+const NAMESPACE_SH: &str = "ip link set lo up || exit 125
+node \"$1\" \"$2\" \"$3\" \"$4\" </dev/null >/dev/null 2>&1 &
+i=0
+until [ -e \"$4\" ]; do
+  i=$((i + 1))
+  if [ $i -gt 250 ]; then echo 'agents: the namespace bridge did not start' >&2; exit 125; fi
+  sleep 0.02
+done
+shift 4
+exec \"$@\"";
 
 /// The outside half of the bridge: a Unix socket whose connections go to `target`.
 struct Bridge {
@@ -302,6 +317,24 @@ impl Sandbox {
         };
         sandbox.write_config(origin);
         sandbox
+    }
+
+    /// Makes `secret.txt` about `bytes` long: the secret on its first line, then lines of
+    /// words (a big tool output whose head alone says the number).
+    pub fn grow_secret(&self, bytes: usize) {
+        const WORDS: [&str; 8] = [
+            "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+        ];
+        let mut text = super::agent_model::secret_text(self.secret);
+        let mut i = 0usize;
+        while text.len() < bytes {
+            let line: Vec<&str> = (0..11)
+                .map(|k| WORDS[(i * 7 + k * 3) % WORDS.len()])
+                .collect();
+            text.push_str(&format!("{i} {}\n", line.join(" ")));
+            i += 1;
+        }
+        std::fs::write(self.work.join("secret.txt"), text).unwrap();
     }
 
     /// The temporary directory holding the home and the workspace (its path differs per run).
@@ -450,16 +483,19 @@ impl Sandbox {
         let exe = self.bin.join(self.agent.bin());
         let args = self.args(prompt, again);
         let (mut command, _bridge) = if namespace_works() {
-            let launcher = self.dir.path().join("launcher.js");
-            std::fs::write(&launcher, LAUNCHER_JS).unwrap();
+            let script = self.dir.path().join("bridge.js");
+            std::fs::write(&script, BRIDGE_JS).unwrap();
             let socket = self.dir.path().join(format!("bridge-{}.sock", self.port));
+            let ready = self.dir.path().join(format!("bridge-{}.ready", self.port));
             let _ = std::fs::remove_file(&socket);
+            let _ = std::fs::remove_file(&ready);
             let bridge = Bridge::start(socket.clone(), self.port);
             let mut c = Command::new("unshare");
-            c.args(["-n", "sh", "-c", "ip link set lo up && exec node \"$@\"", "sh"])
-                .arg(&launcher)
+            c.args(["-n", "sh", "-c", NAMESPACE_SH, "sh"])
+                .arg(&script)
                 .arg(self.port.to_string())
                 .arg(&socket)
+                .arg(&ready)
                 .arg(&exe)
                 .args(&args);
             (c, Some(bridge))
