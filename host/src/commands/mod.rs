@@ -116,6 +116,11 @@ pub enum Command {
         /// but loopback needs `serve.authToken`.
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        /// Keep conversations in this PostgreSQL database, which every replica reaches
+        /// (postgres://USER@HOST:PORT/DATABASE, no password: see `serve.store.passwordEnv`).
+        /// Default: `serve.store.url`, else the sessions directory.
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
     },
     /// Serve one engine library over stdin and stdout for a host that runs it in a child
     /// process (`isolation = "process"`). Started by rampart itself, never by hand.
@@ -222,11 +227,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 &mut err,
             )
         }
-        Command::Serve { listen } => {
+        Command::Serve { listen, store: url } => {
             let events = event_sink(cli.global.events.as_deref())?;
             let (_, config) = load_config(cli.global.config)?;
             let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
-            serve::serve(config, store, events, listen, out, &mut std::io::stderr())
+            let err = &mut std::io::stderr();
+            serve::serve(config, store, url.as_deref(), events, listen, out, err)
         }
         Command::Context(cmd) => {
             let events = event_sink(cli.global.events.as_deref())?;

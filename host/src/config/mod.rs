@@ -69,7 +69,9 @@ const SERVE_KEYS: &[&str] = &[
     "sideRequests",
     "systemPrompt",
     "memoryTools",
+    "store",
 ];
+const STORE_KEYS: &[&str] = &["url", "passwordEnv", "poolSize", "lockConnections"];
 const SIDE_REQUEST_KEYS: &[&str] = &["enabled", "probeMaxTokens", "smallModels"];
 const SESSION_KEYS: &[&str] = &["writeLockTimeoutMs", "maxCompactionCheckpoints"];
 const PLUGINS_KEYS: &[&str] = &[

@@ -35,6 +35,25 @@ pub struct ServeSettings {
     /// the server, for clients that declare no tools of those names (default off: a client's
     /// tool list is its own unless it opts in, here or with `x-rampart-memory: on`).
     pub memory_tools: bool,
+    /// `[serve.store]`: where the conversations live (default: the sessions directory).
+    pub store: StoreSettings,
+}
+
+/// `[serve.store]`: a store every replica reaches, instead of the sessions directory of this
+/// machine. `--store URL` overrides `url`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoreSettings {
+    /// `url`: `postgres://USER@HOST:PORT/DATABASE`, never with a password (refused, so it is
+    /// not copied around with the file).
+    pub url: Option<String>,
+    /// `passwordEnv`: the environment variable holding the database password, read when the
+    /// server starts (none: the database needs no password).
+    pub password_env: Option<String>,
+    /// `poolSize`: connections for registry and session reads and writes (default 8).
+    pub pool_size: Option<usize>,
+    /// `lockConnections`: connections that hold a conversation's lock, one per turn in flight
+    /// (default `maxConcurrent`, so every running turn has one).
+    pub lock_connections: Option<usize>,
 }
 
 /// Whose system prompt `rampart serve` sends upstream (`serve.systemPrompt`).
@@ -59,6 +78,7 @@ impl Default for ServeSettings {
             side_requests: SideRequestRule::default(),
             system_prompt: SystemPromptSource::default(),
             memory_tools: false,
+            store: StoreSettings::default(),
         }
     }
 }

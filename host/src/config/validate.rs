@@ -323,6 +323,11 @@ impl Validator<'_> {
         {
             serve.memory_tools = b;
         }
+        if let Some(v) = table.get("store")
+            && let Some(t) = self.table("serve.store", v)
+        {
+            self.serve_store(t, &mut serve.store);
+        }
         if let Some(v) = table.get("sideRequests")
             && let Some(t) = self.table("serve.sideRequests", v)
         {
@@ -362,6 +367,63 @@ impl Validator<'_> {
                         rule.small_models = models;
                     }
                     _ => self.wrong_type(key, v, "an array of strings"),
+                }
+            }
+        }
+    }
+
+    /// `[serve.store]`. The URL is checked as the server will read it, without connecting;
+    /// an error never repeats it (it could hold a password).
+    fn serve_store(&mut self, table: &DeTable<'_>, store: &mut serve::StoreSettings) {
+        self.check_keys("serve.store", table, STORE_KEYS);
+        if let Some(v) = table.get("url")
+            && let Some(s) = self.string("serve.store.url", v)
+        {
+            match rampart_store_postgres::PgStoreOptions::from_url(s) {
+                Ok(_) => store.url = Some(s.trim().to_owned()),
+                Err(e) => self.invalid(
+                    "serve.store.url",
+                    v.span(),
+                    format!("a URL that cannot be used ({e})"),
+                    "a PostgreSQL URL without a password, such as \
+                     \"postgres://rampart@db.internal:5432/rampart\" (the password goes in the \
+                     variable `passwordEnv` names)",
+                ),
+            }
+        }
+        if let Some(v) = table.get("passwordEnv")
+            && let Some(s) = self.string("serve.store.passwordEnv", v)
+        {
+            let name = s.trim();
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                self.invalid(
+                    "serve.store.passwordEnv",
+                    v.span(),
+                    describe(v.get_ref()),
+                    "the name of an environment variable, such as \"RAMPART_STORE_PASSWORD\"",
+                );
+            } else {
+                store.password_env = Some(name.to_owned());
+            }
+        }
+        for (name, slot) in [
+            ("poolSize", &mut store.pool_size),
+            ("lockConnections", &mut store.lock_connections),
+        ] {
+            let key = format!("serve.store.{name}");
+            if let Some(v) = table.get(name) {
+                if !matches!(v.get_ref(), DeValue::Integer(_)) {
+                    self.wrong_type(&key, v, "an integer");
+                } else if let Some(n) = self.integer(&key, v) {
+                    match usize::try_from(n) {
+                        Ok(n) if (1..=1024).contains(&n) => *slot = Some(n),
+                        _ => self.invalid(
+                            &key,
+                            v.span(),
+                            describe(v.get_ref()),
+                            "an integer from 1 to 1024",
+                        ),
+                    }
                 }
             }
         }

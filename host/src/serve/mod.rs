@@ -7,6 +7,7 @@
 //! - [`conversations`]: which stored conversation a request continues, opened and held;
 //! - [`outbound`]: the answer and errors in the client's wire, JSON or stream;
 //! - [`metrics`]: `GET /metrics`;
+//! - [`store`]: the store conversations live in (a directory, or PostgreSQL for replicas);
 //! - [`server`]: the routes, admission, and a request's way through the run loop.
 //!
 //! The README's `rampart serve` section describes the conversation rule, client set-up, and
@@ -20,3 +21,4 @@ pub mod metrics;
 pub mod outbound;
 pub mod registry_writes;
 pub mod server;
+pub mod store;

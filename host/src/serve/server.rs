@@ -342,12 +342,45 @@ async fn models(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Re
     response
 }
 
+/// `GET /healthz`: the engine, and whether the store answers (a round trip to a database
+/// store, on the blocking pool). 503 with `Retry-After` while it does not, so a load balancer
+/// sends conversations to a replica that can store them.
 async fn healthz(State(state): State<Arc<ServerState>>) -> Response {
-    state.metrics.request("healthz", 200);
-    json_response(
-        StatusCode::OK,
-        json!({"status": "ok", "engine": state.slot.configured_id()}),
-    )
+    let store = Arc::clone(&state.store);
+    let health = tokio::task::spawn_blocking(move || store.health()).await;
+    let (status, store) = match health {
+        Ok(h) => {
+            let mut fields = h.detail;
+            fields.insert("backend".into(), json!(h.backend));
+            fields.insert("reachable".into(), json!(h.reachable));
+            let status = if h.reachable {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            (status, Value::Object(fields))
+        }
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"reachable": false, "error": e.to_string()}),
+        ),
+    };
+    state.metrics.request("healthz", status.as_u16());
+    let word = if status == StatusCode::OK {
+        "ok"
+    } else {
+        "unavailable"
+    };
+    let mut response = json_response(
+        status,
+        json!({"status": word, "engine": state.slot.configured_id(), "store": store}),
+    );
+    if status != StatusCode::OK {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    }
+    response
 }
 
 async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {

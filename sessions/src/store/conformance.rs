@@ -41,6 +41,7 @@ macro_rules! shared_store_conformance {
             record_many_applies_each_batch_in_order_and_skips_unknown_keys,
             family_is_newest_first_and_exact_by_key,
             entries_keep_fields_they_do_not_know,
+            a_store_in_use_reports_itself_reachable,
         );
     };
     (@checks $fixture:path; $($check:ident),* $(,)?) => {
@@ -399,4 +400,16 @@ pub fn entries_keep_fields_they_do_not_know(handles: Handles<'_>) {
     let mut session = open(store.as_ref(), &key);
     session.append_session_info(Some("named".into())).unwrap();
     assert_eq!(session.entries().len(), 1);
+}
+
+/// `health` says the store answers, names its backend, and is still true after use.
+pub fn a_store_in_use_reports_itself_reachable(handles: Handles<'_>) {
+    let store = handles();
+    create(store.as_ref(), "k");
+    let health = store.health();
+    assert!(health.reachable, "{health:?}");
+    assert!(
+        ["files", "memory", "postgres"].contains(&health.backend),
+        "{health:?}"
+    );
 }

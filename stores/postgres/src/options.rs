@@ -44,9 +44,9 @@ pub enum OptionsError {
     },
     /// The URL carries a password.
     #[error(
-        "the store URL `{shown}` carries a password; remove it from the URL and put it in an \
-         environment variable named by `passwordEnv` (config) or --store-password-env, so it \
-         is never written in a file, a log or a process list"
+        "the store URL `{shown}` carries a password; remove it from the URL and put it in the \
+         environment variable `serve.store.passwordEnv` names, so it is never written in a \
+         file, a log or a process list"
     )]
     PasswordInUrl {
         /// The URL with the password removed.

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rampart_sessions::entry::SessionHeader;
-use rampart_sessions::store::shared::{EntryFields, PickKey, SharedStore};
+use rampart_sessions::store::shared::{EntryFields, PickKey, SharedStore, StoreHealth};
 use rampart_sessions::store::{
     RegistryChange, SessionEntry, StoreError, apply_changes, is_safe_session_id, normalize_key,
     now_unix_ms,
@@ -215,6 +215,36 @@ impl PgStore {
 }
 
 impl SharedStore for PgStore {
+    /// A ping, the schema version, and the pools' figures.
+    fn health(&self) -> StoreHealth {
+        let mut detail = serde_json::Map::new();
+        detail.insert("store".into(), self.db.name.display().to_string().into());
+        let ping = self.ping();
+        match &ping {
+            Ok(latency) => {
+                let ms = latency.as_secs_f64() * 1000.0;
+                detail.insert("latencyMs".into(), ((ms * 100.0).round() / 100.0).into());
+            }
+            Err(e) => {
+                detail.insert("error".into(), e.to_string().into());
+            }
+        }
+        let stats = self.stats();
+        for (name, pool) in [("pool", stats.pool), ("lockPool", stats.locks)] {
+            detail.insert(
+                name.into(),
+                serde_json::json!({
+                    "max": pool.max, "open": pool.open, "idle": pool.idle, "waiting": pool.waiting
+                }),
+            );
+        }
+        StoreHealth {
+            backend: "postgres",
+            reachable: ping.is_ok(),
+            detail,
+        }
+    }
+
     fn describe(&self) -> &Path {
         &self.db.name
     }

@@ -145,6 +145,14 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// Runs `sql` on the server's maintenance database (to act on this one from outside:
+    /// refuse its connections, end them).
+    pub fn execute_as_admin(&self, sql: &str) -> Result<(), String> {
+        admin(&self.admin_url, sql.to_owned())
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         if let Err(reason) = admin(
