@@ -30,6 +30,7 @@ mod seed003_e2e;
 mod serve_e2e;
 mod serve_postgres_e2e;
 mod sessions_e2e;
+mod sessions_postgres_e2e;
 mod sim_e2e;
 mod soak_e2e;
 mod store_safety;

@@ -2,8 +2,8 @@
 //!
 //! - [`engines`]: `engines list|check|probe`;
 //! - [`config_check`]: `config check`;
-//! - [`sessions`]: `sessions list|show|import|export` (with [`sessions_import`] and
-//!   [`markdown`]);
+//! - [`sessions`]: `sessions list|show|import|export|migrate` (with [`sessions_import`],
+//!   [`sessions_migrate`] and [`markdown`]);
 //! - [`replay`]: `replay FILE`;
 //! - [`run`] and [`compact`]: one live turn, one compaction on demand, on a persisted session,
 //!   with the host they share in [`session_host`];
@@ -33,6 +33,7 @@ pub mod session_host;
 pub mod sessions;
 pub mod sessions_doctor;
 pub mod sessions_import;
+pub mod sessions_migrate;
 
 pub use config_check::ConfigCommand;
 pub use context_show::ContextCommand;
@@ -185,6 +186,15 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cli.command {
         Command::Engines(cmd) => engines::run(cmd, cli.global.config, out),
         Command::Config(cmd) => config_check::run(cmd, cli.global.config, out),
+        // `migrate` opens the stores its arguments name, not the sessions directory.
+        Command::Sessions(SessionsCommand::Migrate {
+            from,
+            to,
+            password_env,
+        }) => {
+            let err = &mut std::io::stderr();
+            sessions_migrate::migrate(&from, &to, password_env.as_deref(), out, err)
+        }
         Command::Sessions(cmd) => {
             let dir = cli.global.sessions_dir.as_deref();
             let store = if cmd.writes_the_store() {

@@ -1,4 +1,4 @@
-//! The `rampart sessions …` commands: list, show, import, export; and how a command finds a
+//! The `rampart sessions …` commands: list, show, import, export, migrate; and how a command finds a
 //! session by key, id or path.
 
 use std::io::Write;
@@ -58,6 +58,20 @@ pub enum SessionsCommand {
         #[arg(long)]
         relink: bool,
     },
+    /// Copy every session and its registry entry between a sessions directory and a
+    /// PostgreSQL store, either way (pi JSONL, byte for byte). Nothing in the destination is
+    /// overwritten; running it again copies only what is missing.
+    Migrate {
+        /// Where the sessions are: a directory, or postgres://USER@HOST:PORT/DATABASE.
+        #[arg(long, value_name = "DIR|URL")]
+        from: String,
+        /// Where they go: a directory, or postgres://USER@HOST:PORT/DATABASE.
+        #[arg(long, value_name = "DIR|URL")]
+        to: String,
+        /// The environment variable holding the database's password (never in the URL).
+        #[arg(long, value_name = "VAR")]
+        password_env: Option<String>,
+    },
     /// Export a session.
     Export {
         /// A registry key, a session id, or a session file.
@@ -92,6 +106,11 @@ pub fn run(
             format,
             out: target,
         } => export(store, &id, format, target.as_deref(), out),
+        SessionsCommand::Migrate {
+            from,
+            to,
+            password_env,
+        } => super::sessions_migrate::migrate(&from, &to, password_env.as_deref(), out, err),
     }
 }
 
@@ -159,7 +178,8 @@ impl SessionsCommand {
         match self {
             Self::Import { .. } => true,
             Self::Doctor { relink } => *relink,
-            Self::List | Self::Show { .. } | Self::Export { .. } => false,
+            // Its stores are its arguments, opened by the command itself.
+            Self::List | Self::Show { .. } | Self::Export { .. } | Self::Migrate { .. } => false,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! - the registry (`registry.rs`): the six methods of `SharedStore`, each one statement or
 //!   one transaction;
 //! - [`medium`]: a session's log and its advisory write lock;
+//! - whole sessions in and out as JSONL (`transfer.rs`), for `rampart sessions migrate`;
 //! - the bridge (`bridge.rs`): the synchronous calls run on a runtime the store owns.
 //!
 //! Why tokio-postgres with deadpool-postgres, and not the synchronous `postgres` crate or
@@ -35,6 +36,7 @@ mod registry;
 mod schema;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod transfer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,6 +47,7 @@ pub use error::PgStoreError;
 pub use medium::PgMedium;
 pub use options::{PgStoreOptions, is_postgres_url};
 use rampart_sessions::store::StoreError;
+pub use transfer::Imported;
 
 use bridge::{Db, connection};
 
