@@ -14,6 +14,7 @@ use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::engine::slot::HostResources;
 use crate::memory::{self, MemorySlot, Watch};
+use crate::terminal::{escape, escape_text};
 
 /// `rampart memory …`
 #[derive(Debug, Subcommand)]
@@ -122,7 +123,7 @@ fn run_on(
                         r.files_indexed, r.files_unchanged, r.files_removed, r.chunks_written
                     )?;
                     for note in &r.notes {
-                        writeln!(out, "note: {note}")?;
+                        writeln!(out, "note: {}", escape(note))?;
                     }
                 }
                 Err(e) => {
@@ -160,19 +161,24 @@ fn run_on(
                 return Ok(1);
             } else {
                 if let Some(f) = &answer.fallback {
-                    writeln!(out, "({})", f.reason)?;
+                    writeln!(out, "({})", escape(&f.reason))?;
                 }
                 if answer.results.is_empty() {
                     writeln!(out, "no results")?;
                 }
                 for hit in &answer.results {
+                    // Paths and snippets are the user's files: their control characters are
+                    // shown, not obeyed by the terminal (`--json` has them as they are).
                     writeln!(
                         out,
                         "{:.3}  {}#L{}-L{}",
-                        hit.score, hit.path, hit.start_line, hit.end_line
+                        hit.score,
+                        escape(&hit.path),
+                        hit.start_line,
+                        hit.end_line
                     )?;
                     for line in hit.snippet.lines() {
-                        writeln!(out, "    {line}")?;
+                        writeln!(out, "    {}", escape(line))?;
                     }
                 }
             }
@@ -194,7 +200,7 @@ fn run_on(
                 // short form of it.
                 writeln!(err, "error: {}", answer.detail.as_ref().unwrap_or(e))?;
             } else {
-                write!(out, "{}", answer.text)?;
+                write!(out, "{}", escape_text(&answer.text))?;
                 if !answer.text.ends_with('\n') && !answer.text.is_empty() {
                     writeln!(out)?;
                 }
@@ -209,7 +215,7 @@ fn run_on(
                 writeln!(out, "engine: {}", slot.configured_id())?;
                 writeln!(out, "backend: {}", s.backend)?;
                 if let Some(at) = &s.location {
-                    writeln!(out, "index: {at}")?;
+                    writeln!(out, "index: {}", escape(at))?;
                 }
                 writeln!(out, "files: {}, passages: {}", s.files, s.chunks)?;
                 let provider = match (&s.provider, &s.model) {
@@ -225,7 +231,7 @@ fn run_on(
                     writeln!(out, "files changed since the last index: yes")?;
                 }
                 for d in &s.details {
-                    writeln!(out, "{d}")?;
+                    writeln!(out, "{}", escape(d))?;
                 }
             }
             Err(e) => {
