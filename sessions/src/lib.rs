@@ -59,6 +59,7 @@ mod writer;
 pub use context::{LeafSelector, ModelRef, SessionContext, build_session_context};
 pub use entry::{Entry, EntryBody, SessionHeader};
 pub use error::{ErrorKind, SessionError};
+pub use fsutil::create_private_dir_all;
 pub use load::{LoadOptions, LoadReport, Loaded, load_file, parse_bytes};
 pub use medium::{FileMedium, MemoryMedium, SessionMedium};
 pub use session::{FsyncPolicy, Session, SessionOptions, save_session};

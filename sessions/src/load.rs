@@ -700,8 +700,13 @@ fn ingest(
                 consume_tail_or_line(cursor, offset, length, terminated);
                 report.lines = report.lines.max(line);
                 cursor.ordinal += 1;
+                // In the user's terms: the limit is no setting of theirs (the loader's option
+                // is an API, not a key or a flag), so say what happens and what they can do.
                 let reason = format!(
-                    "the line is {length} bytes long, over the {max_line}-byte limit for one line; raise `LoadOptions::max_line_bytes` to load it"
+                    "the line is {length} bytes long, over the {max_line}-byte limit for one \
+                     line, so it is left out (the rest of the session loads); no setting raises \
+                     the limit: to keep this entry, shorten its content in the file (Rampart \
+                     itself keeps content this large in the blob store, not in the line)"
                 );
                 corrupt(path, line, offset, length, reason, report);
             }
@@ -1000,10 +1005,14 @@ mod tests {
         let loaded = parse_bytes(text.as_bytes(), &opts).unwrap();
         assert_eq!(loaded.tree.len(), 1);
         assert_eq!(loaded.report.corrupt_lines[0].line, 2);
+        let reason = &loaded.report.corrupt_lines[0].reason;
+        // Worded for the user: what happened and what to do, no internal API.
+        assert!(reason.contains("1000-byte limit"), "{reason}");
+        assert!(reason.contains("left out"), "{reason}");
+        assert!(reason.contains("shorten its content"), "{reason}");
         assert!(
-            loaded.report.corrupt_lines[0]
-                .reason
-                .contains("max_line_bytes")
+            !reason.contains("LoadOptions") && !reason.contains("max_line_bytes"),
+            "{reason}"
         );
     }
 

@@ -13,8 +13,10 @@ use rampart_sessions::{LeafSelector, LoadOptions, NewSessionFile, load_file};
 
 use super::markdown::to_markdown;
 use super::sessions_import::import_into;
+use crate::output_file::{Inputs, OutputFile};
 use crate::providers::openai::wire::to_openai_messages;
 use crate::providers::text::as_user_text;
+use crate::terminal::escape;
 
 /// Output formats of `sessions export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -75,6 +77,7 @@ pub enum SessionsCommand {
 pub fn run(
     cmd: SessionsCommand,
     store: &SessionStore,
+    overwrite: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
@@ -91,7 +94,7 @@ pub fn run(
             id,
             format,
             out: target,
-        } => export(store, &id, format, target.as_deref(), out),
+        } => export(store, &id, format, target.as_deref(), overwrite, out),
     }
 }
 
@@ -208,9 +211,11 @@ pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
         )?;
         return Ok(0);
     }
+    // Keys, ids and paths come from files and clients: shown with their control characters
+    // escaped, never obeyed by the terminal.
     let width = sessions
         .iter()
-        .map(|(k, _)| k.len())
+        .map(|(k, _)| escape(k).chars().count())
         .max()
         .unwrap_or(3)
         .max(3);
@@ -221,14 +226,16 @@ pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
     )?;
     for (key, entry) in sessions {
         let updated = chrono_iso(entry.updated_at);
+        let file = store
+            .session_file_path(&key, &entry)
+            .map_or_else(|e| format!("(refused: {e})"), |p| p.display().to_string());
         writeln!(
             out,
-            "{key:width$}  {:36}  {updated:24}  {:>11}  {}",
-            entry.session_id,
+            "{:width$}  {:36}  {updated:24}  {:>11}  {}",
+            escape(&key),
+            escape(&entry.session_id),
             entry.compaction_count,
-            store
-                .session_file_path(&key, &entry)
-                .map_or_else(|e| format!("(refused: {e})"), |p| p.display().to_string())
+            escape(&file)
         )?;
     }
     Ok(0)
@@ -268,43 +275,58 @@ pub fn show(
         writeln!(out)?;
         return Ok(0);
     }
-    writeln!(out, "session: {} ({})", loaded.header.id, path.display())?;
+    writeln!(
+        out,
+        "session: {} ({})",
+        escape(&loaded.header.id),
+        escape(&path.display().to_string())
+    )?;
     writeln!(
         out,
         "entries: {}, leaf: {}, messages on the branch: {}, thinking: {}{}",
         loaded.tree.len(),
-        context.leaf_id.as_deref().unwrap_or("none"),
+        escape(context.leaf_id.as_deref().unwrap_or("none")),
         messages.len(),
         context.thinking_level,
         context
             .model
             .as_ref()
-            .map(|m| format!(", model: {}/{}", m.provider, m.model_id))
+            .map(|m| escape(&format!(", model: {}/{}", m.provider, m.model_id)).into_owned())
             .unwrap_or_default()
     )?;
-    let file = loaded.report.path.display();
+    let file = escape(&loaded.report.path.display().to_string()).into_owned();
     for c in &loaded.report.corrupt_lines {
         writeln!(
             out,
             "warning: {file}:{}: the line could not be read: {}",
-            c.line, c.reason
+            c.line,
+            escape(&c.reason)
         )?;
     }
     if let Some(line) = loaded.report.messages_left_out_line() {
-        writeln!(out, "warning: {line}")?;
+        writeln!(out, "warning: {}", escape(&line))?;
     }
     for b in &loaded.report.bridged {
         writeln!(
             out,
             "warning: {file}:{}: entry {} followed {}, which was on line {}; it is linked to {} \
              (in memory; the file is unchanged)",
-            b.line, b.entry_id, b.lost_parent_id, b.lost_line, b.now_under
+            b.line,
+            escape(&b.entry_id),
+            escape(&b.lost_parent_id),
+            b.lost_line,
+            escape(&b.now_under)
         )?;
     }
     for (i, m) in messages.iter().enumerate() {
         let tokens = rampart_context::tokens::estimate_message_tokens(m);
         let text = preview(m);
-        writeln!(out, "{i:>5}  {:<17} {tokens:>7} tok  {text}", m.role())?;
+        writeln!(
+            out,
+            "{i:>5}  {:<17} {tokens:>7} tok  {}",
+            escape(m.role()),
+            escape(&text)
+        )?;
     }
     Ok(0)
 }
@@ -433,16 +455,17 @@ pub fn import(
         };
         writeln!(
             out,
-            "imported {} ({}) as `{}`{spawned}: {} entries → {}",
-            o.source.display(),
+            "imported {} ({}) as `{}`{}: {} entries → {}",
+            escape(&o.source.display().to_string()),
             o.format,
-            o.key,
+            escape(&o.key),
+            escape(&spawned),
             o.entries,
-            o.file.display()
+            escape(&o.file.display().to_string())
         )?;
         // Diagnostics go to stderr, each naming the file (and line): stdout holds the result.
         for w in o.warnings.iter().take(20) {
-            writeln!(err, "warning: {w}")?;
+            writeln!(err, "warning: {}", escape(w))?;
         }
         if o.warnings.len() > 20 {
             writeln!(err, "warning: … and {} more", o.warnings.len() - 20)?;
@@ -451,23 +474,35 @@ pub fn import(
     Ok(0)
 }
 
-/// `sessions export`.
+/// `sessions export`. The file `--out` names is an output file ([`crate::output_file`]):
+/// never the session exported or a file of the store, an existing one only with `overwrite`.
 pub fn export(
     store: &SessionStore,
     id: &str,
     format: ExportFormat,
     target: Option<&Path>,
+    overwrite: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let path = resolve(store, id)?;
+    let mut inputs = Inputs::new();
+    inputs
+        .file("the session exported", &path)
+        .store(store.dir());
+    let file = match target {
+        Some(t) => Some(OutputFile::create("--out", t, &inputs, overwrite)?),
+        None => None,
+    };
     if format == ExportFormat::Pi {
-        let Some(target) = target else {
+        let Some(mut file) = file else {
             bail!("--format pi writes a file: give it with --out FILE");
         };
-        for warning in export_pi(&path, target)? {
-            eprintln!("warning: {warning}");
+        for warning in export_pi(&path, &mut file)? {
+            eprintln!("warning: {}", escape(&warning));
         }
-        writeln!(out, "wrote {}", target.display())?;
+        let written = file.path().display().to_string();
+        file.commit()?;
+        writeln!(out, "wrote {}", escape(&written))?;
         return Ok(0);
     }
     let loaded = load_file(&path, &LoadOptions::default())?;
@@ -477,10 +512,11 @@ pub fn export(
         ExportFormat::Openai => serde_json::to_string_pretty(&to_openai_messages(messages))?,
         _ => to_markdown(&format!("Session {}", loaded.header.id), messages),
     };
-    match target {
-        Some(t) => {
-            std::fs::write(t, text).with_context(|| format!("cannot write {}", t.display()))?;
-            writeln!(out, "wrote {}", t.display())?;
+    match file {
+        Some(file) => {
+            let written = file.path().display().to_string();
+            file.write_whole(text.as_bytes())?;
+            writeln!(out, "wrote {}", escape(&written))?;
         }
         None => writeln!(out, "{text}")?,
     }
@@ -490,9 +526,9 @@ pub fn export(
 /// Writes the session file at `path` to `target` as pi v3, through the same reading as an
 /// import: each line that holds its entry as it stands is copied byte for byte (key order,
 /// number spelling, escapes), so exporting an unchanged session gives back its lines. Returns
-/// what could not be carried over (lines the loader could not read). Fails if `target` exists.
-fn export_pi(path: &Path, target: &Path) -> anyhow::Result<Vec<String>> {
-    let dir = match target.parent() {
+/// what could not be carried over (lines the loader could not read).
+fn export_pi(path: &Path, target: &mut OutputFile) -> anyhow::Result<Vec<String>> {
+    let dir = match target.path().parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -508,7 +544,7 @@ fn export_pi(path: &Path, target: &Path) -> anyhow::Result<Vec<String>> {
 /// The sink of [`export_pi`]: one session, written to its target when it ends.
 struct ExportPi<'a> {
     file: Option<NewSessionFile>,
-    target: &'a Path,
+    target: &'a mut OutputFile,
     warnings: Vec<String>,
 }
 
@@ -548,7 +584,7 @@ impl rampart_sessions::import::SessionSink for ExportPi<'_> {
         warnings: Vec<String>,
     ) -> anyhow::Result<()> {
         if let Some(file) = self.file.take() {
-            file.finish(self.target, &header)?;
+            file.finish_into(&mut *self.target, &header)?;
         }
         self.warnings.extend(warnings);
         Ok(())
