@@ -336,16 +336,28 @@ fn running_a_kept_prompt_again_continues_it_instead_of_repeating_it() {
 
     for attempt in 0..4 {
         let out = w.run(&config, &["run", "fix the build", "--session", "k"]);
-        assert_eq!(out.status.code(), Some(1), "attempt {attempt}: {}", text(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "attempt {attempt}: {}",
+            text(&out)
+        );
         assert!(text(&out).contains("the prompt is kept"), "{}", text(&out));
     }
     let out = w.run(&config, &["run", "fix the build", "--session", "k"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("finally an answer"));
-    assert!(text(&out).contains("continuing the prompt kept"), "{}", text(&out));
+    assert!(
+        text(&out).contains("continuing the prompt kept"),
+        "{}",
+        text(&out)
+    );
 
     let messages = w.show(&config, "k");
-    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
     assert_eq!(roles, ["user", "assistant"], "{messages:?}");
     assert_eq!(text_of(&messages[0]), "fix the build");
     // Each request the model received holds the prompt once.
@@ -372,7 +384,13 @@ fn running_a_kept_prompt_again_continues_it_instead_of_repeating_it() {
     let texts: Vec<String> = messages.iter().map(text_of).collect();
     assert_eq!(
         texts,
-        ["fix the build", "finally an answer", "first question", "another question", "second answer"],
+        [
+            "fix the build",
+            "finally an answer",
+            "first question",
+            "another question",
+            "second answer"
+        ],
         "{messages:?}"
     );
 }

@@ -212,12 +212,26 @@ fn engines_probe(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resu
     writeln!(out, "engine: {} ({})", serving.id(), serving.origin())?;
     match slot.assemble(params) {
         Ok(result) => {
+            // 0 means the engine left the count to its caller (the protocol's rule), so the
+            // probe counts as the host would rather than print a zero for 12 messages.
+            let (tokens, by) = if result.estimated_tokens > 0 {
+                (result.estimated_tokens, "the engine's estimate")
+            } else {
+                let counted = result
+                    .messages
+                    .iter()
+                    .map(|m| rampart_engine_api::tokens::estimate_message_tokens(m))
+                    .sum::<u64>();
+                (
+                    counted,
+                    "counted by rampart; the engine left it to the host",
+                )
+            };
             writeln!(
                 out,
-                "assemble: {} messages in, {} out, estimated tokens {}",
+                "assemble: {} messages in, {} out, estimated tokens {tokens} ({by})",
                 history.len(),
                 result.messages.len(),
-                result.estimated_tokens
             )?;
             if let SlotState::Quarantined(q) = slot.state() {
                 writeln!(out, "warning: {}", q.line())?;
