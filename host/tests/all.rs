@@ -11,6 +11,7 @@ mod config_e2e;
 mod context_show_e2e;
 mod damaged_library_e2e;
 mod engines_e2e;
+mod engines_safety_e2e;
 mod eval_e2e;
 mod isolation_e2e;
 mod layer2_e2e;
