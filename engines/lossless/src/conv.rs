@@ -219,8 +219,9 @@ pub fn reconcile(
         .conn_mut()
         .transaction()
         .map_err(|e| db("begin ingest", e))?;
-    let mut ordinal = conv.items.len() as i64;
-    for (seq, message) in messages.iter().enumerate().skip(start) {
+    let first_ordinal = conv.items.len() as i64;
+    for (ordinal, (seq, message)) in (first_ordinal..).zip(messages.iter().enumerate().skip(start))
+    {
         let (hash, json) = identity(message)?;
         let text = flat_text(message);
         let tokens = estimate_message_tokens(message);
@@ -291,7 +292,6 @@ pub fn reconcile(
             params![conv.id, ordinal, message_id],
         )
         .map_err(|e| db("append a context item", e))?;
-        ordinal += 1;
         conv.items.push(Item {
             what: ItemRef::Message {
                 seq: seq as u64,

@@ -346,10 +346,7 @@ impl ContextEngine for LosslessEngine {
                     condensed += round.condensed;
                     let progress = round.tokens_after < round.tokens_before;
                     stopped = round.stopped;
-                    if conv.stored_tokens() <= threshold
-                        || !progress
-                        || stopped.is_some() && !progress
-                    {
+                    if conv.stored_tokens() <= threshold || !progress {
                         break;
                     }
                 }

@@ -216,12 +216,10 @@ pub fn describe(
                 "SELECT message_id FROM summary_messages WHERE summary_id = ?1 ORDER BY ordinal",
             )
             .map_err(|e| db("prepare describe", e))?;
-        let ids = stmt
-            .query_map([id], |r| r.get(0))
+        stmt.query_map([id], |r| r.get(0))
             .map_err(|e| db("describe", e))?
             .collect::<Result<Vec<i64>, _>>()
-            .map_err(|e| db("describe", e))?;
-        ids
+            .map_err(|e| db("describe", e))?
     };
     Ok(Some(Description::Summary {
         row,

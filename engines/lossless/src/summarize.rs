@@ -167,7 +167,7 @@ pub fn target_tokens(config: &Config, depth: u32, input_tokens: u64, aggressive:
         return config.condensed_target_tokens.max(512);
     }
     if aggressive {
-        (input_tokens / 5).min(1_320).max(96)
+        (input_tokens / 5).clamp(96, 1_320)
     } else {
         ((input_tokens * 35) / 100)
             .min(config.leaf_target_tokens)
