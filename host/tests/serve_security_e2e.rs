@@ -389,3 +389,75 @@ fn errors_are_in_the_clients_format() {
         "{rest}"
     );
 }
+
+#[test]
+fn bad_fields_get_a_400_naming_them_and_nothing_is_forwarded() {
+    let up = Loopback::start();
+    let serve = Serve::start(&config(&up.url(), ""));
+    let post = |path: &str, body: Value| {
+        serve.raw(
+            &format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"),
+            &serde_json::to_vec(&body).unwrap(),
+        )
+    };
+    let cases = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "gpt-up", "messages": [{"role": "user", "content": 42}]}),
+            "messages[0].content",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}], "max_tokens": "ten"}),
+            "max_tokens",
+        ),
+        (
+            "/v1/chat/completions",
+            json!({"model": "gpt-up", "messages": [{"role": "user", "content": "hi"}], "stream": "yes"}),
+            "stream",
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "gpt-up", "max_tokens": 5, "system": 7,
+                   "messages": [{"role": "user", "content": "hi"}]}),
+            "system",
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "gpt-up", "max_tokens": 5, "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+                    {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]}]}),
+            "messages[1].content[1].id",
+        ),
+    ];
+    for (path, body, field) in cases {
+        let (status, text) = post(path, body);
+        assert_eq!(status, 400, "{path} {field}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let message = if path == "/v1/messages" {
+            assert_eq!(v["type"], "error", "{v}");
+            v["error"]["message"].as_str().unwrap().to_owned()
+        } else {
+            assert_eq!(v["error"]["type"], "invalid_request_error", "{v}");
+            v["error"]["message"].as_str().unwrap().to_owned()
+        };
+        assert!(
+            message.contains(&format!("`{field}`")),
+            "{field}: {message}"
+        );
+    }
+    assert_eq!(up.request_count(), 0);
+    // An assistant that only called tools, with `content: null`, is valid OpenAI.
+    up.push(openai_text_stream("done", 5, 1));
+    let (status, text) = post(
+        "/v1/chat/completions",
+        json!({"model": "gpt-up", "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}),
+    );
+    assert_eq!(status, 200, "{text}");
+}

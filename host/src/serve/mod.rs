@@ -4,6 +4,7 @@
 //! - [`identity`]: which conversation a request belongs to, from its headers and body;
 //! - [`history`]: where the history a client re-sends continues the stored tree;
 //! - [`inbound`]: a client request decoded once into types;
+//! - [`request_checks`]: the types a request's fields must have, checked before conversion;
 //! - [`conversations`]: which stored conversation a request continues, opened and held;
 //! - [`outbound`]: the answer and errors in the client's wire, JSON or stream;
 //! - [`metrics`]: `GET /metrics`;
@@ -23,4 +24,5 @@ pub mod listener;
 pub mod metrics;
 pub mod outbound;
 pub mod registry_writes;
+pub mod request_checks;
 pub mod server;
