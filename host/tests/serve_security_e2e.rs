@@ -11,7 +11,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::loopback::{Loopback, openai_text_stream};
+use common::loopback::{Loopback, Reply, openai_text_stream};
 use serde_json::{Value, json};
 
 /// A `rampart serve` process on a free loopback port; killed when dropped.
@@ -460,4 +460,56 @@ fn bad_fields_get_a_400_naming_them_and_nothing_is_forwarded() {
             {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}),
     );
     assert_eq!(status, 200, "{text}");
+}
+
+#[test]
+fn upstream_refusals_reach_the_client_as_they_are() {
+    let up = Loopback::start();
+    let serve = Serve::start(&config(&up.url(), ""));
+    let post = |extra: &str| {
+        serve.raw(
+            &format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Content-Type: application/json\r\nAuthorization: Bearer sk-client-key{extra}"
+            ),
+            &chat_body(),
+        )
+    };
+    // The client's key refused: the message says it was the client's, not `$apiKeyEnv`'s.
+    up.push(Reply::json(
+        401,
+        json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
+    ));
+    let (status, body) = post("");
+    assert_eq!(status, 401, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("came from the client"), "{message}");
+    assert!(!message.contains("apiKeyEnv"), "{message}");
+    assert!(!body.contains("sk-client-key"), "{body}");
+    // An upstream 429's Retry-After is passed on.
+    up.push(
+        Reply::json(
+            429,
+            json!({"error": {"message": "slow down", "type": "rate_limit_error"}}),
+        )
+        .with_header("Retry-After", "7"),
+    );
+    let mut stream = serve.connect();
+    stream
+        .write_all(
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                chat_body().len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    stream.write_all(&chat_body()).unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let head = raw.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 429"), "{head}");
+    assert!(head.contains("\r\nretry-after: 7"), "{head}");
 }

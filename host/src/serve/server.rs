@@ -552,7 +552,7 @@ async fn conversation_request(
     }
     match join.await {
         Ok(Ok(answer)) => answer.into_response(state),
-        Ok(Err(failure)) => error_response(wire, failure.status, failure.kind, &failure.message),
+        Ok(Err(failure)) => failure.into_response(wire),
         Err(e) => error_response(
             wire,
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -774,6 +774,8 @@ struct Failure {
     status: StatusCode,
     kind: ErrorKind,
     message: String,
+    /// The upstream's `Retry-After`, passed on with its 429.
+    retry_after: Option<std::time::Duration>,
 }
 
 impl Failure {
@@ -782,7 +784,21 @@ impl Failure {
             status,
             kind,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// The failure in the client's wire, with the upstream's `Retry-After` (whole seconds,
+    /// rounded up) when it sent one.
+    fn into_response(self, wire: Wire) -> Response {
+        let mut response = error_response(wire, self.status, self.kind, &self.message);
+        if let Some(after) = self.retry_after {
+            let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
@@ -1155,11 +1171,15 @@ fn provider_failure(e: &ProviderError) -> Failure {
         ),
         ProviderError::Cancelled { .. } => (502, ErrorKind::Upstream),
     };
-    Failure::new(
+    let mut failure = Failure::new(
         StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
         kind,
         e.to_string(),
-    )
+    );
+    if let ProviderError::RateLimited { retry_after, .. } = e {
+        failure.retry_after = *retry_after;
+    }
+    failure
 }
 
 fn turn_failure(e: &TurnError) -> Failure {
