@@ -68,7 +68,6 @@ pub async fn serve(
                 }
             },
         };
-        let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let mut stop = stop_rx.clone();
