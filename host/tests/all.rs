@@ -33,6 +33,7 @@ mod run_e2e;
 mod scratch_e2e;
 mod seed003_e2e;
 mod serve_e2e;
+mod serve_security_e2e;
 mod sessions_e2e;
 mod sim_e2e;
 mod soak_e2e;

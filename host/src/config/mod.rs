@@ -69,6 +69,12 @@ const SERVE_KEYS: &[&str] = &[
     "sideRequests",
     "systemPrompt",
     "memoryTools",
+    "allowedHosts",
+    "allowedOrigins",
+    "maxConnections",
+    "headerTimeoutMs",
+    "bodyTimeoutMs",
+    "drainTimeoutMs",
 ];
 const SIDE_REQUEST_KEYS: &[&str] = &["enabled", "probeMaxTokens", "smallModels"];
 const SESSION_KEYS: &[&str] = &["writeLockTimeoutMs", "maxCompactionCheckpoints"];

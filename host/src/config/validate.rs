@@ -286,6 +286,7 @@ impl Validator<'_> {
         for (name, slot, range) in [
             ("maxConcurrent", &mut serve.max_concurrent, 1..=4096),
             ("maxQueue", &mut serve.max_queue, 0..=1_000_000),
+            ("maxConnections", &mut serve.max_connections, 1..=1_000_000),
         ] {
             let key = format!("serve.{name}");
             if let Some(v) = table.get(name) {
@@ -322,6 +323,37 @@ impl Validator<'_> {
             && let Some(b) = self.boolean("serve.memoryTools", v)
         {
             serve.memory_tools = b;
+        }
+        for (name, slot) in [
+            ("headerTimeoutMs", &mut serve.header_timeout),
+            ("bodyTimeoutMs", &mut serve.body_timeout),
+            ("drainTimeoutMs", &mut serve.drain_timeout),
+        ] {
+            if let Some(v) = table.get(name)
+                && let Some(d) = self.millis(&format!("serve.{name}"), v)
+            {
+                *slot = d;
+            }
+        }
+        if let Some(v) = table.get("allowedHosts")
+            && let Some(hosts) = self.serve_names(
+                "serve.allowedHosts",
+                v,
+                serve::host_entry_problem,
+                "a host name such as \"rampart.internal\" (no scheme, no port), or \"*\" for any",
+            )
+        {
+            serve.allowed_hosts = hosts;
+        }
+        if let Some(v) = table.get("allowedOrigins")
+            && let Some(origins) = self.serve_names(
+                "serve.allowedOrigins",
+                v,
+                serve::origin_entry_problem,
+                "an origin such as \"http://localhost:3000\" (scheme, host, optional port), or \"*\" for any",
+            )
+        {
+            serve.allowed_origins = origins;
         }
         if let Some(v) = table.get("sideRequests")
             && let Some(t) = self.table("serve.sideRequests", v)
@@ -365,6 +397,35 @@ impl Validator<'_> {
                 }
             }
         }
+    }
+
+    /// A list of names for `serve.allowedHosts` or `serve.allowedOrigins`, lowercased; each
+    /// entry `problem` refuses is reported at its own place.
+    fn serve_names(
+        &mut self,
+        key: &str,
+        value: &SpannedValue<'_>,
+        problem: fn(&str) -> Option<&'static str>,
+        allowed: &str,
+    ) -> Option<Vec<String>> {
+        let DeValue::Array(items) = value.get_ref() else {
+            self.wrong_type(key, value, "an array of strings");
+            return None;
+        };
+        let mut names = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let item_key = format!("{key}[{i}]");
+            if let Some(s) = self.string(&item_key, item) {
+                let name = s.trim().to_ascii_lowercase();
+                match problem(&name) {
+                    None => names.push(name),
+                    Some(why) => {
+                        self.invalid(&item_key, item.span(), format!("{s:?} ({why})"), allowed)
+                    }
+                }
+            }
+        }
+        Some(names)
     }
 
     fn session(&mut self, session: &DeTable<'_>, config: &mut Config) {
