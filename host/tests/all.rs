@@ -26,6 +26,7 @@ mod request_snapshots;
 mod required_engine_e2e;
 mod run_cli_e2e;
 mod run_e2e;
+mod scaling_e2e;
 mod seed003_e2e;
 mod serve_e2e;
 mod sessions_e2e;

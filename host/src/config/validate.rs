@@ -85,26 +85,6 @@ impl LineIndex {
     }
 }
 
-/// Bytes the position lookups have read, for the test that keeps them linear in the size of
-/// the config.
-#[cfg(test)]
-pub(super) mod scanned {
-    use std::cell::Cell;
-
-    thread_local! {
-        static BYTES: Cell<usize> = const { Cell::new(0) };
-    }
-
-    pub(in crate::config) fn add(bytes: usize) {
-        BYTES.with(|b| b.set(b.get() + bytes));
-    }
-
-    /// Bytes read on this thread so far.
-    pub(in crate::config) fn get() -> usize {
-        BYTES.with(Cell::get)
-    }
-}
-
 /// Appends `key` to a dotted path, quoting it when it is not a bare TOML key.
 fn join_key(prefix: &str, key: &str) -> String {
     let bare = is_valid_engine_id(key);
@@ -842,4 +822,24 @@ pub(super) fn parse_window(text: &str) -> Option<u64> {
         rest = &rest[unit.len()..];
     }
     Some(total)
+}
+
+/// Bytes the position lookups have read, for the test that keeps them linear in the size of
+/// the config.
+#[cfg(test)]
+pub(super) mod scanned {
+    use std::cell::Cell;
+
+    thread_local! {
+        static BYTES: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(in crate::config) fn add(bytes: usize) {
+        BYTES.with(|b| b.set(b.get() + bytes));
+    }
+
+    /// Bytes read on this thread so far.
+    pub(in crate::config) fn get() -> usize {
+        BYTES.with(Cell::get)
+    }
 }
