@@ -31,6 +31,7 @@ mod required_engine_e2e;
 mod run_cli_e2e;
 mod run_e2e;
 mod scratch_e2e;
+mod scaling_e2e;
 mod seed003_e2e;
 mod serve_e2e;
 mod serve_security_e2e;

@@ -1,15 +1,22 @@
 //! The `rampart sessions …` commands: list, show, import, export; and how a command finds a
 //! session by key, id or path.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use rampart_engine_api::AgentMessage;
+use rampart_message::SharedMessage;
 use rampart_message::{Content, ContentBlock};
 use rampart_sessions::store::{SessionStore, StoreError, default_sessions_dir, normalize_key};
-use rampart_sessions::{LeafSelector, LoadOptions, NewSessionFile, load_file};
+use rampart_sessions::{
+    BranchReader, LeafSelector, LoadOptions, LoadReport, ModelRef, NewSessionFile, SessionError,
+    load_file,
+};
+use serde::ser::{Error as _, SerializeSeq};
+use serde::{Serialize, Serializer};
 
 use super::markdown::to_markdown;
 use super::sessions_import::import_into;
@@ -250,6 +257,11 @@ fn chrono_iso(unix_ms: u64) -> String {
 }
 
 /// `sessions show`.
+///
+/// A v3 session is streamed ([`BranchReader`]): its structure is read first, then the branch's
+/// entries one at a time as they are printed, so memory stays at the structure (a few dozen
+/// bytes an entry) plus one entry, whatever the session's size. A v1/v2 session is loaded
+/// whole, since its migration needs every entry. Both print the same thing.
 pub fn show(
     store: &SessionStore,
     id: &str,
@@ -258,44 +270,112 @@ pub fn show(
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let path = resolve(store, id)?;
-    let loaded = load_file(&path, &LoadOptions::default())?;
-    if let Some(leaf) = branch
-        && loaded.tree.get(leaf).is_none()
-    {
-        bail!(
+    let not_in = |leaf: &str| {
+        anyhow::anyhow!(
             "entry `{leaf}` is not in {}; `--branch` takes an entry id",
             path.display()
-        );
-    }
+        )
+    };
     let selector = branch.map_or(LeafSelector::Current, LeafSelector::Id);
-    let context = rampart_sessions::build_session_context(&loaded.tree, selector);
-    let messages: Vec<&AgentMessage> = context.messages.iter().map(|m| &**m).collect();
+    let mut out = std::io::BufWriter::new(out);
+    if let Some(reader) = BranchReader::open(&path, &LoadOptions::default())? {
+        if let Some(leaf) = branch
+            && !reader.contains_id(leaf)
+        {
+            return Err(not_in(leaf));
+        }
+        let context = reader.branch(selector)?;
+        let shown = Shown {
+            session_id: &reader.header().id,
+            path: &path,
+            entries: reader.len(),
+            leaf_id: context.leaf_id(),
+            messages: context.len(),
+            thinking_level: context.thinking_level(),
+            model: context.model(),
+            report: reader.report(),
+        };
+        print_shown(&shown, context.messages(), as_json, &mut out)?;
+    } else {
+        let loaded = load_file(&path, &LoadOptions::default())?;
+        if let Some(leaf) = branch
+            && loaded.tree.get(leaf).is_none()
+        {
+            return Err(not_in(leaf));
+        }
+        let context = rampart_sessions::build_session_context(&loaded.tree, selector);
+        let shown = Shown {
+            session_id: &loaded.header.id,
+            path: &path,
+            entries: loaded.tree.len(),
+            leaf_id: context.leaf_id.as_deref(),
+            messages: context.messages.len(),
+            thinking_level: &context.thinking_level,
+            model: context.model.as_ref(),
+            report: &loaded.report,
+        };
+        let messages = context.messages.iter().cloned().map(Ok);
+        print_shown(&shown, messages, as_json, &mut out)?;
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+/// What `sessions show` prints about a branch, however the session was read.
+struct Shown<'a> {
+    session_id: &'a str,
+    path: &'a Path,
+    entries: usize,
+    leaf_id: Option<&'a str>,
+    messages: usize,
+    thinking_level: &'a str,
+    model: Option<&'a ModelRef>,
+    report: &'a LoadReport,
+}
+
+/// Prints `shown` and its `messages` (the header, the load's warnings, a line per message), or
+/// the messages as a JSON array, one message at a time.
+fn print_shown(
+    shown: &Shown<'_>,
+    messages: impl Iterator<Item = Result<SharedMessage, SessionError>>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     if as_json {
-        serde_json::to_writer_pretty(&mut *out, &messages)?;
+        let array = JsonArray {
+            len: shown.messages,
+            messages: RefCell::new(Some(messages)),
+            error: RefCell::new(None),
+        };
+        let written = serde_json::to_writer_pretty(&mut *out, &array);
+        if let Some(error) = array.error.into_inner() {
+            return Err(error.into());
+        }
+        written?;
         writeln!(out)?;
-        return Ok(0);
+        return Ok(());
     }
     writeln!(
         out,
         "session: {} ({})",
-        escape(&loaded.header.id),
-        escape(&path.display().to_string())
+        escape(shown.session_id),
+        escape(&shown.path.display().to_string())
     )?;
     writeln!(
         out,
         "entries: {}, leaf: {}, messages on the branch: {}, thinking: {}{}",
-        loaded.tree.len(),
-        escape(context.leaf_id.as_deref().unwrap_or("none")),
-        messages.len(),
-        context.thinking_level,
-        context
+        shown.entries,
+        escape(shown.leaf_id.unwrap_or("none")),
+        shown.messages,
+        shown.thinking_level,
+        shown
             .model
-            .as_ref()
             .map(|m| escape(&format!(", model: {}/{}", m.provider, m.model_id)).into_owned())
             .unwrap_or_default()
     )?;
-    let file = escape(&loaded.report.path.display().to_string()).into_owned();
-    for c in &loaded.report.corrupt_lines {
+    let report = shown.report;
+    let file = escape(&report.path.display().to_string()).into_owned();
+    for c in &report.corrupt_lines {
         writeln!(
             out,
             "warning: {file}:{}: the line could not be read: {}",
@@ -303,10 +383,10 @@ pub fn show(
             escape(&c.reason)
         )?;
     }
-    if let Some(line) = loaded.report.messages_left_out_line() {
+    if let Some(line) = report.messages_left_out_line() {
         writeln!(out, "warning: {}", escape(&line))?;
     }
-    for b in &loaded.report.bridged {
+    for b in &report.bridged {
         writeln!(
             out,
             "warning: {file}:{}: entry {} followed {}, which was on line {}; it is linked to {} \
@@ -318,9 +398,10 @@ pub fn show(
             escape(&b.now_under)
         )?;
     }
-    for (i, m) in messages.iter().enumerate() {
-        let tokens = rampart_context::tokens::estimate_message_tokens(m);
-        let text = preview(m);
+    for (i, m) in messages.enumerate() {
+        let m = m?;
+        let tokens = rampart_context::tokens::estimate_message_tokens(&m);
+        let text = preview(&m);
         writeln!(
             out,
             "{i:>5}  {:<17} {tokens:>7} tok  {}",
@@ -328,7 +409,34 @@ pub fn show(
             escape(&text)
         )?;
     }
-    Ok(0)
+    Ok(())
+}
+
+/// The messages as a JSON array, serialised as they are read: the same bytes as a `Vec` of
+/// them would give, without holding them all. A read error stops the array and is kept in
+/// `error` for the caller (serde can only carry its text).
+struct JsonArray<I> {
+    len: usize,
+    messages: RefCell<Option<I>>,
+    error: RefCell<Option<SessionError>>,
+}
+
+impl<I: Iterator<Item = Result<SharedMessage, SessionError>>> Serialize for JsonArray<I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len))?;
+        let messages = self.messages.borrow_mut().take();
+        for message in messages.into_iter().flatten() {
+            match message {
+                Ok(message) => seq.serialize_element(&*message)?,
+                Err(e) => {
+                    let text = e.to_string();
+                    *self.error.borrow_mut() = Some(e);
+                    return Err(S::Error::custom(text));
+                }
+            }
+        }
+        seq.end()
+    }
 }
 
 /// How many characters of a message `sessions show` prints.

@@ -410,6 +410,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         file,
         errors: Vec::new(),
         positions: BTreeMap::new(),
+        lines: validate::LineIndex::new(text),
     };
     let (mut config, raw) = v.config(root.get_ref());
     if let Some((_, err)) = v.errors.into_iter().min_by_key(|(offset, _)| *offset) {

@@ -460,7 +460,7 @@ impl EngineSlot {
         &self,
         params: MaintainParams,
     ) -> Result<TranscriptRewriteResult, SlotCallError> {
-        Ok(self.call(params.clone())?.unwrap_or_default())
+        Ok(self.call(params)?.unwrap_or_default())
     }
 
     /// `after_turn`, falling back to `ingest_batch` of the new messages, as OpenClaw does.
