@@ -121,7 +121,7 @@ pub struct MemoryGetParams {
     pub lines: Option<u64>,
 }
 
-/// What `memory.get` answers. A missing file is an empty text, not an error.
+/// What `memory.get` answers. A missing file is an empty text with `missing`, not an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, rename_all = "camelCase")]
 pub struct MemoryGetResult {
@@ -129,11 +129,15 @@ pub struct MemoryGetResult {
     pub path: String,
     /// The lines read.
     pub text: String,
-    /// Reading is unavailable (memory off, or a path outside the memory files): see `error`.
+    /// The file does not exist (yet): `text` is empty. A model reads that as empty text;
+    /// `rampart memory get` tells the person it is missing.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    /// Memory is off (or its engine failed), so nothing can be read: see `error`. A refused
+    /// path is not this: it has only `error`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
-    /// Why nothing could be read (OpenClaw's wording: `path required`, `memory search
-    /// disabled`).
+    /// Why nothing could be read: what is wrong with the path, or `memory search disabled`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The details behind `error`.

@@ -22,8 +22,10 @@ pub enum ErrorKind {
     Corrupt,
     /// The embedding provider failed.
     Embedding,
-    /// A path that `memory_get` may not read.
+    /// A path that `memory_get` may not read, or the memory flush may not write.
     PathNotAllowed,
+    /// Another process is updating the index and did not finish in time.
+    Locked,
     /// Memory is turned off in the settings.
     Disabled,
     /// The file watcher could not start.
@@ -39,6 +41,7 @@ impl ErrorKind {
             Self::Corrupt => "corrupt",
             Self::Embedding => "embedding",
             Self::PathNotAllowed => "path_not_allowed",
+            Self::Locked => "locked",
             Self::Disabled => "disabled",
             Self::Watch => "watch",
         }
@@ -91,13 +94,26 @@ pub enum MemoryError {
         #[from]
         source: EmbedError,
     },
-    /// `memory_get` was asked for a file it may not read.
-    #[error(
-        "path required: {path} is not a memory file (memory_get reads MEMORY.md, memory.md, DREAMS.md, files under memory/ and the configured extra paths, ending in .md)"
-    )]
+    /// `memory_get` was asked for a file it may not read, or the flush for one it may not
+    /// write. The message says what is wrong with the path, first.
+    #[error("{}", why.describe(path))]
     PathNotAllowed {
         /// The path as asked.
         path: String,
+        /// What is wrong with it.
+        why: PathRefusal,
+    },
+    /// Another process holds the index's sync lock past the deadline.
+    #[error("memory index {} is being updated by {}; waited {}s for it. Wait for that to finish and retry, or stop that process if it hangs (lock file {})", path.display(), holder.as_deref().unwrap_or("another process"), waited.as_secs(), lock_path.display())]
+    Locked {
+        /// The index.
+        path: PathBuf,
+        /// Its lock file.
+        lock_path: PathBuf,
+        /// Who holds the lock, as its lock file says (`process 4242 (since …)`).
+        holder: Option<String>,
+        /// How long this process waited.
+        waited: std::time::Duration,
     },
     /// Memory is off.
     #[error("memory search disabled; turn it on in the memory settings to use it")]
@@ -122,6 +138,7 @@ impl MemoryError {
             Self::Corrupt { .. } => ErrorKind::Corrupt,
             Self::Embedding { .. } => ErrorKind::Embedding,
             Self::PathNotAllowed { .. } => ErrorKind::PathNotAllowed,
+            Self::Locked { .. } => ErrorKind::Locked,
             Self::Disabled => ErrorKind::Disabled,
             Self::Watch { .. } => ErrorKind::Watch,
         }
@@ -154,6 +171,68 @@ impl MemoryError {
             path: path.to_path_buf(),
             action,
             source,
+        }
+    }
+}
+
+/// What is wrong with a path the memory tools refuse. Each says it in its own words, so a
+/// person (or a model) knows what to change rather than reading a generic "path required".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathRefusal {
+    /// No path was given.
+    Empty,
+    /// It leads out of the workspace (`..`, or an absolute path elsewhere) and into no
+    /// configured extra path.
+    OutsideWorkspace,
+    /// It is in the workspace but is not one of the memory files.
+    NotMemoryFile,
+    /// It does not end in `.md`.
+    NotMarkdown,
+    /// It is a symbolic link: memory files are only used where they are, so a link cannot
+    /// lead reads or writes out of the workspace.
+    Symlink,
+    /// A directory on the way (`component`, as search names paths) is a symbolic link.
+    LinkedDirectory {
+        /// The linked directory.
+        component: String,
+    },
+    /// It is a directory, a FIFO, a socket or a device.
+    NotRegularFile,
+    /// It leads outside its root (`real`) through a linked directory.
+    ResolvesOutside {
+        /// Where it really is.
+        real: PathBuf,
+    },
+}
+
+/// What memory files are, for the messages that refuse a path.
+const MEMORY_FILES: &str = "memory files are MEMORY.md, memory.md, DREAMS.md, files under memory/ and the configured extra paths, ending in .md";
+
+impl PathRefusal {
+    /// The whole message for `path`: what is wrong with it, then what to do.
+    pub fn describe(&self, path: &str) -> String {
+        match self {
+            Self::Empty => format!("no path given: name a memory file ({MEMORY_FILES})"),
+            Self::OutsideWorkspace => format!(
+                "{path} is outside the agent workspace and the configured extra paths; {MEMORY_FILES}"
+            ),
+            Self::NotMemoryFile => format!("{path} is not a memory file; {MEMORY_FILES}"),
+            Self::NotMarkdown => format!("{path} is not a markdown file; {MEMORY_FILES}"),
+            Self::Symlink => format!(
+                "{path} is a symbolic link; memory files are used only where they are, never through a link: replace the link with the file itself"
+            ),
+            Self::LinkedDirectory { component } => format!(
+                "{path} goes through a symbolic link ({component}); memory files are used only where they are, never through a link: replace the link with the directory itself"
+            ),
+            Self::NotRegularFile => {
+                format!(
+                    "{path} is not a regular file (a directory, FIFO or device); name a .md file"
+                )
+            }
+            Self::ResolvesOutside { real } => format!(
+                "{path} resolves to {} through a linked directory, outside where memory files are; replace the link with the directory itself",
+                real.display()
+            ),
         }
     }
 }

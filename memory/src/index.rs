@@ -1,8 +1,9 @@
 //! [`MemoryIndex`]: one agent's memory, opened once and shared (it is a cheap handle).
 //!
 //! It owns the database, the settings, the embedding provider and the vector cache, and
-//! serialises syncs: a sync asked for while another runs waits for it. Searches go on during
-//! a sync except while a group of files is being written.
+//! serialises syncs: a sync asked for while another runs waits for it, in this process (a
+//! mutex) and in others (the index's [`SyncLock`]). Searches go on during a sync except while
+//! a group of files is being written.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +19,7 @@ use crate::settings::MemorySettings;
 use crate::status::{LastSync, MemoryStatus, ProviderFallback, VectorBackend};
 use crate::store::{Store, StoreOptions};
 use crate::sync::{SyncInput, SyncReason, SyncReport, run_sync};
+use crate::sync_lock::{SYNC_LOCK_WAIT, SyncLock};
 
 /// How to open an index.
 pub struct IndexOptions {
@@ -221,13 +223,15 @@ impl MemoryIndex {
     fn sync_with(&self, reason: SyncReason, force: bool) -> Result<SyncReport, MemoryError> {
         let _one_at_a_time = lock(&self.inner.sync_lock);
         self.inner.dirty.store(false, Ordering::SeqCst);
-        let result = match self.run_sync_once(reason, force) {
-            Err(MemoryError::Corrupt { detail, .. }) => {
-                self.recover(&detail)?;
-                self.run_sync_once(SyncReason::Recovery, true)
-            }
-            other => other,
-        };
+        let result = SyncLock::acquire(&self.inner.db_path, SYNC_LOCK_WAIT).and_then(
+            |_one_process_at_a_time| match self.run_sync_once(reason, force) {
+                Err(MemoryError::Corrupt { detail, .. }) => {
+                    self.recover(&detail)?;
+                    self.run_sync_once(SyncReason::Recovery, true)
+                }
+                other => other,
+            },
+        );
         let mut result = result;
         if let Ok(report) = &mut result
             && report.quarantined.is_none()

@@ -31,12 +31,70 @@ fn case_19_a_line_range_a_missing_file_and_a_refused_path() {
         r,
         ReadResult {
             path: "memory/2099-01-01.md".into(),
-            text: String::new()
+            text: String::new(),
+            exists: false,
         }
     );
+    assert!(read(&ws, "memory/notes.md", None, None).unwrap().exists);
     let e = read(&ws, "notes.md", None, None).unwrap_err();
-    assert!(e.to_string().starts_with("path required"), "{e}");
+    assert!(
+        e.to_string().starts_with("notes.md is not a memory file"),
+        "{e}"
+    );
     assert_eq!(e.kind(), crate::error::ErrorKind::PathNotAllowed);
+}
+
+/// Each refusal says what is wrong with the path, first (not a generic "path required").
+#[test]
+fn refusals_say_what_is_wrong() {
+    let (dir, ws) = workspace();
+    let outside = dir.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("secret.md"), "secret").unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.join("secret.md"), ws.join("memory/link.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, ws.join("memory/linked")).unwrap();
+    }
+    fs::create_dir_all(ws.join("memory/dir.md")).unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("", "no path given"),
+        (
+            "../outside/secret.md",
+            "../outside/secret.md is outside the agent workspace",
+        ),
+        ("/etc/passwd", "/etc/passwd is outside the agent workspace"),
+        ("notes.md", "notes.md is not a memory file"),
+        ("memory/data.txt", "memory/data.txt is not a markdown file"),
+        ("memory/dir.md", "memory/dir.md is not a regular file"),
+        #[cfg(unix)]
+        ("memory/link.md", "memory/link.md is a symbolic link"),
+        #[cfg(unix)]
+        (
+            "memory/linked/secret.md",
+            "memory/linked/secret.md goes through a symbolic link (memory/linked)",
+        ),
+    ];
+    for (path, start) in cases {
+        let e = read(&ws, path, None, None).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::PathNotAllowed, "{path}");
+        let message = e.to_string();
+        assert!(message.starts_with(start), "{path}: {message}");
+        assert!(!message.contains("path required"), "{message}");
+    }
+}
+
+/// A missing file behind a linked directory is refused, not read as empty: the link is the
+/// problem, whatever is (or is not) behind it.
+#[cfg(unix)]
+#[test]
+fn a_missing_file_behind_a_linked_directory_is_refused() {
+    let (dir, ws) = workspace();
+    let outside = dir.path().join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join("memory/linked")).unwrap();
+    let e = read(&ws, "memory/linked/nothing.md", None, None).unwrap_err();
+    assert_eq!(e.kind(), crate::error::ErrorKind::PathNotAllowed, "{e}");
 }
 
 #[test]

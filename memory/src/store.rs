@@ -5,7 +5,9 @@
 //!   model, provider key, chunking); a change of any reindexes.
 //! - `files(path, source, hash, mtime, size)`: what each indexed file looked like.
 //! - `chunks(id, path, source, start_line, end_line, hash, model, text, embedding,
-//!   updated_at)`, indexed on `path`.
+//!   updated_at)`, unique on `(path, start_line, end_line, hash)`: a passage is stored once
+//!   whoever writes it (an index written by concurrent syncs of an older version, with every
+//!   passage several times, is deduplicated when opened).
 //! - `embedding_cache(provider, model, provider_key, hash, embedding, dims, updated_at)`.
 //! - `chunks_fts`: FTS5 with the `unicode61` tokenizer over each chunk's text (CJK letters
 //!   spaced, see `fts_query`), its rowid the chunk's id.
@@ -146,7 +148,6 @@ CREATE TABLE IF NOT EXISTS chunks (
     embedding BLOB,
     updated_at INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS idx_chunks_path ON chunks(path);
 CREATE TABLE IF NOT EXISTS embedding_cache (
     provider TEXT NOT NULL,
     model TEXT NOT NULL,
@@ -159,6 +160,10 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 );
 CREATE INDEX IF NOT EXISTS idx_embedding_cache_updated_at ON embedding_cache(updated_at);
 ";
+
+/// The chunks' identity; also serves the lookups by path. Created by
+/// [`Store::ensure_unique_chunks`], after duplicates are removed.
+const UNIQUE_CHUNKS: &str = "idx_chunks_identity";
 
 const FTS_SCHEMA: &str = "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(text, content='', contentless_delete=1, tokenize='unicode61')";
 
@@ -175,6 +180,37 @@ const OUR_TABLES: &[&str] = &[
     "chunks_vec",
 ];
 
+/// Creates the index file empty and owner-only (0600 on Unix) when it does not exist, before
+/// SQLite opens it: the index holds the memory's text, the user's notes and (opted in) their
+/// conversations, as private as the sessions. SQLite gives the `-wal` and `-shm` files the
+/// database file's permissions, and takes an empty file for a new database.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `dir` and its missing parents, owner-only (0700 on Unix) for those it creates.
+fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -188,7 +224,7 @@ impl Store {
         options: StoreOptions,
     ) -> Result<(Store, Option<Quarantined>), MemoryError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|source| MemoryError::Io {
+            create_private_dir_all(parent).map_err(|source| MemoryError::Io {
                 path: parent.to_path_buf(),
                 action: "create the directory",
                 source,
@@ -239,6 +275,11 @@ impl Store {
 
     fn try_open(path: &Path, options: StoreOptions) -> Result<Store, MemoryError> {
         let db = |action: &str, e: rusqlite::Error| MemoryError::database(path, action, e);
+        create_private_file(path).map_err(|source| MemoryError::Io {
+            path: path.to_path_buf(),
+            action: "create",
+            source,
+        })?;
         let conn = Connection::open(path).map_err(|e| db("open", e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| db("set the busy timeout", e))?;
@@ -341,7 +382,54 @@ impl Store {
             .meta("vec_dims")?
             .and_then(|d| d.parse().ok())
             .filter(|_| store.table_exists("chunks_vec"));
+        store.ensure_unique_chunks()?;
         Ok(store)
+    }
+
+    /// Makes chunks unique on `(path, start_line, end_line, hash)`, once per database:
+    /// removes the extra copies of passages stored more than once (with their keyword and
+    /// vector rows; the first copy stays), then creates the unique index. Concurrent syncs of
+    /// an earlier version wrote every passage once per process. Returns the copies removed.
+    pub fn ensure_unique_chunks(&mut self) -> Result<usize, MemoryError> {
+        if self.table_exists(UNIQUE_CHUNKS) {
+            return Ok(0);
+        }
+        let removed = self.transaction(|s| {
+            // Another process may have done it while this one waited for the write lock.
+            if s.table_exists(UNIQUE_CHUNKS) {
+                return Ok(0);
+            }
+            let extra: Vec<i64> = s
+                .conn
+                .prepare(
+                    "SELECT id FROM chunks WHERE id NOT IN \
+                     (SELECT MIN(id) FROM chunks GROUP BY path, start_line, end_line, hash)",
+                )
+                .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
+                .map_err(|e| s.db_err("find duplicate passages", e))?;
+            for id in &extra {
+                s.delete_chunk_rows(*id)?;
+                s.conn
+                    .prepare_cached("DELETE FROM chunks WHERE id = ?1")
+                    .and_then(|mut q| q.execute([id]))
+                    .map_err(|e| s.db_err("delete a duplicate passage", e))?;
+            }
+            s.conn
+                .execute_batch(&format!(
+                    "CREATE UNIQUE INDEX {UNIQUE_CHUNKS} ON chunks(path, start_line, end_line, hash);
+                     DROP INDEX IF EXISTS idx_chunks_path;"
+                ))
+                .map_err(|e| s.db_err("make passages unique", e))?;
+            Ok(extra.len())
+        })?;
+        if removed > 0 {
+            tracing::warn!(
+                path = %self.path.display(),
+                removed,
+                "the memory index held passages more than once (concurrent syncs of an earlier version); the extra copies were removed"
+            );
+        }
+        Ok(removed)
     }
 
     fn db_err(&self, action: &str, e: rusqlite::Error) -> MemoryError {

@@ -82,8 +82,13 @@ fn a_truncated_database_is_moved_aside() {
         let text = "lorem ipsum ".repeat(400);
         store
             .transaction(|s| {
-                for _ in 0..50 {
-                    s.insert_chunk(&chunk("memory/a.md", &text, &text, None))?;
+                // Distinct passages: one passage is stored once.
+                for line in 1..=50 {
+                    s.insert_chunk(&NewChunk {
+                        start_line: line,
+                        end_line: line,
+                        ..chunk("memory/a.md", &text, &text, None)
+                    })?;
                 }
                 Ok(())
             })
@@ -232,8 +237,13 @@ fn damaged_pages_behind_a_sound_header_are_found_on_open() {
         let text = "lorem ipsum dolor ".repeat(300);
         store
             .transaction(|s| {
-                for _ in 0..40 {
-                    s.insert_chunk(&chunk("memory/a.md", &text, &text, None))?;
+                // Distinct passages: one passage is stored once.
+                for line in 1..=40 {
+                    s.insert_chunk(&NewChunk {
+                        start_line: line,
+                        end_line: line,
+                        ..chunk("memory/a.md", &text, &text, None)
+                    })?;
                 }
                 Ok(())
             })
@@ -258,4 +268,40 @@ fn damaged_pages_behind_a_sound_header_are_found_on_open() {
         "moved aside intact"
     );
     assert_eq!(store.counts().unwrap(), (0, 0, 0));
+}
+
+/// A passage is stored once: the same `(path, start_line, end_line, hash)` again is refused
+/// by the index, whoever writes it.
+#[test]
+fn a_passage_cannot_be_stored_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _) = open(&dir.path().join("agent.sqlite"));
+    store
+        .transaction(|s| s.insert_chunk(&chunk("memory/a.md", "x", "x", None)))
+        .unwrap();
+    let again = store.transaction(|s| s.insert_chunk(&chunk("memory/a.md", "x", "x", None)));
+    assert!(again.is_err());
+    assert_eq!(store.counts().unwrap().1, 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_new_index_and_its_directory_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory").join("main.sqlite");
+    let (store, _) = open(&path);
+    assert_eq!(mode(dir.path().join("memory").as_path()), 0o700);
+    assert_eq!(mode(&path), 0o600);
+    // SQLite's side files take the database's mode.
+    let wal = dir.path().join("memory").join("main.sqlite-wal");
+    if wal.exists() {
+        assert_eq!(mode(&wal), 0o600);
+    }
+    drop(store);
+    // An existing index keeps the mode its owner gave it.
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    let (_store, _) = open(&path);
+    assert_eq!(mode(&path), 0o640);
 }

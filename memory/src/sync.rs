@@ -12,7 +12,9 @@
 //! error is in the report, and a later sync fills the missing vectors in.
 //!
 //! Writes are grouped: files are written a few megabytes at a time, each group in one
-//! transaction with prepared statements.
+//! transaction with prepared statements. A file's passages are replaced whole (deleted, then
+//! inserted, in that transaction), so a sync that races another one cannot leave a passage
+//! twice; syncs of one index are also one process at a time ([`crate::sync_lock`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -432,10 +434,17 @@ fn write_group(
         let mut written = 0;
         let mut removed = 0;
         for file in &group {
-            if file.existed {
-                removed += s.remove_file(&file.record.path)?;
-            }
+            // Whatever is stored for the file goes, even when this sync found it new: another
+            // process (or a sync of an older version) may have written it meanwhile, and the
+            // file's passages must be there once.
+            removed += s.remove_file(&file.record.path)?;
+            let mut stored = HashSet::with_capacity(file.chunks.len());
             for chunk in &file.chunks {
+                // A line cut into identical pieces (a long rule of `=`) gives identical
+                // passages at one place: one is stored, the index being unique on them.
+                if !stored.insert((chunk.start_line, chunk.end_line, chunk.hash.as_str())) {
+                    continue;
+                }
                 let vector = vectors.get(&chunk.hash).map(Vec::as_slice);
                 let fts = index_text(&chunk.text);
                 s.insert_chunk(&NewChunk {

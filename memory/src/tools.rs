@@ -1,9 +1,10 @@
 //! The `memory_search` and `memory_get` tools as a model sees them (`prompt-and-memory.md`
 //! §2.5, §2.6): their JSON schemas, and their results with OpenClaw's field names.
 //!
-//! A tool never fails: errors come back inside the result (`disabled`, `error`, and for a
-//! search `unavailable`, `warning`, `action`), so the model can tell the user what happened
-//! and carry on.
+//! A tool never fails: errors come back inside the result (`error`, and for a search
+//! `unavailable`, `warning`, `action`), so the model can tell the user what happened and carry
+//! on. `disabled` means memory is off (or cannot search at all), never that one path was
+//! refused.
 
 use std::time::Instant;
 
@@ -274,16 +275,16 @@ pub fn memory_get(index: &MemoryIndex, args: &Value) -> Value {
     let from = whole(args, "from");
     let lines = whole(args, "lines");
     match index.read_file(path, from, lines) {
-        Ok(read) => json!({"path": read.path, "text": read.text}),
-        Err(e) => {
-            // OpenClaw's wording first (models and prompts know it), the details beside it.
-            let error = match e.kind() {
-                ErrorKind::PathNotAllowed => "path required".to_string(),
-                ErrorKind::Disabled => "memory search disabled".to_string(),
-                _ => e.to_string(),
-            };
-            json!({"path": path, "text": "", "disabled": true, "error": error, "detail": e.to_string()})
+        Ok(read) if read.exists => json!({"path": read.path, "text": read.text}),
+        // Empty text, as OpenClaw answers (the model often asks for today's note before it
+        // exists), and said so for whoever needs to tell it from an empty file.
+        Ok(read) => json!({"path": read.path, "text": read.text, "missing": true}),
+        Err(e) if e.kind() == ErrorKind::Disabled => {
+            json!({"path": path, "text": "", "disabled": true, "error": "memory search disabled"})
         }
+        // A refused path or a failed read: memory is on, so not `disabled`; the error says
+        // what is wrong with the path.
+        Err(e) => json!({"path": path, "text": "", "error": e.to_string()}),
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod concurrent_sync;
 mod embedders;
 mod search_behaviour;
 mod sync_behaviour;

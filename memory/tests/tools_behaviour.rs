@@ -122,14 +122,27 @@ fn case_19_memory_get_through_the_tool() {
         "memory_get",
         &json!({"path": "memory/2099-01-01.md"}),
     );
-    assert_eq!(r, json!({"path": "memory/2099-01-01.md", "text": ""}));
+    assert_eq!(
+        r,
+        json!({"path": "memory/2099-01-01.md", "text": "", "missing": true})
+    );
+    // A refused path: memory is on, so not `disabled`; the error says what is wrong.
     let r = call_tool(&index, "memory_get", &json!({"path": "notes.md"}));
-    assert_eq!(r["error"], "path required");
-    assert_eq!(r["disabled"], true);
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("notes.md is not a memory file"),
+        "{r}"
+    );
+    assert_eq!(r.get("disabled"), None, "{r}");
     assert_eq!(r["text"], "");
-    assert!(r["detail"].as_str().unwrap().contains("notes.md"));
     let r = call_tool(&index, "memory_get", &json!({}));
-    assert_eq!(r["error"], "path required");
+    assert!(
+        r["error"].as_str().unwrap().starts_with("no path given"),
+        "{r}"
+    );
+    assert_eq!(r.get("disabled"), None, "{r}");
     let r = call_tool(&index, "memory_get", &json!({"path": "memory/three.md"}));
     assert_eq!(r["text"], "line 1\nline 2\nline 3");
 }
@@ -153,4 +166,5 @@ fn disabled_memory_says_so() {
     );
     let r = call_tool(&index, "memory_get", &json!({"path": "memory/x.md"}));
     assert_eq!(r["error"], "memory search disabled");
+    assert_eq!(r["disabled"], true, "memory off is the one `disabled`");
 }

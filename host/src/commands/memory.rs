@@ -1,19 +1,27 @@
 //! `rampart memory index|search|get|status [--json]`: long-term memory for people, through
 //! the same slot, engine and tools the model uses.
 //!
-//! Exit codes: 0 when the command did what it says; 1 when memory is off or its engine failed
-//! (the message says why and what to do).
+//! Exit codes: 0 when the command did what it says; 1 when memory is off or its engine failed,
+//! or `get` was refused the path or found no such file (the message says why and what to do).
+//!
+//! Standard output carries only results (or the JSON asked for); notes and errors go to
+//! standard error. `status` and `get` only read: `status` before the first index reports "not
+//! indexed yet" and creates nothing.
 
 use std::io::Write;
 use std::path::Path;
 
 use clap::Subcommand;
-use rampart_engine_api::memory::{MemoryGetParams, MemorySearchParams, MemorySyncParams};
+use rampart_engine_api::memory::{
+    MemoryGetParams, MemorySearchParams, MemoryStatus, MemorySyncParams,
+};
 
 use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::engine::slot::HostResources;
+use crate::memory::core::{MemoryCore, MemoryPlaces};
 use crate::memory::{self, MemorySlot, Watch};
+use crate::terminal::{escape, escape_text};
 
 /// `rampart memory …`
 #[derive(Debug, Subcommand)]
@@ -72,6 +80,24 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
+    if let MemoryCommand::Status { json } = &cmd
+        && config.memory_engine == crate::config::BUILTIN_MEMORY_ID
+    {
+        let places = MemoryPlaces::of(config, sessions_dir);
+        if !places.db_path.exists() {
+            // Opening the engine would create the index: a status only reads.
+            return match MemoryCore::status_before_indexing(
+                &config.agent_defaults.memory_search,
+                &places,
+            ) {
+                Ok(s) => print_status(&config.memory_engine, &s, *json, out).map(|()| 0),
+                Err(e) => {
+                    writeln!(err, "error: memory-core could not start: {e}")?;
+                    Ok(1)
+                }
+            };
+        }
+    }
     let events = EventSink::tracing_only();
     let slot = memory::resolve(
         config,
@@ -122,7 +148,7 @@ fn run_on(
                         r.files_indexed, r.files_unchanged, r.files_removed, r.chunks_written
                     )?;
                     for note in &r.notes {
-                        writeln!(out, "note: {note}")?;
+                        writeln!(out, "note: {}", escape(note))?;
                     }
                 }
                 Err(e) => {
@@ -159,20 +185,26 @@ fn run_on(
                 }
                 return Ok(1);
             } else {
+                // A note about the search, not a result: stdout stays results only.
                 if let Some(f) = &answer.fallback {
-                    writeln!(out, "({})", f.reason)?;
+                    writeln!(err, "note: {}", escape(&f.reason))?;
                 }
                 if answer.results.is_empty() {
                     writeln!(out, "no results")?;
                 }
                 for hit in &answer.results {
+                    // Paths and snippets are the user's files: their control characters are
+                    // shown, not obeyed by the terminal (`--json` has them as they are).
                     writeln!(
                         out,
                         "{:.3}  {}#L{}-L{}",
-                        hit.score, hit.path, hit.start_line, hit.end_line
+                        hit.score,
+                        escape(&hit.path),
+                        hit.start_line,
+                        hit.end_line
                     )?;
                     for line in hit.snippet.lines() {
-                        writeln!(out, "    {line}")?;
+                        writeln!(out, "    {}", escape(line))?;
                     }
                 }
             }
@@ -190,44 +222,26 @@ fn run_on(
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
             } else if let Some(e) = &answer.error {
-                // The detail says why and which files are allowed; the error is the model's
-                // short form of it.
                 writeln!(err, "error: {}", answer.detail.as_ref().unwrap_or(e))?;
+            } else if answer.missing {
+                writeln!(
+                    err,
+                    "error: {} does not exist; `rampart memory search` shows which files \
+                     memory holds",
+                    answer.path
+                )?;
             } else {
-                write!(out, "{}", answer.text)?;
+                write!(out, "{}", escape_text(&answer.text))?;
                 if !answer.text.ends_with('\n') && !answer.text.is_empty() {
                     writeln!(out)?;
                 }
             }
-            if answer.error.is_some() {
+            if answer.error.is_some() || answer.missing {
                 return Ok(1);
             }
         }
         MemoryCommand::Status { json } => match slot.status() {
-            Ok(s) if json => writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?,
-            Ok(s) => {
-                writeln!(out, "engine: {}", slot.configured_id())?;
-                writeln!(out, "backend: {}", s.backend)?;
-                if let Some(at) = &s.location {
-                    writeln!(out, "index: {at}")?;
-                }
-                writeln!(out, "files: {}, passages: {}", s.files, s.chunks)?;
-                let provider = match (&s.provider, &s.model) {
-                    (Some(p), Some(m)) => format!("{p}/{m}"),
-                    (Some(p), None) => p.clone(),
-                    _ => "none".to_owned(),
-                };
-                writeln!(out, "search: {} (embeddings: {provider})", s.mode)?;
-                if let Some(f) = &s.fallback {
-                    writeln!(out, "fallback: {}", f.reason)?;
-                }
-                if s.dirty {
-                    writeln!(out, "files changed since the last index: yes")?;
-                }
-                for d in &s.details {
-                    writeln!(out, "{d}")?;
-                }
-            }
+            Ok(s) => print_status(slot.configured_id(), &s, json, out)?,
             Err(e) => {
                 writeln!(err, "error: {e}")?;
                 return Ok(1);
@@ -235,4 +249,39 @@ fn run_on(
         },
     }
     Ok(0)
+}
+
+/// Prints a status of engine `engine`, as JSON or in lines.
+fn print_status(
+    engine: &str,
+    s: &MemoryStatus,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(s)?)?;
+        return Ok(());
+    }
+    writeln!(out, "engine: {engine}")?;
+    writeln!(out, "backend: {}", s.backend)?;
+    if let Some(at) = &s.location {
+        writeln!(out, "index: {}", escape(at))?;
+    }
+    writeln!(out, "files: {}, passages: {}", s.files, s.chunks)?;
+    let provider = match (&s.provider, &s.model) {
+        (Some(p), Some(m)) => format!("{p}/{m}"),
+        (Some(p), None) => p.clone(),
+        _ => "none".to_owned(),
+    };
+    writeln!(out, "search: {} (embeddings: {provider})", s.mode)?;
+    if let Some(f) = &s.fallback {
+        writeln!(out, "fallback: {}", f.reason)?;
+    }
+    if s.dirty {
+        writeln!(out, "files changed since the last index: yes")?;
+    }
+    for d in &s.details {
+        writeln!(out, "{}", escape(d))?;
+    }
+    Ok(())
 }

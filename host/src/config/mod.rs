@@ -69,6 +69,12 @@ const SERVE_KEYS: &[&str] = &[
     "sideRequests",
     "systemPrompt",
     "memoryTools",
+    "allowedHosts",
+    "allowedOrigins",
+    "maxConnections",
+    "headerTimeoutMs",
+    "bodyTimeoutMs",
+    "drainTimeoutMs",
     "store",
 ];
 const STORE_KEYS: &[&str] = &["url", "passwordEnv", "poolSize", "lockConnections"];
@@ -406,6 +412,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         file,
         errors: Vec::new(),
         positions: BTreeMap::new(),
+        lines: validate::LineIndex::new(text),
     };
     let (mut config, raw) = v.config(root.get_ref());
     if let Some((_, err)) = v.errors.into_iter().min_by_key(|(offset, _)| *offset) {

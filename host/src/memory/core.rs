@@ -32,6 +32,9 @@ use crate::config::memory::{EmbeddingChoice, MemorySearchConfig};
 /// The id of the built-in memory engine.
 pub const MEMORY_CORE_ID: &str = crate::config::BUILTIN_MEMORY_ID;
 
+/// How a status says that the index does not exist yet.
+pub const NOT_INDEXED: &str = "not indexed yet";
+
 /// The agent whose memory this is (one agent today; OpenClaw keeps `memory/<agentId>.sqlite`).
 pub const AGENT_ID: &str = "main";
 
@@ -189,11 +192,46 @@ impl MemoryCore {
         };
         let (index, report) = MemoryIndex::open(options).map_err(|e| e.to_string())?;
         if let Some(q) = &report.quarantined {
-            tracing::warn!(db = %report.db_path.display(), moved_to = ?q, "the memory index was damaged; it was moved aside and is rebuilt from the markdown");
+            tracing::warn!(db = %report.db_path.display(), moved_to = %q.to.display(), reason = %q.reason, "the memory index was damaged; it was moved aside and is rebuilt from the markdown");
         }
         Ok(Self {
             index,
             watcher: Mutex::new(None),
+        })
+    }
+
+    /// What `memory status` reports before the index exists, without creating it (a status is
+    /// read-only): how searches would run with this configuration, and "not indexed yet".
+    pub fn status_before_indexing(
+        config: &MemorySearchConfig,
+        places: &MemoryPlaces,
+    ) -> Result<MemoryStatus, String> {
+        let (embedder, fallback) = embedder(config, &places.workspace)?;
+        // FTS5 is compiled into the bundled SQLite, so keyword search is always there.
+        let mode = match &embedder {
+            None => "keyword-only",
+            Some(_) if config.settings.hybrid_enabled => "hybrid",
+            Some(_) => "vector",
+        };
+        Ok(MemoryStatus {
+            backend: "sqlite".to_owned(),
+            location: Some(places.db_path.display().to_string()),
+            files: 0,
+            chunks: 0,
+            mode: mode.to_owned(),
+            provider: embedder.as_ref().map(|e| e.provider().to_owned()),
+            model: embedder.as_ref().map(|e| e.model().to_owned()),
+            fallback: fallback.map(|f| MemoryFallback {
+                from: f.from,
+                reason: f.reason,
+            }),
+            dirty: false,
+            details: vec![
+                format!(
+                    "{NOT_INDEXED}: `rampart memory index` builds the index (a search does too)"
+                ),
+                format!("workspace: {}", places.workspace.display()),
+            ],
         })
     }
 
@@ -322,7 +360,7 @@ impl ContextEngine for MemoryCore {
         }
         if let Some(q) = &report.quarantined {
             notes.push(format!(
-                "the index was damaged and moved aside ({q:?}); it was rebuilt from the markdown"
+                "the index was damaged and moved aside ({q}); it was rebuilt from the markdown"
             ));
         }
         if let Some(e) = &report.embedding_error {

@@ -13,16 +13,18 @@
 //!
 //! Either way the session gets a `rampart.memoryFlush` custom entry (hidden from the model)
 //! recording the compaction cycle it ran in, so it runs at most once per cycle, in this process
-//! or the next. The workspace file is only ever appended to.
+//! or the next. The workspace file is only ever appended to, and never through a symbolic link
+//! or out of the workspace ([`rampart_memory::write`]): a note that is a link is refused with
+//! one line in the log and the event, and the turn goes on.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rampart_context::compaction::extractive::ExtractiveSummarizer;
 use rampart_context::compaction::settings::MemoryFlushSettings;
 use rampart_context::compaction::summarizer::SummaryKind;
 use rampart_message::{AgentMessage, ContentBlock, SharedMessage};
-use rampart_sessions::entry::EntryBody;
+use rampart_sessions::entry::{Entry, EntryBody};
+use rampart_sessions::fold::BranchFold;
 use rampart_sessions::tree::SessionTree;
 use serde_json::{Value, json};
 
@@ -47,16 +49,23 @@ pub fn today_note() -> String {
     note_path(chrono::Local::now().date_naive())
 }
 
-/// The compaction cycle of the active branch (its compaction entries) and the cycle the last
-/// flush on it ran in (`None`: never).
-pub fn flush_state(tree: &SessionTree) -> (u64, Option<u64>) {
-    let mut compactions = 0u64;
-    let mut flushed = None;
-    for entry in tree.active_branch() {
+/// Where the active branch stands for the flush gate: its compaction cycle (how many
+/// compaction entries it holds) and the cycle the last flush on it ran in (`None`: never).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushState {
+    /// Compaction entries on the branch.
+    pub compactions: u64,
+    /// The `cycle` of the branch's last flush entry.
+    pub flushed_in_cycle: Option<u64>,
+}
+
+impl FlushState {
+    /// Adds one entry of the branch, root side first.
+    fn step(&mut self, entry: &Entry) {
         match &entry.body {
-            EntryBody::Compaction(_) => compactions += 1,
+            EntryBody::Compaction(_) => self.compactions += 1,
             EntryBody::Custom(c) if c.custom_type == FLUSH_ENTRY => {
-                flushed = c
+                self.flushed_in_cycle = c
                     .data
                     .as_ref()
                     .and_then(|d| d.get("cycle"))
@@ -65,7 +74,13 @@ pub fn flush_state(tree: &SessionTree) -> (u64, Option<u64>) {
             _ => {}
         }
     }
-    (compactions, flushed)
+}
+
+/// The [`FlushState`] of the active branch of `tree`, brought up to date in `fold`, which the
+/// caller keeps between turns: a branch that only grew costs its new entries, not a walk from
+/// the root (which, done on every call of a long session, made it quadratic).
+pub fn flush_state(tree: &SessionTree, fold: &mut BranchFold<FlushState>) -> FlushState {
+    *fold.update(tree, FlushState::step)
 }
 
 /// The system prompt of the flush turn.
@@ -140,33 +155,36 @@ pub fn tool_specs(note: &str) -> Vec<ToolSpec> {
 }
 
 /// Appends `text` to `note` under `workspace` (directories created), after a newline when the
-/// file does not end with one. Returns the bytes written.
-pub fn append_note(workspace: &Path, note: &str, text: &str) -> std::io::Result<u64> {
-    let path = workspace.join(note);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let needs_newline = std::fs::read(&path)
-        .map(|b| !b.is_empty() && !b.ends_with(b"\n"))
-        .unwrap_or(false);
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)?;
-    let mut body = String::new();
-    if needs_newline {
-        body.push('\n');
-    }
-    body.push_str(text.trim_end());
-    body.push('\n');
-    file.write_all(body.as_bytes())?;
-    file.sync_data()?;
-    Ok(body.len() as u64)
+/// file does not end with one. Returns the bytes written. Never through a symbolic link, nor
+/// out of the workspace by any path (see [`rampart_memory::write`]): such a note is refused
+/// with an error that says so.
+pub fn append_note(
+    workspace: &Path,
+    note: &str,
+    text: &str,
+) -> Result<u64, rampart_memory::MemoryError> {
+    rampart_memory::write::append_memory_file(workspace, note, text)
+}
+
+/// What answering one tool call of the flush turn gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolAnswer {
+    /// What the model is told.
+    pub text: String,
+    /// Bytes appended to the note.
+    pub bytes: u64,
+    /// A write that failed or was refused, in one line for the log and the flush event.
+    pub error: Option<String>,
 }
 
 /// Answers one tool call of the flush turn: `write` appends to today's note only, `read` reads
-/// a memory file. The text is what the model is told.
-pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (String, u64) {
+/// a memory file.
+pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> ToolAnswer {
+    let told = |text: String| ToolAnswer {
+        text,
+        bytes: 0,
+        error: None,
+    };
     let path = args
         .get("path")
         .and_then(Value::as_str)
@@ -176,23 +194,29 @@ pub fn answer_tool(workspace: &Path, note: &str, name: &str, args: &Value) -> (S
         "write" if path == note => {
             let content = args.get("content").and_then(Value::as_str).unwrap_or("");
             match append_note(workspace, note, content) {
-                Ok(bytes) => (format!("Appended content to {note}."), bytes),
-                Err(e) => (format!("Could not append to {note}: {e}"), 0),
+                Ok(bytes) => ToolAnswer {
+                    text: format!("Appended content to {note}."),
+                    bytes,
+                    error: None,
+                },
+                Err(e) => ToolAnswer {
+                    text: format!("Could not append to {note}: {e}"),
+                    bytes: 0,
+                    error: Some(format!("could not append to {note}: {e}")),
+                },
             }
         }
-        "write" => (
-            format!("Memory flush writes are restricted to {note}; use that path only."),
-            0,
-        ),
+        "write" => told(format!(
+            "Memory flush writes are restricted to {note}; use that path only."
+        )),
         // The memory files' own rules (`memory_get`'s): which paths, confined to the workspace.
         "read" => match rampart_memory::read::read_memory_file(workspace, &[], path, None, None) {
-            Ok(read) => (read.text, 0),
-            Err(e) => (e.to_string(), 0),
+            Ok(read) => told(read.text),
+            Err(e) => told(e.to_string()),
         },
-        other => (
-            format!("The tool {other} is not available in a memory flush."),
-            0,
-        ),
+        other => told(format!(
+            "The tool {other} is not available in a memory flush."
+        )),
     }
 }
 

@@ -81,8 +81,10 @@ pub fn call_tool(
             Err(e) => Ok(bad_arguments(name, &e, "`query` (a string)")),
         },
         MEMORY_GET => match serde_json::from_value::<MemoryGetParams>(arguments.clone()) {
+            // Memory is on: a missing path is an error of the call, not `disabled`.
             Ok(params) if params.path.trim().is_empty() => Ok(json!({
-                "path": "", "text": "", "disabled": true, "error": "path required"
+                "path": "", "text": "",
+                "error": rampart_memory::PathRefusal::Empty.describe("")
             })),
             Ok(params) => serde_json::to_value(slot.get(params)),
             Err(e) => Ok(bad_arguments(name, &e, "`path` (a string)")),

@@ -372,7 +372,7 @@ impl SessionStore {
     /// in the middle of a turn.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+        crate::fsutil::create_private_dir_all(&dir).map_err(|source| StoreError::CreateDir {
             dir: dir.clone(),
             source,
         })?;
