@@ -169,9 +169,11 @@ fn openai_message(i: usize, m: &Map<String, Value>) -> Result<(), FieldError> {
 
 fn anthropic_message(i: usize, m: &Map<String, Value>) -> Result<(), FieldError> {
     let role = m.get("role").and_then(Value::as_str);
-    if !matches!(role, Some("user" | "assistant")) {
+    // Claude Code sends `system` messages inside `messages` (the Agent tool's list of agent
+    // types), which its own API accepts; refusing them would break every Claude Code session.
+    if !matches!(role, Some("user" | "assistant" | "system")) {
         return Err(bad(format!(
-            "`messages[{i}].role` must be \"user\" or \"assistant\"; found {}",
+            "`messages[{i}].role` must be \"user\", \"assistant\" or \"system\"; found {}",
             m.get("role").map_or_else(|| "nothing".to_owned(), shown)
         )));
     }
