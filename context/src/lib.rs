@@ -12,12 +12,14 @@
 //! - [`pruning`]: cache-TTL context pruning of old tool results, in the request only;
 //! - [`compaction`]: summarising old history (staged, budgeted, with fallbacks);
 //! - [`events`]: the typed events the run loop and the engines report;
-//! - [`overflow`]: recognising a provider's "prompt too long" in its own words.
+//! - [`overflow`]: recognising a provider's "prompt too long" in its own words;
+//! - [`message_memo`]: a per-message figure or copy kept across turns, for whole-history passes.
 
 pub mod compaction;
 pub mod events;
 pub mod guards;
 pub mod hygiene;
+pub mod message_memo;
 pub mod overflow;
 pub mod pruning;
 pub mod tokens;

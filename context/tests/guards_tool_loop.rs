@@ -247,3 +247,34 @@ fn assistant_tool_call_counts_its_arguments() {
     .unwrap();
     assert_eq!(estimate_message_chars(&summary), 256);
 }
+
+/// A growing history (a tool loop: each turn adds a call and its result) read by the guard on
+/// every turn with one memo: each message's estimate is made once, not once per turn (which
+/// read the text of the whole history on every model call), and the verdicts are the ones the
+/// guard gives without a memo.
+#[test]
+fn with_a_memo_each_message_is_estimated_once_across_turns() {
+    let memo = rampart_context::message_memo::MessageMemo::new();
+    let mut history: Vec<rampart_message::SharedMessage> = vec![Arc::new(user("start"))];
+    let turns = 300;
+    for turn in 0..turns {
+        history.push(Arc::new(AgentMessage::assistant_text(
+            format!("turn {turn}"),
+            "api",
+            "p",
+            "m",
+            2,
+        )));
+        history.push(Arc::new(result(&"r".repeat(turn % 7 * 50))));
+        let list = MessageList::from(history.clone());
+        let with =
+            rampart_context::guards::tool_loop::guard_tool_loop_with(&list, 1_000_000, &memo)
+                .unwrap();
+        let without = guard_tool_loop(&list, 1_000_000).unwrap();
+        assert_eq!(with.1, without.1);
+        assert!(MessageList::same_list(&with.0, &list));
+    }
+    let stats = memo.stats();
+    // 1 + 2·300 messages, each estimated once; a pass per turn would estimate 90,000 times.
+    assert_eq!(stats.misses, 1 + 2 * turns as u64);
+}

@@ -406,3 +406,41 @@ fn shared_messages_survive_a_changed_list() {
     assert!(Arc::ptr_eq(&out[1], &input[1]));
     assert!(Arc::ptr_eq(&out[3], &input[2]));
 }
+
+/// After a compaction every reply still in the context has stale usage, and each turn hands
+/// hygiene the same history again. With a memo the zeroed copy of a reply is made once and the
+/// same allocation is sent on every later turn (so the token counter's memo and the engine
+/// ABI's pointer-identity deltas see it as unchanged); the result is what `run` gives.
+#[test]
+fn with_a_memo_stale_replies_are_copied_once_across_turns() {
+    let summary: AgentMessage = serde_json::from_value(json!({
+        "role": "compactionSummary", "summary": "earlier", "tokensBefore": 10, "timestamp": 1_000_000u64
+    }))
+    .unwrap();
+    let mut history: Vec<SharedMessage> = vec![Arc::new(summary)];
+    let memo = hygiene::HygieneMemo::new();
+    let policy = HygienePolicy::default();
+    let mut previous: Option<MessageList> = None;
+    let turns = 200;
+    for turn in 0..turns {
+        history.push(Arc::new(user("again", 50 + turn)));
+        history.push(Arc::new(text_answer(60 + turn)));
+        let input = MessageList::from(history.clone());
+        let (with, report) = hygiene::run_with(&input, &policy, &memo);
+        let (without, _) = hygiene::run(&input, &policy);
+        assert_eq!(report.stale_usage.zeroed, turn as usize + 1);
+        assert_eq!(with.to_vec(), without.to_vec());
+        if let Some(previous) = &previous {
+            // Every message the previous turn sent is sent again as the same allocation.
+            assert!(
+                previous
+                    .iter()
+                    .zip(with.iter())
+                    .all(|(a, b)| Arc::ptr_eq(a, b))
+            );
+        }
+        previous = Some(with);
+    }
+    // One copy per reply, not one per reply per turn (20,100 without the memo).
+    assert_eq!(memo.stats().misses, turns);
+}

@@ -63,7 +63,8 @@ impl BlobStore {
         }
         let write = |path: &Path| -> std::io::Result<()> {
             let parent = path.parent().unwrap_or(&self.dir);
-            std::fs::create_dir_all(parent)?;
+            // Owner-only, as the sessions whose content the blobs hold.
+            rampart_sessions::create_private_dir_all(parent)?;
             // Temp file, fsync, rename: a crash never leaves a half blob under the final name.
             let mut tmp = tempfile_in(parent)?;
             tmp.1.write_all(bytes)?;
@@ -119,11 +120,14 @@ fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
     for attempt in 0..100u32 {
         let name = format!(".tmp-{}-{}-{attempt}", std::process::id(), rand_suffix());
         let path = dir.join(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
         {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(0o600);
+        }
+        match options.open(&path) {
             Ok(f) => return Ok((path, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),

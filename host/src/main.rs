@@ -20,7 +20,10 @@ fn main() {
             0
         }
         Err(e) => {
-            eprintln!("error: {}", rampart_host::prose::error_chain(&e));
+            // Errors name the user's files and keys: their control characters are shown,
+            // never obeyed by the terminal.
+            let message = rampart_host::prose::error_chain(&e);
+            eprintln!("error: {}", rampart_host::terminal::escape_text(&message));
             2
         }
     };

@@ -167,6 +167,7 @@ fn no_two_files_import_from_each_other() {
         "context",
         "engine-test",
         "sessions",
+        "stores/postgres",
         "host",
     ] {
         let loops = import_loops(krate);

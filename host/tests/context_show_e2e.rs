@@ -379,7 +379,9 @@ fn rebuild_prompt_changes_the_replays_prompt() {
     let config = w.config("");
     let systems = |extra: &[&str]| -> Vec<String> {
         let requests = w.path().join("requests.jsonl");
+        // The same file for every call: replaced, as `--overwrite` allows.
         let mut args = vec![
+            "--overwrite",
             "replay",
             transcript.to_str().unwrap(),
             "--requests-out",

@@ -96,6 +96,17 @@ fn the_binary_swaps_strategy_by_config_alone() {
         text(&probe_legacy)
     );
     assert!(text(&probe).contains("12 messages in,") && !text(&probe).contains("12 out"));
+    // Issue 24, defect 11: legacy leaves the count to its caller (0), which the probe printed
+    // as "estimated tokens 0" for 12 messages; it counts them as the host would.
+    let t = text(&probe_legacy);
+    let tokens: u64 = t
+        .split("estimated tokens ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in: {t}"));
+    assert!(tokens > 12 * 40, "12 messages of about 60 tokens each: {t}");
+    assert!(t.contains("counted by rampart"), "{t}");
 }
 
 /// A load-time fault: the slot falls back to legacy with the reason, and with

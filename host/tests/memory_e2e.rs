@@ -566,3 +566,24 @@ fn config_check_and_engines_list_know_the_memory_slot() {
     // Not listed as a context engine as well.
     assert_eq!(listed.matches("fx-memory").count(), 1, "{listed}");
 }
+
+/// Issue 24, defect 11: the note of a damaged index printed Rust's debug text
+/// (`Quarantined { from: … }`); it is a sentence naming the reason and where the file went.
+#[test]
+fn a_damaged_index_is_reported_in_words_not_debug_text() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    workspace(dir.path());
+    let db_dir = dir.path().join("data").join("memory");
+    std::fs::create_dir_all(&db_dir).unwrap();
+    std::fs::write(db_dir.join("main.sqlite"), b"garbage, not a database").unwrap();
+
+    let out = rampart(dir.path(), &["memory", "index"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("moved aside"), "the damage is reported: {t}");
+    assert!(t.contains(".corrupt-"), "and where the file went: {t}");
+    for debug in ["Quarantined {", "from:", "reason:"] {
+        assert!(!t.contains(debug), "no debug text ({debug}): {t}");
+    }
+}

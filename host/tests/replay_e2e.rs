@@ -191,6 +191,8 @@ fn every_v3_session_replays_at_32k_within_the_window_and_stays_untouched() {
             &[
                 "--config",
                 config.to_str().unwrap(),
+                // One requests file, replaced for each transcript.
+                "--overwrite",
                 "replay",
                 file.to_str().unwrap(),
                 "--window",

@@ -317,3 +317,80 @@ fn a_stream_of_keep_alives_only_ends_at_the_idle_timeout() {
     let messages = w.show(&config, "k");
     assert_eq!(messages.len(), 1, "the prompt is kept: {messages:?}");
 }
+
+/// Issue 24, defect 7: running a kept prompt again after failures used to append it once per
+/// run (four failures and a success left five identical user messages). Now the retry
+/// continues the kept message: one user message, then the answer.
+#[test]
+fn running_a_kept_prompt_again_continues_it_instead_of_repeating_it() {
+    let w = world();
+    let server = Loopback::start();
+    for _ in 0..4 {
+        server.push(Reply::json(
+            500,
+            serde_json::json!({"error": {"message": "upstream is down", "type": "server_error"}}),
+        ));
+    }
+    server.push(openai_text_stream("finally an answer", 12, 3));
+    let config = local_config(w.dir.path(), &server.url(), "");
+
+    for attempt in 0..4 {
+        let out = w.run(&config, &["run", "fix the build", "--session", "k"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "attempt {attempt}: {}",
+            text(&out)
+        );
+        assert!(text(&out).contains("the prompt is kept"), "{}", text(&out));
+    }
+    let out = w.run(&config, &["run", "fix the build", "--session", "k"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("finally an answer"));
+    assert!(
+        text(&out).contains("continuing the prompt kept"),
+        "{}",
+        text(&out)
+    );
+
+    let messages = w.show(&config, "k");
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"], "{messages:?}");
+    assert_eq!(text_of(&messages[0]), "fix the build");
+    // Each request the model received holds the prompt once.
+    for request in server.requests() {
+        let sent = request.body["messages"].as_array().unwrap();
+        let copies = sent
+            .iter()
+            .filter(|m| m["role"] == "user" && m.to_string().contains("fix the build"))
+            .count();
+        assert_eq!(copies, 1, "{sent:?}");
+    }
+
+    // A different prompt after a failure is added after the unanswered one, which stays.
+    server.push(Reply::json(
+        500,
+        serde_json::json!({"error": {"message": "down again", "type": "server_error"}}),
+    ));
+    server.push(openai_text_stream("second answer", 20, 3));
+    let out = w.run(&config, &["run", "first question", "--session", "k"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = w.run(&config, &["run", "another question", "--session", "k"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let messages = w.show(&config, "k");
+    let texts: Vec<String> = messages.iter().map(text_of).collect();
+    assert_eq!(
+        texts,
+        [
+            "fix the build",
+            "finally an answer",
+            "first question",
+            "another question",
+            "second answer"
+        ],
+        "{messages:?}"
+    );
+}

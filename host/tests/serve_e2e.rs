@@ -1751,14 +1751,17 @@ fn a_subagent_runs_while_its_root_waits_for_the_model() {
         .push(json!({"role": "assistant", "content": [{"type": "text", "text": "Root first."}]}));
     root_next.push(json!({"role": "user", "content": "Go."}));
     let root_body = claude_code_body(sid, root_next);
+    // The answer is read to its end, as a client does: the turn is stored when the stream
+    // ends, not when its status line arrives.
     let slow = std::thread::spawn(move || {
-        Serve::client()
+        let response = Serve::client()
             .post(format!("{base}/v1/messages"))
             .json(&root_body)
             .send()
-            .unwrap()
-            .status()
-            .as_u16()
+            .unwrap();
+        let status = response.status().as_u16();
+        let _ = response.text();
+        status
     });
     let started = std::time::Instant::now();
     while up.request_count() < 2 && started.elapsed() < Duration::from_secs(10) {

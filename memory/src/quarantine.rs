@@ -25,6 +25,20 @@ pub struct Quarantined {
     pub reason: String,
 }
 
+/// What a user reads: why the file was moved and where it is now, in one sentence (the notes
+/// of `rampart memory index` and the log print this, never the struct's debug form).
+impl std::fmt::Display for Quarantined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}; moved to {}",
+            self.from.display(),
+            self.reason,
+            self.to.display()
+        )
+    }
+}
+
 const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Why the file at `path` is not a usable SQLite database, judged from its header and size;

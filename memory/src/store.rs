@@ -180,6 +180,37 @@ const OUR_TABLES: &[&str] = &[
     "chunks_vec",
 ];
 
+/// Creates the index file empty and owner-only (0600 on Unix) when it does not exist, before
+/// SQLite opens it: the index holds the memory's text, the user's notes and (opted in) their
+/// conversations, as private as the sessions. SQLite gives the `-wal` and `-shm` files the
+/// database file's permissions, and takes an empty file for a new database.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates `dir` and its missing parents, owner-only (0700 on Unix) for those it creates.
+fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 fn now_ms() -> i64 {
     chrono::Utc::now().timestamp_millis()
 }
@@ -193,7 +224,7 @@ impl Store {
         options: StoreOptions,
     ) -> Result<(Store, Option<Quarantined>), MemoryError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|source| MemoryError::Io {
+            create_private_dir_all(parent).map_err(|source| MemoryError::Io {
                 path: parent.to_path_buf(),
                 action: "create the directory",
                 source,
@@ -244,6 +275,11 @@ impl Store {
 
     fn try_open(path: &Path, options: StoreOptions) -> Result<Store, MemoryError> {
         let db = |action: &str, e: rusqlite::Error| MemoryError::database(path, action, e);
+        create_private_file(path).map_err(|source| MemoryError::Io {
+            path: path.to_path_buf(),
+            action: "create",
+            source,
+        })?;
         let conn = Connection::open(path).map_err(|e| db("open", e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| db("set the busy timeout", e))?;

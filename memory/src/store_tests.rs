@@ -283,3 +283,25 @@ fn a_passage_cannot_be_stored_twice() {
     assert!(again.is_err());
     assert_eq!(store.counts().unwrap().1, 1);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_new_index_and_its_directory_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory").join("main.sqlite");
+    let (store, _) = open(&path);
+    assert_eq!(mode(dir.path().join("memory").as_path()), 0o700);
+    assert_eq!(mode(&path), 0o600);
+    // SQLite's side files take the database's mode.
+    let wal = dir.path().join("memory").join("main.sqlite-wal");
+    if wal.exists() {
+        assert_eq!(mode(&wal), 0o600);
+    }
+    drop(store);
+    // An existing index keeps the mode its owner gave it.
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+    let (_store, _) = open(&path);
+    assert_eq!(mode(&path), 0o640);
+}

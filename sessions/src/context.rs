@@ -29,7 +29,7 @@ use rampart_message::{
 };
 use rampart_message::{MessageList, SharedMessage};
 
-use crate::entry::{Entry, EntryBody};
+use crate::entry::{BranchSummaryEntry, CompactionEntry, CustomMessageEntry, Entry, EntryBody};
 use crate::ids::iso_to_millis;
 use crate::tree::SessionTree;
 
@@ -155,14 +155,9 @@ pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> Sess
             let mut indices = Vec::with_capacity(after.len() + 1);
             let entry = &entries[at];
             if let EntryBody::Compaction(compaction) = &entry.body {
-                if let Some(summary) = tree.synthesized_message(at, || {
-                    AgentMessage::CompactionSummary(CompactionSummaryMessage {
-                        summary: compaction.summary.clone(),
-                        tokens_before: compaction.tokens_before,
-                        timestamp: entry_millis(entry),
-                        extra: Extra::new(),
-                    })
-                }) {
+                if let Some(summary) =
+                    tree.synthesized_message(at, || compaction_summary(entry, compaction))
+                {
                     messages.push(summary);
                     indices.push(at);
                 }
@@ -231,29 +226,45 @@ fn push_entry_message(messages: &mut Vec<SharedMessage>, tree: &SessionTree, ind
     match &entry.body {
         EntryBody::Message(m) => messages.push(Arc::clone(&m.message)),
         EntryBody::CustomMessage(custom) => {
-            messages.extend(tree.synthesized_message(index, || {
-                AgentMessage::Custom(CustomMessage {
-                    custom_type: custom.custom_type.clone(),
-                    content: custom.content.clone(),
-                    display: custom.display,
-                    details: custom.details.clone(),
-                    timestamp: entry_millis(entry),
-                    extra: Extra::new(),
-                })
-            }));
+            messages.extend(tree.synthesized_message(index, || custom_message(entry, custom)));
         }
         EntryBody::BranchSummary(summary) if !summary.summary.is_empty() => {
-            messages.extend(tree.synthesized_message(index, || {
-                AgentMessage::BranchSummary(BranchSummaryMessage {
-                    summary: summary.summary.clone(),
-                    from_id: summary.from_id.clone(),
-                    timestamp: entry_millis(entry),
-                    extra: Extra::new(),
-                })
-            }));
+            messages.extend(tree.synthesized_message(index, || branch_summary(entry, summary)));
         }
         _ => {}
     }
+}
+
+/// The `compactionSummary` message a compaction entry stands for at the head of a context.
+pub(crate) fn compaction_summary(entry: &Entry, compaction: &CompactionEntry) -> AgentMessage {
+    AgentMessage::CompactionSummary(CompactionSummaryMessage {
+        summary: compaction.summary.clone(),
+        tokens_before: compaction.tokens_before,
+        timestamp: entry_millis(entry),
+        extra: Extra::new(),
+    })
+}
+
+/// The `custom` message a `custom_message` entry stands for.
+pub(crate) fn custom_message(entry: &Entry, custom: &CustomMessageEntry) -> AgentMessage {
+    AgentMessage::Custom(CustomMessage {
+        custom_type: custom.custom_type.clone(),
+        content: custom.content.clone(),
+        display: custom.display,
+        details: custom.details.clone(),
+        timestamp: entry_millis(entry),
+        extra: Extra::new(),
+    })
+}
+
+/// The `branchSummary` message a `branch_summary` entry (with a summary) stands for.
+pub(crate) fn branch_summary(entry: &Entry, summary: &BranchSummaryEntry) -> AgentMessage {
+    AgentMessage::BranchSummary(BranchSummaryMessage {
+        summary: summary.summary.clone(),
+        from_id: summary.from_id.clone(),
+        timestamp: entry_millis(entry),
+        extra: Extra::new(),
+    })
 }
 
 /// The entry's time in Unix ms for synthesised messages. pi would produce `NaN` for an

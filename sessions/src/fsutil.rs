@@ -27,6 +27,31 @@ pub(crate) fn sync_parent_dir(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Makes the files `options` creates readable and writable by their owner only (0600 on
+/// Unix): session files, their sidecars and the registry hold the user's conversations, so
+/// they are as private as `sessions.json` always was.
+pub(crate) fn owner_only(options: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+/// Creates `dir` and its missing parents, each one this creates owner-only (0700 on Unix);
+/// existing directories are left as they are.
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
 /// A temporary name next to `target` (same directory, so the final rename is atomic).
 fn temp_path_for(target: &Path) -> PathBuf {
     let name = target
@@ -55,10 +80,14 @@ pub(crate) fn write_atomically(
 ) -> io::Result<()> {
     let temp = temp_path_for(target);
     let result = (|| {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
+        let file = owner_only(OpenOptions::new().write(true).create_new(true)).open(&temp)?;
+        // A file replaced keeps its permissions (the user may have opened it up); a new one
+        // stays owner-only.
+        if place == Place::Replace
+            && let Ok(meta) = fs::metadata(target)
+        {
+            file.set_permissions(meta.permissions())?;
+        }
         let mut out = BufWriter::with_capacity(1 << 20, file);
         write(&mut out)?;
         let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
@@ -89,10 +118,8 @@ pub(crate) fn keep_as(original: &Path, backup: &Path) -> io::Result<()> {
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Err(error),
         Err(_) => {
             let mut source = File::open(original)?;
-            let mut copy = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(backup)?;
+            let mut copy =
+                owner_only(OpenOptions::new().write(true).create_new(true)).open(backup)?;
             io::copy(&mut source, &mut copy)?;
             copy.flush()?;
             copy.sync_all()?;
@@ -124,5 +151,23 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
         keep_as(&target, &dir.path().join("a.bak")).unwrap();
         assert_eq!(fs::read(dir.path().join("a.bak")).unwrap(), b"three");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn new_files_and_dirs_are_owner_only_and_a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("a").join("b");
+        create_private_dir_all(&nested).unwrap();
+        assert_eq!(mode(&dir.path().join("a")), 0o700);
+        assert_eq!(mode(&nested), 0o700);
+        let target = nested.join("s.jsonl");
+        write_atomically(&target, Place::CreateNew, |w| w.write_all(b"one")).unwrap();
+        assert_eq!(mode(&target), 0o600);
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomically(&target, Place::Replace, |w| w.write_all(b"two")).unwrap();
+        assert_eq!(mode(&target), 0o640);
     }
 }

@@ -18,7 +18,9 @@
 //!   whether the bytes are a session; every error names the file (and the line, where it has
 //!   one); every corrupt line the report names lies inside the input; contexts build for
 //!   every kind of leaf; a loaded session saves, and the saved file loads cleanly to the same
-//!   entries; the source file is unchanged (only `<file>.corrupt-*` sidecars may appear).
+//!   entries; the source file is unchanged (only `<file>.corrupt-*` sidecars may appear); a
+//!   [`BranchReader`] reads the file as the load does (same report, same error kind) and
+//!   streams the same context messages, leaf, thinking level, model and compaction.
 //! - [`import_bytes`]: detection and import agree; every error and every warning names the
 //!   input; every item's parent comes before it.
 //! - [`open_bytes`]: `import::open` on a file never writes (the source is unchanged and no
@@ -36,6 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
+use crate::branch_stream::BranchReader;
 use crate::context::{LeafSelector, build_session_context};
 use crate::entry::SessionHeader;
 use crate::error::SessionError;
@@ -90,6 +93,7 @@ pub fn load_bytes(data: &[u8]) {
         ),
         (Ok(_), Ok(_)) => {}
     }
+    check_streamed(&source, from_file.as_ref());
     match from_file {
         Ok(loaded) => {
             check_loaded(&loaded, &source, data.len());
@@ -319,6 +323,150 @@ fn check_loaded(loaded: &Loaded, path: &Path, len: usize) {
     if let Err(e) = loaded.header.to_json_line() {
         panic!("fuzz invariant: a loaded header cannot be written: {e}");
     }
+}
+
+/// Reads `source` with a [`BranchReader`] and checks it agrees with the load of it (`loaded`):
+/// the same error kind, or the same report and, for the last entry and a sample of others as
+/// leaf, the same messages, leaf, thinking level, model and compaction as
+/// [`build_session_context`] gives.
+fn check_streamed(source: &Path, loaded: std::result::Result<&Loaded, &SessionError>) {
+    // No sidecar (`load_file` wrote them already) and none named: compare the rest.
+    let options = LoadOptions {
+        record_corrupt_lines: false,
+        ..LoadOptions::default()
+    };
+    let reader = BranchReader::open(source, &options);
+    let (loaded, reader) = match (loaded, reader) {
+        (Err(a), Err(b)) => {
+            assert_eq!(
+                a.kind(),
+                b.kind(),
+                "fuzz invariant: load_file and BranchReader fail differently: `{a}` / `{b}`"
+            );
+            return;
+        }
+        (Ok(_), Err(e)) => {
+            panic!("fuzz invariant: BranchReader fails (`{e}`) on a file load_file loads")
+        }
+        (Err(e), Ok(_)) => {
+            panic!("fuzz invariant: BranchReader reads a file load_file refuses (`{e}`)")
+        }
+        (Ok(loaded), Ok(None)) => {
+            assert!(
+                loaded.report.migration.is_some(),
+                "fuzz invariant: BranchReader refused a v3 file"
+            );
+            return;
+        }
+        (Ok(loaded), Ok(Some(reader))) => (loaded, reader),
+    };
+    let mut expected = loaded.report.clone();
+    expected.sidecar_error = None;
+    for corrupt in &mut expected.corrupt_lines {
+        corrupt.sidecar = None;
+    }
+    assert_eq!(
+        reader.report(),
+        &expected,
+        "fuzz invariant: BranchReader reports the file unlike load_file"
+    );
+    let tree = &loaded.tree;
+    let n = tree.len();
+    let sample: Vec<usize> = (0..n)
+        .step_by((n / 8).max(1))
+        .chain(n.checked_sub(1))
+        .collect();
+    let ids: Vec<&str> = sample
+        .iter()
+        .map(|&i| tree.entries()[i].id.as_str())
+        .collect();
+    let leaves = [
+        LeafSelector::Current,
+        LeafSelector::Null,
+        LeafSelector::Id("no-such"),
+    ]
+    .into_iter()
+    .chain(ids.iter().map(|id| LeafSelector::Id(id)));
+    for (asked, leaf) in leaves.enumerate() {
+        // The tree memoises per-entry figures (model, thinking level, last compaction); on a
+        // branch through a parent cycle, which only a damaged file holds, they depend on which
+        // entry was asked first. The first question (a fresh tree, as `sessions show` asks it)
+        // must agree; later ones only off cycles.
+        if asked > 0 && on_a_cycle(tree, leaf) {
+            continue;
+        }
+        let context = build_session_context(tree, leaf);
+        let branch = match reader.branch(leaf) {
+            Ok(branch) => branch,
+            Err(e) => {
+                panic!("fuzz invariant: BranchReader cannot read the branch at {leaf:?}: {e}")
+            }
+        };
+        let streamed: Vec<_> = branch
+            .messages()
+            .map(|m| match m {
+                Ok(m) => m,
+                Err(e) => panic!("fuzz invariant: BranchReader cannot read a message: {e}"),
+            })
+            .collect();
+        let what = |field: &str| {
+            format!(
+                "fuzz invariant: BranchReader's branch at {leaf:?} has another {field} than the loaded context"
+            )
+        };
+        assert_eq!(
+            branch.leaf_id(),
+            context.leaf_id.as_deref(),
+            "{}",
+            what("leaf")
+        );
+        assert_eq!(
+            branch.thinking_level(),
+            context.thinking_level,
+            "{}",
+            what("thinking level")
+        );
+        assert_eq!(branch.model(), context.model.as_ref(), "{}", what("model"));
+        assert_eq!(
+            branch.compaction_id(),
+            context.compaction_id.as_deref(),
+            "{}",
+            what("compaction")
+        );
+        assert_eq!(
+            branch.len(),
+            streamed.len(),
+            "{}",
+            what("count of messages read")
+        );
+        assert_eq!(
+            streamed.len(),
+            context.messages.len(),
+            "{}",
+            what("count of messages")
+        );
+        for (i, (a, b)) in streamed.iter().zip(&context.messages).enumerate() {
+            assert_eq!(a, b, "{}", what(&format!("message {i}")));
+        }
+    }
+}
+
+/// Whether the walk from `leaf` to the root meets an entry twice.
+fn on_a_cycle(tree: &SessionTree, leaf: LeafSelector<'_>) -> bool {
+    let start = match leaf {
+        LeafSelector::Id(id) => tree.index_of(id).or(tree.len().checked_sub(1)),
+        LeafSelector::Null => None,
+        _ => tree.leaf_index(),
+    };
+    let mut seen = BTreeSet::new();
+    let mut current = start;
+    while let Some(at) = current {
+        if !seen.insert(at) {
+            return true;
+        }
+        current = tree.parent_index(at);
+    }
+    false
 }
 
 /// Walks, branches and builds contexts over `tree`.

@@ -7,8 +7,11 @@
 //! The core, one concern per module:
 //! - [`entry`]: the header and entry model (lossless: unknown fields and types survive);
 //! - [`load`]: reading a file into a tree, with a report of every unusual line;
+//! - [`branch_stream`]: a branch's messages read from the file one at a time (printing a
+//!   session without loading it);
 //! - [`tree`]: the in-memory tree (id index, parent links, leaf, branching);
 //! - [`context`]: the model-facing messages of a branch (pi's `buildSessionContext`);
+//! - [`fold`]: per-turn figures of the active branch, kept up to date as it grows;
 //! - [`session`]: a session opened for appending, with catch-up, fsync policy and rewrites;
 //! - [`medium`]: where its lines are kept (a file, memory, a shared store);
 //! - [`store`]: the registry, and [`store::shared`], what server replicas share;
@@ -32,9 +35,11 @@
 //! - **Loads are parallel and streaming.** The file is read in chunks and parsed on one thread
 //!   per core; the raw bytes are never held next to the parsed tree (see [`load`]).
 
+pub mod branch_stream;
 pub mod context;
 pub mod entry;
 pub mod error;
+pub mod fold;
 mod fsutil;
 pub mod fuzz;
 mod holder;
@@ -42,6 +47,7 @@ pub mod ids;
 pub mod import;
 pub mod lanes;
 mod lenient;
+mod link_index;
 pub mod load;
 pub mod lock;
 pub mod medium;
@@ -57,9 +63,11 @@ pub mod store;
 pub mod tree;
 mod writer;
 
+pub use branch_stream::{Branch, BranchReader};
 pub use context::{LeafSelector, ModelRef, SessionContext, build_session_context};
 pub use entry::{Entry, EntryBody, SessionHeader};
 pub use error::{ErrorKind, SessionError};
+pub use fsutil::create_private_dir_all;
 pub use load::{LoadOptions, LoadReport, Loaded, load_file, parse_bytes};
 pub use medium::{FileMedium, MemoryMedium, SessionMedium};
 pub use session::{FsyncPolicy, Session, SessionOptions, save_session};

@@ -390,6 +390,103 @@ pub(crate) struct Links {
 /// lines are placed a stretch at a time, and their content dropped. `None` for a v1/v2 file,
 /// whose migration needs every entry at once.
 pub(crate) fn load_links(path: &Path, options: &LoadOptions) -> Result<Option<Links>> {
+    let mut stripped = StrippedTree::default();
+    let Some((header, report)) = read_links(path, options, &mut stripped)? else {
+        return Ok(None);
+    };
+    Ok(Some(Links {
+        header,
+        tree: stripped.tree,
+        spans: stripped.spans,
+        report,
+    }))
+}
+
+/// Where [`read_links`] keeps what it needs of each entry it places: a tree of stripped entries
+/// (an import), or the compact index `sessions show` streams from
+/// ([`crate::link_index::LinkIndex`]).
+pub(crate) trait LinkSink {
+    /// Adds `entry` (on file `line`, its bytes at `span`: offset and length without the
+    /// newline) at the end of the file order; returns the duplicate it made, if its id was
+    /// taken.
+    fn push(&mut self, entry: Entry, line: u64, span: (u64, u64)) -> Option<DuplicateId>;
+    /// Re-resolves parent links that named nothing when their entry came (an out-of-order
+    /// file), once every line is in.
+    fn finish_bulk_load(&mut self);
+    /// Whether some entry's parent id still names nothing.
+    fn has_dangling(&self) -> bool;
+    /// Links entries whose parent was on a lost line around it ([`crate::tree::Bridge`]).
+    fn bridge_lost_lines(&mut self, lost: &[crate::tree::LostLine]) -> Vec<crate::tree::Bridge>;
+    /// The number of entries placed.
+    fn len(&self) -> usize;
+}
+
+impl LinkSink for SessionTree {
+    fn push(&mut self, entry: Entry, line: u64, _: (u64, u64)) -> Option<DuplicateId> {
+        SessionTree::push(self, entry, line)
+    }
+
+    fn finish_bulk_load(&mut self) {
+        SessionTree::finish_bulk_load(self);
+    }
+
+    fn has_dangling(&self) -> bool {
+        SessionTree::has_dangling(self)
+    }
+
+    fn bridge_lost_lines(&mut self, lost: &[crate::tree::LostLine]) -> Vec<crate::tree::Bridge> {
+        SessionTree::bridge_lost_lines(self, lost)
+    }
+
+    fn len(&self) -> usize {
+        SessionTree::len(self)
+    }
+}
+
+/// [`load_links`]' sink: entries without their content, and where each one's line is.
+#[derive(Default)]
+struct StrippedTree {
+    tree: SessionTree,
+    spans: Vec<(u64, u64)>,
+}
+
+impl LinkSink for StrippedTree {
+    fn push(&mut self, mut entry: Entry, line: u64, span: (u64, u64)) -> Option<DuplicateId> {
+        // The content is read again when the entry is copied.
+        entry.body = EntryBody::Other(OtherEntry {
+            entry_type: String::new(),
+            fields: Extra::new(),
+        });
+        entry.timestamp = String::new();
+        self.spans.push(span);
+        self.tree.push(entry, line)
+    }
+
+    fn finish_bulk_load(&mut self) {
+        self.tree.finish_bulk_load();
+    }
+
+    fn has_dangling(&self) -> bool {
+        self.tree.has_dangling()
+    }
+
+    fn bridge_lost_lines(&mut self, lost: &[crate::tree::LostLine]) -> Vec<crate::tree::Bridge> {
+        self.tree.bridge_lost_lines(lost)
+    }
+
+    fn len(&self) -> usize {
+        self.tree.len()
+    }
+}
+
+/// [`load_links`] into any [`LinkSink`]: the header and the load report of the v3 session at
+/// `path`, its entries handed to `sink` a stretch of the file at a time; `None` for a v1/v2
+/// file.
+pub(crate) fn read_links(
+    path: &Path,
+    options: &LoadOptions,
+    sink: &mut impl LinkSink,
+) -> Result<Option<(SessionHeader, LoadReport)>> {
     let file = File::open(path).map_err(|e| SessionError::io(path, "open", e))?;
     let len = file
         .metadata()
@@ -401,8 +498,6 @@ pub(crate) fn load_links(path: &Path, options: &LoadOptions) -> Result<Option<Li
         return Ok(None);
     }
     let max_line = options.max_line_bytes;
-    let mut tree = SessionTree::new();
-    let mut spans = Vec::new();
     let mut from = cursor.offset;
     while from < len && report.pending_tail.is_none() {
         // Stretches end at a line start, so only the last one can end in a tail.
@@ -421,32 +516,23 @@ pub(crate) fn load_links(path: &Path, options: &LoadOptions) -> Result<Option<Li
             max_line,
             &mut report,
             &mut |at, raw, report| {
-                accept_v3_as(&mut tree, path, at.line, raw, report, |mut entry| {
-                    // The content is read again when the entry is copied.
-                    entry.body = EntryBody::Other(OtherEntry {
-                        entry_type: String::new(),
-                        fields: Extra::new(),
-                    });
-                    entry.timestamp = String::new();
-                    entry
-                })?;
-                spans.push((at.offset, at.length));
+                note_verbatim(path, at.line, raw.id.as_deref().unwrap_or(""), &raw, report);
+                let entry = placed_entry(raw)?;
+                if let Some(duplicate) = sink.push(entry, at.line, (at.offset, at.length)) {
+                    warn_duplicate(path, &duplicate);
+                    report.duplicate_ids.push(duplicate);
+                }
                 Ok(())
             },
         );
         from = to;
     }
-    tree.finish_bulk_load();
-    bridge_lost_lines(source, path, &mut tree, &mut report);
+    sink.finish_bulk_load();
+    bridge_lost_lines(source, path, sink, &mut report);
     report.bytes = cursor.offset;
-    report.entries = tree.len();
+    report.entries = sink.len();
     record_corrupt(path, source, &mut report, 0, options);
-    Ok(Some(Links {
-        header,
-        tree,
-        spans,
-        report,
-    }))
+    Ok(Some((header, report)))
 }
 
 /// The entry on the line at `span` (from [`Links::spans`]) of `source`, parsed as a load
@@ -511,7 +597,7 @@ const LOST_LINE_PREFIX: usize = 4096;
 fn bridge_lost_lines(
     source: &dyn ReadAt,
     path: &Path,
-    tree: &mut SessionTree,
+    tree: &mut impl LinkSink,
     report: &mut LoadReport,
 ) {
     if report.corrupt_lines.is_empty() || !tree.has_dangling() {
@@ -700,8 +786,13 @@ fn ingest(
                 consume_tail_or_line(cursor, offset, length, terminated);
                 report.lines = report.lines.max(line);
                 cursor.ordinal += 1;
+                // In the user's terms: the limit is no setting of theirs (the loader's option
+                // is an API, not a key or a flag), so say what happens and what they can do.
                 let reason = format!(
-                    "the line is {length} bytes long, over the {max_line}-byte limit for one line; raise `LoadOptions::max_line_bytes` to load it"
+                    "the line is {length} bytes long, over the {max_line}-byte limit for one \
+                     line, so it is left out (the rest of the session loads); no setting raises \
+                     the limit: to keep this entry, shorten its content in the file (Rampart \
+                     itself keeps content this large in the blob store, not in the line)"
                 );
                 corrupt(path, line, offset, length, reason, report);
             }
@@ -827,20 +918,8 @@ fn accept_v3(
     raw: RawEntry,
     report: &mut LoadReport,
 ) -> std::result::Result<(), String> {
-    accept_v3_as(tree, path, line, raw, report, |entry| entry)
-}
-
-/// [`accept_v3`], keeping `shape(entry)` in the tree (what [`load_links`] keeps of it).
-fn accept_v3_as(
-    tree: &mut SessionTree,
-    path: &Path,
-    line: u64,
-    raw: RawEntry,
-    report: &mut LoadReport,
-    shape: impl FnOnce(Entry) -> Entry,
-) -> std::result::Result<(), String> {
     note_verbatim(path, line, raw.id.as_deref().unwrap_or(""), &raw, report);
-    let entry = shape(placed_entry(raw)?);
+    let entry = placed_entry(raw)?;
     if let Some(duplicate) = tree.push(entry, line) {
         warn_duplicate(path, &duplicate);
         report.duplicate_ids.push(duplicate);
@@ -1000,10 +1079,14 @@ mod tests {
         let loaded = parse_bytes(text.as_bytes(), &opts).unwrap();
         assert_eq!(loaded.tree.len(), 1);
         assert_eq!(loaded.report.corrupt_lines[0].line, 2);
+        let reason = &loaded.report.corrupt_lines[0].reason;
+        // Worded for the user: what happened and what to do, no internal API.
+        assert!(reason.contains("1000-byte limit"), "{reason}");
+        assert!(reason.contains("left out"), "{reason}");
+        assert!(reason.contains("shorten its content"), "{reason}");
         assert!(
-            loaded.report.corrupt_lines[0]
-                .reason
-                .contains("max_line_bytes")
+            !reason.contains("LoadOptions") && !reason.contains("max_line_bytes"),
+            "{reason}"
         );
     }
 

@@ -138,9 +138,7 @@ fn create_sidecar(session_path: &Path) -> io::Result<(PathBuf, File)> {
             name.push(format!("-{attempt}"));
         }
         let candidate = PathBuf::from(name);
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
+        match crate::fsutil::owner_only(OpenOptions::new().write(true).create_new(true))
             .open(&candidate)
         {
             Ok(file) => return Ok((candidate, file)),

@@ -52,6 +52,35 @@ pub struct SessionTree {
     /// walking the whole branch (which made a 100k-message replay quadratic). Reset when a
     /// parent link changes (dangling links healed, lines bridged), which only a load does.
     nearest: Vec<OnceLock<Nearest>>,
+    /// Which tree this is, as far as its links go: new for every tree, every clone, and
+    /// whenever a parent link changes. A [`crate::fold::BranchFold`] resumes only on the tree
+    /// (and links) it last saw.
+    stamp: Stamp,
+}
+
+/// A tree's identity for [`SessionTree::stamp`]: a process-wide counter, taken afresh by
+/// `default`, by `clone` (a clone can grow apart from its original) and when links change.
+#[derive(Debug)]
+pub(crate) struct Stamp(u64);
+
+impl Stamp {
+    fn fresh() -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl Default for Stamp {
+    fn default() -> Self {
+        Self::fresh()
+    }
+}
+
+impl Clone for Stamp {
+    fn clone(&self) -> Self {
+        Self::fresh()
+    }
 }
 
 /// The nearest entries of interest on an entry's way to the root, itself included (see
@@ -204,9 +233,41 @@ impl SessionTree {
 
     /// Forgets every entry's [`Nearest`]: a parent link changed.
     fn forget_nearest(&mut self) {
+        self.stamp = Stamp::fresh();
         for cell in &mut self.nearest {
             *cell = OnceLock::new();
         }
+    }
+
+    /// This tree's identity (see the `stamp` field): equal stamps mean the same tree, whose
+    /// entries and links below any length it had then are unchanged.
+    pub(crate) fn stamp(&self) -> u64 {
+        self.stamp.0
+    }
+
+    /// The entries on the way from `leaf` to the root that were added after the tree had
+    /// `since` entries, root side first, when that way then reaches `old_leaf` (the leaf it had
+    /// when it had `since` entries): what a branch that only grew gained. `None` when the
+    /// branch went elsewhere (then only a full walk can tell). Costs the entries returned.
+    pub(crate) fn grown_from(
+        &self,
+        leaf: Option<usize>,
+        since: usize,
+        old_leaf: Option<usize>,
+    ) -> Option<Vec<usize>> {
+        let mut added = Vec::new();
+        let mut current = leaf.filter(|&index| index < self.entries.len());
+        while let Some(at) = current.filter(|&at| at >= since) {
+            if added.len() >= self.entries.len() - since {
+                return None; // A cycle among the new entries.
+            }
+            added.push(at);
+            current = self.parents[at];
+        }
+        (current == old_leaf).then(|| {
+            added.reverse();
+            added
+        })
     }
 
     /// The indices from `index` up to (not including) `stop`, or to the root when `stop` is not
@@ -279,72 +340,7 @@ impl SessionTree {
             return Vec::new();
         }
         self.forget_nearest();
-        let mut bridges = Vec::new();
-        for index in 0..self.entries.len() {
-            if self.parents[index].is_some() {
-                continue;
-            }
-            let Some(missing) = self.entries[index].parent_id.clone() else {
-                continue;
-            };
-            if self.by_id.contains_key(&missing) {
-                continue;
-            }
-            let line = self.lines[index];
-            let Some(hole) = lost
-                .iter()
-                .find(|l| l.id.as_deref() == Some(missing.as_str()))
-                .or_else(|| {
-                    // The id was unreadable: the nearest such line before the entry.
-                    lost.iter()
-                        .filter(|l| l.id.is_none() && l.line < line)
-                        .max_by_key(|l| l.line)
-                })
-            else {
-                continue;
-            };
-            let Some(target) = self.around(hole, lost, index) else {
-                continue;
-            };
-            self.parents[index] = Some(target);
-            self.unresolved = self.unresolved.saturating_sub(1);
-            bridges.push(Bridge {
-                entry_id: self.entries[index].id.clone(),
-                line,
-                lost_parent_id: missing,
-                lost_line: hole.line,
-                now_under: self.entries[target].id.clone(),
-            });
-        }
-        bridges
-    }
-
-    /// Where an entry (at `child`) whose parent was on `hole` goes: the lost entry's own parent
-    /// (following further lost lines), else the last entry before the hole; always an entry
-    /// earlier than `child`, so no cycle can form. `None` when the lost entry was a root.
-    fn around(&self, hole: &LostLine, lost: &[LostLine], child: usize) -> Option<usize> {
-        let mut hole = hole;
-        for _ in 0..lost.len() {
-            match &hole.parent_id {
-                Some(None) => return None,
-                Some(Some(parent)) => {
-                    if let Some(&found) = self.by_id.get(parent) {
-                        return (found < child).then_some(found);
-                    }
-                    match lost
-                        .iter()
-                        .find(|l| l.id.as_deref() == Some(parent.as_str()))
-                    {
-                        Some(next) if next.line < hole.line => hole = next,
-                        _ => break,
-                    }
-                }
-                None => break,
-            }
-        }
-        (0..child)
-            .rev()
-            .find(|&j| self.lines[j] != 0 && self.lines[j] < hole.line)
+        bridge_links(self, lost)
     }
 
     /// Rewrites the `parentId` of every entry to the parent it is linked to in this tree (after
@@ -559,6 +555,118 @@ impl SessionTree {
         });
         Some(self.append(body))
     }
+}
+
+/// What linking around lost lines needs of a set of entries: their ids, lines and parent
+/// links. Implemented by [`SessionTree`] and by the compact index `sessions show` streams
+/// from, so both link a damaged file the same way.
+pub(crate) trait LinkGraph {
+    /// The index of the entry with this id (the later one for a duplicated id).
+    fn lookup(&self, id: &str) -> Option<usize>;
+    /// The id of the entry at `index`.
+    fn id_at(&self, index: usize) -> &str;
+    /// The 1-based file line of the entry at `index` (0 if unknown).
+    fn line_at(&self, index: usize) -> u64;
+    /// The entries whose parent id names no entry, with that id, in file order.
+    fn dangling(&self) -> Vec<(usize, String)>;
+    /// Links the entry at `index` under `parent`.
+    fn relink(&mut self, index: usize, parent: usize);
+}
+
+impl LinkGraph for SessionTree {
+    fn lookup(&self, id: &str) -> Option<usize> {
+        self.by_id.get(id).copied()
+    }
+
+    fn id_at(&self, index: usize) -> &str {
+        &self.entries[index].id
+    }
+
+    fn line_at(&self, index: usize) -> u64 {
+        self.lines[index]
+    }
+
+    fn dangling(&self) -> Vec<(usize, String)> {
+        (0..self.entries.len())
+            .filter(|&index| self.parents[index].is_none())
+            .filter_map(|index| {
+                let missing = self.entries[index].parent_id.as_ref()?;
+                (!self.by_id.contains_key(missing)).then(|| (index, missing.clone()))
+            })
+            .collect()
+    }
+
+    fn relink(&mut self, index: usize, parent: usize) {
+        self.parents[index] = Some(parent);
+        self.unresolved = self.unresolved.saturating_sub(1);
+    }
+}
+
+/// Links entries whose parent is missing around the `lost` lines (see [`Bridge`]); returns the
+/// links made. Entries whose parent is missing for another reason stay roots, as in pi.
+pub(crate) fn bridge_links(graph: &mut impl LinkGraph, lost: &[LostLine]) -> Vec<Bridge> {
+    let mut bridges = Vec::new();
+    for (index, missing) in graph.dangling() {
+        let line = graph.line_at(index);
+        let Some(hole) = lost
+            .iter()
+            .find(|l| l.id.as_deref() == Some(missing.as_str()))
+            .or_else(|| {
+                // The id was unreadable: the nearest such line before the entry.
+                lost.iter()
+                    .filter(|l| l.id.is_none() && l.line < line)
+                    .max_by_key(|l| l.line)
+            })
+        else {
+            continue;
+        };
+        let Some(target) = around(graph, hole, lost, index) else {
+            continue;
+        };
+        graph.relink(index, target);
+        bridges.push(Bridge {
+            entry_id: graph.id_at(index).to_owned(),
+            line,
+            lost_parent_id: missing,
+            lost_line: hole.line,
+            now_under: graph.id_at(target).to_owned(),
+        });
+    }
+    bridges
+}
+
+/// Where an entry (at `child`) whose parent was on `hole` goes: the lost entry's own parent
+/// (following further lost lines), else the last entry before the hole; always an entry
+/// earlier than `child`, so no cycle can form. `None` when the lost entry was a root.
+fn around(
+    graph: &impl LinkGraph,
+    hole: &LostLine,
+    lost: &[LostLine],
+    child: usize,
+) -> Option<usize> {
+    let mut hole = hole;
+    for _ in 0..lost.len() {
+        match &hole.parent_id {
+            Some(None) => return None,
+            Some(Some(parent)) => {
+                if let Some(found) = graph.lookup(parent) {
+                    return (found < child).then_some(found);
+                }
+                match lost
+                    .iter()
+                    .find(|l| l.id.as_deref() == Some(parent.as_str()))
+                {
+                    Some(next) if next.line < hole.line => hole = next,
+                    _ => break,
+                }
+            }
+            None => break,
+        }
+    }
+    (0..child).rev().find(|&j| {
+        let line = graph.line_at(j);
+        line != 0 && line < hole.line
+    })
 }
 
 #[cfg(test)]

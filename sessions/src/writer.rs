@@ -105,17 +105,7 @@ impl NewSessionFile {
     /// Puts the file at `target`: `header`, then the entries. Fails if `target` exists, so
     /// nobody's file is overwritten.
     pub fn finish(self, target: &Path, header: &SessionHeader) -> Result<()> {
-        let header_line = header
-            .to_json_line()
-            .map_err(|e| SessionError::InvalidRequest {
-                path: target.into(),
-                problem: format!("the header cannot be written as JSON: {e}"),
-            })?;
-        let mut body = self.body.into_inner().map_err(|e| {
-            SessionError::io(&self.dir, "write a temporary file in", e.into_error())
-        })?;
-        body.rewind()
-            .map_err(|e| SessionError::io(&self.dir, "read back a temporary file in", e))?;
+        let (header_line, mut body) = self.into_parts(target, header)?;
         fsutil::write_atomically(target, Place::CreateNew, |out| {
             out.write_all(header_line.as_bytes())?;
             out.write_all(b"\n")?;
@@ -134,6 +124,34 @@ impl NewSessionFile {
                 SessionError::io(target, "write", e)
             }
         })
+    }
+
+    /// Writes the file's bytes (`header`, then the entries) to `out`, for a caller that puts
+    /// the file in place itself (an export to a path the user chose, with its own rules for
+    /// what may be replaced).
+    pub fn finish_into(self, out: &mut dyn Write, header: &SessionHeader) -> Result<()> {
+        let dir = self.dir.clone();
+        let (header_line, mut body) = self.into_parts(&dir, header)?;
+        out.write_all(header_line.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .and_then(|()| io::copy(&mut body, out).map(drop))
+            .map_err(|e| SessionError::io(&dir, "write the session from", e))
+    }
+
+    /// The header's line and the entries, read back from the start.
+    fn into_parts(self, target: &Path, header: &SessionHeader) -> Result<(String, File)> {
+        let header_line = header
+            .to_json_line()
+            .map_err(|e| SessionError::InvalidRequest {
+                path: target.into(),
+                problem: format!("the header cannot be written as JSON: {e}"),
+            })?;
+        let mut body = self.body.into_inner().map_err(|e| {
+            SessionError::io(&self.dir, "write a temporary file in", e.into_error())
+        })?;
+        body.rewind()
+            .map_err(|e| SessionError::io(&self.dir, "read back a temporary file in", e))?;
+        Ok((header_line, body))
     }
 }
 

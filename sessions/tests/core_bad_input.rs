@@ -241,8 +241,11 @@ fn a_100_mb_single_line() {
     assert_eq!(corrupt.len(), 1);
     assert_eq!(corrupt[0].line, 3);
     assert!(corrupt[0].length > hundred_mb);
+    // Said in the user's terms: what happened and what they can do, no internal API.
     assert!(
-        corrupt[0].reason.contains("max_line_bytes"),
+        corrupt[0].reason.contains("limit for one line")
+            && corrupt[0].reason.contains("shorten its content")
+            && !corrupt[0].reason.contains("max_line_bytes"),
         "{}",
         corrupt[0].reason
     );

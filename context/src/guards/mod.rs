@@ -28,7 +28,10 @@ pub use precheck::{
     PRECHECK_OVERFLOW_MESSAGE, PrecheckInput, PrecheckOutcome, Route, estimate_pre_prompt_tokens,
     precheck,
 };
-pub use tool_loop::{ContextOverflow, TOOL_LOOP_OVERFLOW_MESSAGE, ToolLoopReport, guard_tool_loop};
+pub use tool_loop::{
+    ContextOverflow, TOOL_LOOP_OVERFLOW_MESSAGE, ToolLoopReport, guard_tool_loop,
+    guard_tool_loop_with,
+};
 pub use tool_result::{
     CapReport, ReductionPotential, SessionTruncationPlan, TruncateOptions, Truncated,
     TruncatedMessage, calculate_max_tool_result_chars, cap_at_ingest,

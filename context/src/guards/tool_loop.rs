@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::tool_result::NOTICE_SEPARATOR;
 use super::tool_result::{byte_offset, char_len, cut_head_at_newline, format_truncation_notice};
+use crate::message_memo::MessageMemo;
 use rampart_engine_api::error::{EngineError, ErrorKind};
 use rampart_message::{AgentMessage, Content, ContentBlock, TextContent, ToolResultMessage};
 use rampart_message::{MessageList, SharedMessage};
@@ -118,6 +119,30 @@ pub fn guard_tool_loop(
     list: &MessageList,
     ctx_window_tokens: u64,
 ) -> Result<(MessageList, ToolLoopReport), ContextOverflow> {
+    guard(list, ctx_window_tokens, |m| estimate_message_chars(m))
+}
+
+/// [`guard_tool_loop`] with each message's estimate kept in `memo` across calls: a turn then
+/// costs one lookup per message instead of reading the text of the whole history again (and
+/// serialising every tool call's arguments). Keep one memo per run loop.
+pub fn guard_tool_loop_with(
+    list: &MessageList,
+    ctx_window_tokens: u64,
+    memo: &MessageMemo<usize>,
+) -> Result<(MessageList, ToolLoopReport), ContextOverflow> {
+    memo.batch(|memo| {
+        guard(list, ctx_window_tokens, |m| {
+            memo.get_or_insert_with(m, estimate_message_chars)
+        })
+    })
+}
+
+/// The guard, with `estimate` giving each input message's [`estimate_message_chars`].
+fn guard(
+    list: &MessageList,
+    ctx_window_tokens: u64,
+    mut estimate_of: impl FnMut(&SharedMessage) -> usize,
+) -> Result<(MessageList, ToolLoopReport), ContextOverflow> {
     let (max_context, max_single) = tool_loop_limits(ctx_window_tokens);
     let mut report = ToolLoopReport {
         max_context_chars: max_context,
@@ -127,7 +152,7 @@ pub fn guard_tool_loop(
     let mut copy: Option<Vec<SharedMessage>> = None;
     let mut total = 0usize;
     for (index, shared) in list.iter().enumerate() {
-        let mut estimate = estimate_message_chars(shared);
+        let mut estimate = estimate_of(shared);
         if estimate > max_single
             && let AgentMessage::ToolResult(tr) = shared.as_ref()
         {

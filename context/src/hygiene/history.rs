@@ -6,11 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use super::builder::ListBuilder;
 use super::report::PassReport;
-use rampart_message::MessageList;
+use crate::message_memo::MessageMemo;
 use rampart_message::{
     AgentMessage, AssistantMessage, Content, ContentBlock, Cost, ToolResultMessage, Usage,
     UserMessage,
 };
+use rampart_message::{MessageList, SharedMessage};
 
 /// What [`limit_history_turns`] changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,6 +247,29 @@ fn zero_usage() -> Usage {
 pub fn strip_stale_usage_before_latest_compaction(
     input: &MessageList,
 ) -> (MessageList, StaleUsageReport) {
+    strip_stale_usage(input, |_, a| Arc::new(zeroed_usage(a)))
+}
+
+/// [`strip_stale_usage_before_latest_compaction`] with each zeroed copy kept in `memo` for as
+/// long as its original lives: every turn after a compaction hands the same history again, and
+/// copying each stale reply again (new allocations, which the token counter's memo and the
+/// engine ABI's deltas then see as new messages) made a turn cost O(bytes of history).
+pub fn strip_stale_usage_before_latest_compaction_with(
+    input: &MessageList,
+    memo: &MessageMemo<SharedMessage>,
+) -> (MessageList, StaleUsageReport) {
+    memo.batch(|memo| {
+        strip_stale_usage(input, |shared, a| {
+            memo.get_or_insert_with(shared, |_| Arc::new(zeroed_usage(a)))
+        })
+    })
+}
+
+/// The pass, with `zeroed` giving the usage-zeroed copy of an input message.
+fn strip_stale_usage(
+    input: &MessageList,
+    mut zeroed: impl FnMut(&SharedMessage, &AssistantMessage) -> SharedMessage,
+) -> (MessageList, StaleUsageReport) {
     let mut report = StaleUsageReport::default();
     let latest = input
         .iter()
@@ -265,22 +289,27 @@ pub fn strip_stale_usage_before_latest_compaction(
                 if (i < at || a.timestamp <= compacted) && !is_zero_usage(&a.usage) =>
             {
                 report.zeroed += 1;
-                out.push(Arc::new(AgentMessage::Assistant(AssistantMessage {
-                    usage: zero_usage(),
-                    content: a.content.clone(),
-                    api: a.api.clone(),
-                    provider: a.provider.clone(),
-                    model: a.model.clone(),
-                    stop_reason: a.stop_reason.clone(),
-                    timestamp: a.timestamp,
-                    error_message: a.error_message.clone(),
-                    extra: a.extra.clone(),
-                })));
+                out.push(zeroed(message, a));
             }
             _ => out.keep(i),
         }
     }
     (out.finish(), report)
+}
+
+/// `a` with its usage zeroed.
+fn zeroed_usage(a: &AssistantMessage) -> AgentMessage {
+    AgentMessage::Assistant(AssistantMessage {
+        usage: zero_usage(),
+        content: a.content.clone(),
+        api: a.api.clone(),
+        provider: a.provider.clone(),
+        model: a.model.clone(),
+        stop_reason: a.stop_reason.clone(),
+        timestamp: a.timestamp,
+        error_message: a.error_message.clone(),
+        extra: a.extra.clone(),
+    })
 }
 
 #[cfg(test)]

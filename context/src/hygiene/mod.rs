@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 pub use self::history::{
     ImagePruneReport, LimitReport, PRESERVE_RECENT_COMPLETED_TURNS, PRUNED_IMAGE_TEXT,
     StaleUsageReport, limit_history_turns, prune_processed_history_images,
-    strip_stale_usage_before_latest_compaction,
+    strip_stale_usage_before_latest_compaction, strip_stale_usage_before_latest_compaction_with,
 };
 pub use self::pairing::{
     ErroredAssistantPolicy, PairingReport, SYNTHETIC_RESULT_TEXT, repair_tool_use_result_pairing,
@@ -54,7 +54,8 @@ pub use self::turns::{
     TurnOrderingReport, sanitize_google_turn_ordering, validate_anthropic_turns,
     validate_gemini_turns,
 };
-use rampart_message::MessageList;
+use crate::message_memo::MessageMemo;
+use rampart_message::{MessageList, SharedMessage};
 
 /// The provider family a request goes to; it decides which validations [`run`] applies.
 ///
@@ -243,6 +244,40 @@ fn step<R: PassReport>(
 ///
 /// Returns `input` itself when nothing changes, and shares every unchanged message with it.
 pub fn run(input: &MessageList, policy: &HygienePolicy) -> (MessageList, HygieneReport) {
+    run_with(input, policy, &HygieneMemo::default())
+}
+
+/// What [`run_with`] keeps from one turn to the next: the messages a pass derives from a
+/// single message (today the usage-zeroed copies of replies before the last compaction), so a
+/// turn that hands the same history again gets the same copies, not new ones.
+///
+/// Why: after a compaction every reply still in the context is stale, and copying each again
+/// on every turn cost a turn O(bytes of history) and gave the token counter's memo and the
+/// engine ABI's pointer-identity deltas new messages to count and send. Keep one per run loop.
+#[derive(Debug, Clone, Default)]
+pub struct HygieneMemo {
+    zeroed_usage: MessageMemo<SharedMessage>,
+}
+
+impl HygieneMemo {
+    /// An empty memo.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How often a derived message was reused (`hits`) or made (`misses`).
+    pub fn stats(&self) -> crate::tokens::MemoStats {
+        self.zeroed_usage.stats()
+    }
+}
+
+/// [`run`], with what passes derive from single messages kept in `memo` across calls (the
+/// result is the same as [`run`]'s; only the allocations are reused).
+pub fn run_with(
+    input: &MessageList,
+    policy: &HygienePolicy,
+    memo: &HygieneMemo,
+) -> (MessageList, HygieneReport) {
     let mut report = HygieneReport::default();
     let sanitize_opts = SanitizeOptions {
         allowed_tool_names: policy.allowed_tool_names.as_ref(),
@@ -306,11 +341,9 @@ pub fn run(input: &MessageList, policy: &HygienePolicy) -> (MessageList, Hygiene
         list = step(list, &mut report.images, prune_processed_history_images);
     }
     if policy.strip_stale_usage {
-        list = step(
-            list,
-            &mut report.stale_usage,
-            strip_stale_usage_before_latest_compaction,
-        );
+        list = step(list, &mut report.stale_usage, |l| {
+            strip_stale_usage_before_latest_compaction_with(l, &memo.zeroed_usage)
+        });
     }
     if policy.strip_details {
         list = step(list, &mut report.details, strip_tool_result_details);

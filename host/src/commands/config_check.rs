@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use crate::config;
+use crate::engine::services::EventSink;
+use crate::engine::slot::check_in_child;
 
 /// `rampart config …`
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
-    /// Validate plugins.toml and resolve every engine it names, without running any.
+    /// Validate plugins.toml and resolve every engine it names; each library is loaded in a
+    /// child process to prove it loads (its constructor runs there), and no turn is run.
     Check,
 }
 
@@ -36,6 +39,7 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
         }
     };
     let mut failures = 0;
+    let events = EventSink::tracing_only();
     writeln!(out, "contextEngine: {}", config.context_engine)?;
     writeln!(out, "memory: {}", config.memory_engine)?;
     let mut ids: Vec<String> = config.engines.keys().cloned().collect();
@@ -90,12 +94,27 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
                     path.display()
                 )?;
             }
-            Ok(Some(path)) => writeln!(
-                out,
-                "engine {id}: {}{}",
-                path.display(),
-                if required { " (required)" } else { "" }
-            )?,
+            // The file looks sound: load it in a child (whose crash costs only the child) to
+            // prove it loads, as the slot will, rather than say "ok" of a library that cannot.
+            Ok(Some(path)) => match check_in_child(&config, &id, &events) {
+                Ok(info) => writeln!(
+                    out,
+                    "engine {id}: {} ({} {}, API {}){}",
+                    path.display(),
+                    info.name,
+                    info.version,
+                    info.protocol.version,
+                    if required { " (required)" } else { "" }
+                )?,
+                Err(why) => {
+                    failures += 1;
+                    writeln!(
+                        out,
+                        "error: engine {id}: `{}` cannot be loaded: {why}",
+                        path.display()
+                    )?;
+                }
+            },
             Err(e) => {
                 failures += 1;
                 writeln!(out, "error: {e}")?;

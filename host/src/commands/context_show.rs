@@ -36,6 +36,7 @@ use super::session_host::{hint, host};
 use super::sessions::find_session;
 use crate::config::{Config, ModelName};
 use crate::engine::services::EventSink;
+use crate::output_file::{Inputs, OutputFile};
 use crate::prompt::breakdown::{Breakdown, breakdown};
 use crate::prompt::page::signed_thousands;
 use crate::prompt::{PromptAssembler, PromptRequest};
@@ -43,6 +44,7 @@ use crate::providers::ModelRequest;
 use crate::providers::text::{as_user_text, content_text, wire_system};
 use crate::replay::table::thousands;
 use crate::run::{RunEvents, RunSettings, Runner};
+use crate::terminal::escape;
 
 /// `rampart context …`.
 #[derive(Debug, Subcommand)]
@@ -70,17 +72,28 @@ pub struct ShowArgs {
     pub html: Option<PathBuf>,
 }
 
+/// What `context show --html` must not replace, and whether an existing page may be replaced
+/// (see [`crate::output_file`]).
+#[derive(Debug, Clone, Copy)]
+pub struct OutputRules<'a> {
+    /// What the command reads.
+    pub inputs: &'a Inputs,
+    /// `--overwrite`.
+    pub overwrite: bool,
+}
+
 /// Runs `rampart context …`.
 pub fn run(
     command: ContextCommand,
     config: &Config,
     store: &SessionStore,
     events: EventSink,
+    rules: OutputRules<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     match command {
-        ContextCommand::Show(args) => show(config, store, events, &args, out, err),
+        ContextCommand::Show(args) => show(config, store, events, &args, rules, out, err),
     }
 }
 
@@ -98,6 +111,7 @@ pub fn show(
     store: &SessionStore,
     events: EventSink,
     args: &ShowArgs,
+    rules: OutputRules<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
@@ -111,16 +125,6 @@ pub fn show(
             }
         }
     }
-    // Opened before anything runs: a path that cannot be written fails now.
-    let mut html_file = match &args.html {
-        Some(path) => Some(std::fs::File::create(path).with_context(|| {
-            format!(
-                "cannot create the --html file `{}`; check the directory exists and is writable",
-                path.display()
-            )
-        })?),
-        None => None,
-    };
     let viewed = match open_read_only(store, &args.session) {
         Ok(v) => v,
         Err(e) => {
@@ -134,6 +138,21 @@ pub fn show(
         }
     };
     let key = viewed.key.clone();
+    // Opened before anything runs: a path that cannot be written fails now. Never the session
+    // shown, wherever it lives.
+    let mut inputs = rules.inputs.clone();
+    if let Some(file) = &viewed.file {
+        inputs.file("the session", file);
+    }
+    let html_file = match &args.html {
+        Some(path) => Some(OutputFile::create(
+            "--html",
+            path,
+            &inputs,
+            rules.overwrite,
+        )?),
+        None => None,
+    };
 
     // `rampart run` offers the memory tools when memory is on; shown as it would send them
     // (assuming the memory engine loads: a failing one would be quarantined at run time).
@@ -217,9 +236,8 @@ pub fn show(
     }
     let (body_kind, body) = request_body(preview.family, &preview.request);
 
-    if let (Some(file), Some(path)) = (html_file.as_mut(), &args.html) {
-        file.write_all(crate::prompt::page::render(&key, &view).as_bytes())
-            .with_context(|| format!("cannot write the --html file `{}`", path.display()))?;
+    if let Some(file) = html_file {
+        file.write_whole(crate::prompt::page::render(&key, &view).as_bytes())?;
     }
     if args.json {
         let document = json!({
@@ -366,10 +384,10 @@ fn write_text(
     request: &ModelRequest,
 ) -> std::io::Result<()> {
     let state = match &viewed.file {
-        Some(file) => format!("{}", file.display()),
+        Some(file) => escape(&file.display().to_string()).into_owned(),
         None => "new: no turn yet".to_string(),
     };
-    writeln!(out, "session {key} ({state})")?;
+    writeln!(out, "session {} ({state})", escape(key))?;
     writeln!(
         out,
         "model {} · window {} · budget {} (reserve {}) · tokenizer {}{} · precheck: {}",

@@ -9,9 +9,9 @@ use clap::Subcommand;
 use super::load_config;
 use crate::config;
 use crate::engine::handle::EngineOrigin;
-use crate::engine::loader::{LoadRequest, inspect_library, load_engine};
+use crate::engine::loader::{LoadRequest, load_engine_in_child};
 use crate::engine::services::{EventSink, HostServices};
-use crate::engine::slot::{EngineSlot, SlotState, host_max_log_level};
+use crate::engine::slot::{EngineSlot, SlotState, check_in_child, host_max_log_level};
 
 /// `rampart engines …`
 #[derive(Debug, Subcommand)]
@@ -102,10 +102,11 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
             }
         } else {
             match config.resolve_engine_path(&id) {
-                Ok(Some(path)) => match inspect_library(&path) {
-                    Ok(facts) => (
-                        facts.path.display().to_string(),
-                        format!("available (API {})", facts.api_version),
+                // Loaded in a child: a library that crashes while loading costs the child.
+                Ok(Some(path)) => match check_in_child(&config, &id, &events) {
+                    Ok(info) => (
+                        path.display().to_string(),
+                        format!("available (API {})", info.protocol.version),
                     ),
                     Err(e) => (path.display().to_string(), format!("cannot load: {e}")),
                 },
@@ -148,7 +149,9 @@ fn engines_check(path: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<
         call_timeout: std::time::Duration::from_millis(config::DEFAULT_CALL_TIMEOUT_MS),
         max_log_level: Some(host_max_log_level()),
     };
-    match load_engine(request) {
+    // In a child, as the slot loads a library: corrupt code or a constructor that exits
+    // takes down the child, and the error says how it died.
+    match load_engine_in_child(request, crate::config::ProcessSettings::default()) {
         Ok(handle) => {
             let info = handle.info().clone();
             let file = match handle.origin() {
@@ -212,12 +215,26 @@ fn engines_probe(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resu
     writeln!(out, "engine: {} ({})", serving.id(), serving.origin())?;
     match slot.assemble(params) {
         Ok(result) => {
+            // 0 means the engine left the count to its caller (the protocol's rule), so the
+            // probe counts as the host would rather than print a zero for 12 messages.
+            let (tokens, by) = if result.estimated_tokens > 0 {
+                (result.estimated_tokens, "the engine's estimate")
+            } else {
+                let counted = result
+                    .messages
+                    .iter()
+                    .map(|m| rampart_engine_api::tokens::estimate_message_tokens(m))
+                    .sum::<u64>();
+                (
+                    counted,
+                    "counted by rampart; the engine left it to the host",
+                )
+            };
             writeln!(
                 out,
-                "assemble: {} messages in, {} out, estimated tokens {}",
+                "assemble: {} messages in, {} out, estimated tokens {tokens} ({by})",
                 history.len(),
                 result.messages.len(),
-                result.estimated_tokens
             )?;
             if let SlotState::Quarantined(q) = slot.state() {
                 writeln!(out, "warning: {}", q.line())?;

@@ -8,6 +8,7 @@ use clap::Args;
 
 use crate::config::Config;
 use crate::eval::{Format, Matrix, render, run, transcripts_in};
+use crate::output_file::{Inputs, OutputFile};
 
 /// The engines compared when `--engines` is not given.
 pub const DEFAULT_ENGINES: [&str; 2] = ["legacy", "window"];
@@ -35,8 +36,16 @@ pub struct EvalArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Runs the matrix; exit 1 when a cell could not run (its row says why).
-pub fn eval(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+/// Runs the matrix; exit 1 when a cell could not run (its row says why). `--out` is checked
+/// and opened before the first cell runs, against `protect` (the configuration) and every
+/// transcript of the corpus, and replaces an existing file only with `overwrite`.
+pub fn eval(
+    config: &Config,
+    args: EvalArgs,
+    protect: &Inputs,
+    overwrite: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let corpus = if args.corpus.is_empty() {
         vec![PathBuf::from(DEFAULT_CORPUS)]
     } else {
@@ -58,6 +67,14 @@ pub fn eval(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyhow::Res
             );
         }
     }
+    let mut inputs = protect.clone();
+    for transcript in &transcripts {
+        inputs.file("a transcript of the corpus", transcript);
+    }
+    let out_file = match &args.out {
+        Some(path) => Some(OutputFile::create("--out", path, &inputs, overwrite)?),
+        None => None,
+    };
     let matrix = Matrix {
         engines: if args.engines.is_empty() {
             DEFAULT_ENGINES.iter().map(|e| e.to_string()).collect()
@@ -73,11 +90,16 @@ pub fn eval(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyhow::Res
     };
     let cells = run(config, &matrix);
     let table = render(&cells, args.format);
-    match &args.out {
-        Some(path) => {
-            std::fs::write(path, &table)
-                .with_context(|| format!("cannot write `{}`", path.display()))?;
-            writeln!(out, "wrote {} ({} cells)", path.display(), cells.len())?;
+    match out_file {
+        Some(file) => {
+            let path = file.path().to_path_buf();
+            file.write_whole(table.as_bytes())?;
+            writeln!(
+                out,
+                "wrote {} ({} cells)",
+                crate::terminal::escape(&path.display().to_string()),
+                cells.len()
+            )?;
         }
         None => out.write_all(table.as_bytes())?,
     }

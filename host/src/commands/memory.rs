@@ -21,6 +21,7 @@ use crate::engine::services::EventSink;
 use crate::engine::slot::HostResources;
 use crate::memory::core::{MemoryCore, MemoryPlaces};
 use crate::memory::{self, MemorySlot, Watch};
+use crate::terminal::{escape, escape_text};
 
 /// `rampart memory …`
 #[derive(Debug, Subcommand)]
@@ -147,7 +148,7 @@ fn run_on(
                         r.files_indexed, r.files_unchanged, r.files_removed, r.chunks_written
                     )?;
                     for note in &r.notes {
-                        writeln!(out, "note: {note}")?;
+                        writeln!(out, "note: {}", escape(note))?;
                     }
                 }
                 Err(e) => {
@@ -186,19 +187,24 @@ fn run_on(
             } else {
                 // A note about the search, not a result: stdout stays results only.
                 if let Some(f) = &answer.fallback {
-                    writeln!(err, "note: {}", f.reason)?;
+                    writeln!(err, "note: {}", escape(&f.reason))?;
                 }
                 if answer.results.is_empty() {
                     writeln!(out, "no results")?;
                 }
                 for hit in &answer.results {
+                    // Paths and snippets are the user's files: their control characters are
+                    // shown, not obeyed by the terminal (`--json` has them as they are).
                     writeln!(
                         out,
                         "{:.3}  {}#L{}-L{}",
-                        hit.score, hit.path, hit.start_line, hit.end_line
+                        hit.score,
+                        escape(&hit.path),
+                        hit.start_line,
+                        hit.end_line
                     )?;
                     for line in hit.snippet.lines() {
-                        writeln!(out, "    {line}")?;
+                        writeln!(out, "    {}", escape(line))?;
                     }
                 }
             }
@@ -225,7 +231,7 @@ fn run_on(
                     answer.path
                 )?;
             } else {
-                write!(out, "{}", answer.text)?;
+                write!(out, "{}", escape_text(&answer.text))?;
                 if !answer.text.ends_with('\n') && !answer.text.is_empty() {
                     writeln!(out)?;
                 }
@@ -259,7 +265,7 @@ fn print_status(
     writeln!(out, "engine: {engine}")?;
     writeln!(out, "backend: {}", s.backend)?;
     if let Some(at) = &s.location {
-        writeln!(out, "index: {at}")?;
+        writeln!(out, "index: {}", escape(at))?;
     }
     writeln!(out, "files: {}, passages: {}", s.files, s.chunks)?;
     let provider = match (&s.provider, &s.model) {
@@ -275,7 +281,7 @@ fn print_status(
         writeln!(out, "files changed since the last index: yes")?;
     }
     for d in &s.details {
-        writeln!(out, "{d}")?;
+        writeln!(out, "{}", escape(d))?;
     }
     Ok(())
 }

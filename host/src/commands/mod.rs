@@ -2,8 +2,8 @@
 //!
 //! - [`engines`]: `engines list|check|probe`;
 //! - [`config_check`]: `config check`;
-//! - [`sessions`]: `sessions list|show|import|export` (with [`sessions_import`] and
-//!   [`markdown`]);
+//! - [`sessions`]: `sessions list|show|import|export|migrate` (with [`sessions_import`],
+//!   [`sessions_migrate`] and [`markdown`]);
 //! - [`replay`]: `replay FILE`;
 //! - [`run`] and [`compact`]: one live turn, one compaction on demand, on a persisted session,
 //!   with the host they share in [`session_host`];
@@ -12,12 +12,13 @@
 //! - [`context_show`]: `context show`, what is in a session's window.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{self, Config, ConfigSource};
 use crate::engine::services::EventSink;
+use crate::output_file::{Inputs, OutputFile, SharedOutput};
 
 pub mod compact;
 pub mod config_check;
@@ -34,6 +35,7 @@ pub mod session_host;
 pub mod sessions;
 pub mod sessions_doctor;
 pub mod sessions_import;
+pub mod sessions_migrate;
 
 pub use config_check::ConfigCommand;
 pub use context_show::ContextCommand;
@@ -72,6 +74,12 @@ pub struct GlobalArgs {
     /// one JSON object per line: `{"engine", "kind", "sessionId", "data"}`.
     #[arg(long, global = true, value_name = "FILE")]
     pub events: Option<PathBuf>,
+    /// Replace output files that already exist (`--events`, `--requests-out`, `--report`,
+    /// `--out`, `--html`), atomically: the old file stays whole until the new one is complete.
+    /// Without it an existing file is refused. An output that is one of the command's inputs
+    /// (the transcript, plugins.toml, a session) is refused either way.
+    #[arg(long, global = true)]
+    pub overwrite: bool,
 }
 
 /// Formats of the log on stderr.
@@ -120,6 +128,11 @@ pub enum Command {
         /// but loopback needs `serve.authToken`.
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        /// Keep conversations in this PostgreSQL database, which every replica reaches
+        /// (postgres://USER@HOST:PORT/DATABASE, no password: see `serve.store.passwordEnv`).
+        /// Default: `serve.store.url`, else the sessions directory.
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
     },
     /// Serve one engine library over stdin and stdout for a host that runs it in a child
     /// process (`isolation = "process"`). Started by rampart itself, never by hand.
@@ -191,46 +204,76 @@ pub fn use_colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) 
 
 /// Runs a parsed command line; the exit code is the result.
 pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let global = cli.global;
+    let overwrite = global.overwrite;
+    let sessions_dir = global.sessions_dir.as_deref();
     match cli.command {
-        Command::Engines(cmd) => engines::run(cmd, cli.global.config, out),
-        Command::Config(cmd) => config_check::run(cmd, cli.global.config, out),
+        Command::Engines(cmd) => engines::run(cmd, global.config, out),
+        Command::Config(cmd) => config_check::run(cmd, global.config, out),
+        // `migrate` opens the stores its arguments name, not the sessions directory.
+        Command::Sessions(SessionsCommand::Migrate {
+            from,
+            to,
+            password_env,
+        }) => {
+            let err = &mut std::io::stderr();
+            sessions_migrate::migrate(&from, &to, password_env.as_deref(), out, err)
+        }
         Command::Sessions(cmd) => {
-            let dir = cli.global.sessions_dir.as_deref();
             let store = if cmd.writes_the_store() {
-                sessions::open_store(dir)?
+                sessions::open_store(sessions_dir)?
             } else {
-                sessions::open_store_read_only(dir)?
+                sessions::open_store_read_only(sessions_dir)?
             };
-            sessions::run(cmd, &store, out, &mut std::io::stderr())
+            sessions::run(cmd, &store, overwrite, out, &mut std::io::stderr())
         }
         Command::Replay(args) => {
-            let mut events = event_sink(cli.global.events.as_deref())?;
-            if !args.timings {
+            let source = config::locate(global.config.as_deref())?;
+            let mut options = args.into_options();
+            options.overwrite = overwrite;
+            if let Some(path) = source.path() {
+                options.protect.file("the configuration", path);
+            }
+            // Every output checked before any is created: the --events file must not exist
+            // by the time a clash of --report with the transcript is found.
+            let inputs = crate::replay::inputs_of(&options, sessions_dir);
+            let mut outputs = crate::replay::outputs_of(&options);
+            if let Some(path) = &global.events {
+                outputs.insert(0, ("--events", path.as_path()));
+            }
+            inputs.check_all(&outputs, overwrite)?;
+            let config = config::load(&source)?;
+            let (mut events, events_file) =
+                event_sink(global.events.as_deref(), &inputs, overwrite)?;
+            if !options.timings {
                 // A replay's events file is reproducible: durations are measurements.
                 events = events.without_durations();
             }
-            let (_, config) = load_config(cli.global.config)?;
-            crate::replay::run_command(
-                config,
-                &args.into_options(),
-                cli.global.sessions_dir.as_deref(),
-                events,
-                out,
-            )
+            crate::scratch::sweep_stale();
+            crate::scratch::clean_up_on_signals()?;
+            let result = crate::replay::run_command(config, &options, sessions_dir, events, out);
+            finish_events(events_file, result)
         }
         Command::Eval(args) => {
-            let (_, config) = load_config(cli.global.config)?;
-            eval::eval(&config, args, out)
+            let (source, config) = load_config(global.config)?;
+            let mut protect = Inputs::new();
+            if let Some(path) = source.path() {
+                protect.file("the configuration", path);
+            }
+            crate::scratch::sweep_stale();
+            crate::scratch::clean_up_on_signals()?;
+            eval::eval(&config, args, &protect, overwrite, out)
         }
         Command::Run { prompt, session } => {
-            let events = event_sink(cli.global.events.as_deref())?;
-            let (_, config) = load_config(cli.global.config)?;
-            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            let (source, config) = load_config(global.config)?;
+            let store = sessions::open_store(sessions_dir)?;
+            let inputs = command_inputs(&source, store.dir(), None);
+            let (events, events_file) = event_sink(global.events.as_deref(), &inputs, overwrite)?;
             // Not `stderr().lock()`: the lock would be held for the whole turn, and the log
             // (which other threads, such as the HTTP client's, write to stderr) would wait on
             // it forever. Each write takes the lock for itself.
             let mut err = std::io::stderr();
-            run::run_prompt(
+            let result = run::run_prompt(
                 &config,
                 &store,
                 events,
@@ -238,31 +281,57 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 Some(&session),
                 out,
                 &mut err,
-            )
+            );
+            finish_events(events_file, result)
         }
-        Command::Serve { listen } => {
-            let events = event_sink(cli.global.events.as_deref())?;
-            let (_, config) = load_config(cli.global.config)?;
-            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
-            serve::serve(config, store, events, listen, out, &mut std::io::stderr())
+        Command::Serve { listen, store: url } => {
+            let (source, config) = load_config(global.config)?;
+            let store = sessions::open_store(sessions_dir)?;
+            let inputs = command_inputs(&source, store.dir(), None);
+            let (events, events_file) = event_sink(global.events.as_deref(), &inputs, overwrite)?;
+            let result = serve::serve(
+                config,
+                store,
+                url.as_deref(),
+                events,
+                listen,
+                out,
+                &mut std::io::stderr(),
+            );
+            finish_events(events_file, result)
         }
         Command::Context(cmd) => {
-            let events = event_sink(cli.global.events.as_deref())?;
-            let (_, config) = load_config(cli.global.config)?;
+            let (source, config) = load_config(global.config)?;
             // Read-only: `context show` writes nothing, not even the sessions directory.
-            let store = sessions::open_store_read_only(cli.global.sessions_dir.as_deref())?;
+            let store = sessions::open_store_read_only(sessions_dir)?;
+            let ContextCommand::Show(args) = &cmd;
+            let inputs = command_inputs(&source, store.dir(), Some(&args.session));
+            let mut outputs = Vec::new();
+            if let Some(path) = &global.events {
+                outputs.push(("--events", path.as_path()));
+            }
+            if let Some(path) = &args.html {
+                outputs.push(("--html", path.as_path()));
+            }
+            inputs.check_all(&outputs, overwrite)?;
+            let (events, events_file) = event_sink(global.events.as_deref(), &inputs, overwrite)?;
             let mut err = std::io::stderr();
-            context_show::run(cmd, &config, &store, events, out, &mut err)
+            let rules = context_show::OutputRules {
+                inputs: &inputs,
+                overwrite,
+            };
+            let result = context_show::run(cmd, &config, &store, events, rules, out, &mut err);
+            finish_events(events_file, result)
         }
         Command::EngineHost => Ok(crate::engine::engine_host::serve()),
         Command::Completions { shell } => install::completions(shell, out),
         Command::Man => install::man(out),
         Command::Memory(cmd) => {
-            let (_, config) = load_config(cli.global.config)?;
+            let (_, config) = load_config(global.config)?;
             // Memory only lists the transcripts (when they are a source): the sessions
             // directory is neither created nor its registry read.
-            let sessions_dir = match cli.global.sessions_dir {
-                Some(dir) => dir,
+            let sessions_dir = match sessions_dir {
+                Some(dir) => dir.to_path_buf(),
                 None => rampart_sessions::store::default_sessions_dir().ok_or_else(|| {
                     anyhow::anyhow!(
                         "no platform data directory is known here; pass --sessions-dir DIR to \
@@ -276,12 +345,13 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             session,
             instructions,
         } => {
-            let events = event_sink(cli.global.events.as_deref())?;
-            let (_, config) = load_config(cli.global.config)?;
-            let store = sessions::open_store(cli.global.sessions_dir.as_deref())?;
+            let (source, config) = load_config(global.config)?;
+            let store = sessions::open_store(sessions_dir)?;
+            let inputs = command_inputs(&source, store.dir(), Some(&session));
+            let (events, events_file) = event_sink(global.events.as_deref(), &inputs, overwrite)?;
             // As for `run`: never hold the stderr lock across the work.
             let mut err = std::io::stderr();
-            compact::compact(
+            let result = compact::compact(
                 &config,
                 &store,
                 events,
@@ -289,27 +359,56 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 instructions.as_deref(),
                 out,
                 &mut err,
-            )
+            );
+            finish_events(events_file, result)
         }
     }
 }
 
-/// The event sink of a command: JSON lines to `--events FILE` when given, else tracing only.
-pub(crate) fn event_sink(path: Option<&std::path::Path>) -> anyhow::Result<EventSink> {
-    use anyhow::Context;
+/// What a command working on the sessions store reads: `plugins.toml`, the store, and the
+/// session argument when it names a file.
+fn command_inputs(source: &ConfigSource, store: &Path, session: Option<&str>) -> Inputs {
+    let mut inputs = Inputs::new();
+    if let Some(path) = source.path() {
+        inputs.file("the configuration", path);
+    }
+    inputs.store(store);
+    if let Some(session) = session.filter(|s| Path::new(s).is_file()) {
+        inputs.file("the session", Path::new(session));
+    }
+    inputs
+}
+
+/// The event sink of a command: JSON lines to `--events FILE` when given (an output file,
+/// checked against `inputs`; see [`crate::output_file`]), else tracing only. The file is
+/// committed by [`finish_events`] when the command ends.
+pub(crate) fn event_sink(
+    path: Option<&Path>,
+    inputs: &Inputs,
+    overwrite: bool,
+) -> anyhow::Result<(EventSink, Option<SharedOutput>)> {
     match path {
-        None => Ok(EventSink::tracing_only()),
+        None => Ok((EventSink::tracing_only(), None)),
         Some(path) => {
-            let file = std::fs::File::create(path).with_context(|| {
-                format!(
-                    "cannot create the --events file `{}`; check the directory exists and is \
-                     writable",
-                    path.display()
-                )
-            })?;
-            Ok(EventSink::to_writer(Box::new(std::io::BufWriter::new(
-                file,
-            ))))
+            let file = SharedOutput::new(OutputFile::stream("--events", path, inputs, overwrite)?);
+            Ok((EventSink::to_writer(Box::new(file.clone())), Some(file)))
+        }
+    }
+}
+
+/// Commits the `--events` file once the command has ended, whether it succeeded or not (the
+/// events up to a failure are what explains it). A failed commit is the command's error when
+/// it had none.
+fn finish_events(file: Option<SharedOutput>, result: anyhow::Result<i32>) -> anyhow::Result<i32> {
+    let Some(file) = file else {
+        return result;
+    };
+    match (file.commit(), result) {
+        (Ok(()), result) => result,
+        (Err(e), Ok(_)) => Err(e.into()),
+        (Err(e), Err(first)) => {
+            tracing::warn!(error = %e, "the --events file could not be written");
+            Err(first)
         }
     }
 }

@@ -34,10 +34,12 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub json: bool,
     /// Write every request the model received to FILE, one JSON object per line:
-    /// {"turn", "attempt", "model", "window", "promptTokens", "system", "messages"}.
+    /// {"turn", "attempt", "model", "window", "promptTokens", "system", "messages"}. An
+    /// existing FILE is replaced only with --overwrite; never the transcript.
     #[arg(long, value_name = "FILE")]
     pub requests_out: Option<PathBuf>,
-    /// Write a self-contained HTML report (chart and summary) to FILE.
+    /// Write a self-contained HTML report (chart and summary) to FILE (an existing one only
+    /// with --overwrite).
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// A TOML file of US dollars per million tokens (`input = 3.0`, `output = 15.0`): the
@@ -84,6 +86,9 @@ impl ReplayArgs {
             session_index: self.session_index,
             rebuild_prompt: self.rebuild_prompt,
             timings: self.timings,
+            // Global flags: set by the dispatch.
+            overwrite: false,
+            protect: crate::output_file::Inputs::new(),
         }
     }
 }

@@ -68,9 +68,20 @@ pub fn run_prompt(
         let mut runner = host
             .runner_with(config, store, &events, &session, Some(&key), settings)?
             .with_memory_flush(&host.memory, workspace);
-        let user = AgentMessage::user_text(user_text, now_unix_ms());
+        // A prompt kept by a failed run is continued, not sent twice: when the branch ends in
+        // an unanswered user message with this very text, the turn starts from it.
+        let user = if kept_prompt(&session, &user_text) {
+            writeln!(
+                err,
+                "continuing the prompt kept in session `{key}` by an earlier run (it is not \
+                 added again)"
+            )?;
+            None
+        } else {
+            Some(AgentMessage::user_text(user_text, now_unix_ms()))
+        };
         // `rampart run` answers the model's memory-tool calls itself.
-        let first = runner.run_turn(&mut session, Some(user));
+        let first = runner.run_turn(&mut session, user);
         let result = crate::memory::tools::answer_memory_calls(
             &mut runner,
             &mut session,
@@ -129,4 +140,16 @@ pub fn run_prompt(
             }
         }
     })
+}
+
+/// Whether the active branch ends in a user message holding exactly `text` with no answer
+/// after it: what a failed `rampart run` of the same prompt leaves behind ("the prompt is kept
+/// in session …; run again"). Running again continues that message instead of appending a
+/// second copy. A different prompt is appended as usual after the unanswered one, which stays.
+fn kept_prompt(session: &rampart_sessions::Session, text: &str) -> bool {
+    let context = session.context();
+    match context.messages.last().map(|m| &**m) {
+        Some(AgentMessage::User(user)) => user.content.joined_text() == text,
+        _ => false,
+    }
 }

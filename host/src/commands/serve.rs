@@ -1,4 +1,4 @@
-//! `rampart serve [--listen ADDR]`: an OpenAI- and Anthropic-compatible proxy that manages each
+//! `rampart serve [--listen ADDR] [--store URL]`: an OpenAI- and Anthropic-compatible proxy that manages each
 //! conversation's context with the configured engine (see [`crate::serve`]).
 //!
 //! Prints `rampart serve listening on http://ADDR` on stdout once bound (the port actually
@@ -14,10 +14,13 @@ use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::serve::server::{ServerState, run_blocking};
 
-/// Runs the server.
+/// Runs the server on the sessions directory `store`, or on the PostgreSQL store that
+/// `store_url` (`--store`) or `serve.store.url` names (then `store` keeps only this machine's
+/// memory index and workspace).
 pub fn serve(
     config: Config,
     store: SessionStore,
+    store_url: Option<&str>,
     events: EventSink,
     listen: Option<SocketAddr>,
     out: &mut dyn Write,
@@ -42,8 +45,8 @@ pub fn serve(
     let workspace = config
         .agent_defaults
         .workspace_dir(config.source_file.as_deref(), store.dir());
-    let state = ServerState::new(config, std::sync::Arc::new(store), events)?
-        .with_memory(memory, workspace);
+    let shared = crate::serve::store::open(&config.serve, store_url, store)?;
+    let state = ServerState::new(config, shared, events)?.with_memory(memory, workspace);
     run_blocking(state, addr, |bound| {
         writeln!(out, "rampart serve listening on http://{bound}")?;
         out.flush()

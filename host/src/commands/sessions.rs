@@ -1,20 +1,29 @@
-//! The `rampart sessions …` commands: list, show, import, export; and how a command finds a
+//! The `rampart sessions …` commands: list, show, import, export, migrate; and how a command finds a
 //! session by key, id or path.
 
+use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Subcommand;
 use rampart_engine_api::AgentMessage;
+use rampart_message::SharedMessage;
 use rampart_message::{Content, ContentBlock};
 use rampart_sessions::store::{SessionStore, StoreError, default_sessions_dir, normalize_key};
-use rampart_sessions::{LeafSelector, LoadOptions, NewSessionFile, load_file};
+use rampart_sessions::{
+    BranchReader, LeafSelector, LoadOptions, LoadReport, ModelRef, NewSessionFile, SessionError,
+    load_file,
+};
+use serde::ser::{Error as _, SerializeSeq};
+use serde::{Serialize, Serializer};
 
 use super::markdown::to_markdown;
 use super::sessions_import::import_into;
+use crate::output_file::{Inputs, OutputFile};
 use crate::providers::openai::wire::to_openai_messages;
 use crate::providers::text::as_user_text;
+use crate::terminal::escape;
 
 /// Output formats of `sessions export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -58,6 +67,20 @@ pub enum SessionsCommand {
         #[arg(long)]
         relink: bool,
     },
+    /// Copy every session and its registry entry between a sessions directory and a
+    /// PostgreSQL store, either way (pi JSONL, byte for byte). Nothing in the destination is
+    /// overwritten; running it again copies only what is missing.
+    Migrate {
+        /// Where the sessions are: a directory, or postgres://USER@HOST:PORT/DATABASE.
+        #[arg(long, value_name = "DIR|URL")]
+        from: String,
+        /// Where they go: a directory, or postgres://USER@HOST:PORT/DATABASE.
+        #[arg(long, value_name = "DIR|URL")]
+        to: String,
+        /// The environment variable holding the database's password (never in the URL).
+        #[arg(long, value_name = "VAR")]
+        password_env: Option<String>,
+    },
     /// Export a session.
     Export {
         /// A registry key, a session id, or a session file.
@@ -75,6 +98,7 @@ pub enum SessionsCommand {
 pub fn run(
     cmd: SessionsCommand,
     store: &SessionStore,
+    overwrite: bool,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
@@ -91,7 +115,12 @@ pub fn run(
             id,
             format,
             out: target,
-        } => export(store, &id, format, target.as_deref(), out),
+        } => export(store, &id, format, target.as_deref(), overwrite, out),
+        SessionsCommand::Migrate {
+            from,
+            to,
+            password_env,
+        } => super::sessions_migrate::migrate(&from, &to, password_env.as_deref(), out, err),
     }
 }
 
@@ -159,7 +188,8 @@ impl SessionsCommand {
         match self {
             Self::Import { .. } => true,
             Self::Doctor { relink } => *relink,
-            Self::List | Self::Show { .. } | Self::Export { .. } => false,
+            // Its stores are its arguments, opened by the command itself.
+            Self::List | Self::Show { .. } | Self::Export { .. } | Self::Migrate { .. } => false,
         }
     }
 }
@@ -208,9 +238,11 @@ pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
         )?;
         return Ok(0);
     }
+    // Keys, ids and paths come from files and clients: shown with their control characters
+    // escaped, never obeyed by the terminal.
     let width = sessions
         .iter()
-        .map(|(k, _)| k.len())
+        .map(|(k, _)| escape(k).chars().count())
         .max()
         .unwrap_or(3)
         .max(3);
@@ -221,14 +253,16 @@ pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
     )?;
     for (key, entry) in sessions {
         let updated = chrono_iso(entry.updated_at);
+        let file = store
+            .session_file_path(&key, &entry)
+            .map_or_else(|e| format!("(refused: {e})"), |p| p.display().to_string());
         writeln!(
             out,
-            "{key:width$}  {:36}  {updated:24}  {:>11}  {}",
-            entry.session_id,
+            "{:width$}  {:36}  {updated:24}  {:>11}  {}",
+            escape(&key),
+            escape(&entry.session_id),
             entry.compaction_count,
-            store
-                .session_file_path(&key, &entry)
-                .map_or_else(|e| format!("(refused: {e})"), |p| p.display().to_string())
+            escape(&file)
         )?;
     }
     Ok(0)
@@ -243,6 +277,11 @@ fn chrono_iso(unix_ms: u64) -> String {
 }
 
 /// `sessions show`.
+///
+/// A v3 session is streamed ([`BranchReader`]): its structure is read first, then the branch's
+/// entries one at a time as they are printed, so memory stays at the structure (a few dozen
+/// bytes an entry) plus one entry, whatever the session's size. A v1/v2 session is loaded
+/// whole, since its migration needs every entry. Both print the same thing.
 pub fn show(
     store: &SessionStore,
     id: &str,
@@ -251,62 +290,173 @@ pub fn show(
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let path = resolve(store, id)?;
-    let loaded = load_file(&path, &LoadOptions::default())?;
-    if let Some(leaf) = branch
-        && loaded.tree.get(leaf).is_none()
-    {
-        bail!(
+    let not_in = |leaf: &str| {
+        anyhow::anyhow!(
             "entry `{leaf}` is not in {}; `--branch` takes an entry id",
             path.display()
-        );
-    }
+        )
+    };
     let selector = branch.map_or(LeafSelector::Current, LeafSelector::Id);
-    let context = rampart_sessions::build_session_context(&loaded.tree, selector);
-    let messages: Vec<&AgentMessage> = context.messages.iter().map(|m| &**m).collect();
-    if as_json {
-        serde_json::to_writer_pretty(&mut *out, &messages)?;
-        writeln!(out)?;
-        return Ok(0);
+    let mut out = std::io::BufWriter::new(out);
+    if let Some(reader) = BranchReader::open(&path, &LoadOptions::default())? {
+        if let Some(leaf) = branch
+            && !reader.contains_id(leaf)
+        {
+            return Err(not_in(leaf));
+        }
+        let context = reader.branch(selector)?;
+        let shown = Shown {
+            session_id: &reader.header().id,
+            path: &path,
+            entries: reader.len(),
+            leaf_id: context.leaf_id(),
+            messages: context.len(),
+            thinking_level: context.thinking_level(),
+            model: context.model(),
+            report: reader.report(),
+        };
+        print_shown(&shown, context.messages(), as_json, &mut out)?;
+    } else {
+        let loaded = load_file(&path, &LoadOptions::default())?;
+        if let Some(leaf) = branch
+            && loaded.tree.get(leaf).is_none()
+        {
+            return Err(not_in(leaf));
+        }
+        let context = rampart_sessions::build_session_context(&loaded.tree, selector);
+        let shown = Shown {
+            session_id: &loaded.header.id,
+            path: &path,
+            entries: loaded.tree.len(),
+            leaf_id: context.leaf_id.as_deref(),
+            messages: context.messages.len(),
+            thinking_level: &context.thinking_level,
+            model: context.model.as_ref(),
+            report: &loaded.report,
+        };
+        let messages = context.messages.iter().cloned().map(Ok);
+        print_shown(&shown, messages, as_json, &mut out)?;
     }
-    writeln!(out, "session: {} ({})", loaded.header.id, path.display())?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// What `sessions show` prints about a branch, however the session was read.
+struct Shown<'a> {
+    session_id: &'a str,
+    path: &'a Path,
+    entries: usize,
+    leaf_id: Option<&'a str>,
+    messages: usize,
+    thinking_level: &'a str,
+    model: Option<&'a ModelRef>,
+    report: &'a LoadReport,
+}
+
+/// Prints `shown` and its `messages` (the header, the load's warnings, a line per message), or
+/// the messages as a JSON array, one message at a time.
+fn print_shown(
+    shown: &Shown<'_>,
+    messages: impl Iterator<Item = Result<SharedMessage, SessionError>>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if as_json {
+        let array = JsonArray {
+            len: shown.messages,
+            messages: RefCell::new(Some(messages)),
+            error: RefCell::new(None),
+        };
+        let written = serde_json::to_writer_pretty(&mut *out, &array);
+        if let Some(error) = array.error.into_inner() {
+            return Err(error.into());
+        }
+        written?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "session: {} ({})",
+        escape(shown.session_id),
+        escape(&shown.path.display().to_string())
+    )?;
     writeln!(
         out,
         "entries: {}, leaf: {}, messages on the branch: {}, thinking: {}{}",
-        loaded.tree.len(),
-        context.leaf_id.as_deref().unwrap_or("none"),
-        messages.len(),
-        context.thinking_level,
-        context
+        shown.entries,
+        escape(shown.leaf_id.unwrap_or("none")),
+        shown.messages,
+        shown.thinking_level,
+        shown
             .model
-            .as_ref()
-            .map(|m| format!(", model: {}/{}", m.provider, m.model_id))
+            .map(|m| escape(&format!(", model: {}/{}", m.provider, m.model_id)).into_owned())
             .unwrap_or_default()
     )?;
-    let file = loaded.report.path.display();
-    for c in &loaded.report.corrupt_lines {
+    let report = shown.report;
+    let file = escape(&report.path.display().to_string()).into_owned();
+    for c in &report.corrupt_lines {
         writeln!(
             out,
             "warning: {file}:{}: the line could not be read: {}",
-            c.line, c.reason
+            c.line,
+            escape(&c.reason)
         )?;
     }
-    if let Some(line) = loaded.report.messages_left_out_line() {
-        writeln!(out, "warning: {line}")?;
+    if let Some(line) = report.messages_left_out_line() {
+        writeln!(out, "warning: {}", escape(&line))?;
     }
-    for b in &loaded.report.bridged {
+    for b in &report.bridged {
         writeln!(
             out,
             "warning: {file}:{}: entry {} followed {}, which was on line {}; it is linked to {} \
              (in memory; the file is unchanged)",
-            b.line, b.entry_id, b.lost_parent_id, b.lost_line, b.now_under
+            b.line,
+            escape(&b.entry_id),
+            escape(&b.lost_parent_id),
+            b.lost_line,
+            escape(&b.now_under)
         )?;
     }
-    for (i, m) in messages.iter().enumerate() {
-        let tokens = rampart_context::tokens::estimate_message_tokens(m);
-        let text = preview(m);
-        writeln!(out, "{i:>5}  {:<17} {tokens:>7} tok  {text}", m.role())?;
+    for (i, m) in messages.enumerate() {
+        let m = m?;
+        let tokens = rampart_context::tokens::estimate_message_tokens(&m);
+        let text = preview(&m);
+        writeln!(
+            out,
+            "{i:>5}  {:<17} {tokens:>7} tok  {}",
+            escape(m.role()),
+            escape(&text)
+        )?;
     }
-    Ok(0)
+    Ok(())
+}
+
+/// The messages as a JSON array, serialised as they are read: the same bytes as a `Vec` of
+/// them would give, without holding them all. A read error stops the array and is kept in
+/// `error` for the caller (serde can only carry its text).
+struct JsonArray<I> {
+    len: usize,
+    messages: RefCell<Option<I>>,
+    error: RefCell<Option<SessionError>>,
+}
+
+impl<I: Iterator<Item = Result<SharedMessage, SessionError>>> Serialize for JsonArray<I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.len))?;
+        let messages = self.messages.borrow_mut().take();
+        for message in messages.into_iter().flatten() {
+            match message {
+                Ok(message) => seq.serialize_element(&*message)?,
+                Err(e) => {
+                    let text = e.to_string();
+                    *self.error.borrow_mut() = Some(e);
+                    return Err(S::Error::custom(text));
+                }
+            }
+        }
+        seq.end()
+    }
 }
 
 /// How many characters of a message `sessions show` prints.
@@ -433,16 +583,17 @@ pub fn import(
         };
         writeln!(
             out,
-            "imported {} ({}) as `{}`{spawned}: {} entries → {}",
-            o.source.display(),
+            "imported {} ({}) as `{}`{}: {} entries → {}",
+            escape(&o.source.display().to_string()),
             o.format,
-            o.key,
+            escape(&o.key),
+            escape(&spawned),
             o.entries,
-            o.file.display()
+            escape(&o.file.display().to_string())
         )?;
         // Diagnostics go to stderr, each naming the file (and line): stdout holds the result.
         for w in o.warnings.iter().take(20) {
-            writeln!(err, "warning: {w}")?;
+            writeln!(err, "warning: {}", escape(w))?;
         }
         if o.warnings.len() > 20 {
             writeln!(err, "warning: … and {} more", o.warnings.len() - 20)?;
@@ -451,23 +602,35 @@ pub fn import(
     Ok(0)
 }
 
-/// `sessions export`.
+/// `sessions export`. The file `--out` names is an output file ([`crate::output_file`]):
+/// never the session exported or a file of the store, an existing one only with `overwrite`.
 pub fn export(
     store: &SessionStore,
     id: &str,
     format: ExportFormat,
     target: Option<&Path>,
+    overwrite: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let path = resolve(store, id)?;
+    let mut inputs = Inputs::new();
+    inputs
+        .file("the session exported", &path)
+        .store(store.dir());
+    let file = match target {
+        Some(t) => Some(OutputFile::create("--out", t, &inputs, overwrite)?),
+        None => None,
+    };
     if format == ExportFormat::Pi {
-        let Some(target) = target else {
+        let Some(mut file) = file else {
             bail!("--format pi writes a file: give it with --out FILE");
         };
-        for warning in export_pi(&path, target)? {
-            eprintln!("warning: {warning}");
+        for warning in export_pi(&path, &mut file)? {
+            eprintln!("warning: {}", escape(&warning));
         }
-        writeln!(out, "wrote {}", target.display())?;
+        let written = file.path().display().to_string();
+        file.commit()?;
+        writeln!(out, "wrote {}", escape(&written))?;
         return Ok(0);
     }
     let loaded = load_file(&path, &LoadOptions::default())?;
@@ -477,10 +640,11 @@ pub fn export(
         ExportFormat::Openai => serde_json::to_string_pretty(&to_openai_messages(messages))?,
         _ => to_markdown(&format!("Session {}", loaded.header.id), messages),
     };
-    match target {
-        Some(t) => {
-            std::fs::write(t, text).with_context(|| format!("cannot write {}", t.display()))?;
-            writeln!(out, "wrote {}", t.display())?;
+    match file {
+        Some(file) => {
+            let written = file.path().display().to_string();
+            file.write_whole(text.as_bytes())?;
+            writeln!(out, "wrote {}", escape(&written))?;
         }
         None => writeln!(out, "{text}")?,
     }
@@ -490,9 +654,9 @@ pub fn export(
 /// Writes the session file at `path` to `target` as pi v3, through the same reading as an
 /// import: each line that holds its entry as it stands is copied byte for byte (key order,
 /// number spelling, escapes), so exporting an unchanged session gives back its lines. Returns
-/// what could not be carried over (lines the loader could not read). Fails if `target` exists.
-fn export_pi(path: &Path, target: &Path) -> anyhow::Result<Vec<String>> {
-    let dir = match target.parent() {
+/// what could not be carried over (lines the loader could not read).
+fn export_pi(path: &Path, target: &mut OutputFile) -> anyhow::Result<Vec<String>> {
+    let dir = match target.path().parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -508,7 +672,7 @@ fn export_pi(path: &Path, target: &Path) -> anyhow::Result<Vec<String>> {
 /// The sink of [`export_pi`]: one session, written to its target when it ends.
 struct ExportPi<'a> {
     file: Option<NewSessionFile>,
-    target: &'a Path,
+    target: &'a mut OutputFile,
     warnings: Vec<String>,
 }
 
@@ -548,7 +712,7 @@ impl rampart_sessions::import::SessionSink for ExportPi<'_> {
         warnings: Vec<String>,
     ) -> anyhow::Result<()> {
         if let Some(file) = self.file.take() {
-            file.finish(self.target, &header)?;
+            file.finish_into(&mut *self.target, &header)?;
         }
         self.warnings.extend(warnings);
         Ok(())

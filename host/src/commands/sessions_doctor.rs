@@ -16,6 +16,8 @@ use std::path::Path;
 use rampart_sessions::store::{SessionEntry, SessionStore, now_unix_ms};
 use rampart_sessions::{LoadOptions, load_file};
 
+use crate::terminal::escape;
+
 /// The registry key an orphan is relinked under.
 pub fn recovered_key(session_id: &str) -> String {
     format!("recovered:{}", session_id.to_lowercase())
@@ -36,16 +38,17 @@ pub fn doctor(
                 problems += 1;
                 writeln!(
                     out,
-                    "missing: `{key}` names {}, which does not exist; restore the file or remove \
+                    "missing: `{}` names {}, which does not exist; restore the file or remove \
                      the entry from {}",
-                    file.display(),
+                    escape(&key),
+                    escape(&file.display().to_string()),
                     store.path().display()
                 )?;
             }
             Ok(_) => {}
             Err(e) => {
                 problems += 1;
-                writeln!(out, "refused: {e}")?;
+                writeln!(out, "refused: {}", escape(&e.to_string()))?;
             }
         }
     }
@@ -58,8 +61,9 @@ pub fn doctor(
         };
         writeln!(
             out,
-            "orphan: {} (session {session_id}, {entries} entries) is in no registry entry",
-            file.display()
+            "orphan: {} (session {}, {entries} entries) is in no registry entry",
+            escape(&file.display().to_string()),
+            escape(&session_id)
         )?;
         if !relink {
             problems += 1;
@@ -78,13 +82,14 @@ pub fn doctor(
         })?;
         if done {
             relinked += 1;
-            writeln!(out, "  relinked as `{key}`")?;
+            writeln!(out, "  relinked as `{}`", escape(&key))?;
         } else {
             problems += 1;
             writeln!(
                 err,
-                "  not relinked: the key `{key}` is taken by another file; register this one by \
-                 hand"
+                "  not relinked: the key `{}` is taken by another file; register this one by \
+                 hand",
+                escape(&key)
             )?;
         }
     }
@@ -122,7 +127,7 @@ fn describe(file: &Path, out: &mut dyn Write) -> anyhow::Result<Option<(String, 
     match load_file(file, &options) {
         Ok(loaded) => Ok(Some((loaded.header.id, loaded.tree.len()))),
         Err(e) => {
-            writeln!(out, "unreadable: {e}; left as it is")?;
+            writeln!(out, "unreadable: {}; left as it is", escape(&e.to_string()))?;
             Ok(None)
         }
     }

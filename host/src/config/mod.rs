@@ -69,7 +69,15 @@ const SERVE_KEYS: &[&str] = &[
     "sideRequests",
     "systemPrompt",
     "memoryTools",
+    "allowedHosts",
+    "allowedOrigins",
+    "maxConnections",
+    "headerTimeoutMs",
+    "bodyTimeoutMs",
+    "drainTimeoutMs",
+    "store",
 ];
+const STORE_KEYS: &[&str] = &["url", "passwordEnv", "poolSize", "lockConnections"];
 const SIDE_REQUEST_KEYS: &[&str] = &["enabled", "probeMaxTokens", "smallModels"];
 const SESSION_KEYS: &[&str] = &["writeLockTimeoutMs", "maxCompactionCheckpoints"];
 const PLUGINS_KEYS: &[&str] = &[
@@ -404,6 +412,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         file,
         errors: Vec::new(),
         positions: BTreeMap::new(),
+        lines: validate::LineIndex::new(text),
     };
     let (mut config, raw) = v.config(root.get_ref());
     if let Some((_, err)) = v.errors.into_iter().min_by_key(|(offset, _)| *offset) {

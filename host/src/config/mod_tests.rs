@@ -662,3 +662,27 @@ fn serve_system_prompt_and_memory_tools() {
     let e = err("[serve]\nsystemPrompt = \"mine\"\n");
     assert!(e.to_string().contains("\"merge\""), "{e}");
 }
+
+/// A config of many engine tables is read in time linear in its size: the position lookups
+/// (one per key) read each byte of the file a bounded number of times, not once per key
+/// before it (which made 20,000 tables take seconds).
+#[test]
+fn position_lookups_read_the_config_a_bounded_number_of_times() {
+    for tables in [500, 4000] {
+        let mut text = String::from("[plugins.slots]\ncontextEngine = \"legacy\"\n\n");
+        for i in 0..tables {
+            text.push_str(&format!(
+                "[plugins.engines.e{i}]\npath = \"libs/libe{i}.so\"\nrequired = false\n\n"
+            ));
+        }
+        let before = validate::scanned::get();
+        let config = parse(&text, &file()).expect("the config parses");
+        let read = validate::scanned::get() - before;
+        assert_eq!(config.engines.len(), tables);
+        assert!(
+            read <= 4 * text.len(),
+            "{tables} tables: the position lookups read {read} bytes of a {}-byte config",
+            text.len()
+        );
+    }
+}

@@ -2,6 +2,7 @@
 //! once. Read by the span-aware reader with the rest of the file, so errors are located.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// The address `rampart serve` binds when neither `--listen` nor `serve.listen` says.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
@@ -12,6 +13,20 @@ pub const DEFAULT_MAX_CONCURRENT: usize = 16;
 /// Default of `serve.maxQueue`: requests that may wait for a lane or a permit before the
 /// server answers 429.
 pub const DEFAULT_MAX_QUEUE: usize = 256;
+
+/// Default of `serve.maxConnections`: open client connections at once; more wait in the
+/// kernel's backlog until one closes.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// Default of `serve.headerTimeoutMs`: a client has this long to send a request's headers.
+pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
+
+/// Default of `serve.bodyTimeoutMs`: a client has this long to send a request's body.
+pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 60_000;
+
+/// Default of `serve.drainTimeoutMs`: after SIGTERM, requests in flight get this long before
+/// their connections are closed.
+pub const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 30_000;
 
 /// The `[serve]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +50,42 @@ pub struct ServeSettings {
     /// the server, for clients that declare no tools of those names (default off: a client's
     /// tool list is its own unless it opts in, here or with `x-rampart-memory: on`).
     pub memory_tools: bool,
+    /// `allowedHosts`: host names (lowercase, no port) accepted in the `Host` header besides
+    /// loopback addresses, `localhost` and the bound address; `"*"` accepts any. A foreign
+    /// `Host` is how DNS rebinding lets a web page read the server's answers.
+    pub allowed_hosts: Vec<String>,
+    /// `allowedOrigins`: browser origins (`scheme://host[:port]`, lowercase) whose requests are
+    /// served; `"*"` accepts any. Requests with any other `Origin` are refused: a web page the
+    /// user visits must not spend their keys or write into their conversations.
+    pub allowed_origins: Vec<String>,
+    /// `maxConnections`: client connections open at once (default 1024).
+    pub max_connections: usize,
+    /// `headerTimeoutMs`: the time a client has to send a request's headers.
+    pub header_timeout: Duration,
+    /// `bodyTimeoutMs`: the time a client has to send a request's body.
+    pub body_timeout: Duration,
+    /// `drainTimeoutMs`: after SIGTERM, how long requests in flight may finish before every
+    /// connection is closed and the server exits.
+    pub drain_timeout: Duration,
+    /// `[serve.store]`: where the conversations live (default: the sessions directory).
+    pub store: StoreSettings,
+}
+
+/// `[serve.store]`: a store every replica reaches, instead of the sessions directory of this
+/// machine. `--store URL` overrides `url`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StoreSettings {
+    /// `url`: `postgres://USER@HOST:PORT/DATABASE`, never with a password (refused, so it is
+    /// not copied around with the file).
+    pub url: Option<String>,
+    /// `passwordEnv`: the environment variable holding the database password, read when the
+    /// server starts (none: the database needs no password).
+    pub password_env: Option<String>,
+    /// `poolSize`: connections for registry and session reads and writes (default 8).
+    pub pool_size: Option<usize>,
+    /// `lockConnections`: connections that hold a conversation's lock, one per turn in flight
+    /// (default `maxConcurrent`, so every running turn has one).
+    pub lock_connections: Option<usize>,
 }
 
 /// Whose system prompt `rampart serve` sends upstream (`serve.systemPrompt`).
@@ -59,6 +110,13 @@ impl Default for ServeSettings {
             side_requests: SideRequestRule::default(),
             system_prompt: SystemPromptSource::default(),
             memory_tools: false,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
+            body_timeout: Duration::from_millis(DEFAULT_BODY_TIMEOUT_MS),
+            drain_timeout: Duration::from_millis(DEFAULT_DRAIN_TIMEOUT_MS),
+            store: StoreSettings::default(),
         }
     }
 }
@@ -116,4 +174,51 @@ impl ServeSettings {
         }
         Ok(addr)
     }
+}
+
+/// Why an `allowedHosts` entry is refused, or `None` when it is a host name `rampart serve`
+/// can compare with a `Host` header (it is compared lowercase, without the port).
+pub fn host_entry_problem(entry: &str) -> Option<&'static str> {
+    if entry == "*" {
+        return None;
+    }
+    if entry.is_empty() {
+        return Some("an empty host name");
+    }
+    if entry.contains("://") || entry.contains('/') {
+        return Some("a URL; give the host name alone");
+    }
+    if entry.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("a host name with spaces or control characters");
+    }
+    let bare = entry.trim_start_matches('[').trim_end_matches(']');
+    if !entry.starts_with('[') && entry.contains(':') && bare.parse::<std::net::Ipv6Addr>().is_err()
+    {
+        return Some("a host name with a port; give the name alone (any port is accepted)");
+    }
+    None
+}
+
+/// Why an `allowedOrigins` entry is refused, or `None` when it is an origin as browsers send
+/// it (`http://` or `https://`, a host, an optional port, no path).
+pub fn origin_entry_problem(entry: &str) -> Option<&'static str> {
+    if entry == "*" {
+        return None;
+    }
+    let Some(rest) = entry
+        .strip_prefix("http://")
+        .or_else(|| entry.strip_prefix("https://"))
+    else {
+        return Some("not an origin starting with http:// or https://");
+    };
+    if rest.is_empty() {
+        return Some("an origin without a host");
+    }
+    if rest.contains('/') {
+        return Some("an origin with a path; browsers send the origin without one");
+    }
+    if rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("an origin with spaces or control characters");
+    }
+    None
 }

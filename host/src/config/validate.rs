@@ -19,17 +19,70 @@ pub(super) struct RawTables {
     pub(super) agents: toml::Table,
 }
 
-/// 1-based line and column (in characters) of byte `offset` in `text`.
+/// 1-based line and column (in characters) of byte `offset` in `text`, for a single lookup
+/// (a syntax error); the validator, which asks for every key, uses [`LineIndex`].
 pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
+    LineIndex::new(text).line_col(text, offset)
+}
+
+/// Where each line of a config text starts, so that the position of a byte offset is a binary
+/// search plus the characters between the line start and the offset.
+///
+/// Why: the validator records the line and column of every key it reads (errors and the
+/// `models` / `agents` readers point at them). Counting newlines from the start of the file
+/// for each key made a config of n engine tables cost O(n²): 20,000 tables took seconds.
+/// Keys are read in document order, so the last lookup is remembered and a later offset on
+/// the same line counts only the characters after it (a long line of inline tables stays
+/// linear too).
+#[derive(Debug)]
+pub(super) struct LineIndex {
+    /// Byte offset of the start of each line; the first is 0.
+    starts: Vec<usize>,
+    /// The last lookup: (offset, its 1-based column), for the next one on the same line.
+    last: std::cell::Cell<(usize, usize)>,
+}
+
+impl LineIndex {
+    /// Indexes `text`: one pass over its bytes.
+    pub(super) fn new(text: &str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(
+                text.bytes()
+                    .enumerate()
+                    .filter(|&(_, b)| b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .collect();
+        #[cfg(test)]
+        scanned::add(text.len());
+        Self {
+            starts,
+            last: std::cell::Cell::new((0, 1)),
+        }
     }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
+
+    /// 1-based line and column (in characters) of byte `offset` in `text`, the text this
+    /// index was built from.
+    pub(super) fn line_col(&self, text: &str, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        // The number of line starts at or before `offset` is the 1-based line.
+        let line = self.starts.partition_point(|&start| start <= offset);
+        let line_start = self.starts[line - 1];
+        let (last_offset, last_column) = self.last.get();
+        let (from, column) = if last_offset >= line_start && last_offset <= offset {
+            (last_offset, last_column)
+        } else {
+            (line_start, 1)
+        };
+        let column = column + text[from..offset].chars().count();
+        #[cfg(test)]
+        scanned::add(offset - from);
+        self.last.set((offset, column));
+        (line, column)
+    }
 }
 
 /// Appends `key` to a dotted path, quoting it when it is not a bare TOML key.
@@ -76,11 +129,13 @@ pub(super) struct Validator<'a> {
     /// Where each key under `models` and `agents` was written, as `(line, column)`, by dotted
     /// key with `[i]` for array items (`models.providers.sim.models[0].contextWindow`).
     pub(super) positions: BTreeMap<String, (usize, usize)>,
+    /// Line starts of `text`, for [`Validator::at`].
+    pub(super) lines: LineIndex,
 }
 
 impl Validator<'_> {
     fn at(&self, span: &Range<usize>) -> (usize, usize) {
-        line_col(self.text, span.start)
+        self.lines.line_col(self.text, span.start)
     }
 
     fn base_dir(&self) -> PathBuf {
@@ -286,6 +341,7 @@ impl Validator<'_> {
         for (name, slot, range) in [
             ("maxConcurrent", &mut serve.max_concurrent, 1..=4096),
             ("maxQueue", &mut serve.max_queue, 0..=1_000_000),
+            ("maxConnections", &mut serve.max_connections, 1..=1_000_000),
         ] {
             let key = format!("serve.{name}");
             if let Some(v) = table.get(name) {
@@ -322,6 +378,42 @@ impl Validator<'_> {
             && let Some(b) = self.boolean("serve.memoryTools", v)
         {
             serve.memory_tools = b;
+        }
+        for (name, slot) in [
+            ("headerTimeoutMs", &mut serve.header_timeout),
+            ("bodyTimeoutMs", &mut serve.body_timeout),
+            ("drainTimeoutMs", &mut serve.drain_timeout),
+        ] {
+            if let Some(v) = table.get(name)
+                && let Some(d) = self.millis(&format!("serve.{name}"), v)
+            {
+                *slot = d;
+            }
+        }
+        if let Some(v) = table.get("allowedHosts")
+            && let Some(hosts) = self.serve_names(
+                "serve.allowedHosts",
+                v,
+                serve::host_entry_problem,
+                "a host name such as \"rampart.internal\" (no scheme, no port), or \"*\" for any",
+            )
+        {
+            serve.allowed_hosts = hosts;
+        }
+        if let Some(v) = table.get("allowedOrigins")
+            && let Some(origins) = self.serve_names(
+                "serve.allowedOrigins",
+                v,
+                serve::origin_entry_problem,
+                "an origin such as \"http://localhost:3000\" (scheme, host, optional port), or \"*\" for any",
+            )
+        {
+            serve.allowed_origins = origins;
+        }
+        if let Some(v) = table.get("store")
+            && let Some(t) = self.table("serve.store", v)
+        {
+            self.serve_store(t, &mut serve.store);
         }
         if let Some(v) = table.get("sideRequests")
             && let Some(t) = self.table("serve.sideRequests", v)
@@ -362,6 +454,92 @@ impl Validator<'_> {
                         rule.small_models = models;
                     }
                     _ => self.wrong_type(key, v, "an array of strings"),
+                }
+            }
+        }
+    }
+
+    /// A list of names for `serve.allowedHosts` or `serve.allowedOrigins`, lowercased; each
+    /// entry `problem` refuses is reported at its own place.
+    fn serve_names(
+        &mut self,
+        key: &str,
+        value: &SpannedValue<'_>,
+        problem: fn(&str) -> Option<&'static str>,
+        allowed: &str,
+    ) -> Option<Vec<String>> {
+        let DeValue::Array(items) = value.get_ref() else {
+            self.wrong_type(key, value, "an array of strings");
+            return None;
+        };
+        let mut names = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let item_key = format!("{key}[{i}]");
+            if let Some(s) = self.string(&item_key, item) {
+                let name = s.trim().to_ascii_lowercase();
+                match problem(&name) {
+                    None => names.push(name),
+                    Some(why) => {
+                        self.invalid(&item_key, item.span(), format!("{s:?} ({why})"), allowed)
+                    }
+                }
+            }
+        }
+        Some(names)
+    }
+
+    /// `[serve.store]`. The URL is checked as the server will read it, without connecting;
+    /// an error never repeats it (it could hold a password).
+    fn serve_store(&mut self, table: &DeTable<'_>, store: &mut serve::StoreSettings) {
+        self.check_keys("serve.store", table, STORE_KEYS);
+        if let Some(v) = table.get("url")
+            && let Some(s) = self.string("serve.store.url", v)
+        {
+            match rampart_store_postgres::PgStoreOptions::from_url(s) {
+                Ok(_) => store.url = Some(s.trim().to_owned()),
+                Err(e) => self.invalid(
+                    "serve.store.url",
+                    v.span(),
+                    format!("a URL that cannot be used ({e})"),
+                    "a PostgreSQL URL without a password, such as \
+                     \"postgres://rampart@db.internal:5432/rampart\" (the password goes in the \
+                     variable `passwordEnv` names)",
+                ),
+            }
+        }
+        if let Some(v) = table.get("passwordEnv")
+            && let Some(s) = self.string("serve.store.passwordEnv", v)
+        {
+            let name = s.trim();
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                self.invalid(
+                    "serve.store.passwordEnv",
+                    v.span(),
+                    describe(v.get_ref()),
+                    "the name of an environment variable, such as \"RAMPART_STORE_PASSWORD\"",
+                );
+            } else {
+                store.password_env = Some(name.to_owned());
+            }
+        }
+        for (name, slot) in [
+            ("poolSize", &mut store.pool_size),
+            ("lockConnections", &mut store.lock_connections),
+        ] {
+            let key = format!("serve.store.{name}");
+            if let Some(v) = table.get(name) {
+                if !matches!(v.get_ref(), DeValue::Integer(_)) {
+                    self.wrong_type(&key, v, "an integer");
+                } else if let Some(n) = self.integer(&key, v) {
+                    match usize::try_from(n) {
+                        Ok(n) if (1..=1024).contains(&n) => *slot = Some(n),
+                        _ => self.invalid(
+                            &key,
+                            v.span(),
+                            describe(v.get_ref()),
+                            "an integer from 1 to 1024",
+                        ),
+                    }
                 }
             }
         }
@@ -767,4 +945,24 @@ pub(super) fn parse_window(text: &str) -> Option<u64> {
         rest = &rest[unit.len()..];
     }
     Some(total)
+}
+
+/// Bytes the position lookups have read, for the test that keeps them linear in the size of
+/// the config.
+#[cfg(test)]
+pub(super) mod scanned {
+    use std::cell::Cell;
+
+    thread_local! {
+        static BYTES: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(in crate::config) fn add(bytes: usize) {
+        BYTES.with(|b| b.set(b.get() + bytes));
+    }
+
+    /// Bytes read on this thread so far.
+    pub(in crate::config) fn get() -> usize {
+        BYTES.with(Cell::get)
+    }
 }

@@ -460,7 +460,7 @@ impl EngineSlot {
         &self,
         params: MaintainParams,
     ) -> Result<TranscriptRewriteResult, SlotCallError> {
-        Ok(self.call(params.clone())?.unwrap_or_default())
+        Ok(self.call(params)?.unwrap_or_default())
     }
 
     /// `after_turn`, falling back to `ingest_batch` of the new messages, as OpenClaw does.
@@ -540,4 +540,42 @@ pub(crate) fn resolve_and_load(
         Isolation::InProcess => load_engine(request),
     };
     loaded.map_err(|e| ("load", e.to_string()))
+}
+
+/// Loads engine `id`'s library in a child process, whatever its `isolation`, to learn whether
+/// it loads and what it says about itself, then stops the child. For the commands that
+/// inspect libraries without serving with them (`engines list`, `config check`): a library
+/// whose constructor exits, aborts or runs corrupt code takes down the child, never the
+/// command, and the error names the signal or status ([`crate::engine::process`]).
+pub fn check_in_child(
+    config: &Config,
+    id: &str,
+    events: &EventSink,
+) -> Result<rampart_engine_api::EngineInfo, String> {
+    let path = match config.resolve_engine_path(id) {
+        Ok(Some(path)) => path,
+        Ok(None) => return Err(format!("no library is configured for `{id}`")),
+        Err(e) => return Err(e.to_string()),
+    };
+    let entry = config.engines.get(id);
+    let request = LoadRequest {
+        id: id.to_string(),
+        verify_id: true,
+        path,
+        config: entry
+            .map(|e| e.config.clone())
+            .unwrap_or_else(|| serde_json::json!({})),
+        services: Arc::new(HostResources::default().services_for(id, events)),
+        load_timeout: config.load_timeout,
+        call_timeout: config.call_timeout,
+        max_log_level: Some(host_max_log_level()),
+    };
+    let settings = match entry.map(|e| &e.isolation) {
+        Some(Isolation::Process(settings)) => settings.clone(),
+        _ => crate::config::ProcessSettings::default(),
+    };
+    let handle = load_engine_in_child(request, settings).map_err(|e| e.to_string())?;
+    let info = handle.info().clone();
+    let _ = handle.shutdown();
+    Ok(info)
 }

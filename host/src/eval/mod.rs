@@ -19,6 +19,7 @@ use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::replay::{EngineChoice, Replayer, setup, source};
+use crate::terminal::escape;
 
 /// One cell of the matrix.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -228,19 +229,23 @@ const HEADERS: [&str; 15] = [
     "+ from memory %",
 ];
 
+/// A cell's columns as text; names and messages with their control characters escaped (a
+/// transcript's name is the user's; see [`crate::terminal`]).
 fn cells_of(c: &Cell) -> Vec<String> {
     let name = Path::new(&c.transcript)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| c.transcript.clone());
+    let name = escape(&name).into_owned();
+    let engine = escape(&c.engine).into_owned();
     if let Some(failure) = &c.failure {
-        let mut row = vec![c.engine.clone(), name, c.window.to_string()];
-        row.push(format!("failed: {failure}"));
+        let mut row = vec![engine, name, c.window.to_string()];
+        row.push(format!("failed: {}", escape(failure)));
         row.resize(HEADERS.len(), String::new());
         return row;
     }
     vec![
-        c.engine.clone(),
+        engine,
         name,
         c.window.to_string(),
         c.calls.to_string(),

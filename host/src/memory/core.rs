@@ -192,7 +192,7 @@ impl MemoryCore {
         };
         let (index, report) = MemoryIndex::open(options).map_err(|e| e.to_string())?;
         if let Some(q) = &report.quarantined {
-            tracing::warn!(db = %report.db_path.display(), moved_to = ?q, "the memory index was damaged; it was moved aside and is rebuilt from the markdown");
+            tracing::warn!(db = %report.db_path.display(), moved_to = %q.to.display(), reason = %q.reason, "the memory index was damaged; it was moved aside and is rebuilt from the markdown");
         }
         Ok(Self {
             index,
@@ -360,7 +360,7 @@ impl ContextEngine for MemoryCore {
         }
         if let Some(q) = &report.quarantined {
             notes.push(format!(
-                "the index was damaged and moved aside ({q:?}); it was rebuilt from the markdown"
+                "the index was damaged and moved aside ({q}); it was rebuilt from the markdown"
             ));
         }
         if let Some(e) = &report.embedding_error {

@@ -23,7 +23,8 @@ use rampart_context::compaction::extractive::ExtractiveSummarizer;
 use rampart_context::compaction::settings::MemoryFlushSettings;
 use rampart_context::compaction::summarizer::SummaryKind;
 use rampart_message::{AgentMessage, ContentBlock, SharedMessage};
-use rampart_sessions::entry::EntryBody;
+use rampart_sessions::entry::{Entry, EntryBody};
+use rampart_sessions::fold::BranchFold;
 use rampart_sessions::tree::SessionTree;
 use serde_json::{Value, json};
 
@@ -53,16 +54,23 @@ pub fn note_at(now_ms: u64) -> String {
     note_path(utc.with_timezone(&chrono::Local).date_naive())
 }
 
-/// The compaction cycle of the active branch (its compaction entries) and the cycle the last
-/// flush on it ran in (`None`: never).
-pub fn flush_state(tree: &SessionTree) -> (u64, Option<u64>) {
-    let mut compactions = 0u64;
-    let mut flushed = None;
-    for entry in tree.active_branch() {
+/// Where the active branch stands for the flush gate: its compaction cycle (how many
+/// compaction entries it holds) and the cycle the last flush on it ran in (`None`: never).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushState {
+    /// Compaction entries on the branch.
+    pub compactions: u64,
+    /// The `cycle` of the branch's last flush entry.
+    pub flushed_in_cycle: Option<u64>,
+}
+
+impl FlushState {
+    /// Adds one entry of the branch, root side first.
+    fn step(&mut self, entry: &Entry) {
         match &entry.body {
-            EntryBody::Compaction(_) => compactions += 1,
+            EntryBody::Compaction(_) => self.compactions += 1,
             EntryBody::Custom(c) if c.custom_type == FLUSH_ENTRY => {
-                flushed = c
+                self.flushed_in_cycle = c
                     .data
                     .as_ref()
                     .and_then(|d| d.get("cycle"))
@@ -71,7 +79,13 @@ pub fn flush_state(tree: &SessionTree) -> (u64, Option<u64>) {
             _ => {}
         }
     }
-    (compactions, flushed)
+}
+
+/// The [`FlushState`] of the active branch of `tree`, brought up to date in `fold`, which the
+/// caller keeps between turns: a branch that only grew costs its new entries, not a walk from
+/// the root (which, done on every call of a long session, made it quadratic).
+pub fn flush_state(tree: &SessionTree, fold: &mut BranchFold<FlushState>) -> FlushState {
+    *fold.update(tree, FlushState::step)
 }
 
 /// The system prompt of the flush turn.

@@ -18,7 +18,10 @@
 //! not: a tokenizer may merge characters across the seam of two parts, and the cache marker
 //! (which reaches no model) leaves a newline behind. The difference between the total and the
 //! sum of the parts is therefore a part of its own, **framing**, so that the parts add up to
-//! the total by construction; it is a few tokens, and may be negative by as many.
+//! the total by construction. A system prompt's part is counted as what it adds to the text
+//! before it, so the seams are charged once, to the part that completes them, and framing is
+//! what the wire adds around the parts (the newline the marker leaves): a few tokens, never
+//! negative.
 //!
 //! The largest tool results are listed beside the parts, not among them: they are already in
 //! "tool results" or "retrieved memory".
@@ -150,12 +153,22 @@ pub fn breakdown(preview: &Preview, built: Option<&BuiltPrompt>) -> Breakdown {
 
     match (&request.system, built) {
         (Some(system), Some(built)) if built.text == *system => {
+            // Each part is what it adds to the text before it (the count of the prompt up to
+            // its end, less the count up to its start), so a tokenizer merging characters
+            // across a seam charges the part that completes the merge instead of counting
+            // the seam twice: the parts then add up to the prompt's own count and framing is
+            // only what the wire adds (the newline the marker leaves), never negative.
+            let mut so_far = String::with_capacity(built.text.len());
+            let mut before = 0i64;
             for (kind, text) in built.iter_parts() {
                 // The marker reaches no model; what it leaves behind is framing.
                 if *kind == PartKind::CacheBoundary {
                     continue;
                 }
-                counted.push((Group::System, kind.label(), counter.count_text(text) as i64));
+                so_far.push_str(text);
+                let upto = counter.count_text(&so_far) as i64;
+                counted.push((Group::System, kind.label(), upto - before));
+                before = upto;
             }
         }
         (Some(system), _) => {

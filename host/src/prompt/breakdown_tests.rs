@@ -145,6 +145,10 @@ fn the_parts_add_up_to_the_request_exactly() {
     assert!(view.parts.iter().all(|p| p.label != "cache-boundary"));
     // Framing is the seams of the system prompt's text only: a few tokens at most.
     assert!(tokens_of(&view, "framing").abs() <= prompt.parts.len() as i64);
+    // Issue 24, defect 11: framing was negative (-7 on a real workspace) when the parts were
+    // counted apart and the tokenizer merged characters across their seams.
+    assert!(tokens_of(&view, "framing") >= 0, "{:?}", view.parts);
+    assert!(view.parts.iter().all(|p| p.tokens >= 0), "{:?}", view.parts);
 
     let counter = TokenCounter::new(EXACT);
     let messages = &preview.request.messages;
@@ -246,4 +250,63 @@ fn the_run_loops_addition_and_the_builders_agree() {
     assert_eq!(placed, rebuilt.text);
     let view = breakdown(&preview(Some(placed)), Some(&rebuilt));
     assert!(tokens_of(&view, "engine-addition") > 0);
+}
+
+/// Issue 24, defect 11: with a workspace of several files, `context show` printed a negative
+/// framing row (−7): each part counted apart paid again for the characters the tokenizer
+/// merges across the seam with the next part. Counted as what each part adds, the system
+/// prompt's parts add up to its own count and framing is never negative.
+#[test]
+fn a_workspace_of_many_files_leaves_no_negative_framing() {
+    let names = [
+        "AGENTS.md",
+        "SOUL.md",
+        "TOOLS.md",
+        "IDENTITY.md",
+        "USER.md",
+        "HEARTBEAT.md",
+        "BOOTSTRAP.md",
+        "MEMORY.md",
+    ];
+    let sources: Vec<SourceFile> = names
+        .iter()
+        .map(|name| SourceFile {
+            name: (*name).into(),
+            path: format!("/ws/{name}").into(),
+            content: Some(format!(
+                "# {name}\n\n- Keep answers short.\n- Run the tests before saying done.\n\n"
+            )),
+        })
+        .collect();
+    let prompt = build_system_prompt(&PromptInputs {
+        tools: vec![ToolInfo::named("read"), ToolInfo::named("exec")],
+        workspace_dir: "/ws".into(),
+        bootstrap: Arc::new(BootstrapSet::from_sources(
+            "/ws",
+            &sources,
+            BootstrapLimits::default(),
+        )),
+        time_zone: Some("Europe/Berlin".into()),
+        ..PromptInputs::default()
+    });
+    // Under the estimate (each text rounded up to whole tokens) and the exact tokenizer.
+    for mode in [CountMode::Estimate, EXACT] {
+        let mut p = preview(Some(prompt.text.clone()));
+        let counter = TokenCounter::new(mode);
+        p.count_mode = mode;
+        p.tokens = request_tokens(
+            &counter,
+            p.request.system.as_deref(),
+            &p.request.messages,
+            p.tool_tokens,
+        );
+        let view = breakdown(&p, Some(&prompt));
+        assert_eq!(view.parts_total(), view.request_tokens as i64);
+        assert!(
+            tokens_of(&view, "framing") >= 0,
+            "{mode:?}: {:?}",
+            view.parts
+        );
+        assert!(view.parts.iter().all(|p| p.tokens >= 0), "{:?}", view.parts);
+    }
 }

@@ -176,6 +176,11 @@ impl HttpClient {
             (Err(e), Some(_)) => return Err(e),
         };
         let header_map = self.headers(headers, key.as_ref())?;
+        // A refusal of the client's key says so (there is no `apiKeyEnv` to check then).
+        let from_client = matches!(
+            (self.key(), client_key),
+            (Ok(None) | Err(ProviderError::MissingApiKey { .. }), Some(_))
+        );
         let key = key.map(|(k, _)| k);
         let mut attempt: u32 = 0;
         loop {
@@ -196,7 +201,7 @@ impl HttpClient {
                 Ok(response) => error_answer(response),
                 Err(e) => self.send_failure(url, &e, key.as_ref())?,
             };
-            let retry = self.classify(failure, key.as_ref())?;
+            let retry = self.classify(failure, key.as_ref(), from_client)?;
             if attempt >= self.max_retries {
                 return Err(retry.into_error(&self.provider, attempt));
             }
@@ -309,7 +314,12 @@ impl HttpClient {
     }
 
     /// Final failures become the error; retryable ones are returned for the loop to wait on.
-    fn classify(&self, failure: Failure, key: Option<&ApiKey>) -> Result<Retry, ProviderError> {
+    fn classify(
+        &self,
+        failure: Failure,
+        key: Option<&ApiKey>,
+        from_client: bool,
+    ) -> Result<Retry, ProviderError> {
         let redact = |text: &str| key.map_or_else(|| text.to_owned(), |k| k.redact(text));
         let provider = self.provider.clone();
         match failure {
@@ -352,6 +362,7 @@ impl HttpClient {
                             .api_key_env
                             .clone()
                             .unwrap_or_else(|| "apiKeyEnv".to_owned()),
+                        from_client,
                     }),
                     429 => Ok(Retry {
                         rate_limited: true,
@@ -398,6 +409,7 @@ impl Retry {
                 status,
                 message: self.message,
                 retries,
+                retry_after: self.retry_after,
             },
             (_, status) => ProviderError::Transient {
                 provider,

@@ -364,6 +364,8 @@ pub enum ProviderError {
         message: String,
         /// Retries made.
         retries: u32,
+        /// The provider's last `Retry-After`, passed on to a proxied client (`rampart serve`).
+        retry_after: Option<std::time::Duration>,
     },
     /// A transient failure after all retries.
     #[error("{provider}: server error{} after {retries} retries: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
@@ -379,8 +381,14 @@ pub enum ProviderError {
     },
     /// The key was refused.
     #[error(
-        "{provider}: the API key was refused (HTTP {status}): {}. Check the key in ${env_var}.",
-        crate::prose::clause(message)
+        "{provider}: the API key was refused (HTTP {status}): {}. {}",
+        crate::prose::clause(message),
+        if *from_client {
+            "The key came from the client (rampart serve passes on the client's key when the \
+             provider has none of its own): check the key the client is configured with.".to_owned()
+        } else {
+            format!("Check the key in ${env_var}.")
+        }
     )]
     Auth {
         /// The provider id.
@@ -391,6 +399,8 @@ pub enum ProviderError {
         message: String,
         /// The environment variable the key came from.
         env_var: String,
+        /// The key was the proxied client's own (`rampart serve`), not `env_var`'s.
+        from_client: bool,
     },
     /// No key in the environment.
     #[error(

@@ -136,7 +136,9 @@ pub struct Outcome {
 /// searched) without touching the user's own memory files. Keyword-only unless a local model
 /// is configured: a replay sends nothing over the network.
 pub struct ReplayMemory {
-    dir: tempfile::TempDir,
+    /// `rampart-replay-memory-<pid>-…`, removed at the end, on a signal, or by the next
+    /// start's sweep (see [`crate::scratch`]).
+    dir: crate::scratch::ScratchDir,
     slot: crate::memory::MemorySlot,
 }
 
@@ -145,10 +147,7 @@ impl ReplayMemory {
         if config.memory_engine == crate::config::MEMORY_OFF {
             return None;
         }
-        let dir = match tempfile::Builder::new()
-            .prefix("rampart-replay-memory-")
-            .tempdir()
-        {
+        let dir = match crate::scratch::ScratchDir::create("replay-memory") {
             Ok(dir) => dir,
             Err(e) => {
                 tracing::warn!(error = %e, "no scratch memory for the replay; flushes are not shown");

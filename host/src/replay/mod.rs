@@ -31,7 +31,9 @@
 //!   `--stop-on-error` stops at the first failure instead.
 //! - **Where it writes.** The replay's session goes into a fresh directory: a new session
 //!   registered as `replay-<stem>` in `--sessions-dir` when given (kept), else a temporary
-//!   directory removed at the end unless `--keep` (then its path is printed). Session writes are
+//!   directory removed at the end unless `--keep` (then its path is printed); also when the
+//!   replay is stopped by a signal, or by the next start if it was killed ([`crate::scratch`]).
+//!   Output files follow [`crate::output_file`]: never the transcript. Session writes are
 //!   not fsynced: the session is a reproducible by-product, and fsyncs would dominate the time.
 //! - **Tokens saved.** For each answered call: the tokens of the whole recorded history up to
 //!   that call (system prompt included, counted with the replay's tokenizer) minus the prompt
@@ -51,15 +53,14 @@ pub mod summary;
 pub mod table;
 pub mod tap;
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::Context;
-
 use crate::config::Config;
 use crate::engine::services::EventSink;
+use crate::output_file::{Inputs, OutputFile};
+use crate::terminal::escape;
 
 pub use drive::{EngineChoice, ReplayError, Replayer};
 pub use summary::{Row, Summary};
@@ -101,6 +102,37 @@ pub struct ReplayOptions {
     /// Keep this machine's measurements (wall-clock times, peak memory) in the JSON and the
     /// events; without it both are reproducible byte for byte ([`clock`]).
     pub timings: bool,
+    /// Replace output files that exist (`--overwrite`).
+    pub overwrite: bool,
+    /// What the outputs must not replace besides the transcript, the prices and the sessions
+    /// directory (which [`inputs_of`] adds): `plugins.toml`.
+    pub protect: Inputs,
+}
+
+/// Everything a replay reads, which its outputs must not replace: `options.protect`, the
+/// transcript, the prices, the sessions directory when given.
+pub fn inputs_of(options: &ReplayOptions, sessions_dir: Option<&Path>) -> Inputs {
+    let mut inputs = options.protect.clone();
+    inputs.file("the transcript", &options.input);
+    if let Some(prices) = &options.prices {
+        inputs.file("the --prices file", prices);
+    }
+    if let Some(dir) = sessions_dir {
+        inputs.store(dir);
+    }
+    inputs
+}
+
+/// The replay's own output files, with their flags.
+pub fn outputs_of(options: &ReplayOptions) -> Vec<(&'static str, &Path)> {
+    let mut outputs = Vec::new();
+    if let Some(path) = &options.requests_out {
+        outputs.push(("--requests-out", path.as_path()));
+    }
+    if let Some(path) = &options.report {
+        outputs.push(("--report", path.as_path()));
+    }
+    outputs
 }
 
 /// Runs `rampart replay`: the table (or JSON) on `out`, the files asked for, the exit code.
@@ -118,16 +150,18 @@ pub fn run_command(
     let started = Instant::now();
     let before = std::fs::metadata(&options.input).ok();
 
-    // Output files are opened before anything else: a path that cannot be written is an error
-    // now, not after the last row of a long replay.
+    // Output files are opened before anything else: a path that cannot be written, or that
+    // is an input, is an error now, not after the last row of a long replay (and before the
+    // transcript could be truncated by its own output).
+    let inputs = inputs_of(options, sessions_dir);
+    inputs.check_all(&outputs_of(options), options.overwrite)?;
     let mut requests_out = match &options.requests_out {
-        Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
-            format!(
-                "cannot create the --requests-out file `{}`; check the directory exists and is \
-                 writable",
-                path.display()
-            )
-        })?)),
+        Some(path) => Some(OutputFile::stream(
+            "--requests-out",
+            path,
+            &inputs,
+            options.overwrite,
+        )?),
         None => None,
     };
     let prices = options
@@ -136,12 +170,12 @@ pub fn run_command(
         .map(prices::Prices::read)
         .transpose()?;
     let report_out = match &options.report {
-        Some(path) => Some(File::create(path).with_context(|| {
-            format!(
-                "cannot create the --report file `{}`; check the directory exists and is writable",
-                path.display()
-            )
-        })?),
+        Some(path) => Some(OutputFile::create(
+            "--report",
+            path,
+            &inputs,
+            options.overwrite,
+        )?),
         None => None,
     };
 
@@ -202,8 +236,8 @@ pub fn run_command(
         screen.row(out, row)
     })?;
     screen.finish();
-    if let Some(w) = requests_out.as_mut() {
-        w.flush().context("cannot write the --requests-out file")?;
+    if let Some(w) = requests_out {
+        w.commit()?;
     }
 
     let mut summary = outcome.summary;
@@ -214,16 +248,11 @@ pub fn run_command(
     summary.session_dir = kept.as_ref().map(|p| p.display().to_string());
     summary.peak_rss_bytes = summary::peak_rss_bytes();
 
-    if let (Some(path), Some(mut file)) = (&options.report, report_out) {
+    if let Some(file) = report_out {
         let report_started = Instant::now();
         summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
         let html = report_html::render(&summary, &outcome.rows);
-        file.write_all(html.as_bytes()).with_context(|| {
-            format!(
-                "cannot write the --report file `{}`; check the directory exists and is writable",
-                path.display()
-            )
-        })?;
+        file.write_whole(html.as_bytes())?;
         summary.timings.output_ms += report_started.elapsed().as_secs_f64() * 1e3;
     }
     summary.timings.total_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -232,10 +261,10 @@ pub fn run_command(
     } else {
         table::write_summary(out, &summary)?;
         if let Some(path) = &options.report {
-            writeln!(out, "report: {}", path.display())?;
+            writeln!(out, "report: {}", escape(&path.display().to_string()))?;
         }
         if let Some(path) = &options.requests_out {
-            writeln!(out, "requests: {}", path.display())?;
+            writeln!(out, "requests: {}", escape(&path.display().to_string()))?;
         }
         if let Some(dir) = &kept {
             writeln!(

@@ -44,6 +44,7 @@ use rampart_sessions::store::{SessionStore, StoreError, normalize_key};
 use crate::config::models::SIM_PROVIDER_ID;
 use crate::config::{ApiKind, Config, ModelEntry, ModelName};
 use crate::providers::sim::OverflowWording;
+use crate::scratch::ScratchDir;
 
 /// The window when `--window` is not given: OpenClaw's default context size.
 pub const DEFAULT_WINDOW: u64 = rampart_context::guards::window::DEFAULT_CONTEXT_TOKENS;
@@ -315,39 +316,40 @@ pub struct ReplayDir {
     pub dir: PathBuf,
     /// Its `sessions.json`.
     pub store: SessionStore,
-    /// Whether this is a temporary directory the replay made (and removes unless kept).
-    temporary: bool,
-    keep: bool,
-    done: bool,
+    /// The temporary directory the replay made (removed at the end, on a signal, or by the
+    /// next start's sweep if the process dies; see [`crate::scratch`]); `None` for
+    /// `--sessions-dir`.
+    scratch: Option<ScratchDir>,
 }
 
 impl ReplayDir {
     /// `sessions_dir` when given (created if needed, always kept), else a fresh temporary
-    /// directory, removed at the end unless `keep`.
+    /// directory `rampart-replay-<pid>-…`, removed at the end unless `keep`.
     pub fn prepare(sessions_dir: Option<&Path>, keep: bool) -> Result<Self, SetupError> {
-        let (dir, temporary) = match sessions_dir {
-            Some(d) => (d.to_path_buf(), false),
+        let (dir, scratch) = match sessions_dir {
+            Some(d) => (d.to_path_buf(), None),
             None => {
-                let nanos = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.subsec_nanos())
-                    .unwrap_or(0);
-                let name = format!("rampart-replay-{}-{nanos:09}", std::process::id());
-                let dir = std::env::temp_dir().join(name);
-                std::fs::create_dir(&dir).map_err(|source| SetupError::Dir {
-                    path: dir.clone(),
+                let scratch = ScratchDir::create("replay").map_err(|source| SetupError::Dir {
+                    path: std::env::temp_dir(),
                     source,
                 })?;
-                (dir, true)
+                (scratch.path().to_path_buf(), Some(scratch))
             }
         };
         let store = SessionStore::open(&dir)?;
+        // A directory the user keeps is theirs from the start: not removed if the replay is
+        // stopped, nor swept later.
+        let scratch = match scratch {
+            Some(s) if keep => {
+                s.keep();
+                None
+            }
+            other => other,
+        };
         Ok(Self {
             dir,
             store,
-            temporary,
-            keep,
-            done: false,
+            scratch,
         })
     }
 
@@ -369,34 +371,19 @@ impl ReplayDir {
 
     /// Whether the directory outlives the replay (`--sessions-dir`, or `--keep`).
     pub fn kept(&self) -> bool {
-        !self.temporary || self.keep
+        self.scratch.is_none()
     }
 
     /// Ends the replay's use of the directory: a temporary one is removed unless kept.
     /// Returns the directory when it stays.
     pub fn finish(mut self) -> Option<PathBuf> {
-        self.done = true;
-        if self.temporary && !self.keep {
-            remove(&self.dir);
-            None
-        } else {
-            Some(self.dir.clone())
+        match self.scratch.take() {
+            Some(scratch) => {
+                drop(scratch);
+                None
+            }
+            None => Some(self.dir.clone()),
         }
-    }
-}
-
-impl Drop for ReplayDir {
-    /// A replay that ends early (an error) still removes its temporary directory.
-    fn drop(&mut self) {
-        if !self.done && self.temporary && !self.keep {
-            remove(&self.dir);
-        }
-    }
-}
-
-fn remove(dir: &Path) {
-    if let Err(e) = std::fs::remove_dir_all(dir) {
-        tracing::warn!(dir = %dir.display(), error = %e, "could not remove the replay's temporary directory");
     }
 }
 

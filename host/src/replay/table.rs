@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::drive::Description;
 use super::source::Recorded;
 use super::summary::{Row, Summary};
+use crate::terminal::escape;
 
 /// Replays with at least this many calls get a progress bar.
 pub const PROGRESS_MIN_CALLS: usize = 20;
@@ -147,7 +148,7 @@ pub fn write_header(
     writeln!(
         out,
         "replay: {} ({}{of}; {} messages, {} user turns, {} calls)",
-        recorded.file.display(),
+        escape(&recorded.file.display().to_string()),
         recorded.format,
         recorded.messages.len(),
         recorded.user_turns(),
@@ -168,7 +169,7 @@ pub fn write_header(
         thousands(d.window)
     )?;
     for w in recorded.warnings.iter().take(3) {
-        writeln!(out, "note: {w}")?;
+        writeln!(out, "note: {}", escape(w))?;
     }
     if recorded.warnings.len() > 3 {
         writeln!(out, "note: … and {} more", recorded.warnings.len() - 3)?;
@@ -193,7 +194,7 @@ pub fn format_row(row: &Row) -> String {
         row.tags.join(" ")
     };
     if let Some(agent) = &row.subagent {
-        tags = format!("[subagent {agent}] {tags}");
+        tags = format!("[subagent {}] {tags}", escape(agent));
     }
     format!(
         "{:>5} {:>5} {:>9} {:>7} {:>4}  {tags}",
@@ -260,14 +261,14 @@ pub fn write_summary(out: &mut dyn Write, s: &Summary) -> std::io::Result<()> {
             writeln!(
                 out,
                 "    {} at call {}: {} calls, peak {} tokens, {} compactions{}{}",
-                a.agent_id,
+                escape(&a.agent_id),
                 a.at_parent_call,
                 a.calls,
                 thousands(a.peak_prompt_tokens),
                 a.compactions,
                 a.label
                     .as_ref()
-                    .map(|l| format!(" ({l})"))
+                    .map(|l| format!(" ({})", escape(l)))
                     .unwrap_or_default(),
                 a.error
                     .as_ref()

@@ -15,13 +15,14 @@ use rampart_context::events::{Event, MemoryFlush};
 use rampart_engine_api::memory::MemorySyncParams;
 use rampart_message::{AgentMessage, SharedMessage};
 use rampart_sessions::Session;
+use rampart_sessions::fold::BranchFold;
 use serde_json::json;
 
 use super::{ResolvedModel, Runner};
 use crate::memory::MemorySlot;
 use crate::memory::flush::{
-    FLUSH_ENTRY, MAX_FLUSH_STEPS, answer_tool, append_note, extractive_note, flush_state, note_at,
-    system_prompt, tool_calls, tool_specs, user_prompt,
+    FLUSH_ENTRY, FlushState, MAX_FLUSH_STEPS, answer_tool, append_note, extractive_note,
+    flush_state, note_at, system_prompt, tool_calls, tool_specs, user_prompt,
 };
 use crate::providers::{Forwarded, ModelRequest};
 
@@ -31,6 +32,8 @@ pub struct FlushHook<'a> {
     pub slot: &'a MemorySlot,
     /// The agent workspace the note is appended in.
     pub workspace: PathBuf,
+    /// The branch's compaction cycle and last flush, kept up to date turn by turn.
+    pub branch: BranchFold<FlushState>,
 }
 
 /// What brought the flush check on.
@@ -52,7 +55,11 @@ pub(super) enum FlushTrigger<'p> {
 impl<'a> Runner<'a> {
     /// Flushes durable facts to long-term memory before compactions (see the module docs).
     pub fn with_memory_flush(mut self, slot: &'a MemorySlot, workspace: PathBuf) -> Self {
-        self.memory_flush = Some(FlushHook { slot, workspace });
+        self.memory_flush = Some(FlushHook {
+            slot,
+            workspace,
+            branch: BranchFold::new(),
+        });
         self
     }
 
@@ -66,8 +73,9 @@ impl<'a> Runner<'a> {
         let Some(hook) = &self.memory_flush else {
             return;
         };
+        let slot = hook.slot;
         let settings = &self.settings.compaction.memory_flush;
-        if !settings.enabled || !hook.slot.is_on() {
+        if !settings.enabled || !slot.is_on() {
             return;
         }
         let window = resolved.context_window;
@@ -85,11 +93,20 @@ impl<'a> Runner<'a> {
             reserve,
             settings.soft_threshold_tokens,
         );
-        // The cheap test first: the branch walk below is only for turns near the trigger.
+        // The cheap test first; the branch's state below costs the entries added since the last
+        // turn that looked.
         if tokens < threshold && bytes < settings.force_flush_transcript_bytes {
             return;
         }
-        let (compactions, flushed_in_cycle) = flush_state(session.tree());
+        let Some(hook) = self.memory_flush.as_mut() else {
+            return;
+        };
+        let FlushState {
+            compactions,
+            flushed_in_cycle,
+        } = flush_state(session.tree(), &mut hook.branch);
+        let workspace = hook.workspace.clone();
+        let settings = &self.settings.compaction.memory_flush;
         let decision = flush_decision(
             settings,
             &FlushInput {
@@ -108,8 +125,6 @@ impl<'a> Runner<'a> {
             _ => return,
         };
         let note = note_at(self.now_ms());
-        let workspace = hook.workspace.clone();
-        let slot = hook.slot;
         let mut event = MemoryFlush {
             cycle: compactions,
             reason: reason.to_owned(),

@@ -27,12 +27,13 @@ use std::sync::Arc;
 use rampart_context::compaction::CompactionSettings;
 use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
 use rampart_context::guards::tool_args;
-use rampart_context::guards::tool_loop::guard_tool_loop;
+use rampart_context::guards::tool_loop::guard_tool_loop_with;
 use rampart_context::guards::tool_result::{
     DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, estimate_tool_result_reduction_potential_capped,
 };
 use rampart_context::guards::window::WindowNumbers;
 use rampart_context::hygiene::{self, HygienePolicy};
+use rampart_context::message_memo::MessageMemo;
 use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::protocol::{
     AfterTurnParams, AssembleParams, MaintainParams, ModelRef, SessionRef,
@@ -377,6 +378,17 @@ pub struct Runner<'a> {
     /// Where the pre-compaction memory flush writes ([`Runner::with_memory_flush`]); `None`:
     /// no flush.
     memory_flush: Option<flush::FlushHook<'a>>,
+    /// What the passes over the whole history derive from single messages (hygiene's
+    /// usage-zeroed copies, the tool-loop guard's estimates), kept across turns so that a turn
+    /// costs a lookup per message, not a read of the history's text.
+    memos: PassMemos,
+}
+
+/// The per-message memos of the passes an attempt runs over the whole history.
+#[derive(Debug, Default)]
+struct PassMemos {
+    hygiene: hygiene::HygieneMemo,
+    loop_chars: MessageMemo<usize>,
 }
 
 /// The registry entry a runner keeps up to date, and the changes not yet written to it.
@@ -561,6 +573,7 @@ impl<'a> Runner<'a> {
             prepares_compactions: false,
             memory_flush: None,
             tool_tokens: None,
+            memos: PassMemos::default(),
         }
     }
 
@@ -1116,7 +1129,7 @@ impl<'a> Runner<'a> {
         let history = session.context().into_list();
         let mut policy = HygienePolicy::for_provider(resolved.family);
         policy.history_limit = self.settings.history_limit;
-        let (clean, report) = hygiene::run(&history, &policy);
+        let (clean, report) = hygiene::run_with(&history, &policy, &self.memos.hygiene);
         if changes_the_request(&report) {
             self.events.emit(Event::Hygiene(Hygiene {
                 stage: "history".into(),
@@ -1159,7 +1172,7 @@ impl<'a> Runner<'a> {
         let (list, report) = if MessageList::same_list(&list, &clean) {
             (list, Default::default())
         } else {
-            hygiene::run(&list, &policy)
+            hygiene::run_with(&list, &policy, &self.memos.hygiene)
         };
         if changes_the_request(&report) {
             self.events.emit(Event::Hygiene(Hygiene {
@@ -1187,19 +1200,20 @@ impl<'a> Runner<'a> {
                     report: None,
                 }));
         }
-        let (list, loop_overflow) = match guard_tool_loop(&list, window) {
-            Ok((list, report)) => {
-                if !report.truncated.is_empty() {
-                    self.events
-                        .emit(Event::ToolLoopTruncation(ToolLoopTruncation {
-                            arguments: None,
-                            report: serde_json::to_value(&report).ok(),
-                        }));
+        let (list, loop_overflow) =
+            match guard_tool_loop_with(&list, window, &self.memos.loop_chars) {
+                Ok((list, report)) => {
+                    if !report.truncated.is_empty() {
+                        self.events
+                            .emit(Event::ToolLoopTruncation(ToolLoopTruncation {
+                                arguments: None,
+                                report: serde_json::to_value(&report).ok(),
+                            }));
+                    }
+                    (list, None)
                 }
-                (list, None)
-            }
-            Err(overflow) => (list, Some(overflow.to_string())),
-        };
+                Err(overflow) => (list, Some(overflow.to_string())),
+            };
 
         let tools = self.tool_schema_tokens(counter);
         let tokens = request_tokens(counter, system.as_deref(), &list, tools);

@@ -7,6 +7,7 @@ use rampart_message::AgentMessage;
 use rampart_sessions::import::api_request::{from_anthropic_messages, from_openai_chat};
 use serde_json::Value;
 
+use super::request_checks::{self, Api, FieldError};
 use crate::providers::ToolSpec;
 
 /// The API a client speaks; its answers and errors are written in the same.
@@ -56,6 +57,12 @@ pub struct ClientRequest {
 #[error("{0}")]
 pub struct BadRequest(pub String);
 
+impl From<FieldError> for BadRequest {
+    fn from(e: FieldError) -> Self {
+        Self(e.0)
+    }
+}
+
 /// Decodes `body`, sent in `wire`, at `now_ms`.
 pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, BadRequest> {
     let Some(obj) = body.as_object() else {
@@ -71,10 +78,17 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         .get("messages")
         .and_then(Value::as_array)
         .ok_or_else(|| BadRequest("`messages` is required: an array of messages".into()))?;
+    // Every field read below has its documented type, or the request is refused naming it.
+    let api = match wire {
+        Wire::OpenAi | Wire::Responses => Api::OpenAiChat,
+        Wire::Anthropic => Api::Anthropic,
+    };
+    request_checks::check(api, obj)?;
     let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let max_tokens = ["max_tokens", "max_completion_tokens"]
-        .iter()
-        .find_map(|k| obj.get(*k).and_then(Value::as_u64));
+    let max_tokens = match request_checks::output_tokens(obj, "max_tokens")? {
+        Some(n) => Some(n),
+        None => request_checks::output_tokens(obj, "max_completion_tokens")?,
+    };
     let mut warnings = Vec::new();
     let (conversation, tools) = match wire {
         Wire::OpenAi | Wire::Responses => (
@@ -170,7 +184,7 @@ pub fn responses_as_chat(body: &Value) -> Result<(Value, Vec<String>), BadReques
         chat.remove(field);
     }
     chat.insert("messages".into(), Value::Array(messages));
-    if let Some(max) = obj.get("max_output_tokens").and_then(Value::as_u64) {
+    if let Some(max) = request_checks::output_tokens(obj, "max_output_tokens")? {
         chat.insert("max_tokens".into(), json!(max));
     }
     if let Some(tools) = obj.get("tools").and_then(Value::as_array) {

@@ -4,19 +4,27 @@
 //! - [`identity`]: which conversation a request belongs to, from its headers and body;
 //! - [`history`]: where the history a client re-sends continues the stored tree;
 //! - [`inbound`]: a client request decoded once into types;
+//! - [`request_checks`]: the types a request's fields must have, checked before conversion;
 //! - [`conversations`]: which stored conversation a request continues, opened and held;
 //! - [`outbound`]: the answer and errors in the client's wire, JSON or stream;
 //! - [`metrics`]: `GET /metrics`;
+//! - [`guard`]: Host, Origin, token and body checks before any handler;
+//! - [`listener`]: the accept loop: bounded connections, header timeouts, a drain deadline;
+//! - [`store`]: the store conversations live in (a directory, or PostgreSQL for replicas);
 //! - [`server`]: the routes, admission, and a request's way through the run loop.
 //!
 //! The README's `rampart serve` section describes the conversation rule, client set-up, and
 //! what a replica keeps in memory.
 
 pub mod conversations;
+pub mod guard;
 pub mod history;
 pub mod identity;
 pub mod inbound;
+pub mod listener;
 pub mod metrics;
 pub mod outbound;
 pub mod registry_writes;
+pub mod request_checks;
 pub mod server;
+pub mod store;

@@ -582,6 +582,7 @@ fn responses_error_code(kind: ErrorKind) -> &'static str {
         ErrorKind::Authentication => "invalid_api_key",
         ErrorKind::RateLimit | ErrorKind::Overloaded => "rate_limit_exceeded",
         ErrorKind::Upstream | ErrorKind::Server => "server_error",
+        ErrorKind::Forbidden => "forbidden",
     }
 }
 
@@ -872,6 +873,8 @@ pub enum ErrorKind {
     Server,
     /// Overloaded: the queue is full.
     Overloaded,
+    /// Refused whoever sent it: a foreign `Host` or a browser `Origin` not allowed.
+    Forbidden,
 }
 
 /// An error body in `wire`'s own shape.
@@ -886,6 +889,7 @@ pub fn error_body(wire: Wire, kind: ErrorKind, message: &str) -> Value {
                 }
                 ErrorKind::Upstream => ("api_error", json!("upstream_error")),
                 ErrorKind::Server => ("server_error", Value::Null),
+                ErrorKind::Forbidden => ("invalid_request_error", json!("forbidden")),
             };
             json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
         }
@@ -896,6 +900,7 @@ pub fn error_body(wire: Wire, kind: ErrorKind, message: &str) -> Value {
                 ErrorKind::RateLimit => "rate_limit_error",
                 ErrorKind::Upstream | ErrorKind::Server => "api_error",
                 ErrorKind::Overloaded => "overloaded_error",
+                ErrorKind::Forbidden => "permission_error",
             };
             json!({"type": "error", "error": {"type": kind, "message": message}})
         }

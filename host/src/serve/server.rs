@@ -81,6 +81,8 @@ pub struct ServerState {
     registry: Arc<super::registry_writes::RegistryBatcher>,
     /// The system prompt's sources, when `serve.systemPrompt` asks for Rampart's prompt.
     prompt: Option<PromptAssembler>,
+    /// What the request guard checks before a handler runs ([`super::guard`]).
+    guard: Arc<super::guard::Guard>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -118,7 +120,13 @@ impl ServerState {
                 .unwrap_or_else(|| std::path::PathBuf::from("sessions"));
             PromptAssembler::new(&config, &sessions_dir)
         });
+        let guard = Arc::new(super::guard::Guard {
+            settings: serve.clone(),
+            bound: super::guard::Bound::default(),
+            max_body: MAX_BODY_BYTES,
+        });
         Ok(Self {
+            guard,
             prompt,
             lanes: Lanes::new(serve.max_concurrent),
             limit: serve.max_concurrent + serve.max_queue,
@@ -171,17 +179,36 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // Host, Origin, token, content type and the body read: before any handler.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&state.guard),
+            super::guard::guard,
+        ))
         .with_state(state)
 }
 
-/// Serves `state` on `listener` until SIGTERM or Ctrl-C, then lets requests in flight finish.
+/// Serves `state` on `listener` until SIGTERM or Ctrl-C, then lets requests in flight finish
+/// within `serve.drainTimeoutMs` ([`super::listener`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<ServerState>,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await
+    if let Ok(addr) = listener.local_addr() {
+        state.guard.bound.set(addr);
+    }
+    let settings = &state.config.serve;
+    let limits = super::listener::Limits {
+        max_connections: settings.max_connections,
+        header_timeout: settings.header_timeout,
+        drain_timeout: settings.drain_timeout,
+    };
+    super::listener::serve(
+        listener,
+        router(Arc::clone(&state)),
+        limits,
+        shutdown_signal(),
+    )
+    .await
 }
 
 async fn shutdown_signal() {
@@ -228,6 +255,8 @@ pub fn run_blocking(
         anyhow::Ok(())
     });
     state.shutdown();
+    // Turns still running on the blocking pool are left behind at the drain deadline.
+    runtime.shutdown_timeout(state.config.serve.drain_timeout);
     result
 }
 
@@ -342,12 +371,45 @@ async fn models(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Re
     response
 }
 
+/// `GET /healthz`: the engine, and whether the store answers (a round trip to a database
+/// store, on the blocking pool). 503 with `Retry-After` while it does not, so a load balancer
+/// sends conversations to a replica that can store them.
 async fn healthz(State(state): State<Arc<ServerState>>) -> Response {
-    state.metrics.request("healthz", 200);
-    json_response(
-        StatusCode::OK,
-        json!({"status": "ok", "engine": state.slot.configured_id()}),
-    )
+    let store = Arc::clone(&state.store);
+    let health = tokio::task::spawn_blocking(move || store.health()).await;
+    let (status, store) = match health {
+        Ok(h) => {
+            let mut fields = h.detail;
+            fields.insert("backend".into(), json!(h.backend));
+            fields.insert("reachable".into(), json!(h.reachable));
+            let status = if h.reachable {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            (status, Value::Object(fields))
+        }
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"reachable": false, "error": e.to_string()}),
+        ),
+    };
+    state.metrics.request("healthz", status.as_u16());
+    let word = if status == StatusCode::OK {
+        "ok"
+    } else {
+        "unavailable"
+    };
+    let mut response = json_response(
+        status,
+        json!({"status": word, "engine": state.slot.configured_id(), "store": store}),
+    );
+    if status != StatusCode::OK {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+    }
+    response
 }
 
 async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
@@ -523,7 +585,7 @@ async fn conversation_request(
     }
     match join.await {
         Ok(Ok(answer)) => answer.into_response(state),
-        Ok(Err(failure)) => error_response(wire, failure.status, failure.kind, &failure.message),
+        Ok(Err(failure)) => failure.into_response(wire),
         Err(e) => error_response(
             wire,
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -745,6 +807,8 @@ struct Failure {
     status: StatusCode,
     kind: ErrorKind,
     message: String,
+    /// The upstream's `Retry-After`, passed on with its 429.
+    retry_after: Option<std::time::Duration>,
 }
 
 impl Failure {
@@ -753,7 +817,21 @@ impl Failure {
             status,
             kind,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// The failure in the client's wire, with the upstream's `Retry-After` (whole seconds,
+    /// rounded up) when it sent one.
+    fn into_response(self, wire: Wire) -> Response {
+        let mut response = error_response(wire, self.status, self.kind, &self.message);
+        if let Some(after) = self.retry_after {
+            let seconds = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
@@ -1126,11 +1204,15 @@ fn provider_failure(e: &ProviderError) -> Failure {
         ),
         ProviderError::Cancelled { .. } => (502, ErrorKind::Upstream),
     };
-    Failure::new(
+    let mut failure = Failure::new(
         StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
         kind,
         e.to_string(),
-    )
+    );
+    if let ProviderError::RateLimited { retry_after, .. } = e {
+        failure.retry_after = *retry_after;
+    }
+    failure
 }
 
 fn turn_failure(e: &TurnError) -> Failure {
@@ -1189,17 +1271,17 @@ fn authorize(
     });
     let api_key = value("x-api-key");
     let token = state.config.serve.auth_token.as_deref();
-    if let Some(token) = token {
-        let presented = [value("x-rampart-token"), bearer.clone(), api_key.clone()];
-        if !presented.iter().flatten().any(|v| v == token) {
-            return Err(error_response(
-                wire,
-                StatusCode::UNAUTHORIZED,
-                ErrorKind::Authentication,
-                "this rampart serve requires its token (`serve.authToken`): send it as \
-                 `x-rampart-token`, `Authorization: Bearer` or `x-api-key`",
-            ));
-        }
+    // The guard checked it before the body was read; checked again here so that no handler
+    // depends on the layer being in place.
+    if let Some(token) = token
+        && !super::guard::carries_token(headers, token)
+    {
+        return Err(error_response(
+            wire,
+            StatusCode::UNAUTHORIZED,
+            ErrorKind::Authentication,
+            super::guard::TOKEN_REQUIRED,
+        ));
     }
     let not_token = |k: &String| Some(k.as_str()) != token;
     // An Anthropic client's bearer token (with no `x-api-key` beside it) stays a bearer token

@@ -17,7 +17,9 @@
 //! API in short:
 //! - [`Loopback::start`], [`Loopback::url`] (`http://127.0.0.1:PORT/v1`), [`Loopback::push`],
 //!   [`Loopback::requests`], [`Loopback::request_count`], [`Loopback::pending`];
-//!   dropping the server stops it.
+//!   dropping the server stops it. [`Loopback::scripted`]: a server that, once its queue is
+//!   empty, answers each request with what a function of that request says (a scripted model
+//!   for clients whose requests the test cannot predict, such as real agents).
 //! - [`Reply::json`], [`Reply::text`], [`Reply::sse`], [`Reply::truncated_sse`],
 //!   [`Reply::hang`], [`Reply::close`], and [`Reply::with_header`] on any of them.
 //! - Ready-made answers: [`openai_text_stream`], [`openai_tool_call_stream`], [`openai_stream`],
@@ -42,11 +44,15 @@ pub struct Loopback {
     accept: Option<JoinHandle<()>>,
 }
 
+/// Answers a request the queue has no reply for.
+type Responder = Box<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct State {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
     stop: AtomicBool,
+    responder: Option<Responder>,
 }
 
 /// One request the server received.
@@ -207,9 +213,21 @@ impl Reply {
 impl Loopback {
     /// Starts a server on an ephemeral port of 127.0.0.1.
     pub fn start() -> Self {
+        Self::start_with(None)
+    }
+
+    /// Starts a server that answers with `responder` whenever no queued reply is left.
+    pub fn scripted(responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        Self::start_with(Some(Box::new(responder)))
+    }
+
+    fn start_with(responder: Option<Responder>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
-        let state = Arc::new(State::default());
+        let state = Arc::new(State {
+            responder,
+            ..State::default()
+        });
         let accept_state = Arc::clone(&state);
         let accept = std::thread::Builder::new()
             .name("loopback-accept".into())
@@ -303,6 +321,7 @@ fn serve(stream: TcpStream, state: &State) -> std::io::Result<()> {
         return Ok(()); // the wake-up connection of Drop, or a client that gave up
     };
     let reply = state.replies.lock().unwrap().pop_front();
+    let reply = reply.or_else(|| state.responder.as_ref().map(|answer| answer(&request)));
     state.requests.lock().unwrap().push(request);
     let reply = reply.unwrap_or_else(|| {
         Reply::json(

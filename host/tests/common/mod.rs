@@ -1,6 +1,8 @@
 //! Helpers shared by the end-to-end tests: finding the engine libraries cargo built next to the
 //! test binary, writing configs, and running the `rampart` binary.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+pub mod agent_model;
+pub mod agents;
 pub mod loopback;
 
 use std::path::{Path, PathBuf};

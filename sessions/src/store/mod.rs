@@ -18,6 +18,7 @@
 //!   column, and tells the user to fix or move it.
 //! - **Unknown fields are kept** verbatim (see [`SessionEntry::extra`]).
 
+pub mod conformance;
 mod disk;
 pub mod shared;
 mod types;
@@ -245,6 +246,30 @@ pub enum StoreError {
     /// A session of the store could not be created or opened.
     #[error(transparent)]
     Session(Box<crate::SessionError>),
+    /// A shared store's database could not be reached (down, restarting, out of
+    /// connections, or the network): nothing was changed, and the same call may succeed later.
+    #[error(
+        "the session store `{}` is unreachable: {reason}. Nothing was changed; retry later, and \
+         check that the database is running and reachable from this machine",
+        store.display()
+    )]
+    Unavailable {
+        /// The store, as [`shared::SharedStore::describe`] names it (never with a password).
+        store: PathBuf,
+        /// What the client library said.
+        reason: String,
+    },
+    /// A shared store's database refused an operation (a constraint, a permission, a query it
+    /// could not run). Retrying the same call gives the same answer.
+    #[error("the session store `{}` could not {operation}: {reason}", store.display())]
+    Database {
+        /// The store, as [`shared::SharedStore::describe`] names it (never with a password).
+        store: PathBuf,
+        /// What was being done, as a verb phrase ("read the registry").
+        operation: &'static str,
+        /// What the database said.
+        reason: String,
+    },
     /// The map could not be turned into JSON (not expected: every value is JSON already).
     #[error("cannot serialise the session registry `{}`: {source}", path.display())]
     Serialize {
@@ -253,6 +278,23 @@ pub enum StoreError {
         /// What serde_json said.
         source: serde_json::Error,
     },
+}
+
+impl StoreError {
+    /// Whether the store could not be reached, so the same call may succeed later: a
+    /// [`StoreError::Unavailable`], or a session read or append whose medium lost its
+    /// connection (an I/O error of kind [`io::ErrorKind::NotConnected`]). A server answers
+    /// these with "try again" (503) instead of a failure of the request itself.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unavailable { .. } => true,
+            Self::Session(error) => matches!(
+                error.as_ref(),
+                crate::SessionError::Io { source, .. } if source.kind() == io::ErrorKind::NotConnected
+            ),
+            _ => false,
+        }
+    }
 }
 
 /// A handle on one sessions directory's registry.
@@ -330,7 +372,7 @@ impl SessionStore {
     /// in the middle of a turn.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|source| StoreError::CreateDir {
+        crate::fsutil::create_private_dir_all(&dir).map_err(|source| StoreError::CreateDir {
             dir: dir.clone(),
             source,
         })?;
@@ -762,7 +804,20 @@ fn normalize_map_keys(path: &Path, map: &mut SessionMap) {
     }
 }
 
-/// An answer's usage, as [`SessionStore::record_usage`] documents it.
+/// Applies `changes` to `entry` in order and bumps its `updatedAt` (never backwards): what
+/// [`SessionStore::record`] does to an entry, public so every [`shared::SharedStore`] backend
+/// (a database store too) follows the one rule instead of a copy of it.
+pub fn apply_changes(
+    entry: &mut SessionEntry,
+    changes: Vec<RegistryChange>,
+    keep_checkpoints: usize,
+) {
+    for change in changes {
+        apply_change(entry, change, keep_checkpoints);
+    }
+    entry.updated_at = entry.updated_at.max(now_unix_ms());
+}
+
 /// One registry change applied to an entry (the one rule every store follows).
 fn apply_change(entry: &mut SessionEntry, change: RegistryChange, keep_checkpoints: usize) {
     match change {

@@ -41,9 +41,26 @@ pub type EntryFields = serde_json::Map<String, Value>;
 /// Chooses the key of a new session, told which keys are taken (`taken(key)`).
 pub type PickKey<'a> = dyn FnMut(&dyn Fn(&str) -> bool) -> String + 'a;
 
+/// How a store stands now, as a server's health check reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreHealth {
+    /// The kind of store: `files`, `memory` or `postgres`.
+    pub backend: &'static str,
+    /// Whether it answered just now. A server that cannot reach its store cannot serve
+    /// conversations, and says so to its load balancer.
+    pub reachable: bool,
+    /// What the store tells about itself (its name, latency, pool figures, or why it did
+    /// not answer), as JSON fields.
+    pub detail: serde_json::Map<String, Value>,
+}
+
 /// The registry and the sessions it names, as every process serving them sees them (see the
 /// module docs).
 pub trait SharedStore: Send + Sync + Debug {
+    /// Whether the store answers now, and what it says about itself (for `/healthz`). May
+    /// take a round trip to a database.
+    fn health(&self) -> StoreHealth;
+
     /// What errors call this store (the registry file, or the store's name).
     fn describe(&self) -> &Path;
 
@@ -115,6 +132,23 @@ fn session_error(e: SessionError) -> StoreError {
 }
 
 impl SharedStore for SessionStore {
+    fn health(&self) -> StoreHealth {
+        let mut detail = serde_json::Map::new();
+        detail.insert(
+            "registry".into(),
+            Value::from(self.path().display().to_string()),
+        );
+        let read = self.snapshot();
+        if let Err(e) = &read {
+            detail.insert("error".into(), Value::from(e.to_string()));
+        }
+        StoreHealth {
+            backend: "files",
+            reachable: read.is_ok(),
+            detail,
+        }
+    }
+
     fn describe(&self) -> &Path {
         self.path()
     }
@@ -257,6 +291,14 @@ impl MemoryStore {
 const MEMORY_NAME: &str = "<memory store>";
 
 impl SharedStore for MemoryStore {
+    fn health(&self) -> StoreHealth {
+        StoreHealth {
+            backend: "memory",
+            reachable: true,
+            detail: serde_json::Map::new(),
+        }
+    }
+
     fn describe(&self) -> &Path {
         Path::new(MEMORY_NAME)
     }

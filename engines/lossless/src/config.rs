@@ -1,0 +1,194 @@
+//! The engine's `plugins.engines.lossless.config` table, read once at construction.
+//!
+//! Why strict: a misspelt key would silently leave a default in force (a threshold, a spend
+//! limit), so unknown keys and values of the wrong type are refused with the key's name.
+
+use std::path::PathBuf;
+
+use rampart_engine_api::{EngineError, ErrorKind};
+use serde::Deserialize;
+
+/// Every setting of the engine, with the defaults of lossless-claw unless noted.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct Config {
+    /// Directory holding one SQLite database per agent. Default: `$XDG_STATE_HOME/rampart/lossless`
+    /// or `~/.local/state/rampart/lossless`.
+    pub state_dir: Option<PathBuf>,
+    /// Fraction of the token budget above which a sweep runs (strictly above).
+    pub context_threshold: f64,
+    /// Raw messages always kept verbatim at the end of the context.
+    pub fresh_tail_count: usize,
+    /// Optional token cap on the fresh tail (the newest user message is always kept).
+    pub fresh_tail_max_tokens: Option<u64>,
+    /// Source tokens per leaf and per condensation run.
+    pub leaf_chunk_tokens: u64,
+    /// Summaries of depth 0 needed to condense into depth 1.
+    pub leaf_min_fanout: usize,
+    /// Summaries of depth 1 or more needed to condense one level up.
+    pub condensed_min_fanout: usize,
+    /// Fanout used by the pressure loop, when routine condensation was not enough.
+    pub condensed_min_fanout_hard: usize,
+    /// Deepest source depth routine condensation works on (-1: unlimited).
+    pub sweep_max_depth: i64,
+    /// Summariser passes per sweep; the next sweep continues where one stopped.
+    pub max_sweep_iterations: usize,
+    /// Wall-clock bound of one sweep, in milliseconds.
+    pub sweep_deadline_ms: u64,
+    /// Target size of a leaf summary.
+    pub leaf_target_tokens: u64,
+    /// Target size of a condensed summary.
+    pub condensed_target_tokens: u64,
+    /// Summaries larger than this many times their target are cut.
+    pub summary_max_overage_factor: u64,
+    /// Size of the deterministic fallback summary (values below 64 are raised to 64).
+    pub fallback_max_tokens: u64,
+    /// Tool outputs above this many tokens are stored aside and referenced by id in summaries.
+    /// Lower than lossless-claw's 25,000 because tool-heavy sessions otherwise stay raw (§6.17).
+    pub large_tool_output_tokens: u64,
+    /// Budget assumed when the host states none.
+    pub default_token_budget: u64,
+    /// `host` (the host's `llm.complete`, extractive when it has no model) or `extractive`.
+    pub summarizer: String,
+    /// The model summaries are asked of (`provider/model`); empty lets the host choose.
+    pub summary_model: String,
+    /// Text appended to every summariser prompt.
+    pub custom_instructions: String,
+    /// Spend guard: window of the call count, in milliseconds.
+    pub summary_call_window_ms: u64,
+    /// Spend guard: calls allowed per window and session.
+    pub summary_max_calls_per_window: usize,
+    /// Spend guard: how long calls are refused once the limit is hit.
+    pub summary_spend_backoff_ms: u64,
+    /// Consecutive auth failures that open the circuit breaker.
+    pub circuit_breaker_threshold: u32,
+    /// How long the open breaker refuses calls.
+    pub circuit_breaker_cooldown_ms: u64,
+    /// Per-call timeout of the summariser, in milliseconds.
+    pub summary_timeout_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            state_dir: None,
+            context_threshold: 0.75,
+            fresh_tail_count: 64,
+            fresh_tail_max_tokens: None,
+            leaf_chunk_tokens: 20_000,
+            leaf_min_fanout: 8,
+            condensed_min_fanout: 4,
+            condensed_min_fanout_hard: 2,
+            sweep_max_depth: 1,
+            max_sweep_iterations: 12,
+            sweep_deadline_ms: 120_000,
+            leaf_target_tokens: 2_400,
+            condensed_target_tokens: 2_000,
+            summary_max_overage_factor: 3,
+            fallback_max_tokens: 512,
+            large_tool_output_tokens: 8_000,
+            default_token_budget: 128_000,
+            summarizer: "host".into(),
+            summary_model: String::new(),
+            custom_instructions: String::new(),
+            summary_call_window_ms: 600_000,
+            summary_max_calls_per_window: 24,
+            summary_spend_backoff_ms: 1_800_000,
+            circuit_breaker_threshold: 5,
+            circuit_breaker_cooldown_ms: 1_800_000,
+            summary_timeout_ms: 60_000,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the config table; an error names the key and what is accepted.
+    pub fn from_json(value: &serde_json::Value) -> Result<Self, EngineError> {
+        let value = if value.is_null() {
+            serde_json::json!({})
+        } else {
+            value.clone()
+        };
+        let config: Config = serde_json::from_value(value).map_err(|e| {
+            invalid(format!(
+                "plugins.engines.lossless.config: {e} (see engines/lossless/README.md for the keys)"
+            ))
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), EngineError> {
+        if !(self.context_threshold > 0.0 && self.context_threshold <= 1.0) {
+            return Err(invalid(format!(
+                "plugins.engines.lossless.config.contextThreshold must be in (0, 1], found {}",
+                self.context_threshold
+            )));
+        }
+        if self.leaf_chunk_tokens == 0 || self.default_token_budget == 0 {
+            return Err(invalid(
+                "plugins.engines.lossless.config.leafChunkTokens and defaultTokenBudget must be \
+                 positive"
+                    .to_string(),
+            ));
+        }
+        if self.condensed_min_fanout_hard < 2 {
+            return Err(invalid(
+                "plugins.engines.lossless.config.condensedMinFanoutHard must be at least 2 (a lone \
+                 summary never condenses)"
+                    .to_string(),
+            ));
+        }
+        if !matches!(self.summarizer.as_str(), "host" | "extractive") {
+            return Err(invalid(format!(
+                "plugins.engines.lossless.config.summarizer must be \"host\" or \"extractive\", \
+                 found {:?}",
+                self.summarizer
+            )));
+        }
+        Ok(())
+    }
+
+    /// The state directory in effect: the configured one, else the user's state directory.
+    pub fn resolved_state_dir(&self) -> Result<PathBuf, EngineError> {
+        if let Some(dir) = &self.state_dir {
+            return Ok(dir.clone());
+        }
+        if let Some(xdg) = std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+            return Ok(PathBuf::from(xdg).join("rampart").join("lossless"));
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            return Ok(PathBuf::from(home)
+                .join(".local")
+                .join("state")
+                .join("rampart")
+                .join("lossless"));
+        }
+        Err(invalid(
+            "the lossless engine has no state directory: set plugins.engines.lossless.config.\
+             stateDir (neither XDG_STATE_HOME nor HOME is set)"
+                .to_string(),
+        ))
+    }
+
+    /// The fallback size in effect (at least 64 tokens).
+    pub fn fallback_tokens(&self) -> u64 {
+        self.fallback_max_tokens.max(64)
+    }
+
+    /// The summary-prefix size above which condensation runs, for a budget.
+    pub fn summary_prefix_target(&self, budget: u64) -> u64 {
+        let half = (0.5 * self.context_threshold * budget as f64).floor() as u64;
+        self.condensed_target_tokens
+            .max(self.leaf_chunk_tokens.min(half))
+    }
+
+    /// The stored-token count above which a sweep runs: `floor(threshold × budget)`.
+    pub fn threshold_tokens(&self, budget: u64) -> u64 {
+        (self.context_threshold * budget as f64).floor() as u64
+    }
+}
+
+fn invalid(message: String) -> EngineError {
+    EngineError::new(ErrorKind::InvalidParams, message)
+}

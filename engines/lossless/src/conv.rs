@@ -1,0 +1,393 @@
+//! One conversation in memory: its context items (what the model sees before the budget),
+//! kept in step with the database, and how new messages from the session are persisted.
+//!
+//! Why a cache: a turn must cost a walk over the items near the end, not a rescan of a
+//! million stored tokens. The items are loaded once per process and updated in place by
+//! ingest and by the DAG passes, each of which also writes them through.
+
+use rampart_engine_api::message::{Content, ContentBlock};
+use rampart_engine_api::tokens::estimate_message_tokens;
+use rampart_engine_api::{AgentMessage, EngineError, SharedMessage};
+use rusqlite::params;
+
+use crate::store::{Store, db};
+use crate::text::{hash_hex, hash64, text_tokens};
+
+/// What a context item refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemRef {
+    /// A raw message: its position in the session branch and its row id.
+    Message {
+        /// Position in the session's branch (0-based), which is also its index in the
+        /// messages the host passes to `assemble`.
+        seq: u64,
+        /// Row id in `messages`.
+        id: i64,
+    },
+    /// A summary node.
+    Summary {
+        /// `sum_…` id.
+        id: String,
+        /// 0 for a leaf.
+        depth: u32,
+    },
+}
+
+/// The role class of an item, which the fresh tail and the tool-unit rules need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A user message.
+    User,
+    /// An assistant message that calls tools (opens a unit).
+    AssistantCalls,
+    /// A tool result (belongs to the unit before it).
+    ToolResult,
+    /// Anything else, summaries included.
+    Other,
+}
+
+/// One context item with its cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// What it is.
+    pub what: ItemRef,
+    /// Estimated tokens as the model sees it (rendered, for a summary).
+    pub tokens: u64,
+    /// Role class.
+    pub role: Role,
+}
+
+impl Item {
+    /// True for a summary item.
+    pub fn is_summary(&self) -> bool {
+        matches!(self.what, ItemRef::Summary { .. })
+    }
+}
+
+/// One conversation's state.
+#[derive(Debug, Clone)]
+pub struct Conv {
+    /// Row id in `conversations`.
+    pub id: i64,
+    /// The agent whose database holds it.
+    pub agent: String,
+    /// Context items in order.
+    pub items: Vec<Item>,
+    /// How many messages of the session are stored (the next seq).
+    pub stored: u64,
+    /// Identity hash of the newest stored message, the anchor checked on every turn.
+    pub last_hash: Option<u64>,
+}
+
+impl Conv {
+    /// Sum of the items' tokens: what the context would cost unbudgeted.
+    pub fn stored_tokens(&self) -> u64 {
+        self.items.iter().map(|i| i.tokens).sum()
+    }
+}
+
+/// The class of a message for the tail and unit rules.
+pub fn role_of(message: &AgentMessage) -> Role {
+    match message {
+        AgentMessage::User(_) => Role::User,
+        AgentMessage::ToolResult(_) => Role::ToolResult,
+        m if m.tool_calls().next().is_some() => Role::AssistantCalls,
+        _ => Role::Other,
+    }
+}
+
+/// The identity of a message: a hash of its JSON, so the same message always matches.
+pub fn identity(message: &AgentMessage) -> Result<(u64, String), EngineError> {
+    let json = serde_json::to_string(message).map_err(|e| db("encode a message", e))?;
+    Ok((hash64(&[json.as_bytes()]), json))
+}
+
+/// Loads a conversation's items from the database.
+pub fn load(store: &Store, id: i64, agent: &str) -> Result<Conv, EngineError> {
+    let conn = store.conn();
+    let mut stmt = conn
+        .prepare(
+            "SELECT c.message_id, m.seq, m.raw_json, m.token_count, c.summary_id, s.depth, \
+                    s.token_count \
+             FROM context_items c \
+             LEFT JOIN messages m ON m.message_id = c.message_id \
+             LEFT JOIN summaries s ON s.summary_id = c.summary_id \
+             WHERE c.conversation_id = ?1 ORDER BY c.ordinal",
+        )
+        .map_err(|e| db("prepare loading items", e))?;
+    let rows = stmt
+        .query_map([id], |r| {
+            Ok((
+                r.get::<_, Option<i64>>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<i64>>(5)?,
+            ))
+        })
+        .map_err(|e| db("load items", e))?;
+    let mut items = Vec::new();
+    for row in rows {
+        let (mid, seq, raw, tokens, sid, depth) = row.map_err(|e| db("read an item", e))?;
+        match (mid, sid) {
+            (Some(mid), _) => {
+                let role = raw
+                    .as_deref()
+                    .and_then(|r| serde_json::from_str::<AgentMessage>(r).ok())
+                    .map(|m| role_of(&m))
+                    .unwrap_or(Role::Other);
+                items.push(Item {
+                    what: ItemRef::Message {
+                        seq: seq.unwrap_or(0) as u64,
+                        id: mid,
+                    },
+                    tokens: tokens.unwrap_or(0) as u64,
+                    role,
+                });
+            }
+            (None, Some(sid)) => {
+                let depth = depth.unwrap_or(0) as u32;
+                let tokens = crate::render::rendered_tokens(store, &sid)?;
+                items.push(Item {
+                    what: ItemRef::Summary { id: sid, depth },
+                    tokens,
+                    role: Role::Other,
+                });
+            }
+            (None, None) => {}
+        }
+    }
+    let last: Option<(i64, String)> = conn
+        .query_row(
+            "SELECT seq, identity_hash FROM messages WHERE conversation_id = ?1 \
+             ORDER BY seq DESC LIMIT 1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok();
+    Ok(Conv {
+        id,
+        agent: agent.to_string(),
+        items,
+        stored: last.as_ref().map(|(s, _)| *s as u64 + 1).unwrap_or(0),
+        last_hash: last.and_then(|(_, h)| u64::from_str_radix(&h, 16).ok()),
+    })
+}
+
+/// What [`reconcile`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reconciled {
+    /// Messages appended.
+    pub appended: u64,
+    /// True when the store disagreed with the session and was rebuilt from it.
+    pub rebuilt: bool,
+}
+
+/// Brings the store in line with the session's branch `messages`: appends what is new. When
+/// the newest stored message is not where the session has it (a lost, damaged or foreign
+/// database, or a branch switch), the conversation is rebuilt from the session: the session
+/// is the record, never the other way round. Costs O(new messages) on a normal turn.
+pub fn reconcile(
+    store: &mut Store,
+    conv: &mut Conv,
+    messages: &[SharedMessage],
+    large_tool_output_tokens: u64,
+    now_ms: u64,
+) -> Result<Reconciled, EngineError> {
+    let mut out = Reconciled::default();
+    let n = conv.stored as usize;
+    let agrees = if n == 0 {
+        true
+    } else if messages.len() < n {
+        false
+    } else {
+        Some(identity(&messages[n - 1])?.0) == conv.last_hash
+    };
+    if !agrees {
+        store.clear_conversation(conv.id)?;
+        conv.items.clear();
+        conv.stored = 0;
+        conv.last_hash = None;
+        out.rebuilt = true;
+    }
+    let start = conv.stored as usize;
+    if start >= messages.len() {
+        return Ok(out);
+    }
+    let tx = store
+        .conn_mut()
+        .transaction()
+        .map_err(|e| db("begin ingest", e))?;
+    let first_ordinal = conv.items.len() as i64;
+    for (ordinal, (seq, message)) in (first_ordinal..).zip(messages.iter().enumerate().skip(start))
+    {
+        let (hash, json) = identity(message)?;
+        let text = flat_text(message);
+        let tokens = estimate_message_tokens(message);
+        let created = message.timestamp().unwrap_or(now_ms) as i64;
+        let large = match &**message {
+            AgentMessage::ToolResult(t) if text_tokens(&text) > large_tool_output_tokens => {
+                let file_id = format!(
+                    "file_{}",
+                    hash_hex(&[
+                        &conv.id.to_le_bytes(),
+                        t.tool_name.as_bytes(),
+                        t.tool_call_id.as_bytes(),
+                        text.as_bytes()
+                    ])
+                );
+                tx.execute(
+                    "INSERT OR IGNORE INTO large_files (file_id, conversation_id, tool_name, \
+                     tool_call_id, byte_size, line_count, content, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![
+                        file_id,
+                        conv.id,
+                        t.tool_name,
+                        t.tool_call_id,
+                        text.len() as i64,
+                        text.lines().count() as i64,
+                        text,
+                        created
+                    ],
+                )
+                .map_err(|e| db("store a large tool output", e))?;
+                Some(file_id)
+            }
+            _ => None,
+        };
+        tx.execute(
+            "INSERT INTO messages (conversation_id, seq, role, content, raw_json, token_count, \
+             identity_hash, large_file_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                conv.id,
+                seq as i64,
+                message.role(),
+                text,
+                json,
+                tokens as i64,
+                format!("{hash:016x}"),
+                large,
+                created
+            ],
+        )
+        .map_err(|e| db("store a message", e))?;
+        let message_id = tx.last_insert_rowid();
+        for (i, part) in parts(message).into_iter().enumerate() {
+            tx.execute(
+                "INSERT INTO message_parts (message_id, ordinal, part_type, text_content, \
+                 tool_call_id, tool_name) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![message_id, i as i64, part.0, part.1, part.2, part.3],
+            )
+            .map_err(|e| db("store a message part", e))?;
+        }
+        tx.execute(
+            "INSERT INTO messages_fts (rowid, content) VALUES (?1, ?2)",
+            params![message_id, text],
+        )
+        .map_err(|e| db("index a message", e))?;
+        tx.execute(
+            "INSERT INTO context_items (conversation_id, ordinal, message_id) VALUES (?1, ?2, ?3)",
+            params![conv.id, ordinal, message_id],
+        )
+        .map_err(|e| db("append a context item", e))?;
+        conv.items.push(Item {
+            what: ItemRef::Message {
+                seq: seq as u64,
+                id: message_id,
+            },
+            tokens,
+            role: role_of(message),
+        });
+        conv.stored = seq as u64 + 1;
+        conv.last_hash = Some(hash);
+        out.appended += 1;
+    }
+    tx.commit().map_err(|e| db("commit ingest", e))?;
+    Ok(out)
+}
+
+/// The flat text of a message (text blocks, tool calls as `name(args)`; thinking left out,
+/// because reasoning must not leak into summaries, §6.11).
+pub fn flat_text(message: &AgentMessage) -> String {
+    let blocks: &[ContentBlock] = match message {
+        AgentMessage::User(m) => return content_text(&m.content),
+        AgentMessage::ToolResult(m) => return content_text(&m.content),
+        AgentMessage::Custom(m) => return content_text(&m.content),
+        AgentMessage::Assistant(m) => &m.content,
+        AgentMessage::CompactionSummary(m) => return m.summary.clone(),
+        AgentMessage::BranchSummary(m) => return m.summary.clone(),
+        AgentMessage::BashExecution(m) => return format!("$ {}\n{}", m.command, m.output),
+        other => return serde_json::to_string(other).unwrap_or_default(),
+    };
+    blocks_text(blocks)
+}
+
+fn content_text(content: &Content) -> String {
+    match content {
+        Content::Text(t) => t.clone(),
+        Content::Blocks(b) => blocks_text(b),
+    }
+}
+
+fn blocks_text(blocks: &[ContentBlock]) -> String {
+    let mut out = String::new();
+    for block in blocks {
+        let piece = match block {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::ToolCall(c) => format!("{}({})", c.name, c.arguments),
+            ContentBlock::Image(_) => "[image]".to_string(),
+            ContentBlock::Thinking(_) | ContentBlock::Other(_) => continue,
+        };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&piece);
+    }
+    out
+}
+
+/// One row of `message_parts`: type, text, tool call id, tool name.
+type PartRow = (String, Option<String>, Option<String>, Option<String>);
+
+/// The parts of a message, one per content block, so the original shape stays queryable.
+fn parts(message: &AgentMessage) -> Vec<PartRow> {
+    let (blocks, call_id, tool): (Vec<&ContentBlock>, Option<String>, Option<String>) =
+        match message {
+            AgentMessage::User(m) => (m.content.blocks().iter().collect(), None, None),
+            AgentMessage::Custom(m) => (m.content.blocks().iter().collect(), None, None),
+            AgentMessage::ToolResult(m) => (
+                m.content.blocks().iter().collect(),
+                Some(m.tool_call_id.clone()),
+                Some(m.tool_name.clone()),
+            ),
+            AgentMessage::Assistant(m) => (m.content.iter().collect(), None, None),
+            other => {
+                return vec![("text".into(), Some(flat_text(other)), None, None)];
+            }
+        };
+    if blocks.is_empty() {
+        return vec![("text".into(), Some(flat_text(message)), call_id, tool)];
+    }
+    blocks
+        .into_iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => (
+                "text".to_string(),
+                Some(t.text.clone()),
+                call_id.clone(),
+                tool.clone(),
+            ),
+            ContentBlock::Thinking(t) => ("reasoning".into(), Some(t.thinking.clone()), None, None),
+            ContentBlock::ToolCall(c) => (
+                "tool".into(),
+                Some(c.arguments.to_string()),
+                Some(c.id.clone()),
+                Some(c.name.clone()),
+            ),
+            ContentBlock::Image(i) => ("file".into(), Some(i.mime_type.clone()), None, None),
+            ContentBlock::Other(_) => (b.block_type().to_string(), None, None, None),
+        })
+        .collect()
+}

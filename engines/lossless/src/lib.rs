@@ -1,0 +1,383 @@
+//! `lossless`: a context engine that keeps every message, written as an outsider would,
+//! against `rampart-engine-api` (plus SQLite and serde).
+//!
+//! Every message of a session is stored in SQLite with its parts (one database per agent,
+//! under the `stateDir` config key). When the stored context passes `contextThreshold` of the
+//! budget, a sweep replaces the oldest raw messages outside the fresh tail with leaf
+//! summaries, and runs of leaves with condensed summaries: a DAG whose nodes link to their
+//! sources, down to the raw messages, so nothing is lost and recall can expand any node
+//! ([`recall`]). `assemble` sends the summaries and the newest messages within the budget.
+//!
+//! The session file stays the record: the store is brought in line with the messages the
+//! host passes to `assemble` and `compact`, and a store that disagrees with them (lost,
+//! damaged, another branch) is rebuilt from them, never the other way round.
+//!
+//! Modules: [`config`] (settings), [`store`] (schema and migrations), [`conv`] (items and
+//! ingest), [`dag`] (tail, passes, sweeps), [`summarize`] (model, fallback, guards),
+//! [`render`] (how a summary is shown), [`assemble`] (budget), [`recall`] (search, describe,
+//! expand), [`text`] (helpers).
+
+pub mod assemble;
+pub mod config;
+pub mod conv;
+pub mod dag;
+pub mod recall;
+pub mod render;
+pub mod store;
+pub mod summarize;
+pub mod text;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rampart_engine_api::protocol::{
+    AfterTurnParams, AfterTurnResult, AssembleParams, AssembleResult, CompactParams, CompactResult,
+    CompactionOutcome, EngineInfo, IngestParams, IngestResult, ProtocolInfo,
+};
+use rampart_engine_api::{
+    CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, Host, LogLevel,
+    SharedMessage,
+};
+
+use crate::config::Config;
+use crate::conv::{Conv, ItemRef};
+use crate::dag::{Sweep, SweepOutcome, tail_start};
+use crate::store::{Opened, Store, db};
+use crate::summarize::Guards;
+
+/// The engine's id in `plugins.toml`.
+pub const LOSSLESS_ID: &str = "lossless";
+
+/// How many forced sweeps an overflow recovery runs at most.
+pub const MAX_OVERFLOW_ROUNDS: usize = 10;
+
+/// Mutable state behind one lock: calls of one engine are serialised, which is what keeps a
+/// session's mutations in order (lossless-claw's per-session queue).
+#[derive(Debug, Default)]
+pub struct State {
+    stores: HashMap<String, Store>,
+    convs: HashMap<String, Conv>,
+    rendered: HashMap<String, SharedMessage>,
+    guards: Guards,
+}
+
+/// The lossless engine.
+#[derive(Debug)]
+pub struct LosslessEngine {
+    config: Config,
+    host: Option<Host>,
+    state: Mutex<State>,
+}
+
+/// The agent a session belongs to: the second field of an `agent:<id>:…` key, else `main`.
+pub fn agent_of(session_key: Option<&str>) -> String {
+    session_key
+        .and_then(|k| k.strip_prefix("agent:"))
+        .and_then(|rest| rest.split(':').next())
+        .filter(|a| {
+            !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+        })
+        .unwrap_or("main")
+        .to_string()
+}
+
+impl LosslessEngine {
+    /// An engine with `config`, calling back into `host` when given.
+    pub fn new(config: Config, host: Option<Host>) -> Self {
+        Self {
+            config,
+            host,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The settings in effect.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, State>, EngineError> {
+        self.state
+            .lock()
+            .map_err(|_| EngineError::engine("the lossless engine's state lock was poisoned"))
+    }
+
+    fn now(&self) -> u64 {
+        self.host.as_ref().map(|h| h.now_ms()).unwrap_or(0)
+    }
+
+    fn log(&self, level: LogLevel, message: &str, fields: serde_json::Value) {
+        if let Some(host) = &self.host {
+            host.log(level, "rampart_lossless", message, &fields);
+        }
+    }
+
+    /// Runs `f` with the store and conversation of a session, loading them on first use.
+    pub fn with_conv<R>(
+        &self,
+        session_id: &str,
+        session_key: Option<&str>,
+        f: impl FnOnce(&mut Store, &mut Conv, &mut State) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError> {
+        let mut state = self.lock()?;
+        let agent = agent_of(session_key);
+        let now = self.now();
+        if !state.stores.contains_key(&agent) {
+            let path = self
+                .config
+                .resolved_state_dir()?
+                .join(format!("{agent}.sqlite"));
+            let (store, opened) = Store::open(&path, now)?;
+            if let Opened::MovedAside(aside) = opened {
+                self.log(
+                    LogLevel::Warn,
+                    "the lossless database could not be read; it was moved aside and is rebuilt \
+                     from the sessions",
+                    serde_json::json!({"path": path.display().to_string(), "movedTo": aside.display().to_string()}),
+                );
+            }
+            state.stores.insert(agent.clone(), store);
+        }
+        let mut store = state
+            .stores
+            .remove(&agent)
+            .ok_or_else(|| db("open the store", "it vanished"))?;
+        let conv = match state.convs.remove(session_id) {
+            Some(c) if c.agent == agent => Ok(c),
+            _ => store
+                .conversation(session_id, now)
+                .and_then(|id| conv::load(&store, id, &agent)),
+        };
+        let result = conv.and_then(|mut conv| {
+            let r = f(&mut store, &mut conv, &mut state);
+            state.convs.insert(session_id.to_string(), conv);
+            r
+        });
+        state.stores.insert(agent, store);
+        result
+    }
+
+    fn sweep(
+        &self,
+        cx: &CallContext<'_>,
+        session_id: &str,
+        store: &mut Store,
+        conv: &mut Conv,
+        state: &mut State,
+        budget: u64,
+    ) -> Result<SweepOutcome, EngineError> {
+        let cancelled = || cx.is_cancelled();
+        let outcome = Sweep {
+            store,
+            conv,
+            config: &self.config,
+            host: self.host.as_ref(),
+            guards: &mut state.guards,
+            session: session_id,
+            now_ms: self.now(),
+            cancelled: &cancelled,
+        }
+        .run(budget)?;
+        if let Some(why) = &outcome.stopped {
+            self.log(
+                LogLevel::Warn,
+                "a lossless sweep stopped early",
+                serde_json::json!({"session": session_id, "reason": why}),
+            );
+        }
+        Ok(outcome)
+    }
+}
+
+impl EngineFactory for LosslessEngine {
+    fn create(init: EngineInit, host: Host) -> Result<Self, EngineError> {
+        let config = Config::from_json(&init.config)?;
+        config.resolved_state_dir()?;
+        Ok(Self::new(config, Some(host)))
+    }
+}
+
+impl ContextEngine for LosslessEngine {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            id: LOSSLESS_ID.to_string(),
+            name: "Lossless (summary DAG)".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            owns_compaction: true,
+            protocol: ProtocolInfo::default(),
+        }
+    }
+
+    /// Messages are persisted from the session's branch at `assemble` and `compact` (the
+    /// record, after the host's hygiene), so a message is stored once however it arrives.
+    fn ingest(&self, _cx: &CallContext<'_>, _p: IngestParams) -> Result<IngestResult, EngineError> {
+        Ok(IngestResult {
+            ingested: false,
+            replacement: None,
+        })
+    }
+
+    fn assemble(
+        &self,
+        _cx: &CallContext<'_>,
+        p: AssembleParams,
+    ) -> Result<AssembleResult, EngineError> {
+        let budget = p.token_budget.unwrap_or(self.config.default_token_budget);
+        let now = self.now();
+        let large = self.config.large_tool_output_tokens;
+        self.with_conv(
+            &p.session.session_id,
+            p.session.session_key.as_deref(),
+            |store, conv, state| {
+                let done = conv::reconcile(store, conv, &p.messages, large, now)?;
+                if done.rebuilt {
+                    self.log(
+                        LogLevel::Warn,
+                        "the lossless store disagreed with the session; rebuilt from the session",
+                        serde_json::json!({"session": p.session.session_id}),
+                    );
+                }
+                let tail = tail_start(
+                    &conv.items,
+                    self.config.fresh_tail_count,
+                    self.config.fresh_tail_max_tokens,
+                );
+                let (first, used) = assemble::select(&conv.items, tail, budget);
+                let mut out = Vec::with_capacity(conv.items.len() - first);
+                for item in &conv.items[first..] {
+                    match &item.what {
+                        ItemRef::Message { seq, .. } => match p.messages.get(*seq as usize) {
+                            Some(m) => out.push(m.clone()),
+                            None => {
+                                return Err(db(
+                                    "assemble",
+                                    format!("message {seq} is not in the session's branch"),
+                                ));
+                            }
+                        },
+                        ItemRef::Summary { id, .. } => {
+                            let message = match state.rendered.get(id) {
+                                Some(m) => m.clone(),
+                                None => {
+                                    let m = Arc::new(render::render(&render::summary(store, id)?));
+                                    state.rendered.insert(id.clone(), m.clone());
+                                    m
+                                }
+                            };
+                            out.push(message);
+                        }
+                    }
+                }
+                Ok(AssembleResult {
+                    messages: out.into(),
+                    estimated_tokens: used,
+                    system_prompt_addition: None,
+                })
+            },
+        )
+    }
+
+    fn after_turn(
+        &self,
+        cx: &CallContext<'_>,
+        p: AfterTurnParams,
+    ) -> Result<AfterTurnResult, EngineError> {
+        if p.is_heartbeat {
+            return Ok(AfterTurnResult {});
+        }
+        let budget = p.token_budget.unwrap_or(self.config.default_token_budget);
+        let session = p.session.session_id.clone();
+        self.with_conv(
+            &session,
+            p.session.session_key.as_deref(),
+            |store, conv, state| {
+                if conv.stored_tokens() > self.config.threshold_tokens(budget) {
+                    self.sweep(cx, &session, store, conv, state, budget)?;
+                }
+                Ok(AfterTurnResult {})
+            },
+        )
+    }
+
+    fn compact(
+        &self,
+        cx: &CallContext<'_>,
+        p: CompactParams,
+    ) -> Result<CompactResult, EngineError> {
+        let budget = p
+            .token_budget
+            .or(p.model.as_ref().and_then(|m| m.context_window))
+            .unwrap_or(self.config.default_token_budget);
+        let now = self.now();
+        let large = self.config.large_tool_output_tokens;
+        let session = p.session.session_id.clone();
+        self.with_conv(
+            &session,
+            p.session.session_key.as_deref(),
+            |store, conv, state| {
+                if !p.messages.is_empty() {
+                    conv::reconcile(store, conv, &p.messages, large, now)?;
+                }
+                let before = conv.stored_tokens();
+                let observed = p
+                    .current_token_count
+                    .unwrap_or(if p.force { budget } else { before })
+                    .max(before);
+                let threshold = self.config.threshold_tokens(budget);
+                if !p.force && observed <= threshold {
+                    return Ok(CompactResult {
+                        ok: true,
+                        compacted: false,
+                        reason: Some(format!(
+                            "{observed} tokens are within the threshold of {threshold}"
+                        )),
+                        result: None,
+                    });
+                }
+                if p.force {
+                    state.guards.clear_spend(&session);
+                }
+                let (mut leaves, mut condensed, mut stopped) = (0, 0, None);
+                for _ in 0..MAX_OVERFLOW_ROUNDS {
+                    let round = self.sweep(cx, &session, store, conv, state, budget)?;
+                    leaves += round.leaves;
+                    condensed += round.condensed;
+                    let progress = round.tokens_after < round.tokens_before;
+                    stopped = round.stopped;
+                    if conv.stored_tokens() <= threshold || !progress {
+                        break;
+                    }
+                }
+                let after = conv.stored_tokens();
+                let compacted = after < before;
+                Ok(CompactResult {
+                    ok: compacted || stopped.is_none(),
+                    compacted,
+                    reason: if compacted {
+                        None
+                    } else {
+                        Some(stopped.unwrap_or_else(|| {
+                            "nothing outside the fresh tail to summarise".to_string()
+                        }))
+                    },
+                    result: compacted.then(|| CompactionOutcome {
+                        summary: None,
+                        first_kept_entry_id: None,
+                        tokens_before: before,
+                        tokens_after: Some(after),
+                        details: serde_json::json!({"leaves": leaves, "condensed": condensed}),
+                    }),
+                })
+            },
+        )
+    }
+}
+
+rampart_engine_api::export_engine!(LosslessEngine);
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "lib_tests.rs"]
+mod tests;

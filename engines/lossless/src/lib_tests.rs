@@ -1,0 +1,407 @@
+//! The engine end to end through the JSON dispatch: persistence, sweeps, the DAG's
+//! invariants (§8.6, §8.8), a stable prefix, rebuild from the session, and recall.
+use std::sync::Arc;
+
+use rampart_engine_api::protocol::{AfterTurnParams, AssembleParams, CompactParams, method};
+use rampart_engine_api::{AgentMessage, MessageList, SharedMessage};
+use rampart_engine_test::{FakeHost, Harness, build};
+
+use super::*;
+use crate::recall::{Description, Mode, describe, expand, search};
+
+fn engine(dir: &std::path::Path, extra: serde_json::Value) -> LosslessEngine {
+    let mut config = serde_json::json!({
+        "stateDir": dir, "summarizer": "extractive", "freshTailCount": 4,
+        "leafChunkTokens": 600, "leafMinFanout": 3, "condensedTargetTokens": 100
+    });
+    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+        c.extend(e.clone());
+    }
+    LosslessEngine::new(Config::from_json(&config).unwrap(), None)
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lossless-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn history(turns: usize) -> Vec<SharedMessage> {
+    let mut out = Vec::new();
+    for i in 0..turns {
+        out.push(Arc::new(AgentMessage::user_text(
+            format!("question {i} about TOPIC_{i}: {}", "detail ".repeat(40)),
+            1_700_000_000_000 + i as u64 * 60_000,
+        )));
+        out.push(Arc::new(build::assistant_text(&format!(
+            "answer {i}: {}",
+            "because ".repeat(40)
+        ))));
+    }
+    out
+}
+
+fn assemble(
+    h: &Harness<LosslessEngine>,
+    messages: &[SharedMessage],
+    budget: u64,
+) -> AssembleResult {
+    let mut p = AssembleParams {
+        messages: MessageList::from(messages.to_vec()),
+        token_budget: Some(budget),
+        ..Default::default()
+    };
+    p.session.session_id = "s1".into();
+    h.call(method::ASSEMBLE, &p).unwrap()
+}
+
+fn after_turn(h: &Harness<LosslessEngine>, budget: u64) {
+    let mut p = AfterTurnParams {
+        token_budget: Some(budget),
+        ..Default::default()
+    };
+    p.session.session_id = "s1".into();
+    let _: serde_json::Value = h.call(method::AFTER_TURN, &p).unwrap();
+}
+
+fn is_summary(m: &AgentMessage) -> bool {
+    matches!(m, AgentMessage::User(_)) && serde_json::to_string(m).unwrap().contains("<summary id=")
+}
+
+/// Below the threshold nothing is summarised; past it, a sweep replaces the old messages
+/// with summaries, the tail stays verbatim, and the store still holds every message.
+#[test]
+fn a_sweep_past_the_threshold_summarises_outside_the_tail_and_keeps_every_message() {
+    let dir = temp("sweep");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let msgs = history(20);
+    let first = assemble(&h, &msgs, 100_000);
+    assert_eq!(first.messages.len(), 40, "under budget every message goes");
+    after_turn(&h, 100_000);
+    assert!(
+        !assemble(&h, &msgs, 100_000)
+            .messages
+            .iter()
+            .any(|m| is_summary(m))
+    );
+
+    after_turn(&h, 2_000);
+    let out = assemble(&h, &msgs, 2_000);
+    assert!(
+        out.messages.iter().any(|m| is_summary(m)),
+        "no summary after the sweep"
+    );
+    let tail: Vec<_> = out.messages.iter().rev().take(4).collect();
+    for (kept, original) in tail.iter().zip(msgs.iter().rev()) {
+        assert_eq!(
+            kept, &original,
+            "the fresh tail is the host's messages, unchanged"
+        );
+    }
+    h.engine()
+        .with_conv("s1", None, |store, conv, _| {
+            let n: i64 = store
+                .conn()
+                .query_row(
+                    "SELECT count(*) FROM messages WHERE conversation_id = ?1",
+                    [conv.id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n, 40);
+            // §8.6: ordinals run 0..n-1 with no gaps.
+            let (count, max): (i64, i64) = store
+                .conn()
+                .query_row(
+                    "SELECT count(*), max(ordinal) FROM context_items WHERE conversation_id = ?1",
+                    [conv.id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!(count - 1, max);
+            assert_eq!(count as usize, conv.items.len());
+            let hits = search(store, conv.id, "TOPIC_0", Mode::Substring, 10).unwrap();
+            assert_eq!(hits.len(), 1, "summarised messages are still found");
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// §8.6: a leaf links its messages in order, spans their times, counts their tokens.
+#[test]
+fn a_leaf_records_its_sources_time_range_and_tokens() {
+    let dir = temp("leaf");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let msgs = history(10);
+    assemble(&h, &msgs, 100_000);
+    after_turn(&h, 1_000);
+    h.engine()
+        .with_conv("s1", None, |store, conv, _| {
+            let ItemRef::Summary { id, .. } = &conv.items[0].what else {
+                panic!("the first item is not a summary: {:?}", conv.items[0])
+            };
+            let Some(Description::Summary {
+                row, message_ids, ..
+            }) = describe(store, conv.id, id, 1_000).unwrap()
+            else {
+                panic!("no description")
+            };
+            let (min, max, tokens, first_seq): (i64, i64, i64, i64) = store
+                .conn()
+                .query_row(
+                    &format!(
+                        "SELECT min(created_at), max(created_at), sum(token_count), min(seq) \
+                         FROM messages WHERE message_id IN ({})",
+                        message_ids
+                            .iter()
+                            .map(|i| i.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )
+                .unwrap();
+            assert_eq!(first_seq, 0);
+            assert!(message_ids.windows(2).all(|w| w[0] < w[1]));
+            assert_eq!((row.earliest_at, row.latest_at), (min as u64, max as u64));
+            assert_eq!(row.source_message_token_count, tokens as u64);
+            assert_eq!(row.descendant_count, 0);
+            assert_eq!(
+                describe(store, conv.id + 1, id, 10).unwrap(),
+                None,
+                "other scope"
+            );
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// §8.8: a condensed node counts its descendants and links its sources in order; expand
+/// walks back down to the raw messages.
+#[test]
+fn condensed_nodes_carry_their_descendants() {
+    let dir = temp("condensed");
+    let host = FakeHost::new();
+    let h = Harness::new(
+        engine(&dir, serde_json::json!({"leafChunkTokens": 2_000})),
+        &host,
+    );
+    let msgs = history(30);
+    assemble(&h, &msgs, 100_000);
+    after_turn(&h, 1_000);
+    h.engine()
+        .with_conv("s1", None, |store, conv, _| {
+            let (id, leaves): (String, i64) = store
+                .conn()
+                .query_row(
+                    "SELECT s.summary_id, (SELECT count(*) FROM summary_sources x WHERE x.summary_id = s.summary_id) \
+                     FROM summaries s WHERE s.kind = 'condensed' AND s.conversation_id = ?1 LIMIT 1",
+                    [conv.id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .expect("a condensed node");
+            let row = render::summary(store, &id).unwrap();
+            assert_eq!(row.depth, 1);
+            assert_eq!(row.descendant_count, leaves as u64);
+            let sources: Vec<SummaryRow> =
+                row.sources.iter().map(|s| render::summary(store, s).unwrap()).collect();
+            assert_eq!(
+                row.descendant_token_count,
+                sources.iter().map(|s| s.token_count).sum::<u64>()
+            );
+            assert_eq!(
+                row.source_message_token_count,
+                sources.iter().map(|s| s.source_message_token_count).sum::<u64>()
+            );
+            assert_eq!(row.earliest_at, sources.iter().map(|s| s.earliest_at).min().unwrap());
+            assert_eq!(row.latest_at, sources.iter().map(|s| s.latest_at).max().unwrap());
+            let e = expand(store, conv.id, &id, 3, true, 1_000_000).unwrap().unwrap();
+            assert!(e.nodes.iter().any(|n| n.id.starts_with("msg#")));
+            assert!(!e.truncated);
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+use crate::render::SummaryRow;
+
+/// Between sweeps the context is append-only: the next turn's request starts with the same
+/// messages as this one's (the cached prefix survives).
+#[test]
+fn the_prefix_is_stable_between_sweeps() {
+    let dir = temp("prefix");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let mut msgs = history(20);
+    assemble(&h, &msgs, 4_000);
+    after_turn(&h, 4_000);
+    let before = assemble(&h, &msgs, 100_000);
+    msgs.push(Arc::new(build::user("one more question")));
+    let after = assemble(&h, &msgs, 100_000);
+    assert_eq!(after.messages.len(), before.messages.len() + 1);
+    for (a, b) in before.messages.iter().zip(after.messages.iter()) {
+        assert_eq!(
+            serde_json::to_string(a).unwrap(),
+            serde_json::to_string(b).unwrap()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A lost database is rebuilt from the messages the host passes: nothing is missing.
+#[test]
+fn a_lost_database_is_rebuilt_from_the_session() {
+    let dir = temp("rebuild");
+    let host = FakeHost::new();
+    let msgs = history(6);
+    {
+        let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+        assemble(&h, &msgs, 100_000);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let out = assemble(&h, &msgs, 100_000);
+    assert_eq!(out.messages.len(), 12);
+    // A branch that no longer matches the store is rebuilt too.
+    let other = history(3);
+    let out = assemble(&h, &other, 100_000);
+    assert_eq!(out.messages.len(), 6);
+    assert_eq!(out.messages.to_vec(), other);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// §8.19: overflow recovery forces a sweep and reports "compacted" only when tokens fell.
+#[test]
+fn compact_reports_truthfully() {
+    let dir = temp("compact");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let msgs = history(2);
+    let mut p = CompactParams {
+        messages: MessageList::from(msgs.clone()),
+        force: true,
+        token_budget: Some(100_000),
+        ..Default::default()
+    };
+    p.session.session_id = "s1".into();
+    let r = h.compact(&p).unwrap();
+    assert!(!r.compacted, "everything is in the fresh tail: {r:?}");
+    let msgs = history(20);
+    p.messages = MessageList::from(msgs);
+    let r = h.compact(&p).unwrap();
+    assert!(r.compacted, "{r:?}");
+    let outcome = r.result.unwrap();
+    assert!(outcome.tokens_after.unwrap() < outcome.tokens_before);
+    assert_eq!(
+        outcome.first_kept_entry_id, None,
+        "the session is not rewritten"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// §8.18 (tool outputs): a large tool output is stored aside and described by id, cut.
+#[test]
+fn a_large_tool_output_is_stored_aside() {
+    let dir = temp("large");
+    let host = FakeHost::new();
+    let h = Harness::new(
+        engine(&dir, serde_json::json!({"largeToolOutputTokens": 100})),
+        &host,
+    );
+    let msgs: Vec<SharedMessage> = vec![
+        Arc::new(build::user("read it")),
+        Arc::new(build::assistant_calls(&[(
+            "c1",
+            "read",
+            serde_json::json!({"path": "a"}),
+        )])),
+        Arc::new(build::tool_result("c1", "read", "line\n".repeat(2_000))),
+    ];
+    assemble(&h, &msgs, 100_000);
+    h.engine()
+        .with_conv("s1", None, |store, conv, _| {
+            let id: String = store
+                .conn()
+                .query_row(
+                    "SELECT large_file_id FROM messages WHERE seq = 2 AND conversation_id = ?1",
+                    [conv.id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(id.starts_with("file_") && id.len() == 21, "{id}");
+            let Some(Description::File {
+                content,
+                truncated,
+                byte_size,
+                ..
+            }) = describe(store, conv.id, &id, 1_024).unwrap()
+            else {
+                panic!("no file")
+            };
+            assert!(truncated);
+            assert_eq!(content.len(), 1_024);
+            assert_eq!(byte_size, 10_000);
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// §8.20: a full-text pattern with regex syntax is refused; the limit is bounded.
+#[test]
+fn search_refuses_regex_in_full_text_mode() {
+    let dir = temp("search");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    assemble(&h, &history(3), 100_000);
+    h.engine()
+        .with_conv("s1", None, |store, conv, _| {
+            let e = search(store, conv.id, "a|b", Mode::FullText, 10).unwrap_err();
+            assert!(e.message.contains("substring mode"), "{e}");
+            assert!(search(store, conv.id, "question", Mode::FullText, 0).is_err());
+            assert!(search(store, conv.id, "question", Mode::FullText, 201).is_err());
+            let hits = search(store, conv.id, "question", Mode::FullText, 200).unwrap();
+            assert_eq!(hits.len(), 3);
+            Ok(())
+        })
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// §8.3: a stored count at the threshold does nothing; one token more sweeps.
+#[test]
+fn the_threshold_is_strict() {
+    let dir = temp("threshold");
+    let host = FakeHost::new();
+    let h = Harness::new(
+        engine(&dir, serde_json::json!({"contextThreshold": 0.5})),
+        &host,
+    );
+    let msgs = history(10);
+    assemble(&h, &msgs, 100_000);
+    let stored = h
+        .engine()
+        .with_conv("s1", None, |_, c, _| Ok(c.stored_tokens()))
+        .unwrap();
+    after_turn(&h, stored * 2);
+    let count = || {
+        h.engine()
+            .with_conv("s1", None, |store, _, _| {
+                Ok(store
+                    .conn()
+                    .query_row("SELECT count(*) FROM summaries", [], |r| r.get::<_, i64>(0))
+                    .unwrap())
+            })
+            .unwrap()
+    };
+    assert_eq!(count(), 0);
+    after_turn(&h, stored * 2 - 2);
+    assert!(count() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

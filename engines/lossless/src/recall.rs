@@ -1,0 +1,340 @@
+//! Recall over the store: search, describe, expand. Plain functions of one conversation,
+//! ready to be exposed as model tools once the engine API carries engine tools.
+//!
+//! Why scoped to one conversation: an id from elsewhere answers "not found in this scope",
+//! so a tool can never read another session's history by guessing ids (§6.4, §8.20).
+
+use rampart_engine_api::EngineError;
+use rusqlite::params;
+
+use crate::render::{SummaryRow, find_summary};
+use crate::store::{Store, db};
+
+/// How [`search`] matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// SQLite FTS5 terms (ANDed), ranked newest first.
+    FullText,
+    /// A case-insensitive substring.
+    Substring,
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hit {
+    /// `msg#<id>` or `sum_…`.
+    pub id: String,
+    /// Role of a message, kind of a summary.
+    pub label: String,
+    /// At most 200 characters around the start of the text.
+    pub snippet: String,
+}
+
+/// The most hits a search returns.
+pub const MAX_LIMIT: usize = 200;
+
+fn snippet(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+/// Finds messages and summaries of `conversation` matching `pattern`. A full-text pattern with
+/// regular-expression syntax is refused with a message saying to use substring mode, because
+/// FTS would silently match something else (§6.14).
+pub fn search(
+    store: &Store,
+    conversation: i64,
+    pattern: &str,
+    mode: Mode,
+    limit: usize,
+) -> Result<Vec<Hit>, EngineError> {
+    if pattern.trim().is_empty() {
+        return Err(EngineError::invalid_params(
+            "search",
+            "the pattern is empty",
+        ));
+    }
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(EngineError::invalid_params(
+            "search",
+            format!("limit must be between 1 and {MAX_LIMIT}, found {limit}"),
+        ));
+    }
+    let mut hits = Vec::new();
+    let conn = store.conn();
+    match mode {
+        Mode::FullText => {
+            if pattern.contains(['|', '[', ']', '^', '$', '\\']) || pattern.contains(".*") {
+                return Err(EngineError::invalid_params(
+                    "search",
+                    format!(
+                        "`{pattern}` looks like a regular expression; full-text mode takes plain \
+                         terms: use substring mode or plain words"
+                    ),
+                ));
+            }
+            let query = pattern
+                .split_whitespace()
+                .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT m.message_id, m.role, m.content FROM messages_fts f \
+                     JOIN messages m ON m.message_id = f.rowid \
+                     WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 \
+                     ORDER BY m.seq DESC LIMIT ?3",
+                )
+                .map_err(|e| db("prepare a search", e))?;
+            let rows = stmt
+                .query_map(params![query, conversation, limit as i64], |r| {
+                    Ok(Hit {
+                        id: format!("msg#{}", r.get::<_, i64>(0)?),
+                        label: r.get(1)?,
+                        snippet: snippet(&r.get::<_, String>(2)?),
+                    })
+                })
+                .map_err(|e| db("search messages", e))?;
+            for r in rows {
+                hits.push(r.map_err(|e| db("read a hit", e))?);
+            }
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT s.summary_id, s.kind, s.content FROM summaries_fts f \
+                     JOIN summaries s ON s.summary_id = f.summary_id \
+                     WHERE summaries_fts MATCH ?1 AND s.conversation_id = ?2 \
+                     ORDER BY s.latest_at DESC LIMIT ?3",
+                )
+                .map_err(|e| db("prepare a search", e))?;
+            let rows = stmt
+                .query_map(params![query, conversation, limit as i64], |r| {
+                    Ok(Hit {
+                        id: r.get(0)?,
+                        label: r.get(1)?,
+                        snippet: snippet(&r.get::<_, String>(2)?),
+                    })
+                })
+                .map_err(|e| db("search summaries", e))?;
+            for r in rows {
+                hits.push(r.map_err(|e| db("read a hit", e))?);
+            }
+        }
+        Mode::Substring => {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT message_id, role, content FROM messages WHERE conversation_id = ?1 \
+                     AND instr(lower(content), lower(?2)) > 0 ORDER BY seq DESC LIMIT ?3",
+                )
+                .map_err(|e| db("prepare a search", e))?;
+            let rows = stmt
+                .query_map(params![conversation, pattern, limit as i64], |r| {
+                    Ok(Hit {
+                        id: format!("msg#{}", r.get::<_, i64>(0)?),
+                        label: r.get(1)?,
+                        snippet: snippet(&r.get::<_, String>(2)?),
+                    })
+                })
+                .map_err(|e| db("search messages", e))?;
+            for r in rows {
+                hits.push(r.map_err(|e| db("read a hit", e))?);
+            }
+        }
+    }
+    hits.truncate(limit);
+    Ok(hits)
+}
+
+/// What [`describe`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Description {
+    /// A summary with its sources, consumers and raw message ids.
+    Summary {
+        /// The node.
+        row: SummaryRow,
+        /// Nodes that consumed this one.
+        consumers: Vec<String>,
+        /// Messages of a leaf, in order.
+        message_ids: Vec<i64>,
+    },
+    /// A large tool output stored aside.
+    File {
+        /// `file_…`.
+        id: String,
+        /// The tool that produced it.
+        tool_name: String,
+        /// Its size.
+        byte_size: u64,
+        /// The content, cut at `max_bytes` on a char boundary.
+        content: String,
+        /// True when `content` was cut.
+        truncated: bool,
+    },
+}
+
+/// Describes a `sum_…` or `file_…` id of `conversation`; `None` means "not found in this
+/// scope" (unknown, or another conversation's).
+pub fn describe(
+    store: &Store,
+    conversation: i64,
+    id: &str,
+    max_bytes: usize,
+) -> Result<Option<Description>, EngineError> {
+    let conn = store.conn();
+    if id.starts_with("file_") {
+        let row: Option<(String, i64, String)> = conn
+            .query_row(
+                "SELECT tool_name, byte_size, content FROM large_files \
+                 WHERE file_id = ?1 AND conversation_id = ?2",
+                params![id, conversation],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .ok();
+        return Ok(row.map(|(tool_name, byte_size, content)| {
+            let mut cut = content.len().min(max_bytes);
+            while !content.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            Description::File {
+                id: id.to_string(),
+                tool_name,
+                byte_size: byte_size as u64,
+                truncated: cut < content.len(),
+                content: content[..cut].to_string(),
+            }
+        }));
+    }
+    let Some(row) = find_summary(store, id)?.filter(|r| r.conversation_id == conversation) else {
+        return Ok(None);
+    };
+    let consumers = column(
+        store,
+        "SELECT summary_id FROM summary_sources WHERE source_id = ?1",
+        id,
+    )?;
+    let message_ids = {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT message_id FROM summary_messages WHERE summary_id = ?1 ORDER BY ordinal",
+            )
+            .map_err(|e| db("prepare describe", e))?;
+        stmt.query_map([id], |r| r.get(0))
+            .map_err(|e| db("describe", e))?
+            .collect::<Result<Vec<i64>, _>>()
+            .map_err(|e| db("describe", e))?
+    };
+    Ok(Some(Description::Summary {
+        row,
+        consumers,
+        message_ids,
+    }))
+}
+
+fn column(store: &Store, sql: &str, id: &str) -> Result<Vec<String>, EngineError> {
+    let mut stmt = store
+        .conn()
+        .prepare_cached(sql)
+        .map_err(|e| db("prepare a lookup", e))?;
+    let out = stmt
+        .query_map([id], |r| r.get(0))
+        .map_err(|e| db("look up", e))?
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(|e| db("look up", e))?;
+    Ok(out)
+}
+
+/// One node or message reached by [`expand`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expanded {
+    /// `sum_…` or `msg#<id>`.
+    pub id: String,
+    /// Depth below the starting node.
+    pub level: u32,
+    /// Its tokens.
+    pub tokens: u64,
+    /// Its full text.
+    pub text: String,
+}
+
+/// The result of [`expand`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Expansion {
+    /// What was reached, depth first in source order.
+    pub nodes: Vec<Expanded>,
+    /// True when `token_cap` stopped the walk.
+    pub truncated: bool,
+}
+
+/// Walks from `id` down its sources to `max_depth` levels, adding raw messages of leaves when
+/// `include_messages`, stopping before the first item that would pass `token_cap`. `None`
+/// when the id is not in this conversation.
+pub fn expand(
+    store: &Store,
+    conversation: i64,
+    id: &str,
+    max_depth: u32,
+    include_messages: bool,
+    token_cap: u64,
+) -> Result<Option<Expansion>, EngineError> {
+    let Some(root) = find_summary(store, id)?.filter(|r| r.conversation_id == conversation) else {
+        return Ok(None);
+    };
+    let mut out = Expansion::default();
+    let mut used = 0u64;
+    let mut stack = vec![(root, 0u32)];
+    while let Some((row, level)) = stack.pop() {
+        if used + row.token_count > token_cap {
+            out.truncated = true;
+            break;
+        }
+        used += row.token_count;
+        out.nodes.push(Expanded {
+            id: row.id.clone(),
+            level,
+            tokens: row.token_count,
+            text: row.content.clone(),
+        });
+        if level >= max_depth {
+            continue;
+        }
+        if row.sources.is_empty() && include_messages {
+            let mut stmt = store
+                .conn()
+                .prepare_cached(
+                    "SELECT m.message_id, m.token_count, m.role, m.content FROM summary_messages sm \
+                     JOIN messages m ON m.message_id = sm.message_id \
+                     WHERE sm.summary_id = ?1 ORDER BY sm.ordinal",
+                )
+                .map_err(|e| db("prepare expand", e))?;
+            let rows = stmt
+                .query_map([&row.id], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
+                .map_err(|e| db("expand", e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| db("expand", e))?;
+            for (mid, tokens, role, content) in rows {
+                if used + tokens as u64 > token_cap {
+                    out.truncated = true;
+                    return Ok(Some(out));
+                }
+                used += tokens as u64;
+                out.nodes.push(Expanded {
+                    id: format!("msg#{mid}"),
+                    level: level + 1,
+                    tokens: tokens as u64,
+                    text: format!("[{role}] {content}"),
+                });
+            }
+        }
+        for source in row.sources.iter().rev() {
+            if let Some(child) = find_summary(store, source)? {
+                stack.push((child, level + 1));
+            }
+        }
+    }
+    Ok(Some(out))
+}

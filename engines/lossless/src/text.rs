@@ -1,0 +1,96 @@
+//! Small text helpers: a stable hash for ids, token estimates of plain text, UTC time
+//! rendering, XML escaping, and cutting text to a token count.
+//!
+//! Why hand-written: the engine depends on the engine API, SQLite and serde alone, as an
+//! outside author's would; none of these needs a crate.
+
+use rampart_engine_api::tokens::estimate_string_chars;
+
+/// FNV-1a over `parts`, as 16 hex digits. Ids built from content are deterministic, so a
+/// rebuild from the session gives the same ids, unlike lossless-claw's random ones.
+pub fn hash_hex(parts: &[&[u8]]) -> String {
+    format!("{:016x}", hash64(parts))
+}
+
+/// FNV-1a 64 over `parts`, with a separator between them.
+pub fn hash64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.iter().chain(std::iter::once(&0xffu8)) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Estimated tokens of plain text, with the engine API's CJK-aware estimate.
+pub fn text_tokens(text: &str) -> u64 {
+    estimate_string_chars(text).div_ceil(4)
+}
+
+/// The longest prefix of `text` within `tokens` estimated tokens, cut at a char boundary.
+pub fn cut_to_tokens(text: &str, tokens: u64) -> &str {
+    if text_tokens(text) <= tokens {
+        return text;
+    }
+    let budget = tokens * 4;
+    let mut used = 0u64;
+    for (i, c) in text.char_indices() {
+        let w = estimate_string_chars(c.encode_utf8(&mut [0; 4]));
+        if used + w > budget {
+            return &text[..i];
+        }
+        used += w;
+    }
+    text
+}
+
+/// `YYYY-MM-DDTHH:MMZ` of Unix milliseconds (UTC; stable across hosts and time zones, so a
+/// rendered summary is byte-identical on every turn and machine).
+pub fn utc_minute(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Escapes text for an XML element or attribute.
+pub fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "text_tests.rs"]
+mod tests;

@@ -1,0 +1,217 @@
+//! `rampart sessions migrate --from DIR --to postgres://…` (and back): every registered session
+//! and its registry entry, copied between a sessions directory and a PostgreSQL store.
+//!
+//! pi JSONL is the interchange format: a session's bytes are copied as they are (a v1/v2 file
+//! is written as v3 first, as opening it would), so a session read on either side is the same
+//! file. Nothing in the destination is overwritten: a key already there is left as it is and
+//! counted, and a file of the same name with other content is an error for that session. The
+//! source is only read. Each session is copied whole or not at all, so the command can be run
+//! again after a failure; what was copied is then counted as already there.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use rampart_sessions::store::shared::SharedStore;
+use rampart_sessions::store::{SessionEntry, SessionStore};
+use rampart_sessions::{LoadOptions, parse_bytes, save_session};
+use rampart_store_postgres::{Imported, PgStore, PgStoreOptions, is_postgres_url};
+
+/// What a migration did, for its closing line.
+#[derive(Debug, Default)]
+struct Tally {
+    copied: usize,
+    already_there: usize,
+    failed: usize,
+}
+
+/// Runs `sessions migrate` (see the module docs). Exit code 1 when a session could not be
+/// copied (each is named on `err`), else 0.
+pub fn migrate(
+    from: &str,
+    to: &str,
+    password_env: Option<&str>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let database = |url: &str| -> anyhow::Result<PgStore> {
+        let mut options = PgStoreOptions::from_url(url)?;
+        if let Some(var) = password_env {
+            options = options.password_from_env(var)?;
+        }
+        Ok(PgStore::open(&options)?)
+    };
+    let tally = match (is_postgres_url(from), is_postgres_url(to)) {
+        (false, true) => {
+            let dir = Path::new(from);
+            if !dir.is_dir() {
+                bail!("--from {}: no such sessions directory", dir.display());
+            }
+            let source = SessionStore::open_read_only(dir)?;
+            let target = database(to)?;
+            let tally = into_database(&source, &target, err)?;
+            writeln!(
+                out,
+                "migrated {} sessions from {} to {}; {} already there (left as they were)",
+                tally.copied,
+                dir.display(),
+                target.name().display(),
+                tally.already_there
+            )?;
+            tally
+        }
+        (true, false) => {
+            let source = database(from)?;
+            let target = SessionStore::open(to)?;
+            let tally = out_of_database(&source, &target, err)?;
+            writeln!(
+                out,
+                "migrated {} sessions from {} to {}; {} already there (left as they were)",
+                tally.copied,
+                source.name().display(),
+                target.dir().display(),
+                tally.already_there
+            )?;
+            tally
+        }
+        _ => bail!(
+            "sessions migrate moves sessions between a sessions directory and a PostgreSQL \
+             store: give one of --from and --to as postgres://USER@HOST:PORT/DATABASE and the \
+             other as a directory"
+        ),
+    };
+    if tally.failed > 0 {
+        writeln!(
+            err,
+            "{} sessions were not migrated (see above); fix them and run the command again: \
+             what was copied is kept",
+            tally.failed
+        )?;
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// The bytes to store for the session file at `path`: as they are for v3, else the file as
+/// v3 (what opening it would write), without changing the file.
+fn v3_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let loaded = parse_bytes(&bytes, &LoadOptions::default())
+        .with_context(|| format!("{} is not a session", path.display()))?;
+    if loaded.report.migration.is_none() {
+        return Ok(bytes);
+    }
+    let scratch = tempfile::tempdir()?;
+    let upgraded = scratch.path().join("v3.jsonl");
+    save_session(&upgraded, &loaded.header, &loaded.tree)?;
+    Ok(std::fs::read(&upgraded)?)
+}
+
+fn into_database(
+    source: &SessionStore,
+    target: &PgStore,
+    err: &mut dyn Write,
+) -> anyhow::Result<Tally> {
+    let mut tally = Tally::default();
+    for (key, entry) in source.list()? {
+        let copied = source
+            .session_file_path(&key, &entry)
+            .map_err(anyhow::Error::from)
+            .and_then(|path| v3_bytes(&path))
+            .and_then(|bytes| {
+                let imported = target.import_session(&key, &entry, &bytes)?;
+                // Read back what was stored: the copy must be the file.
+                if imported != Imported::AlreadyThere
+                    && target.log_bytes(&entry.session_id)?.as_deref() != Some(&bytes[..])
+                {
+                    bail!("the stored copy differs from the file");
+                }
+                Ok(imported)
+            });
+        match copied {
+            Ok(Imported::AlreadyThere) => tally.already_there += 1,
+            Ok(_) => tally.copied += 1,
+            Err(e) => {
+                tally.failed += 1;
+                writeln!(err, "error: `{key}`: {}", crate::prose::error_chain(&e))?;
+            }
+        }
+    }
+    let orphans = source.unregistered_files()?;
+    if !orphans.is_empty() {
+        writeln!(
+            err,
+            "note: {} session files no registry entry names were not migrated; register them \
+             with `rampart sessions doctor --relink` and run the command again",
+            orphans.len()
+        )?;
+    }
+    Ok(tally)
+}
+
+fn out_of_database(
+    source: &PgStore,
+    target: &SessionStore,
+    err: &mut dyn Write,
+) -> anyhow::Result<Tally> {
+    let mut tally = Tally::default();
+    let mut register: Vec<(String, SessionEntry)> = Vec::new();
+    for (key, mut entry) in source.family("", None)? {
+        if target.get(&key)?.is_some() {
+            tally.already_there += 1;
+            continue;
+        }
+        let file = format!("{}.jsonl", entry.session_id);
+        let copied = source
+            .log_bytes(&entry.session_id)
+            .map_err(anyhow::Error::from)
+            .and_then(|bytes| {
+                let bytes = bytes.context("the store has no log for this entry's session")?;
+                write_new(&target.dir().join(&file), &bytes)
+            });
+        match copied {
+            Ok(()) => {
+                entry.session_file = Some(file);
+                register.push((key, entry));
+            }
+            Err(e) => {
+                tally.failed += 1;
+                writeln!(err, "error: `{key}`: {}", crate::prose::error_chain(&e))?;
+            }
+        }
+    }
+    // One registry write for all, each key only if still absent.
+    let added = target.update(|map| {
+        let mut added = 0;
+        for (key, entry) in register {
+            if let std::collections::btree_map::Entry::Vacant(slot) = map.entry(key) {
+                slot.insert(entry);
+                added += 1;
+            }
+        }
+        added
+    })?;
+    tally.copied += added;
+    Ok(tally)
+}
+
+/// Writes `bytes` as the new file `path` (temp file, fsync, rename that refuses to replace);
+/// a file already there with the same bytes is fine, one with others is an error.
+fn write_new(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    if let Ok(existing) = std::fs::read(path) {
+        if existing == bytes {
+            return Ok(());
+        }
+        bail!(
+            "{} exists with other content; it was left as it is",
+            path.display()
+        );
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}

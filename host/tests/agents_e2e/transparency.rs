@@ -1,0 +1,712 @@
+//! The transparency differential: each agent runs the same task once straight to the scripted
+//! model and once through `rampart serve` with a window so large that nothing is managed. What
+//! reaches the model must be the same both times, except for the differences README.md lists
+//! under "Differences a client sees through serve" ([`KNOWN`] here, each with the way to look
+//! past it). A new difference fails the test; so does a listed one that no longer occurs (the
+//! list must shrink as serve gets more transparent).
+//!
+//! Compared per model request: the path, the headers (less the transport's own: `host`,
+//! `content-length`, `connection`, `accept-encoding`, `transfer-encoding`) and the JSON body,
+//! after the noise of each run is normalised (temporary paths, ports, UUIDs, long hex ids,
+//! millisecond timestamps, Codex's chunk ids and wall times). Codex speaks OpenAI Responses
+//! and serve has no Responses upstream, so its direct requests are first translated to the
+//! chat-completions request they mean ([`responses_as_chat`]; the translation is plain
+//! and keeps every field it has no chat form for, so that serve's dropping it shows).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use super::{HUGE_WINDOW, RUN_LIMIT, Serve, random_secret};
+use crate::common;
+use common::agent_model::{AgentModel, Wire};
+use common::agents::{Agent, Sandbox};
+use common::loopback::Recorded;
+
+/// One difference a client sees through serve.
+pub struct Known {
+    /// The agents it shows with.
+    pub agents: &'static [Agent],
+    /// Its wording in README.md's list (the test checks the list holds it).
+    pub readme: &'static str,
+    /// Makes both sides of a request alike as to this difference.
+    pub look_past: fn(&mut Value),
+}
+
+/// The differences serve introduces today, in README.md's order, each with the way to look
+/// past it (applied to both sides, in this order).
+pub const KNOWN: &[Known] = &[
+    // Headers.
+    Known {
+        agents: ALL,
+        readme: "`user-agent`: not forwarded (the model gets none).",
+        look_past: |v| drop_headers(v, &["user-agent"]),
+    },
+    Known {
+        agents: ALL,
+        readme: "`accept`: the model gets `*/*`, not the client's (`application/json`, Codex's \
+                 `text/event-stream`).",
+        look_past: |v| drop_headers(v, &["accept"]),
+    },
+    Known {
+        agents: &[Agent::ClaudeCode, Agent::Pi],
+        readme: "`x-stainless-*` (the SDK's language, version, OS, runtime, retry count and \
+                 timeout): not forwarded.",
+        look_past: |v| drop_headers(v, &["x-stainless-*"]),
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "Claude Code's `x-app`, `x-claude-code-session-id` and \
+                 `anthropic-dangerous-direct-browser-access`: not forwarded.",
+        look_past: |v| {
+            drop_headers(
+                v,
+                &[
+                    "x-app",
+                    "x-claude-code-session-id",
+                    "anthropic-dangerous-direct-browser-access",
+                ],
+            )
+        },
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "Codex's `originator`, `session-id`, `thread-id`, `x-client-request-id` and \
+                 `x-codex-*` (beta features, window id, turn metadata): not forwarded.",
+        look_past: |v| {
+            drop_headers(
+                v,
+                &[
+                    "originator",
+                    "session-id",
+                    "thread-id",
+                    "x-client-request-id",
+                    "x-codex-*",
+                ],
+            )
+        },
+    },
+    Known {
+        agents: &[Agent::Pi],
+        readme: "pi's `accept-language` and `sec-fetch-mode`: not forwarded.",
+        look_past: |v| drop_headers(v, &["accept-language", "sec-fetch-mode"]),
+    },
+    // The path.
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "The query of Claude Code's `/v1/messages?beta=true`: dropped.",
+        look_past: |v| {
+            let path = v["path"].as_str().unwrap_or_default();
+            let path = path.split('?').next().unwrap_or_default().to_owned();
+            v["path"] = Value::String(path);
+        },
+    },
+    // Anthropic bodies.
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "`metadata` (Claude Code's `user_id`: device, account and session ids): not \
+                 forwarded.",
+        look_past: |v| drop_body_keys(v, &["metadata"]),
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "`thinking` (Claude Code's `{\"type\": \"adaptive\"}`): not forwarded.",
+        look_past: |v| drop_body_keys(v, &["thinking"]),
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "`context_management` (Claude Code's `clear_thinking` edit): not forwarded.",
+        look_past: |v| drop_body_keys(v, &["context_management"]),
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "`output_config` (Claude Code's `effort`): not forwarded.",
+        look_past: |v| drop_body_keys(v, &["output_config"]),
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "The `system` blocks (Claude Code sends three: its billing header, its identity, \
+                 its prompt, with two cache breakpoints): joined into one text block, blank lines \
+                 between them, with one breakpoint.",
+        look_past: join_system_blocks,
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "Messages with role `system` inside `messages` (Claude Code's list of agent \
+                 types for its `Agent` tool, after the first user message): dropped; the model \
+                 never sees them.",
+        look_past: |v| drop_messages(v, |m| m["role"] == "system"),
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "A `tool_result`'s `content` given as a string: sent as a list of one text \
+                 block.",
+        look_past: |v| {
+            for_each_block(v, |b| {
+                if b["type"] == "tool_result"
+                    && let Some(text) = b["content"].as_str()
+                {
+                    b["content"] = json!([{"type": "text", "text": text}]);
+                }
+            })
+        },
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "`is_error: false` added to each `tool_result`.",
+        look_past: |v| {
+            for_each_block(v, |b| {
+                if b["type"] == "tool_result" && b["is_error"] == false {
+                    b.as_object_mut().unwrap().remove("is_error");
+                }
+            })
+        },
+    },
+    Known {
+        agents: &[Agent::ClaudeCode],
+        readme: "A `cache_control` breakpoint on a `tool_result` (Claude Code marks its last \
+                 message so): dropped; that request has no breakpoint on its messages.",
+        look_past: |v| {
+            for_each_block(v, |b| {
+                if b["type"] == "tool_result" {
+                    b.as_object_mut().unwrap().remove("cache_control");
+                }
+            })
+        },
+    },
+    // Chat-completions bodies (pi's, and Codex's as the chat request they mean).
+    Known {
+        agents: &[Agent::Pi],
+        readme: "`max_completion_tokens`: sent as `max_tokens`.",
+        look_past: |v| {
+            let body = v["body"].as_object_mut().unwrap();
+            if let Some(max) = body.remove("max_completion_tokens") {
+                body.insert("max_tokens".into(), max);
+            }
+        },
+    },
+    Known {
+        agents: &[Agent::Pi, Agent::Codex],
+        readme: "`store`: not forwarded.",
+        look_past: |v| drop_body_keys(v, &["store"]),
+    },
+    Known {
+        agents: &[Agent::Pi, Agent::Codex],
+        readme: "`strict` on function tools: dropped.",
+        look_past: |v| {
+            for tool in v["body"]["tools"].as_array_mut().into_iter().flatten() {
+                if let Some(f) = tool["function"].as_object_mut() {
+                    f.remove("strict");
+                }
+            }
+        },
+    },
+    Known {
+        agents: &[Agent::Pi],
+        readme: "A user message's content given as a list of text parts: sent as one string.",
+        look_past: |v| {
+            for m in v["body"]["messages"].as_array_mut().into_iter().flatten() {
+                if m["role"] == "user"
+                    && let Some(parts) = m["content"].as_array()
+                    && parts.iter().all(|p| p["type"] == "text")
+                {
+                    let texts: Vec<&str> =
+                        parts.iter().filter_map(|p| p["text"].as_str()).collect();
+                    m["content"] = Value::String(texts.join("\n"));
+                }
+            }
+        },
+    },
+    // Codex.
+    Known {
+        agents: &[Agent::Codex],
+        readme: "Codex's developer messages (its instructions, skills and permissions): merged \
+                 into one `system` message, blank lines between messages and line breaks between \
+                 the parts of one.",
+        look_past: |v| merge_leading(v, &["system", "developer"], "system", "\n\n"),
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "Consecutive user messages (Codex's environment context, then the prompt): \
+                 joined into one, with a line break.",
+        look_past: |v| merge_consecutive_users(v),
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "The `namespace` tool `multi_agent_v1` (Codex's sub-agent tools: spawn, send \
+                 input, resume, wait, close): dropped, so a model behind serve cannot start \
+                 Codex sub-agents.",
+        look_past: |v| drop_tools(v, "namespace"),
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "The built-in `web_search` tool: dropped.",
+        look_past: |v| drop_tools(v, "web_search"),
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "`tool_choice` (`auto`): not forwarded.",
+        look_past: |v| drop_body_keys(v, &["tool_choice"]),
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "`parallel_tool_calls`: not forwarded.",
+        look_past: |v| drop_body_keys(v, &["parallel_tool_calls"]),
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "`prompt_cache_key` (Codex's session id): not forwarded.",
+        look_past: |v| drop_body_keys(v, &["prompt_cache_key"]),
+    },
+    Known {
+        agents: &[Agent::Codex],
+        readme: "`reasoning` (`summary`), `include` (`reasoning.encrypted_content`) and \
+                 `client_metadata` (Codex's turn metadata): not forwarded; chat completions has \
+                 no form for them.",
+        look_past: |v| drop_body_keys(v, &["reasoning", "include", "client_metadata"]),
+    },
+];
+
+const ALL: &[Agent] = &[Agent::ClaudeCode, Agent::Codex, Agent::Pi];
+
+/// Removes the headers `names` (a trailing `*`: every header with that prefix).
+fn drop_headers(v: &mut Value, names: &[&str]) {
+    let Some(headers) = v["headers"].as_object_mut() else {
+        return;
+    };
+    headers.retain(|name, _| {
+        !names.iter().any(|n| match n.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == n,
+        })
+    });
+}
+
+/// Removes the body's top-level `keys`.
+fn drop_body_keys(v: &mut Value, keys: &[&str]) {
+    if let Some(body) = v["body"].as_object_mut() {
+        for key in keys {
+            body.remove(*key);
+        }
+    }
+}
+
+/// Removes the body's messages that `drop` picks.
+fn drop_messages(v: &mut Value, drop: fn(&Value) -> bool) {
+    if let Some(messages) = v["body"]["messages"].as_array_mut() {
+        messages.retain(|m| !drop(m));
+    }
+}
+
+/// Removes the body's tools of type `kind`.
+fn drop_tools(v: &mut Value, kind: &str) {
+    if let Some(tools) = v["body"]["tools"].as_array_mut() {
+        tools.retain(|t| t["type"] != kind);
+    }
+}
+
+/// Calls `f` on every content block of every message of the body.
+fn for_each_block(v: &mut Value, f: impl Fn(&mut Value)) {
+    for m in v["body"]["messages"].as_array_mut().into_iter().flatten() {
+        for b in m["content"].as_array_mut().into_iter().flatten() {
+            f(b);
+        }
+    }
+}
+
+/// An Anthropic `system` given as blocks, as one text block (texts joined by blank lines)
+/// marked for the cache when any block was.
+fn join_system_blocks(v: &mut Value) {
+    let Some(blocks) = v["body"]["system"].as_array() else {
+        return;
+    };
+    let text: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+    let mut block = json!({"type": "text", "text": text.join("\n\n")});
+    if let Some(mark) = blocks.iter().find_map(|b| b.get("cache_control")) {
+        block["cache_control"] = mark.clone();
+    }
+    v["body"]["system"] = json!([block]);
+}
+
+/// A chat message's text: its string, or its text parts joined by line breaks.
+fn chat_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The leading messages whose role is one of `roles`, as one message of role `into`, their
+/// texts joined by `separator`.
+fn merge_leading(v: &mut Value, roles: &[&str], into: &str, separator: &str) {
+    let Some(messages) = v["body"]["messages"].as_array_mut() else {
+        return;
+    };
+    let n = messages
+        .iter()
+        .take_while(|m| roles.iter().any(|r| m["role"] == *r))
+        .count();
+    if n == 0 {
+        return;
+    }
+    let text: Vec<String> = messages
+        .drain(..n)
+        .map(|m| chat_text(&m["content"]))
+        .collect();
+    messages.insert(0, json!({"role": into, "content": text.join(separator)}));
+}
+
+/// Runs of consecutive user messages as one, their texts joined by a line break.
+fn merge_consecutive_users(v: &mut Value) {
+    let Some(messages) = v["body"]["messages"].as_array_mut() else {
+        return;
+    };
+    let mut merged: Vec<Value> = Vec::new();
+    for m in messages.drain(..) {
+        match merged.last_mut() {
+            Some(last) if last["role"] == "user" && m["role"] == "user" => {
+                let text = format!(
+                    "{}\n{}",
+                    chat_text(&last["content"]),
+                    chat_text(&m["content"])
+                );
+                last["content"] = Value::String(text);
+            }
+            _ => merged.push(m),
+        }
+    }
+    *messages = merged;
+}
+
+/// Headers that belong to the connection, not to the client's request.
+const TRANSPORT_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "connection",
+    "accept-encoding",
+    "transfer-encoding",
+];
+
+/// Runs `agent` straight to a scripted model and through serve, and checks that the model saw
+/// the same requests but for [`KNOWN`]'s differences.
+pub fn differential(agent: Agent) {
+    let Some(bin) = common::agents::installed() else {
+        return;
+    };
+    let secret = random_secret();
+
+    let direct_model = AgentModel::start();
+    let direct = Sandbox::new(&bin, agent, &direct_model.origin(), secret);
+    let run = direct.run(&direct.read_prompt(), false, RUN_LIMIT);
+    run.assert_ok(&format!("{} straight to the model", agent.name()));
+    assert!(run.stdout.contains(&secret.to_string()), "{run:?}");
+
+    let served_model = AgentModel::start();
+    let serve = Serve::start(&served_model, HUGE_WINDOW);
+    let served = Sandbox::new(&bin, agent, &serve.base, secret);
+    let run = served.run(&served.read_prompt(), false, RUN_LIMIT);
+    run.assert_ok(&format!("{} through serve", agent.name()));
+    assert!(run.stdout.contains(&secret.to_string()), "{run:?}");
+
+    let left: Vec<Value> = direct_model
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && Wire::of(&r.path).is_some())
+        .map(|r| exchange(r, &direct, agent == Agent::Codex))
+        .collect();
+    let right: Vec<Value> = served_model
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && Wire::of(&r.path).is_some())
+        .map(|r| exchange(r, &served, false))
+        .collect();
+    let known: Vec<&Known> = KNOWN.iter().filter(|k| k.agents.contains(&agent)).collect();
+    let dump = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "agents-transparency-{}.json",
+        agent.name().replace(' ', "-").to_lowercase()
+    ));
+    std::fs::write(
+        &dump,
+        serde_json::to_string_pretty(&json!({"direct": left, "served": right})).unwrap(),
+    )
+    .unwrap();
+
+    let residue = differences(&left, &right, &known, None);
+    assert!(
+        residue.is_empty(),
+        "{} through serve: differences README.md does not list (both sides, normalised, in \
+         {}):\n{}",
+        agent.name(),
+        dump.display(),
+        residue.join("\n")
+    );
+    for (i, k) in known.iter().enumerate() {
+        assert!(
+            !differences(&left, &right, &known, Some(i)).is_empty(),
+            "{}: the listed difference {:?} no longer occurs: remove it from README.md's \
+             \"Differences a client sees through serve\" and from KNOWN",
+            agent.name(),
+            k.readme
+        );
+    }
+}
+
+/// The differences between the two runs' requests once every difference in `known` (but the
+/// one at `skip`) is looked past, as readable lines; empty when none is left.
+fn differences(
+    left: &[Value],
+    right: &[Value],
+    known: &[&Known],
+    skip: Option<usize>,
+) -> Vec<String> {
+    let project = |v: &Value| {
+        let mut v = v.clone();
+        for (i, k) in known.iter().enumerate() {
+            if Some(i) != skip {
+                (k.look_past)(&mut v);
+            }
+        }
+        v
+    };
+    let mut out = Vec::new();
+    if left.len() != right.len() {
+        out.push(format!(
+            "the model got {} requests straight and {} through serve: {:?} vs {:?}",
+            left.len(),
+            right.len(),
+            left.iter().map(|r| r["path"].clone()).collect::<Vec<_>>(),
+            right.iter().map(|r| r["path"].clone()).collect::<Vec<_>>()
+        ));
+    }
+    for (i, (l, r)) in left.iter().zip(right).enumerate() {
+        diff(
+            &project(l),
+            &project(r),
+            &format!("request {i}: "),
+            &mut out,
+        );
+    }
+    out
+}
+
+/// The paths where `a` and `b` differ, with both values (cut short).
+fn diff(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    let short = |v: &Value| {
+        let s = v.to_string();
+        if s.chars().count() > 160 {
+            format!("{}…", s.chars().take(160).collect::<String>())
+        } else {
+            s
+        }
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) => diff(v, w, &format!("{path}/{k}"), out),
+                    None => out.push(format!("{path}/{k}: dropped ({})", short(v))),
+                }
+            }
+            for (k, w) in y {
+                if !x.contains_key(k) {
+                    out.push(format!("{path}/{k}: added ({})", short(w)));
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                diff(v, w, &format!("{path}/{i}"), out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {} became {}", short(a), short(b))),
+        _ => {}
+    }
+}
+
+/// A recorded request as compared: path, headers (transport ones left out) and body, with the
+/// run's noise normalised; a Responses body translated when `responses` is set.
+fn exchange(request: &Recorded, sandbox: &Sandbox, responses: bool) -> Value {
+    let headers: Map<String, Value> = request
+        .headers
+        .iter()
+        .filter(|(n, _)| !TRANSPORT_HEADERS.contains(&n.as_str()))
+        .map(|(n, v)| (n.clone(), Value::String(v.clone())))
+        .collect();
+    let body = if responses && request.path.ends_with("/responses") {
+        responses_as_chat(&request.body)
+    } else {
+        request.body.clone()
+    };
+    let path = if responses {
+        request.path.replace("/responses", "/chat/completions")
+    } else {
+        request.path.clone()
+    };
+    let value = json!({"path": path, "headers": headers, "body": body});
+    // The sandbox's path, and the same path as Claude Code names its project directory.
+    let root = sandbox.root().display().to_string();
+    let text = value
+        .to_string()
+        .replace(&root, "<sandbox>")
+        .replace(&root.replace(['/', '.'], "-"), "<sandbox>");
+    serde_json::from_str(&normalise(&text)).unwrap()
+}
+
+static NOISE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        (r"127\.0\.0\.1:\d+", "127.0.0.1:<port>"),
+        (
+            r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+            "<uuid>",
+        ),
+        (r"\b[0-9a-f]{32,}\b", "<hex>"),
+        (r"\b1[0-9]{12}\b", "<ms>"),
+        (r"Chunk ID: [0-9a-f]+", "Chunk ID: <id>"),
+        (r"Wall time: [0-9.]+ seconds", "Wall time: <t> seconds"),
+        // Claude Code's billing header ends in a hash of characters of the first prompt,
+        // whose sandbox path differs per run.
+        (r"cc_version=([0-9.]+)\.[0-9a-f]+", "cc_version=$1.<hash>"),
+    ]
+    .into_iter()
+    .map(|(re, to)| (Regex::new(re).unwrap(), to))
+    .collect()
+});
+
+/// `text` with each run's noise replaced by placeholders.
+fn normalise(text: &str) -> String {
+    NOISE.iter().fold(text.to_owned(), |t, (re, to)| {
+        re.replace_all(&t, *to).into_owned()
+    })
+}
+
+/// The chat-completions request a Responses request means, translated plainly: instructions
+/// and input messages as messages (one text part as a string, several as text parts),
+/// consecutive function calls as one assistant message's tool calls, their outputs as tool
+/// messages, function tools in chat's shape, `stream` with usage asked for. Every other field
+/// and item is kept as it is, so that what has no chat form still shows.
+pub fn responses_as_chat(body: &Value) -> Value {
+    let mut messages: Vec<Value> = Vec::new();
+    if let Some(instructions) = body["instructions"].as_str() {
+        messages.push(json!({"role": "system", "content": instructions}));
+    }
+    let input = match &body["input"] {
+        Value::String(s) => vec![json!({"type": "message", "role": "user", "content": s})],
+        Value::Array(a) => a.clone(),
+        _ => Vec::new(),
+    };
+    for item in input {
+        match item["type"].as_str().unwrap_or("message") {
+            "message" => {
+                let parts: Vec<Value> = match &item["content"] {
+                    Value::String(s) => vec![json!({"type": "text", "text": s})],
+                    Value::Array(a) => a
+                        .iter()
+                        .map(|p| match p["type"].as_str() {
+                            Some("input_text" | "output_text" | "text") => {
+                                json!({"type": "text", "text": p["text"]})
+                            }
+                            _ => p.clone(),
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                let content = match parts.as_slice() {
+                    [one] if one["type"] == "text" => one["text"].clone(),
+                    _ => Value::Array(parts),
+                };
+                messages.push(json!({"role": item["role"], "content": content}));
+            }
+            "function_call" => {
+                let call = json!({"id": item["call_id"], "type": "function",
+                                  "function": {"name": item["name"], "arguments": item["arguments"]}});
+                match messages.last_mut() {
+                    Some(last) if last["role"] == "assistant" && last["tool_calls"].is_array() => {
+                        last["tool_calls"].as_array_mut().unwrap().push(call);
+                    }
+                    _ => messages
+                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
+                }
+            }
+            "function_call_output" => {
+                let output = match &item["output"] {
+                    Value::Array(parts) => Value::String(
+                        parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join(""),
+                    ),
+                    other => other.clone(),
+                };
+                messages.push(
+                    json!({"role": "tool", "tool_call_id": item["call_id"], "content": output}),
+                );
+            }
+            _ => messages.push(item.clone()),
+        }
+    }
+    let tools: Vec<Value> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            if t["type"] == "function" {
+                let mut function = json!({"name": t["name"], "description": t["description"],
+                                          "parameters": t["parameters"]});
+                if let Some(strict) = t.get("strict") {
+                    function["strict"] = strict.clone();
+                }
+                json!({"type": "function", "function": function})
+            } else {
+                t.clone()
+            }
+        })
+        .collect();
+    let mut chat = body.as_object().cloned().unwrap_or_default();
+    chat.remove("instructions");
+    chat.remove("input");
+    chat.insert("messages".into(), Value::Array(messages));
+    if !tools.is_empty() {
+        chat.insert("tools".into(), Value::Array(tools));
+    }
+    if chat.get("stream") == Some(&Value::Bool(true)) {
+        chat.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if let Some(max) = chat.remove("max_output_tokens") {
+        chat.insert("max_completion_tokens".into(), max);
+    }
+    Value::Object(chat)
+}
+
+/// The bullets of README.md's "Differences a client sees through serve", whitespace collapsed.
+pub fn readme_list() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme
+        .split("### Differences a client sees through serve")
+        .nth(1)
+        .expect("README.md has a \"Differences a client sees through serve\" section");
+    let section = section.split("\n#").next().unwrap_or_default();
+    let mut bullets: Vec<String> = Vec::new();
+    for line in section.lines() {
+        if let Some(item) = line.strip_prefix("- ") {
+            bullets.push(item.to_owned());
+        } else if let (Some(last), Some(more)) = (bullets.last_mut(), line.strip_prefix("  ")) {
+            last.push(' ');
+            last.push_str(more);
+        }
+    }
+    bullets.iter().map(|b| collapse(b)).collect()
+}
+
+/// `text` with each run of whitespace as one space.
+pub fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,377 @@
+//! End to end: `rampart serve` processes keeping their conversations in PostgreSQL
+//! (`--store postgres://…` or `[serve.store]`), each test on a database of its own that is
+//! dropped afterwards. Without a reachable server each test says SKIPPED and passes, unless
+//! RAMPART_REQUIRE_POSTGRES=1.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::loopback::{Loopback, openai_text_stream};
+use rampart_message::AgentMessage;
+use rampart_sessions::SessionOptions;
+use rampart_sessions::store::shared::SharedStore;
+use rampart_store_postgres::testing::TestDatabase;
+use serde_json::{Value, json};
+
+/// A `rampart serve` process on a PostgreSQL store; killed when dropped.
+struct Serve {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    /// `rampart serve --store URL` with `config`, once it listens.
+    fn start(config: &str, url: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config_path = common::write_config(dir.path(), config);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(["--config", config_path.to_str().unwrap()])
+            .args(["--sessions-dir", dir.path().join("local").to_str().unwrap()])
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", url])
+            .env_remove("RAMPART_CONFIG")
+            .env("RUST_LOG", "warn")
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("rampart serve listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            base,
+            _dir: dir,
+        }
+    }
+
+    fn client() -> reqwest::blocking::Client {
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap()
+    }
+
+    /// One chat turn with `messages`; the answer's text.
+    fn chat(&self, messages: &[Value]) -> String {
+        let response = Self::client()
+            .post(format!("{}/v1/chat/completions", self.base))
+            .json(&json!({"model": "gpt-up", "messages": messages}))
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().unwrap();
+        assert_eq!(status, 200, "{body}");
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn healthz(&self) -> (u16, Value) {
+        let response = Self::client()
+            .get(format!("{}/healthz", self.base))
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().unwrap())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config(upstream: &str) -> String {
+    format!(
+        r#"
+[agents.defaults.model]
+primary = "up/gpt-up"
+
+[models.providers.up]
+api = "openai-completions"
+baseUrl = "{upstream}"
+maxRetries = 0
+timeoutSeconds = 20
+
+[[models.providers.up.models]]
+id = "gpt-up"
+contextWindow = 128000
+"#
+    )
+}
+
+/// The (role, text) of every message entry of `key`'s session in the database, in log order,
+/// and whether the log is one chain (every entry continues the one before it).
+fn stored(db: &TestDatabase, key: &str) -> (Vec<(String, String)>, bool) {
+    let store = db.store().unwrap();
+    let entry = store.get(key).unwrap().unwrap();
+    let session = store.open(key, &entry, SessionOptions::default()).unwrap();
+    let linear = session
+        .entries()
+        .windows(2)
+        .all(|p| p[1].parent_id.as_deref() == Some(p[0].id.as_str()));
+    let messages = session
+        .entries()
+        .iter()
+        .filter_map(|e| e.body.message())
+        .map(|m| match m {
+            AgentMessage::User(u) => ("user".to_owned(), u.content.joined_text()),
+            AgentMessage::Assistant(a) => (
+                "assistant".to_owned(),
+                a.content
+                    .iter()
+                    .filter_map(|b| match b {
+                        rampart_message::ContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<String>(),
+            ),
+            other => (other.role().to_owned(), String::new()),
+        })
+        .collect();
+    (messages, linear)
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+/// The only conversation `serve` registered.
+fn the_conversation(db: &TestDatabase) -> String {
+    let keys: Vec<String> = db
+        .store()
+        .unwrap()
+        .family("serve:", None)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    keys[0].clone()
+}
+
+/// Two turns of one conversation through a server on PostgreSQL: both answered, and the
+/// session holds each message exactly once, in one chain; `/healthz` reports the store.
+#[test]
+fn serve_on_postgres_stores_two_turns_exactly_once() {
+    let Some(db) = TestDatabase::create("serve on postgres") else {
+        return;
+    };
+    let up = Loopback::start();
+    up.push(openai_text_stream("First answer.", 20, 3));
+    up.push(openai_text_stream("Second answer.", 30, 3));
+    let serve = Serve::start(&config(&up.url()), db.url());
+
+    let mut messages = vec![json!({"role": "user", "content": "Hello there"})];
+    assert_eq!(serve.chat(&messages), "First answer.");
+    messages.push(json!({"role": "assistant", "content": "First answer."}));
+    messages.push(json!({"role": "user", "content": "And again"}));
+    assert_eq!(serve.chat(&messages), "Second answer.");
+
+    let key = the_conversation(&db);
+    let (messages, linear) = stored(&db, &key);
+    assert_eq!(
+        messages,
+        pairs(&[
+            ("user", "Hello there"),
+            ("assistant", "First answer."),
+            ("user", "And again"),
+            ("assistant", "Second answer."),
+        ])
+    );
+    assert!(linear, "the stored history forked");
+
+    // `/metrics` reads the store from an async handler: the store's calls work there too.
+    let metrics = Serve::client()
+        .get(format!("{}/metrics", serve.base))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains("rampart_serve_conversations 1"),
+        "{metrics}"
+    );
+
+    let (status, health) = serve.healthz();
+    assert_eq!(status, 200, "{health}");
+    assert_eq!(health["store"]["backend"], "postgres", "{health}");
+    assert_eq!(health["store"]["reachable"], true, "{health}");
+    assert_eq!(
+        health["store"]["store"],
+        format!("postgres://postgres@127.0.0.1:5432/{}", db.name())
+    );
+}
+
+/// Two replicas on one database, the turns of one conversation alternating between them: the
+/// second replica continues what the first stored, and the third turn, back on the first,
+/// continues the second's (the first had the conversation open and catches up under the lock).
+#[test]
+fn two_replicas_on_one_database_continue_each_others_turns() {
+    let Some(db) = TestDatabase::create("replicas on postgres") else {
+        return;
+    };
+    let up = Loopback::start();
+    for n in 1..=3 {
+        up.push(openai_text_stream(&format!("Answer {n}."), 20, 3));
+    }
+    let config = config(&up.url());
+    let (a, b) = (
+        Serve::start(&config, db.url()),
+        Serve::start(&config, db.url()),
+    );
+
+    let mut messages = vec![json!({"role": "user", "content": "Start"})];
+    for (n, replica) in [&a, &b, &a].into_iter().enumerate() {
+        let answer = replica.chat(&messages);
+        assert_eq!(answer, format!("Answer {}.", n + 1));
+        messages.push(json!({"role": "assistant", "content": answer}));
+        messages.push(json!({"role": "user", "content": format!("Next {}", n + 1)}));
+    }
+    // The model saw the whole history on every turn, whichever replica asked.
+    let sent = up.requests();
+    assert_eq!(sent[2].body["messages"].as_array().unwrap().len(), 5);
+
+    let key = the_conversation(&db);
+    let (stored, linear) = stored(&db, &key);
+    assert_eq!(
+        stored,
+        pairs(&[
+            ("user", "Start"),
+            ("assistant", "Answer 1."),
+            ("user", "Next 1"),
+            ("assistant", "Answer 2."),
+            ("user", "Next 2"),
+            ("assistant", "Answer 3."),
+        ])
+    );
+    assert!(linear, "the stored history forked");
+}
+
+/// While the database refuses connections, `/healthz` says 503 with `Retry-After`; once it
+/// takes them again, the server reports healthy by itself.
+#[test]
+fn healthz_follows_the_database() {
+    let Some(db) = TestDatabase::create("healthz on postgres") else {
+        return;
+    };
+    let up = Loopback::start();
+    let serve = Serve::start(&config(&up.url()), db.url());
+    assert_eq!(serve.healthz().0, 200);
+
+    // Through the server's maintenance database, which still takes connections.
+    let name = db.name();
+    db.execute_as_admin(&format!(
+        "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ))
+    .unwrap();
+    let response = Serve::client()
+        .get(format!("{}/healthz", serve.base))
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(
+        response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let body: Value = response.json().unwrap();
+    assert_eq!(body["store"]["reachable"], false, "{body}");
+    assert!(body["store"]["error"].as_str().is_some(), "{body}");
+
+    db.execute_as_admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = serve.healthz();
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still unhealthy: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A password in `serve.store.url` is refused at its line, without repeating it; a
+/// `passwordEnv` that names an unset variable stops the server with the variable's name.
+#[test]
+fn store_settings_are_checked_and_never_echo_a_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write_config(
+        dir.path(),
+        "[serve.store]\nurl = \"postgres://app:hunter2@db.internal/rampart\"\n",
+    );
+    let out = common::rampart(&["--config", path.to_str().unwrap(), "config", "check"]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("serve.store.url") && text.contains(":2:"),
+        "{text}"
+    );
+    assert!(text.contains("passwordEnv"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    let path = common::write_config(
+        dir.path(),
+        "[serve.store]\nurl = \"postgres://app@db.internal/rampart\"\npoolSize = 0\n",
+    );
+    let out = common::rampart(&["--config", path.to_str().unwrap(), "config", "check"]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("serve.store.poolSize") && text.contains(":3:"),
+        "{text}"
+    );
+
+    let path = common::write_config(
+        dir.path(),
+        "[serve.store]\nurl = \"postgres://app@127.0.0.1:1/rampart\"\n\
+         passwordEnv = \"RAMPART_TEST_UNSET_STORE_PASSWORD\"\n",
+    );
+    let out = common::rampart(&[
+        "--config",
+        path.to_str().unwrap(),
+        "--sessions-dir",
+        dir.path().join("s").to_str().unwrap(),
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("RAMPART_TEST_UNSET_STORE_PASSWORD"), "{text}");
+
+    // `--store` takes a URL only.
+    let out = common::rampart(&[
+        "--sessions-dir",
+        dir.path().join("s").to_str().unwrap(),
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--store",
+        "/var/lib/sessions",
+    ]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("--sessions-dir"), "{text}");
+}
