@@ -514,27 +514,8 @@ pub(crate) fn resolve_and_load(
     events: &EventSink,
     resources: &HostResources,
 ) -> Result<EngineHandle, (&'static str, String)> {
-    let path = match config.resolve_engine_path(id) {
-        Ok(Some(path)) => path,
-        Ok(None) => return Err(("resolve", format!("no library is configured for `{id}`"))),
-        Err(e) => return Err(("resolve", e.to_string())),
-    };
-    let entry = config.engines.get(id);
-    let entry_config = entry
-        .map(|e| e.config.clone())
-        .unwrap_or_else(|| serde_json::json!({}));
-    let request = LoadRequest {
-        id: id.to_string(),
-        verify_id: true,
-        path,
-        config: entry_config,
-        services: Arc::new(resources.services_for(id, events)),
-        load_timeout: config.load_timeout,
-        call_timeout: config.call_timeout,
-        max_log_level: Some(host_max_log_level()),
-    };
-    // A library found in the search paths without a table of its own gets the default too.
-    let isolation = entry.map(|e| e.isolation.clone()).unwrap_or_default();
+    let (request, isolation) =
+        load_request(config, id, events, resources).map_err(|why| ("resolve", why))?;
     let loaded = match isolation {
         Isolation::Process(settings) => load_engine_in_child(request, settings),
         Isolation::InProcess => load_engine(request),
@@ -542,16 +523,15 @@ pub(crate) fn resolve_and_load(
     loaded.map_err(|e| ("load", e.to_string()))
 }
 
-/// Loads engine `id`'s library in a child process, whatever its `isolation`, to learn whether
-/// it loads and what it says about itself, then stops the child. For the commands that
-/// inspect libraries without serving with them (`engines list`, `config check`): a library
-/// whose constructor exits, aborts or runs corrupt code takes down the child, never the
-/// command, and the error names the signal or status ([`crate::engine::process`]).
-pub fn check_in_child(
+/// What loading engine `id` takes, as the configuration says: its library, `config` table and
+/// deadlines, and where its code runs. One place, so the slot and the inspecting commands
+/// load a library the same way.
+fn load_request(
     config: &Config,
     id: &str,
     events: &EventSink,
-) -> Result<rampart_engine_api::EngineInfo, String> {
+    resources: &HostResources,
+) -> Result<(LoadRequest, Isolation), String> {
     let path = match config.resolve_engine_path(id) {
         Ok(Some(path)) => path,
         Ok(None) => return Err(format!("no library is configured for `{id}`")),
@@ -565,14 +545,30 @@ pub fn check_in_child(
         config: entry
             .map(|e| e.config.clone())
             .unwrap_or_else(|| serde_json::json!({})),
-        services: Arc::new(HostResources::default().services_for(id, events)),
+        services: Arc::new(resources.services_for(id, events)),
         load_timeout: config.load_timeout,
         call_timeout: config.call_timeout,
         max_log_level: Some(host_max_log_level()),
     };
-    let settings = match entry.map(|e| &e.isolation) {
-        Some(Isolation::Process(settings)) => settings.clone(),
-        _ => crate::config::ProcessSettings::default(),
+    // A library found in the search paths without a table of its own gets the default too.
+    let isolation = entry.map(|e| e.isolation.clone()).unwrap_or_default();
+    Ok((request, isolation))
+}
+
+/// Loads engine `id`'s library in a child process, whatever its `isolation`, to learn whether
+/// it loads and what it says about itself, then stops the child. For the commands that
+/// inspect libraries without serving with them (`engines list`, `config check`): a library
+/// whose constructor exits, aborts or runs corrupt code takes down the child, never the
+/// command, and the error names the signal or status ([`crate::engine::process`]).
+pub fn check_in_child(
+    config: &Config,
+    id: &str,
+    events: &EventSink,
+) -> Result<rampart_engine_api::EngineInfo, String> {
+    let (request, isolation) = load_request(config, id, events, &HostResources::default())?;
+    let settings = match isolation {
+        Isolation::Process(settings) => settings,
+        Isolation::InProcess => crate::config::ProcessSettings::default(),
     };
     let handle = load_engine_in_child(request, settings).map_err(|e| e.to_string())?;
     let info = handle.info().clone();
