@@ -21,6 +21,7 @@ mod memory_e2e;
 mod memory_safety_e2e;
 mod newcomer_e2e;
 mod old_api;
+mod openapi_e2e;
 mod outputs_e2e;
 mod overflow_loop_e2e;
 mod privacy_e2e;

@@ -196,7 +196,9 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
             TOKEN_REQUIRED,
         );
     }
-    let request = if request.method() == Method::POST {
+    // Only the routes that take a body have one read and checked; a POST elsewhere gets the
+    // router's 404 or 405 (with its Allow header), not a complaint about its content type.
+    let request = if request.method() == Method::POST && BODY_ROUTES.contains(&path.as_str()) {
         if !is_json(headers) {
             let sent = headers
                 .get(header::CONTENT_TYPE)
@@ -222,6 +224,14 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     let response = next.run(request).await;
     with_error_body(wire, response)
 }
+
+/// The routes that take a JSON body (all by POST).
+const BODY_ROUTES: &[&str] = &[
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+];
 
 /// The request with its body read whole, within the size limit and `serve.bodyTimeoutMs`.
 async fn read_body(guard: &Guard, wire: Wire, request: Request) -> Result<Request, Box<Response>> {

@@ -159,17 +159,44 @@ pub fn responses_as_chat(body: &Value) -> Result<(Value, Vec<String>), BadReques
     };
     let mut warnings = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
-    if let Some(instructions) = obj
-        .get("instructions")
-        .and_then(Value::as_str)
-        .filter(|t| !t.trim().is_empty())
-    {
-        messages.push(json!({"role": "system", "content": instructions}));
+    match obj.get("instructions") {
+        Some(Value::String(text)) if !text.trim().is_empty() => {
+            messages.push(json!({"role": "system", "content": text}));
+        }
+        // Instructions given as input items (OpenAI accepts a list): read as the input items
+        // they are, before the input.
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                responses_item(i, item, &mut messages, &mut warnings);
+            }
+        }
+        _ => {}
     }
     match obj.get("input") {
         Some(Value::String(text)) => messages.push(json!({"role": "user", "content": text})),
         Some(Value::Array(items)) => {
+            // The calls made so far, so that an output answering none is refused naming its
+            // item (left out, the model would answer a conversation the client never sent).
+            let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
             for (i, item) in items.iter().enumerate() {
+                let call_id = item.get("call_id").and_then(Value::as_str);
+                match item.get("type").and_then(Value::as_str) {
+                    Some("function_call") => calls.extend(call_id),
+                    Some("function_call_output")
+                        if !call_id.is_some_and(|id| calls.contains(id)) =>
+                    {
+                        return Err(BadRequest(format!(
+                            "`input[{i}]` is a function_call_output for call {}, but no \
+                             function_call item before it in `input` made that call; send the \
+                             function_call item first (rampart serve keeps no responses by id)",
+                            call_id.map_or_else(
+                                || "(no `call_id`)".to_owned(),
+                                |id| format!("{id:?}")
+                            )
+                        )));
+                    }
+                    _ => {}
+                }
                 responses_item(i, item, &mut messages, &mut warnings);
             }
         }
@@ -178,6 +205,17 @@ pub fn responses_as_chat(body: &Value) -> Result<(Value, Vec<String>), BadReques
                 "`input` is required: a string or an array of input items".into(),
             ));
         }
+    }
+    if !messages
+        .iter()
+        .any(|m| matches!(m["role"].as_str(), Some("user" | "assistant")))
+    {
+        return Err(BadRequest(
+            "`input` holds no user or assistant message (instructions, developer messages and \
+             items without a chat form are not a conversation on their own); send the user's \
+             input as a string or a message item"
+                .into(),
+        ));
     }
     let mut chat = obj.clone();
     for field in ["input", "instructions", "tools", "max_output_tokens"] {
@@ -528,5 +566,42 @@ mod tests {
                 .contains("`messages`")
         );
         assert!(decode(Wire::Anthropic, &json!({"model": "m", "messages": []}), 0).is_err());
+    }
+
+    /// A Responses request whose conversation cannot be carried is refused naming `input`, the
+    /// field the client sent (not the chat `messages` it is read as).
+    #[test]
+    fn responses_refusals_name_the_input_items() {
+        let orphan = json!({"model": "m", "input": [
+            {"type": "message", "role": "user", "content": "go"},
+            {"type": "function_call_output", "call_id": "call_9", "output": "x"},
+        ]});
+        let e = responses_as_chat(&orphan).unwrap_err().0;
+        assert!(
+            e.contains("`input[1]` is a function_call_output for call \"call_9\""),
+            "{e}"
+        );
+        let only_developer = json!({"model": "m", "input": [
+            {"type": "message", "role": "developer", "content": "rules"},
+            {"type": "program_output", "call_id": "0", "result": ""},
+        ]});
+        let e = responses_as_chat(&only_developer).unwrap_err().0;
+        assert!(
+            e.starts_with("`input` holds no user or assistant message"),
+            "{e}"
+        );
+    }
+
+    /// Instructions given as a list of input items are read, not dropped.
+    #[test]
+    fn instructions_as_input_items_are_read() {
+        let body = json!({"model": "m", "input": "hi", "instructions": [
+            {"type": "message", "role": "developer", "content": "Answer briefly."},
+        ]});
+        let (chat, _) = responses_as_chat(&body).unwrap();
+        assert_eq!(
+            chat["messages"],
+            json!([{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "hi"}])
+        );
     }
 }

@@ -24,6 +24,86 @@ pub struct AnswerMeta<'a> {
     pub model: &'a str,
     /// Unix seconds.
     pub created: u64,
+    /// What a Responses answer repeats of its request; `None` for the other wires (and a
+    /// Responses answer then states OpenAI's defaults).
+    pub echo: Option<&'a ResponsesEcho>,
+}
+
+/// What a Responses answer repeats of its request. OpenAI's `Response` object requires
+/// `instructions`, `tools`, `tool_choice`, `temperature`, `top_p`, `metadata` and
+/// `parallel_tool_calls`, in every shell of a stream too, and clients generated from its
+/// specification fail on an object without them. Each is the value the client sent, or
+/// OpenAI's documented default when it sent none (or `null`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponsesEcho {
+    fields: [(&'static str, Value); 7],
+}
+
+impl Default for ResponsesEcho {
+    fn default() -> Self {
+        Self {
+            fields: [
+                ("instructions", Value::Null),
+                ("tools", json!([])),
+                ("tool_choice", json!("auto")),
+                ("temperature", json!(1.0)),
+                ("top_p", json!(1.0)),
+                ("metadata", json!({})),
+                ("parallel_tool_calls", json!(true)),
+            ],
+        }
+    }
+}
+
+impl ResponsesEcho {
+    /// The echo of a Responses request body, as the client sent it (before it is read as a
+    /// chat request). A field of the wrong type is refused naming it: echoed, it would make
+    /// the answer itself break OpenAI's schema.
+    pub fn of_request(body: &Value) -> Result<Self, String> {
+        let mut echo = Self::default();
+        for (key, value) in &mut echo.fields {
+            let Some(sent) = body.get(*key).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let fits = match *key {
+                "instructions" => {
+                    sent.is_string()
+                        || sent
+                            .as_array()
+                            .is_some_and(|a| a.iter().all(Value::is_object))
+                }
+                "tools" => sent.is_array(),
+                "tool_choice" => sent.is_string() || sent.is_object(),
+                "temperature" => sent.as_f64().is_some_and(|t| (0.0..=2.0).contains(&t)),
+                "top_p" => sent.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)),
+                "metadata" => sent
+                    .as_object()
+                    .is_some_and(|m| m.values().all(Value::is_string)),
+                _ => sent.is_boolean(),
+            };
+            if !fits {
+                let want = match *key {
+                    "instructions" => "a string or an array of input items (objects)",
+                    "tools" => "an array of tools",
+                    "tool_choice" => "\"none\", \"auto\", \"required\" or a tool choice object",
+                    "temperature" => "a number from 0 to 2",
+                    "top_p" => "a number from 0 to 1",
+                    "metadata" => "an object whose values are strings",
+                    _ => "true or false",
+                };
+                return Err(format!("`{key}` must be {want}; found {sent}"));
+            }
+            *value = sent.clone();
+        }
+        Ok(echo)
+    }
+
+    /// Writes the echoed fields into a Response object.
+    fn write(&self, response: &mut Value) {
+        for (key, value) in &self.fields {
+            response[*key] = value.clone();
+        }
+    }
 }
 
 fn openai_finish(reason: &StopReason) -> &'static str {
@@ -79,6 +159,8 @@ fn openai_message(reply: &AssistantMessage) -> Value {
     let mut message = to_openai_message(&rampart_message::AgentMessage::Assistant(reply.clone()));
     if let Some(map) = message.as_object_mut() {
         map.remove("reasoning_content");
+        // Required by OpenAI's schema, null when the model did not refuse.
+        map.entry("refusal").or_insert(Value::Null);
     }
     message
 }
@@ -93,6 +175,7 @@ pub fn openai_response(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Value
         "choices": [{
             "index": 0,
             "message": openai_message(reply),
+            "logprobs": null,
             "finish_reason": openai_finish(&reply.stop_reason),
         }],
         "usage": openai_usage(&reply.usage),
@@ -236,7 +319,7 @@ fn responses_usage(u: &Usage) -> Value {
     let input = u.input + u.cache_read + u.cache_write;
     json!({
         "input_tokens": input,
-        "input_tokens_details": {"cached_tokens": u.cache_read},
+        "input_tokens_details": {"cached_tokens": u.cache_read, "cache_write_tokens": u.cache_write},
         "output_tokens": u.output,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input + u.output,
@@ -247,8 +330,13 @@ fn responses_usage(u: &Usage) -> Value {
 fn responses_message_item(id: &str, text: &str, status: &str) -> Value {
     json!({
         "type": "message", "id": id, "status": status, "role": "assistant",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
+        "content": [output_text_part(text)],
     })
+}
+
+/// An `output_text` content part; `logprobs` is required and empty (serve asks for none).
+fn output_text_part(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []})
 }
 
 /// A Responses `function_call` item.
@@ -294,7 +382,7 @@ fn responses_items(reply: &AssistantMessage, response_id: &str) -> Vec<Value> {
 /// at its token limit.
 fn responses_object(reply: &AssistantMessage, meta: &AnswerMeta<'_>, output: Vec<Value>) -> Value {
     let cut = reply.stop_reason == StopReason::Length;
-    json!({
+    let mut response = json!({
         "id": meta.id,
         "object": "response",
         "created_at": meta.created,
@@ -303,9 +391,13 @@ fn responses_object(reply: &AssistantMessage, meta: &AnswerMeta<'_>, output: Vec
         "error": null,
         "model": meta.model,
         "output": output,
-        "parallel_tool_calls": true,
         "usage": responses_usage(&reply.usage),
-    })
+    });
+    match meta.echo {
+        Some(echo) => echo.write(&mut response),
+        None => ResponsesEcho::default().write(&mut response),
+    }
+    response
 }
 
 /// A whole Responses API response.
@@ -340,6 +432,7 @@ struct ResponsesStream {
     id: String,
     model: String,
     created: u64,
+    echo: ResponsesEcho,
     sequence: u64,
     /// Output items so far (their final form once done).
     items: Vec<ResponsesItem>,
@@ -371,6 +464,7 @@ impl ResponsesStream {
             id: meta.id.to_owned(),
             model: meta.model.to_owned(),
             created: meta.created,
+            echo: meta.echo.cloned().unwrap_or_default(),
             sequence: 0,
             items: Vec::new(),
             text_item: None,
@@ -386,10 +480,12 @@ impl ResponsesStream {
     }
 
     fn shell(&self, status: &str) -> Value {
-        json!({
+        let mut shell = json!({
             "id": self.id, "object": "response", "created_at": self.created, "status": status,
             "model": self.model, "output": [], "error": null, "incomplete_details": null,
-        })
+        });
+        self.echo.write(&mut shell);
+        shell
     }
 
     fn begin(&mut self) -> Vec<String> {
@@ -416,7 +512,7 @@ impl ResponsesStream {
                 out.push(self.event(
                     "response.content_part.added",
                     json!({"item_id": id, "output_index": index, "content_index": 0,
-                           "part": {"type": "output_text", "text": "", "annotations": []}}),
+                           "part": output_text_part("")}),
                 ));
                 self.items.push(ResponsesItem::Text {
                     id,
@@ -437,7 +533,8 @@ impl ResponsesStream {
         let id = id.clone();
         out.push(self.event(
             "response.output_text.delta",
-            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": text}),
+            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": text,
+                   "logprobs": []}),
         ));
         out
     }
@@ -490,12 +587,13 @@ impl ResponsesStream {
         let (events, item): (Vec<(&str, Value)>, Value) = match self.items.get_mut(index) {
             Some(ResponsesItem::Text { id, text, done }) if !*done => {
                 *done = true;
-                let part = json!({"type": "output_text", "text": text, "annotations": []});
+                let part = output_text_part(text);
                 (
                     vec![
                         (
                             "response.output_text.done",
-                            json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+                            json!({"item_id": id, "output_index": index, "content_index": 0,
+                                   "text": text, "logprobs": []}),
                         ),
                         (
                             "response.content_part.done",
@@ -516,7 +614,8 @@ impl ResponsesStream {
                 (
                     vec![(
                         "response.function_call_arguments.done",
-                        json!({"item_id": id, "output_index": index, "arguments": arguments}),
+                        json!({"item_id": id, "output_index": index, "name": name,
+                               "arguments": arguments}),
                     )],
                     responses_call_item(id, call_id, name, arguments, "completed"),
                 )
@@ -554,10 +653,12 @@ impl ResponsesStream {
         for index in 0..self.items.len() {
             out.extend(self.close(index));
         }
+        let echo = self.echo.clone();
         let meta = AnswerMeta {
             id: &self.id.clone(),
             model: &self.model.clone(),
             created: self.created,
+            echo: Some(&echo),
         };
         let response = responses_object(reply, &meta, self.final_items());
         let kind = if reply.stop_reason == StopReason::Length {

@@ -25,6 +25,7 @@ const META: AnswerMeta<'static> = AnswerMeta {
     id: "x1",
     model: "client-model",
     created: 1,
+    echo: None,
 };
 
 #[test]
@@ -347,4 +348,77 @@ fn a_failed_responses_stream_says_so_in_its_own_event() {
         "upstream went away"
     );
     assert!(encoder.finish(&tool_answer()).is_empty());
+}
+
+/// The fields OpenAI's schema requires of every answer are there: `logprobs` and `refusal` in a
+/// chat answer; in a Responses answer the request's echo (what the client sent, else OpenAI's
+/// defaults), `cache_write_tokens`, `logprobs` on text parts and text events, and the `name` on
+/// `function_call_arguments.done`.
+#[test]
+fn answers_carry_the_fields_openais_schema_requires() {
+    let chat = openai_response(&tool_answer(), &META);
+    assert_eq!(chat["choices"][0]["logprobs"], Value::Null);
+    assert!(chat["choices"][0]["message"].get("refusal").is_some());
+
+    let echo = ResponsesEcho::of_request(&json!({
+        "instructions": "Be brief.", "temperature": 0.2, "metadata": {"team": "a"},
+        "tools": [{"type": "function", "name": "Read"}], "tool_choice": "required",
+    }))
+    .unwrap();
+    let meta = AnswerMeta {
+        echo: Some(&echo),
+        ..META
+    };
+    let whole = responses_response(&tool_answer(), &meta);
+    assert_eq!(whole["instructions"], "Be brief.");
+    assert_eq!(whole["temperature"], 0.2);
+    assert_eq!(whole["top_p"], 1.0);
+    assert_eq!(whole["metadata"], json!({"team": "a"}));
+    assert_eq!(whole["tool_choice"], "required");
+    assert_eq!(whole["tools"][0]["name"], "Read");
+    assert_eq!(whole["parallel_tool_calls"], true);
+    assert_eq!(
+        whole["usage"]["input_tokens_details"]["cache_write_tokens"],
+        0
+    );
+    assert_eq!(whole["output"][0]["content"][0]["logprobs"], json!([]));
+
+    let events = frames_data(&responses_sse(&tool_answer(), &meta));
+    for e in &events {
+        if let Some(response) = e.get("response") {
+            assert_eq!(response["instructions"], "Be brief.", "{e}");
+            assert_eq!(response["metadata"], json!({"team": "a"}), "{e}");
+        }
+        if e["type"]
+            .as_str()
+            .unwrap()
+            .starts_with("response.output_text.")
+        {
+            assert_eq!(e["logprobs"], json!([]), "{e}");
+        }
+        if e["type"] == "response.function_call_arguments.done" {
+            assert_eq!(e["name"], "Read", "{e}");
+        }
+    }
+}
+
+/// An echoed field of the wrong type is refused naming it: echoed, it would make the answer
+/// break OpenAI's schema.
+#[test]
+fn a_responses_field_of_the_wrong_type_is_refused_naming_it() {
+    for (body, field) in [
+        (json!({"instructions": [null]}), "`instructions`"),
+        (json!({"temperature": "hot"}), "`temperature`"),
+        (json!({"top_p": 3}), "`top_p`"),
+        (json!({"metadata": {"n": 1}}), "`metadata`"),
+        (json!({"parallel_tool_calls": {}}), "`parallel_tool_calls`"),
+        (json!({"tool_choice": 7}), "`tool_choice`"),
+    ] {
+        let e = ResponsesEcho::of_request(&body).unwrap_err();
+        assert!(e.starts_with(field), "{e}");
+    }
+    assert_eq!(
+        ResponsesEcho::of_request(&json!({"temperature": null})).unwrap(),
+        ResponsesEcho::default()
+    );
 }

@@ -141,11 +141,33 @@ fn openai_message(i: usize, m: &Map<String, Value>) -> Result<(), FieldError> {
             m.get("role").map_or_else(|| "nothing".to_owned(), shown)
         )));
     };
+    // The deprecated function-calling form has no place in a pi conversation: its messages
+    // would be left out and the model answer a conversation the client never sent.
+    if role == "function" {
+        return Err(bad(format!(
+            "`messages[{i}]` has role \"function\" (OpenAI's deprecated function calling), \
+             which rampart serve does not carry; send the call in the assistant message's \
+             `tool_calls` and its result as a \"tool\" message with `tool_call_id`"
+        )));
+    }
+    if m.get("function_call").is_some_and(|v| !v.is_null()) {
+        return Err(bad(format!(
+            "`messages[{i}].function_call` is OpenAI's deprecated function calling, which \
+             rampart serve does not carry; send the call in `tool_calls`"
+        )));
+    }
+    if role == "tool" && !m.get("tool_call_id").is_some_and(Value::is_string) {
+        return Err(bad(format!(
+            "`messages[{i}].tool_call_id` is required for a tool message: the id of the \
+             assistant's tool call it answers; found {}",
+            m.get("tool_call_id")
+                .map_or_else(|| "nothing".to_owned(), shown)
+        )));
+    }
     let calls = m
         .get("tool_calls")
         .and_then(Value::as_array)
-        .is_some_and(|c| !c.is_empty())
-        || m.get("function_call").is_some_and(Value::is_object);
+        .is_some_and(|c| !c.is_empty());
     match m.get("content") {
         Some(Value::String(_)) => Ok(()),
         // An assistant message that only calls tools has no content (OpenAI sends null).
@@ -202,16 +224,27 @@ fn parts_are_typed(i: usize, parts: &[Value]) -> Result<(), FieldError> {
     Ok(())
 }
 
-/// No two tool calls of one assistant message share an id, and no two results after it answer
-/// the same call: the upstream refuses the first, and one of the second would be lost.
+/// No two tool calls of one assistant message share an id, no two results after it answer the
+/// same call, and every result answers a call the last assistant message made: the upstream
+/// refuses the first, one of the second would be lost, and a result with no call would be left
+/// out, so the model would answer a conversation the client never sent.
 fn openai_tool_ids(messages: &[Value]) -> Result<(), FieldError> {
     let mut results: HashSet<&str> = HashSet::new();
+    let mut calls: HashSet<&str> = HashSet::new();
     for (i, m) in messages.iter().enumerate() {
         let role = m.get("role").and_then(Value::as_str);
         if role == Some("tool") {
-            if let Some(id) = m.get("tool_call_id").and_then(Value::as_str)
-                && !results.insert(id)
-            {
+            let Some(id) = m.get("tool_call_id").and_then(Value::as_str) else {
+                continue;
+            };
+            if !calls.contains(id) {
+                return Err(bad(format!(
+                    "`messages[{i}].tool_call_id` {id:?} answers no tool call of the assistant \
+                     message before it; send that assistant message, with the call in its \
+                     `tool_calls`, before the result"
+                )));
+            }
+            if !results.insert(id) {
                 return Err(bad(format!(
                     "`messages[{i}].tool_call_id` {id:?} answers a tool call already answered \
                      since the last assistant message; send one result per call"
@@ -220,7 +253,7 @@ fn openai_tool_ids(messages: &[Value]) -> Result<(), FieldError> {
             continue;
         }
         results.clear();
-        let mut calls: HashSet<&str> = HashSet::new();
+        calls.clear();
         let listed = m.get("tool_calls").and_then(Value::as_array);
         for (j, call) in listed.into_iter().flatten().enumerate() {
             if let Some(id) = call.get("id").and_then(Value::as_str)

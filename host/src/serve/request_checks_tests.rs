@@ -208,3 +208,52 @@ fn a_message_too_large_to_keep_is_refused() {
     );
     assert!(e.contains("`messages[0]`") && e.contains("MB"), "{e}");
 }
+
+/// A message the conversation cannot hold is refused naming it, never left out with the model
+/// answering a conversation the client did not send (OpenAI refuses these too).
+#[test]
+fn tool_results_without_their_call_and_the_function_role_are_refused() {
+    let call =
+        json!({"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}});
+    // A tool result with no call before it.
+    let e = refused(
+        Api::OpenAiChat,
+        chat(
+            json!([{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": "c9", "content": "x"}]),
+        ),
+    );
+    assert!(
+        e.contains("`messages[1].tool_call_id` \"c9\" answers no tool call"),
+        "{e}"
+    );
+    // A result for another call than the assistant message before it made.
+    let e = refused(
+        Api::OpenAiChat,
+        chat(json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c2", "content": "x"},
+        ])),
+    );
+    assert!(e.contains("`messages[2].tool_call_id` \"c2\""), "{e}");
+    // A tool message without its id.
+    let e = refused(
+        Api::OpenAiChat,
+        chat(json!([{"role": "user", "content": "go"}, {"role": "tool", "content": "x"}])),
+    );
+    assert!(e.contains("`messages[1].tool_call_id` is required"), "{e}");
+    // The deprecated function-calling form, both halves.
+    let e = refused(
+        Api::OpenAiChat,
+        chat(json!([{"role": "function", "name": "f", "content": null}])),
+    );
+    assert!(e.contains("`messages[0]` has role \"function\""), "{e}");
+    let e = refused(
+        Api::OpenAiChat,
+        chat(json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "function_call": {"name": "f", "arguments": "{}"}},
+        ])),
+    );
+    assert!(e.contains("`messages[1].function_call`"), "{e}");
+}

@@ -36,7 +36,7 @@ use super::conversations::{self, ConversationError};
 use super::identity::{ClientSession, Endpoint, Identity, identify};
 use super::inbound::{self, ClientRequest, Wire};
 use super::metrics::Metrics;
-use super::outbound::{self, AnswerMeta, ErrorKind, StreamEncoder};
+use super::outbound::{self, AnswerMeta, ErrorKind, ResponsesEcho, StreamEncoder};
 use crate::blobs::BlobStore;
 use crate::config::serve::SystemPromptSource;
 use crate::config::{Config, ModelName};
@@ -83,6 +83,9 @@ pub struct ServerState {
     prompt: Option<PromptAssembler>,
     /// What the request guard checks before a handler runs ([`super::guard`]).
     guard: Arc<super::guard::Guard>,
+    /// When this server started, in Unix seconds: the `created` of the models it lists (they
+    /// became available here then; OpenAI's model objects require the field).
+    started_unix: u64,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -126,6 +129,7 @@ impl ServerState {
             max_body: MAX_BODY_BYTES,
         });
         Ok(Self {
+            started_unix: now_unix_ms() / 1000,
             guard,
             prompt,
             lanes: Lanes::new(serve.max_concurrent),
@@ -350,6 +354,7 @@ async fn models(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Re
     let response = match authorize(&state, wire, &headers) {
         Err(r) => r,
         Ok(_) => {
+            let created = state.started_unix;
             let data: Vec<Value> = state
                 .config
                 .models
@@ -357,6 +362,7 @@ async fn models(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Re
                 .flat_map(|p| {
                     p.models.iter().map(move |m| {
                         json!({"id": format!("{}/{}", p.id, m.id), "object": "model",
+                               "created": created,
                                "type": "model", "owned_by": p.id, "display_name": m.id})
                     })
                 })
@@ -473,6 +479,21 @@ async fn conversation_request(
             );
         }
     };
+    // What a Responses answer repeats of the request, taken before the body is converted.
+    let echo = match wire {
+        Wire::Responses => match ResponsesEcho::of_request(&raw) {
+            Ok(echo) => Some(echo),
+            Err(why) => {
+                return error_response(
+                    wire,
+                    StatusCode::BAD_REQUEST,
+                    ErrorKind::InvalidRequest,
+                    &why,
+                );
+            }
+        },
+        Wire::OpenAi | Wire::Anthropic => None,
+    };
     // A Responses body is read as the chat request it means, by the rule and the decoder alike.
     let raw = match wire {
         Wire::Responses => match inbound::responses_as_chat(&raw) {
@@ -493,6 +514,7 @@ async fn conversation_request(
         },
         Wire::OpenAi | Wire::Anthropic => raw,
     };
+    let raw = name_the_primary(raw, wire, &state.config);
     let identity = identify(endpoint, &headers, &raw, &state.config.serve.side_requests);
     let request = match inbound::decode(wire, &raw, now_unix_ms()) {
         Ok(r) => r,
@@ -579,12 +601,18 @@ async fn conversation_request(
         // its own status. The channel closes when the turn ends.
         while let Some(delta) = rx.recv().await {
             if delta != StreamDelta::Attempt {
-                return stream_response(state, wire, &model, include_usage, delta, rx, join);
+                let answer = StreamAnswer {
+                    wire,
+                    model: &model,
+                    include_usage,
+                    echo: echo.as_ref(),
+                };
+                return stream_response(state, answer, delta, rx, join);
             }
         }
     }
     match join.await {
-        Ok(Ok(answer)) => answer.into_response(state),
+        Ok(Ok(answer)) => answer.into_response(state, echo.as_ref()),
         Ok(Err(failure)) => failure.into_response(wire),
         Err(e) => error_response(
             wire,
@@ -595,6 +623,31 @@ async fn conversation_request(
             ),
         ),
     }
+}
+
+/// An OpenAI body (chat or Responses) that names no model (absent, null or empty) names the
+/// configured primary instead: serve sends every conversation to the primary whatever the
+/// client names, OpenAI's specification lets a Responses request leave `model` out, and the
+/// answer then says which model answered. Anthropic's API requires `model`, so its bodies are
+/// left as they are (and refused without one).
+fn name_the_primary(mut raw: Value, wire: Wire, config: &Config) -> Value {
+    let named = raw
+        .get("model")
+        .and_then(Value::as_str)
+        .is_some_and(|m| !m.trim().is_empty());
+    let absent_or_empty = matches!(raw.get("model"), None | Some(Value::Null))
+        || raw.get("model").and_then(Value::as_str).is_some();
+    if wire != Wire::Anthropic && !named && absent_or_empty {
+        let primary = config
+            .agent_defaults
+            .primary
+            .clone()
+            .unwrap_or_else(crate::run::default_model);
+        if let Some(obj) = raw.as_object_mut() {
+            obj.insert("model".into(), json!(primary.to_string()));
+        }
+    }
+    raw
 }
 
 /// The client's own prompt-cache breakpoints, recognised in the managed prompt by content
@@ -613,24 +666,32 @@ fn client_breakpoints(request: &ClientRequest) -> ClientBreakpoints {
     }
 }
 
+/// How a streamed answer is written: the client's wire, the model it named, whether it asked
+/// for a usage chunk, and what a Responses answer repeats of its request.
+struct StreamAnswer<'a> {
+    wire: Wire,
+    model: &'a str,
+    include_usage: bool,
+    echo: Option<&'a ResponsesEcho>,
+}
+
 /// A streamed answer written as its pieces arrive; it ends with the stored answer's stop reason
 /// and usage, or with an in-stream error.
 fn stream_response(
     state: &ServerState,
-    wire: Wire,
-    model: &str,
-    include_usage: bool,
+    answer: StreamAnswer<'_>,
     first: StreamDelta,
     rx: tokio::sync::mpsc::UnboundedReceiver<StreamDelta>,
     join: tokio::task::JoinHandle<Result<Answer, Failure>>,
 ) -> Response {
-    let id = answer_id(state, wire);
+    let id = answer_id(state, answer.wire);
     let meta = AnswerMeta {
         id: &id,
-        model,
+        model: answer.model,
         created: now_unix_ms() / 1000,
+        echo: answer.echo,
     };
-    let mut encoder = StreamEncoder::new(wire, &meta, include_usage);
+    let mut encoder = StreamEncoder::new(answer.wire, &meta, answer.include_usage);
     let mut pending: std::collections::VecDeque<String> = encoder.begin().into();
     pending.extend(encoder.delta(&first));
     struct Pump {
@@ -698,12 +759,13 @@ struct Answer {
 }
 
 impl Answer {
-    fn into_response(self, state: &ServerState) -> Response {
+    fn into_response(self, state: &ServerState, echo: Option<&ResponsesEcho>) -> Response {
         let id = answer_id(state, self.wire);
         let meta = AnswerMeta {
             id: &id,
             model: &self.model,
             created: now_unix_ms() / 1000,
+            echo,
         };
         if self.stream {
             let frames = match self.wire {

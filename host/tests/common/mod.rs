@@ -4,6 +4,7 @@
 pub mod agent_model;
 pub mod agents;
 pub mod loopback;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

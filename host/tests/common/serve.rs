@@ -1,0 +1,61 @@
+//! A `rampart serve` process for the end-to-end tests: started on a random loopback port with a
+//! config written to its own directory, its address read from its first line, killed when
+//! dropped.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// A running `rampart serve`.
+pub struct ServeProcess {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// Its sessions directory.
+    pub sessions: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl ServeProcess {
+    /// Starts `rampart serve --listen 127.0.0.1:0` with `config` (a plugins.toml body) and
+    /// waits for the line that says where it listens.
+    pub fn start(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config_path = super::write_config(dir.path(), config);
+        let sessions = dir.path().join("sessions");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(["--config", config_path.to_str().unwrap()])
+            .args(["--sessions-dir", sessions.to_str().unwrap()])
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env_remove("RAMPART_CONFIG")
+            .env("RUST_LOG", "warn")
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("rampart serve listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Self {
+            child,
+            base,
+            sessions,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
