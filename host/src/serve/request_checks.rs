@@ -51,6 +51,9 @@ pub fn check(api: Api, obj: &Map<String, Value>) -> Result<(), FieldError> {
     if api == Api::Anthropic {
         anthropic_system(obj.get("system"))?;
     }
+    if api == Api::OpenAiChat {
+        choices(obj.get("n"))?;
+    }
     let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
         return Ok(());
     };
@@ -96,6 +99,24 @@ pub fn output_tokens(obj: &Map<String, Value>, key: &str) -> Result<Option<u64>,
                     shown(v)
                 ))
             }),
+    }
+}
+
+/// OpenAI's `n`: serve keeps one conversation per request and answers one choice, so more
+/// than one is refused rather than answered with fewer than asked.
+fn choices(n: Option<&Value>) -> Result<(), FieldError> {
+    match n {
+        None | Some(Value::Null) => Ok(()),
+        Some(v) if v.as_u64() == Some(1) => Ok(()),
+        Some(v) if v.as_u64().is_some_and(|n| n > 1) => Err(bad(format!(
+            "`n` is {v}: rampart serve answers one choice per request (each answer continues \
+             the conversation it keeps); send `n: 1` or leave it out, and send separate requests \
+             for more"
+        ))),
+        Some(other) => Err(bad(format!(
+            "`n` must be a whole number from 1; found {}",
+            shown(other)
+        ))),
     }
 }
 

@@ -257,3 +257,22 @@ fn tool_results_without_their_call_and_the_function_role_are_refused() {
     );
     assert!(e.contains("`messages[1].function_call`"), "{e}");
 }
+
+/// More than one choice is refused saying so, not answered with one.
+#[test]
+fn more_than_one_choice_is_refused() {
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let mut body = chat(user.clone());
+    body["n"] = json!(3);
+    let e = refused(Api::OpenAiChat, body);
+    assert!(
+        e.starts_with("`n` is 3: rampart serve answers one choice"),
+        "{e}"
+    );
+    let mut body = chat(user.clone());
+    body["n"] = json!(0);
+    assert!(refused(Api::OpenAiChat, body).starts_with("`n` must be"));
+    let mut body = chat(user);
+    body["n"] = json!(1);
+    accepted(Api::OpenAiChat, body);
+}
