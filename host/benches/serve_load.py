@@ -3,6 +3,8 @@
 loopback, against an upstream that answers at once (`host/examples/instant_upstream.rs`).
 
     python3 host/benches/serve_load.py            # from the repository root
+    python3 host/benches/serve_load.py --stream-only   # only the streamed-answer lines
+    python3 host/benches/serve_load.py --stream-only --debug   # the same on the debug build
 
 It installs wrk with apt-get when it is missing (or says how), builds the release binary and
 the upstream, and prints a Markdown table for BENCHMARKS.md:
@@ -11,6 +13,8 @@ the upstream, and prints a Markdown table for BENCHMARKS.md:
   model's window is 1M), through the proxy and straight to the upstream; the difference is
   what the proxy adds;
 - time to first byte of a streamed answer (small conversation), both ways;
+- a streamed answer's first byte, end of stream and longest gap between two reads (the
+  deltas), both ways: Nagle's algorithm on a socket shows as a late end, not a late start;
 - requests/s with small conversations spread over 64 sessions, both ways;
 - the server's resident memory after 1,000 conversations were opened.
 
@@ -30,8 +34,11 @@ import time
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-RAMPART = os.path.join(ROOT, "target", "release", "rampart")
-UPSTREAM = os.path.join(ROOT, "target", "release", "examples", "instant_upstream")
+# `--debug` measures the debug build (quicker to build; only for effects far larger than the
+# build's own cost, such as a socket option).
+PROFILE = "debug" if "--debug" in sys.argv else "release"
+RAMPART = os.path.join(ROOT, "target", PROFILE, "rampart")
+UPSTREAM = os.path.join(ROOT, "target", PROFILE, "examples", "instant_upstream")
 
 
 def ensure_wrk():
@@ -46,7 +53,8 @@ def ensure_wrk():
 
 
 def build():
-    subprocess.run(["cargo", "build", "--release", "-p", "rampart-host", "--bin", "rampart",
+    release = [] if PROFILE == "debug" else ["--release"]
+    subprocess.run(["cargo", "build", *release, "-p", "rampart-host", "--bin", "rampart",
                     "--example", "instant_upstream"], cwd=ROOT, check=True)
 
 
@@ -140,10 +148,43 @@ def ttfb(base, body, n):
     return statistics.median(times), times[int(len(times) * 0.99) - 1]
 
 
+def stream_timing(base, body, n):
+    """A streamed answer, `n` times: milliseconds to its first byte, to its last byte (the end
+    of the stream), and the longest gap between two reads of it; the median of each."""
+    host, port = base.replace("http://", "").split(":")
+    payload = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}})
+    first, end, gap = [], [], []
+    for i in range(n):
+        s = socket.create_connection((host, int(port)))
+        request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
+                   f"Content-Type: application/json\r\nx-rampart-session: eos-{i}\r\n"
+                   f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n{payload}")
+        started = time.perf_counter()
+        s.sendall(request.encode())
+        reads = []
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reads.append(time.perf_counter())
+        s.close()
+        first.append((reads[0] - started) * 1000)
+        end.append((reads[-1] - started) * 1000)
+        gap.append(max((b - a for a, b in zip(reads, reads[1:])), default=0.0) * 1000)
+    return statistics.median(first), statistics.median(end), statistics.median(gap)
+
+
 def rss_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         kb = int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1))
     return kb / 1024
+
+
+def print_rows(rows):
+    print("| measure | through rampart serve | straight to the upstream | added |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def main():
@@ -182,8 +223,9 @@ contextWindow = 1000000
         post(base, big, {"x-rampart-session": "bench-0"})
         first = (time.perf_counter() - started) * 1000
         rows = []
-        proxy = wrk(base + "/v1/chat/completions", paths["big"], 1, 1, 15)
-        direct = wrk(up + "/v1/chat/completions", paths["big"], 1, 1, 15)
+        quick = "--stream-only" in sys.argv
+        proxy = wrk(base + "/v1/chat/completions", paths["big"], 1, 1, 1 if quick else 15)
+        direct = wrk(up + "/v1/chat/completions", paths["big"], 1, 1, 1 if quick else 15)
         rows.append(("200k-token conversation, 1 connection: latency p50 / p99",
                      f"{proxy['p50']:.2f} / {proxy['p99']:.2f} ms",
                      f"{direct['p50']:.2f} / {direct['p99']:.2f} ms",
@@ -194,6 +236,17 @@ contextWindow = 1000000
                      f"{p_ttfb[0]:.2f} / {p_ttfb[1]:.2f} ms",
                      f"{d_ttfb[0]:.2f} / {d_ttfb[1]:.2f} ms",
                      f"{p_ttfb[0] - d_ttfb[0]:.2f} / {p_ttfb[1] - d_ttfb[1]:.2f} ms"))
+        p_eos = stream_timing(base, small, 200)
+        d_eos = stream_timing(up, small, 200)
+        rows.append(("stream, small conversation: first byte / end of stream / longest gap "
+                     "between reads, p50",
+                     " / ".join(f"{v:.2f}" for v in p_eos) + " ms",
+                     " / ".join(f"{v:.2f}" for v in d_eos) + " ms",
+                     f"{p_eos[1] - d_eos[1]:.2f} ms at the end"))
+        if quick:
+            # The one-second latency line is only a warm-up here.
+            print_rows(rows[1:])
+            return
         proxy = wrk(base + "/v1/chat/completions", paths["small"], 64, 16, 15)
         direct = wrk(up + "/v1/chat/completions", paths["small"], 64, 16, 15)
         rows.append(("small conversations over 64 sessions, 16 connections: requests/s",
@@ -205,10 +258,7 @@ contextWindow = 1000000
         rows.append(("resident memory after 1,000 conversations were opened",
                      f"{rss_mb(serve.pid):.1f} MiB", "", ""))
         print(f"first request of the 200k-token conversation (stores it): {first:.0f} ms")
-        print("| measure | through rampart serve | straight to the upstream | added |")
-        print("|---|---|---|---|")
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
+        print_rows(rows)
     finally:
         serve.terminate()
         upstream.terminate()

@@ -130,6 +130,9 @@ impl HttpClient {
     /// so a long but lively stream is not cut while a silent server is.
     pub fn new(settings: &ProviderSettings, auth: AuthStyle) -> Result<Self, ProviderError> {
         let client = Client::builder()
+            // Each request leaves in whole at once, not held back by Nagle's algorithm waiting
+            // for the upstream's acknowledgement of its first segment.
+            .tcp_nodelay(true)
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
             .build()

@@ -29,6 +29,16 @@ pub struct Limits {
     pub drain_timeout: Duration,
 }
 
+/// Sets up an accepted connection: `TCP_NODELAY`, so that each frame of a streamed answer
+/// leaves when it is written. Without it, Nagle's algorithm holds a small frame until the
+/// client acknowledges the previous one, and a client that delays its acknowledgements (most
+/// do, by up to 40 ms) sees the end of every stream that much late.
+pub fn configure(stream: &tokio::net::TcpStream, peer: std::net::SocketAddr) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY on a connection");
+    }
+}
+
 /// How long the loop waits after a failed accept (out of file descriptors, say) before trying
 /// again: an error there must not end the server, nor spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -68,6 +78,7 @@ pub async fn serve(
                 }
             },
         };
+        configure(&stream, peer);
         let service = TowerToHyperService::new(router.clone());
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let mut stop = stop_rx.clone();
@@ -114,3 +125,8 @@ pub async fn serve(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "listener_tests.rs"]
+mod tests;
