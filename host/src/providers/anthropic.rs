@@ -16,6 +16,7 @@ use rampart_message::{
 use reqwest::blocking::Response;
 use serde_json::{Map, Value, json};
 
+use super::client_fields::{FieldsWire, warn_not_forwarded};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
@@ -128,6 +129,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 tool
             })
             .collect();
+    }
+    if let (Some(fields), Some(obj)) = (&request.forwarded.client_fields, body.as_object_mut()) {
+        let dropped = fields.merge(FieldsWire::Anthropic, obj);
+        warn_not_forwarded(fields.wire, FieldsWire::Anthropic, &dropped);
     }
     body
 }

@@ -22,6 +22,7 @@ use rampart_message::AssistantMessage;
 use rampart_message::wire::SharedMessage;
 
 pub mod anthropic;
+pub mod client_fields;
 pub mod http;
 pub mod openai;
 pub mod registry;
@@ -30,6 +31,7 @@ pub mod text;
 
 /// Defined with the configuration that sets them; re-exported here for the providers.
 pub use crate::config::{ApiKind, ProviderSettings};
+pub use client_fields::{ClientFields, FieldsWire};
 
 /// Whether a message goes to the model at all. pi's `!!` shell runs are recorded with
 /// `excludeFromContext: true`: the user ran them for themselves, and the model must not see
@@ -110,6 +112,10 @@ pub struct Forwarded {
     /// Claude Code's betas (and the OAuth beta its subscription logins need) must reach
     /// Anthropic, or features the body uses are refused.
     pub headers: Vec<(&'static str, String)>,
+    /// The client's top-level request fields the engine does not manage (`temperature`,
+    /// `thinking`, `reasoning`, …); each provider writes them into its body
+    /// ([`ClientFields::merge`]). `None` for the host's own requests.
+    pub client_fields: Option<ClientFields>,
 }
 
 /// The client headers `rampart serve` passes upstream (lower case). Nothing else a client

@@ -556,6 +556,7 @@ async fn conversation_request(
         prompt_cache: true,
         client_breakpoints: client_breakpoints(&request),
         headers: passthrough_headers(&headers),
+        client_fields: Some(request.fields.clone()),
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let join = tokio::task::spawn_blocking(move || {

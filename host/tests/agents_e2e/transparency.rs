@@ -106,27 +106,6 @@ pub const KNOWN: &[Known] = &[
     // Anthropic bodies.
     Known {
         agents: &[Agent::ClaudeCode],
-        readme: "`metadata` (Claude Code's `user_id`: device, account and session ids): not \
-                 forwarded.",
-        look_past: |v| drop_body_keys(v, &["metadata"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`thinking` (Claude Code's `{\"type\": \"adaptive\"}`): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["thinking"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`context_management` (Claude Code's `clear_thinking` edit): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["context_management"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`output_config` (Claude Code's `effort`): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["output_config"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
         readme: "The `system` blocks (Claude Code sends three: its billing header, its identity, \
                  its prompt, with two cache breakpoints): joined into one text block, blank lines \
                  between them, with one breakpoint.",
@@ -177,21 +156,6 @@ pub const KNOWN: &[Known] = &[
         },
     },
     // Chat-completions bodies (pi's, and Codex's as the chat request they mean).
-    Known {
-        agents: &[Agent::Pi],
-        readme: "`max_completion_tokens`: sent as `max_tokens`.",
-        look_past: |v| {
-            let body = v["body"].as_object_mut().unwrap();
-            if let Some(max) = body.remove("max_completion_tokens") {
-                body.insert("max_tokens".into(), max);
-            }
-        },
-    },
-    Known {
-        agents: &[Agent::Pi, Agent::Codex],
-        readme: "`store`: not forwarded.",
-        look_past: |v| drop_body_keys(v, &["store"]),
-    },
     Known {
         agents: &[Agent::Pi, Agent::Codex],
         readme: "`strict` on function tools: dropped.",
@@ -244,21 +208,6 @@ pub const KNOWN: &[Known] = &[
         agents: &[Agent::Codex],
         readme: "The built-in `web_search` tool: dropped.",
         look_past: |v| drop_tools(v, "web_search"),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "`tool_choice` (`auto`): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["tool_choice"]),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "`parallel_tool_calls`: not forwarded.",
-        look_past: |v| drop_body_keys(v, &["parallel_tool_calls"]),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "`prompt_cache_key` (Codex's session id): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["prompt_cache_key"]),
     },
     Known {
         agents: &[Agent::Codex],
