@@ -72,7 +72,7 @@ impl Provider for AnthropicProvider {
             ("anthropic-version", ANTHROPIC_VERSION),
             ("content-type", "application/json"),
         ];
-        headers.extend(request.forwarded.passthrough("anthropic-"));
+        headers.extend(request.forwarded.passthrough(FieldsWire::Anthropic));
         let idle = self.http.stream_idle_timeout();
         let deltas = request.forwarded.deltas.as_ref();
         let (answer, retries) =

@@ -21,6 +21,17 @@ pub enum FieldsWire {
     Responses,
 }
 
+impl FieldsWire {
+    /// The API family: Anthropic, or OpenAI (chat and Responses), which decides whether a
+    /// client's headers are meant for an upstream.
+    pub fn family(self) -> FieldsWire {
+        match self {
+            FieldsWire::Anthropic => FieldsWire::Anthropic,
+            FieldsWire::Chat | FieldsWire::Responses => FieldsWire::Chat,
+        }
+    }
+}
+
 /// The keys the engine manages, written by the providers themselves and never copied from a
 /// client: the model, the conversation, the tools, streaming (serve always streams upstream)
 /// and the answer's token bound (the engine may have to fit it).

@@ -193,3 +193,64 @@ fn the_openai_provider_sends_a_chat_clients_fields_and_its_name_for_the_bound() 
     assert_eq!(body["tool_choice"], "auto");
     assert_eq!(body["max_tokens"], 64);
 }
+
+fn forwarded(wire: FieldsWire) -> crate::providers::Forwarded {
+    crate::providers::Forwarded {
+        headers: [
+            ("user-agent", "claude-cli/2"),
+            ("x-app", "cli"),
+            ("anthropic-beta", "oauth-2025-04-20"),
+            ("openai-organization", "org-1"),
+        ]
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect(),
+        client_fields: Some(capture(wire, json!({}))),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_same_family_upstream_gets_the_clients_headers_another_only_its_own_betas() {
+    let f = forwarded(FieldsWire::Anthropic);
+    let to_anthropic: Vec<_> = f.passthrough(FieldsWire::Anthropic).collect();
+    assert_eq!(to_anthropic.len(), 4, "{to_anthropic:?}");
+    assert!(to_anthropic.contains(&("user-agent", "claude-cli/2")));
+    let to_openai: Vec<_> = f.passthrough(FieldsWire::Chat).collect();
+    assert_eq!(to_openai, [("openai-organization", "org-1")]);
+    // Codex speaks Responses: an OpenAI chat upstream is its family.
+    let codex = forwarded(FieldsWire::Responses);
+    assert_eq!(codex.passthrough(FieldsWire::Chat).count(), 4);
+    assert_eq!(
+        codex.passthrough(FieldsWire::Anthropic).collect::<Vec<_>>(),
+        [("anthropic-beta", "oauth-2025-04-20")]
+    );
+}
+
+#[test]
+fn credentials_transport_and_proxy_headers_are_never_forwarded() {
+    for name in [
+        "authorization",
+        "x-api-key",
+        "host",
+        "content-length",
+        "connection",
+        "transfer-encoding",
+        "proxy-authorization",
+        "x-rampart-token",
+        "x-forwarded-for",
+        "cookie",
+        "anthropic-version",
+    ] {
+        assert!(crate::providers::never_forwarded(name), "{name}");
+    }
+    for name in [
+        "user-agent",
+        "accept",
+        "x-stainless-os",
+        "originator",
+        "anthropic-beta",
+    ] {
+        assert!(!crate::providers::never_forwarded(name), "{name}");
+    }
+}

@@ -1299,19 +1299,34 @@ fn authorize(
     )
 }
 
-/// The client headers passed upstream ([`crate::providers::PASSTHROUGH_HEADERS`]).
-fn passthrough_headers(headers: &HeaderMap) -> Vec<(&'static str, String)> {
-    crate::providers::PASSTHROUGH_HEADERS
+/// The client headers that may go upstream: all but those
+/// [`crate::providers::never_forwarded`] names and those its `Connection` header names
+/// (hop-by-hop by the client's word), values that are not visible ASCII left out; repeated
+/// values joined by `, `. The provider picks those meant for its family.
+fn passthrough_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    let hop_by_hop: Vec<String> = headers
+        .get_all(header::CONNECTION)
         .iter()
-        .filter_map(|name| {
-            let values: Vec<&str> = headers
-                .get_all(*name)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect();
-            (!values.is_empty()).then(|| (*name, values.join(",")))
-        })
-        .collect()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for name in headers.keys() {
+        let name = name.as_str();
+        if crate::providers::never_forwarded(name) || hop_by_hop.iter().any(|h| h == name) {
+            continue;
+        }
+        let values: Vec<&str> = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        if !values.is_empty() {
+            out.push((name.to_owned(), values.join(", ")));
+        }
+    }
+    out
 }
 
 #[allow(clippy::result_large_err)]

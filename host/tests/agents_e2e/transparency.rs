@@ -39,60 +39,6 @@ pub struct Known {
 /// past it (applied to both sides, in this order).
 pub const KNOWN: &[Known] = &[
     // Headers.
-    Known {
-        agents: ALL,
-        readme: "`user-agent`: not forwarded (the model gets none).",
-        look_past: |v| drop_headers(v, &["user-agent"]),
-    },
-    Known {
-        agents: ALL,
-        readme: "`accept`: the model gets `*/*`, not the client's (`application/json`, Codex's \
-                 `text/event-stream`).",
-        look_past: |v| drop_headers(v, &["accept"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode, Agent::Pi],
-        readme: "`x-stainless-*` (the SDK's language, version, OS, runtime, retry count and \
-                 timeout): not forwarded.",
-        look_past: |v| drop_headers(v, &["x-stainless-*"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "Claude Code's `x-app`, `x-claude-code-session-id` and \
-                 `anthropic-dangerous-direct-browser-access`: not forwarded.",
-        look_past: |v| {
-            drop_headers(
-                v,
-                &[
-                    "x-app",
-                    "x-claude-code-session-id",
-                    "anthropic-dangerous-direct-browser-access",
-                ],
-            )
-        },
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "Codex's `originator`, `session-id`, `thread-id`, `x-client-request-id` and \
-                 `x-codex-*` (beta features, window id, turn metadata): not forwarded.",
-        look_past: |v| {
-            drop_headers(
-                v,
-                &[
-                    "originator",
-                    "session-id",
-                    "thread-id",
-                    "x-client-request-id",
-                    "x-codex-*",
-                ],
-            )
-        },
-    },
-    Known {
-        agents: &[Agent::Pi],
-        readme: "pi's `accept-language` and `sec-fetch-mode`: not forwarded.",
-        look_past: |v| drop_headers(v, &["accept-language", "sec-fetch-mode"]),
-    },
     // The path.
     Known {
         agents: &[Agent::ClaudeCode],
@@ -217,21 +163,6 @@ pub const KNOWN: &[Known] = &[
         look_past: |v| drop_body_keys(v, &["reasoning", "include", "client_metadata"]),
     },
 ];
-
-const ALL: &[Agent] = &[Agent::ClaudeCode, Agent::Codex, Agent::Pi];
-
-/// Removes the headers `names` (a trailing `*`: every header with that prefix).
-fn drop_headers(v: &mut Value, names: &[&str]) {
-    let Some(headers) = v["headers"].as_object_mut() else {
-        return;
-    };
-    headers.retain(|name, _| {
-        !names.iter().any(|n| match n.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == n,
-        })
-    });
-}
 
 /// Removes the body's top-level `keys`.
 fn drop_body_keys(v: &mut Value, keys: &[&str]) {

@@ -63,7 +63,7 @@ impl Provider for OpenAiProvider {
         let body = request_body(request);
         let idle = self.http.stream_idle_timeout();
         let deltas = request.forwarded.deltas.as_ref();
-        let headers: Vec<_> = request.forwarded.passthrough("openai-").collect();
+        let headers: Vec<_> = request.forwarded.passthrough(FieldsWire::Chat).collect();
         let (answer, retries) =
             self.http
                 .post(&self.url, request, &headers, &body, |response| {
