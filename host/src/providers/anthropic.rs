@@ -74,12 +74,13 @@ impl Provider for AnthropicProvider {
         ];
         headers.extend(request.forwarded.passthrough(FieldsWire::Anthropic));
         let idle = self.http.stream_idle_timeout();
+        let url = request
+            .forwarded
+            .upstream_url(&self.url, FieldsWire::Anthropic);
         let deltas = request.forwarded.deltas.as_ref();
-        let (answer, retries) =
-            self.http
-                .post(&self.url, request, &headers, &body, |response| {
-                    read(response, idle, deltas)
-                })?;
+        let (answer, retries) = self.http.post(&url, request, &headers, &body, |response| {
+            read(response, idle, deltas)
+        })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,

@@ -254,3 +254,26 @@ fn credentials_transport_and_proxy_headers_are_never_forwarded() {
         assert!(!crate::providers::never_forwarded(name), "{name}");
     }
 }
+
+#[test]
+fn the_clients_query_goes_to_an_upstream_of_its_family_only() {
+    let mut f = forwarded(FieldsWire::Anthropic);
+    f.query = Some("beta=true".into());
+    let url = "https://api.anthropic.com/v1/messages";
+    assert_eq!(
+        f.upstream_url(url, FieldsWire::Anthropic),
+        "https://api.anthropic.com/v1/messages?beta=true"
+    );
+    assert_eq!(
+        f.upstream_url("http://h/v1/messages?x=1", FieldsWire::Anthropic),
+        "http://h/v1/messages?x=1&beta=true"
+    );
+    assert_eq!(
+        f.upstream_url("http://h/v1/chat/completions", FieldsWire::Chat),
+        "http://h/v1/chat/completions"
+    );
+    assert_eq!(
+        crate::providers::Forwarded::default().upstream_url(url, FieldsWire::Anthropic),
+        url
+    );
+}

@@ -13,6 +13,7 @@
 //!   OpenAI-compatible server (llama.cpp, vLLM, Ollama) through `baseUrl`.
 //! - [`anthropic`]: the messages API (`/v1/messages`), streaming.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,6 +118,9 @@ pub struct Forwarded {
     /// `thinking`, `reasoning`, …); each provider writes them into its body
     /// ([`ClientFields::merge`]). `None` for the host's own requests.
     pub client_fields: Option<ClientFields>,
+    /// The query of the client's request path (Claude Code's `beta=true`), sent to an
+    /// upstream of the client's API family ([`Forwarded::upstream_url`]).
+    pub query: Option<String>,
 }
 
 /// The client headers `rampart serve` passes to an upstream of another family than the
@@ -157,6 +161,20 @@ pub fn never_forwarded(name: &str) -> bool {
 }
 
 impl Forwarded {
+    /// `url` with the client's query added when the upstream speaks the client's API family
+    /// (after the provider's own query, if its URL has one).
+    pub fn upstream_url<'a>(&self, url: &'a str, upstream: FieldsWire) -> Cow<'a, str> {
+        let same = self
+            .client_fields
+            .as_ref()
+            .is_some_and(|f| f.wire.family() == upstream.family());
+        match self.query.as_deref().filter(|q| same && !q.is_empty()) {
+            Some(q) if url.contains('?') => Cow::Owned(format!("{url}&{q}")),
+            Some(q) => Cow::Owned(format!("{url}?{q}")),
+            None => Cow::Borrowed(url),
+        }
+    }
+
     /// The client headers to send to an `upstream`-wire provider: every forwarded one when the
     /// client speaks the same family's API (Responses counts as OpenAI), else only the
     /// [`PASSTHROUGH_HEADERS`] named for the upstream's family.

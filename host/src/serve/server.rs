@@ -266,6 +266,7 @@ pub fn run_blocking(
 
 async fn chat_completions(
     State(state): State<Arc<ServerState>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -273,6 +274,7 @@ async fn chat_completions(
         &state,
         Endpoint::ChatCompletions,
         Wire::OpenAi,
+        uri.query(),
         headers,
         body,
     )
@@ -282,18 +284,38 @@ async fn chat_completions(
 /// `POST /v1/responses`: the Codex CLI's wire, read as the chat request it means.
 async fn responses(
     State(state): State<Arc<ServerState>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    conversation_route(&state, Endpoint::Responses, Wire::Responses, headers, body).await
+    let query = uri.query();
+    conversation_route(
+        &state,
+        Endpoint::Responses,
+        Wire::Responses,
+        query,
+        headers,
+        body,
+    )
+    .await
 }
 
 async fn messages(
     State(state): State<Arc<ServerState>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    conversation_route(&state, Endpoint::Messages, Wire::Anthropic, headers, body).await
+    let query = uri.query();
+    conversation_route(
+        &state,
+        Endpoint::Messages,
+        Wire::Anthropic,
+        query,
+        headers,
+        body,
+    )
+    .await
 }
 
 /// A conversation endpoint's request, counted in the metrics under the endpoint's name.
@@ -301,6 +323,7 @@ async fn conversation_route(
     state: &Arc<ServerState>,
     endpoint: Endpoint,
     wire: Wire,
+    query: Option<&str>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -310,7 +333,8 @@ async fn conversation_route(
         Endpoint::Messages => "messages",
         Endpoint::CountTokens => "count_tokens",
     };
-    let response = conversation_request(state, endpoint, wire, headers, body).await;
+    let query = query.map(str::to_owned);
+    let response = conversation_request(state, endpoint, wire, query, headers, body).await;
     state.metrics.request(name, response.status().as_u16());
     response
 }
@@ -455,6 +479,7 @@ async fn conversation_request(
     state: &Arc<ServerState>,
     endpoint: Endpoint,
     wire: Wire,
+    query: Option<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -557,6 +582,7 @@ async fn conversation_request(
         client_breakpoints: client_breakpoints(&request),
         headers: passthrough_headers(&headers),
         client_fields: Some(request.fields.clone()),
+        query,
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let join = tokio::task::spawn_blocking(move || {

@@ -39,16 +39,6 @@ pub struct Known {
 /// past it (applied to both sides, in this order).
 pub const KNOWN: &[Known] = &[
     // Headers.
-    // The path.
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "The query of Claude Code's `/v1/messages?beta=true`: dropped.",
-        look_past: |v| {
-            let path = v["path"].as_str().unwrap_or_default();
-            let path = path.split('?').next().unwrap_or_default().to_owned();
-            v["path"] = Value::String(path);
-        },
-    },
     // Anthropic bodies.
     Known {
         agents: &[Agent::ClaudeCode],

@@ -62,13 +62,12 @@ impl Provider for OpenAiProvider {
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let body = request_body(request);
         let idle = self.http.stream_idle_timeout();
+        let url = request.forwarded.upstream_url(&self.url, FieldsWire::Chat);
         let deltas = request.forwarded.deltas.as_ref();
         let headers: Vec<_> = request.forwarded.passthrough(FieldsWire::Chat).collect();
-        let (answer, retries) =
-            self.http
-                .post(&self.url, request, &headers, &body, |response| {
-                    read(response, idle, deltas)
-                })?;
+        let (answer, retries) = self.http.post(&url, request, &headers, &body, |response| {
+            read(response, idle, deltas)
+        })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,
