@@ -962,11 +962,13 @@ fn claude_code_oauth_and_api_key_logins_reach_anthropic_as_they_were_sent() {
     );
     assert_eq!(requests[0].header("x-api-key"), None);
     assert_eq!(requests[0].header("anthropic-beta"), Some(betas));
-    // Only the listed headers pass; the client's user agent is its business with the proxy.
-    assert_ne!(
+    // An Anthropic client's own headers reach an Anthropic upstream as they came; serve's
+    // own (`x-rampart-*`) stay with serve.
+    assert_eq!(
         requests[0].header("user-agent"),
         Some("claude-cli/2.1.90 (external, cli)")
     );
+    assert_eq!(requests[0].header("x-rampart-session"), None);
     assert_eq!(requests[1].header("x-api-key"), Some("sk-ant-api03-key"));
     assert_eq!(requests[1].header("authorization"), None);
     assert_eq!(requests[1].header("anthropic-beta"), None);

@@ -16,6 +16,7 @@ use rampart_message::{
 use reqwest::blocking::Response;
 use serde_json::{Map, Value, json};
 
+use super::client_fields::{FieldsWire, warn_not_forwarded};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
@@ -71,14 +72,15 @@ impl Provider for AnthropicProvider {
             ("anthropic-version", ANTHROPIC_VERSION),
             ("content-type", "application/json"),
         ];
-        headers.extend(request.forwarded.passthrough("anthropic-"));
+        headers.extend(request.forwarded.passthrough(FieldsWire::Anthropic));
         let idle = self.http.stream_idle_timeout();
+        let url = request
+            .forwarded
+            .upstream_url(&self.url, FieldsWire::Anthropic);
         let deltas = request.forwarded.deltas.as_ref();
-        let (answer, retries) =
-            self.http
-                .post(&self.url, request, &headers, &body, |response| {
-                    read(response, idle, deltas)
-                })?;
+        let (answer, retries) = self.http.post(&url, request, &headers, &body, |response| {
+            read(response, idle, deltas)
+        })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,
@@ -128,6 +130,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 tool
             })
             .collect();
+    }
+    if let (Some(fields), Some(obj)) = (&request.forwarded.client_fields, body.as_object_mut()) {
+        let dropped = fields.merge(FieldsWire::Anthropic, obj);
+        warn_not_forwarded(fields.wire, FieldsWire::Anthropic, &dropped);
     }
     body
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use rampart_context::overflow::{is_likely_context_overflow_error, observed_overflow_tokens};
 use reqwest::blocking::{Client, Response};
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use super::{ProviderError, ProviderSettings};
@@ -162,7 +162,7 @@ impl HttpClient {
         &self,
         url: &str,
         request: &super::ModelRequest,
-        headers: &[(&'static str, &str)],
+        headers: &[(&str, &str)],
         body: &Value,
         mut read: impl FnMut(Response) -> Result<T, Failure>,
     ) -> Result<(T, u32), ProviderError> {
@@ -253,7 +253,7 @@ impl HttpClient {
 
     fn headers(
         &self,
-        headers: &[(&'static str, &str)],
+        headers: &[(&str, &str)],
         key: Option<&(ApiKey, bool)>,
     ) -> Result<HeaderMap, ProviderError> {
         let invalid = |what: &str| ProviderError::BadRequest {
@@ -263,8 +263,9 @@ impl HttpClient {
         };
         let mut map = HeaderMap::new();
         for (name, value) in headers {
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid(name))?;
             let value = HeaderValue::from_str(value).map_err(|_| invalid(name))?;
-            map.insert(*name, value);
+            map.insert(header, value);
         }
         if let Some((key, bearer)) = key {
             let (name, raw) = match self.auth {

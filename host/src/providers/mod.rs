@@ -13,6 +13,7 @@
 //!   OpenAI-compatible server (llama.cpp, vLLM, Ollama) through `baseUrl`.
 //! - [`anthropic`]: the messages API (`/v1/messages`), streaming.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use rampart_message::AssistantMessage;
 use rampart_message::wire::SharedMessage;
 
 pub mod anthropic;
+pub mod client_fields;
 pub mod http;
 pub mod openai;
 pub mod registry;
@@ -30,6 +32,7 @@ pub mod text;
 
 /// Defined with the configuration that sets them; re-exported here for the providers.
 pub use crate::config::{ApiKind, ProviderSettings};
+pub use client_fields::{ClientFields, FieldsWire};
 
 /// Whether a message goes to the model at all. pi's `!!` shell runs are recorded with
 /// `excludeFromContext: true`: the user ran them for themselves, and the model must not see
@@ -105,29 +108,91 @@ pub struct Forwarded {
     /// Where the client put its own breakpoints; used instead of the two above when any of
     /// them still points into the managed prompt.
     pub client_breakpoints: ClientBreakpoints,
-    /// Client headers passed upstream as they came (`anthropic-beta`, `openai-organization`,
-    /// …; the list is [`PASSTHROUGH_HEADERS`]). A provider sends those of its own family:
-    /// Claude Code's betas (and the OAuth beta its subscription logins need) must reach
-    /// Anthropic, or features the body uses are refused.
-    pub headers: Vec<(&'static str, String)>,
+    /// The client's headers that may go upstream (lower-case names, repeated values joined
+    /// by `, `), all but [`never_forwarded`] ones. A provider sends all of them when the client
+    /// speaks its family's API ([`Forwarded::passthrough`]), else only the
+    /// [`PASSTHROUGH_HEADERS`] of its own family: Claude Code's betas (and the OAuth beta its
+    /// subscription logins need) must reach Anthropic, or features the body uses are refused.
+    pub headers: Vec<(String, String)>,
+    /// The client's top-level request fields the engine does not manage (`temperature`,
+    /// `thinking`, `reasoning`, …); each provider writes them into its body
+    /// ([`ClientFields::merge`]). `None` for the host's own requests.
+    pub client_fields: Option<ClientFields>,
+    /// The query of the client's request path (Claude Code's `beta=true`), sent to an
+    /// upstream of the client's API family ([`Forwarded::upstream_url`]).
+    pub query: Option<String>,
 }
 
-/// The client headers `rampart serve` passes upstream (lower case). Nothing else a client
-/// sends is forwarded: its key travels as [`ClientCredential`], and the rest (user agents,
-/// tracing ids) is the client's business with the proxy.
+/// The client headers `rampart serve` passes to an upstream of another family than the
+/// client's API (lower case): the ones that upstream's features need.
 pub const PASSTHROUGH_HEADERS: &[&str] =
     &["anthropic-beta", "openai-organization", "openai-project"];
 
+/// Whether a client header is never sent upstream, whatever the family: the transport's own
+/// and hop-by-hop headers (the HTTP client writes its own), the client's credentials (its key
+/// travels as [`ClientCredential`], under the existing key rule; serve's token stays with
+/// serve), the body's framing and version (the provider writes the body, so it names them),
+/// cookies, and proxy headers a client could use to pose as another origin.
+pub fn never_forwarded(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "host",
+        "content-length",
+        "content-type",
+        "content-encoding",
+        "transfer-encoding",
+        "accept-encoding",
+        "connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "upgrade",
+        "authorization",
+        "x-api-key",
+        "cookie",
+        "anthropic-version",
+        "forwarded",
+        "via",
+        "x-real-ip",
+        "origin",
+        "referer",
+    ];
+    const PREFIXES: &[&str] = &["proxy-", "x-forwarded-", "x-rampart-"];
+    NAMES.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 impl Forwarded {
-    /// The passed-through headers whose names start with `family` (`anthropic-`, `openai-`).
-    pub fn passthrough<'a>(
-        &'a self,
-        family: &'a str,
-    ) -> impl Iterator<Item = (&'static str, &'a str)> + 'a {
+    /// `url` with the client's query added when the upstream speaks the client's API family
+    /// (after the provider's own query, if its URL has one).
+    pub fn upstream_url<'a>(&self, url: &'a str, upstream: FieldsWire) -> Cow<'a, str> {
+        let same = self
+            .client_fields
+            .as_ref()
+            .is_some_and(|f| f.wire.family() == upstream.family());
+        match self.query.as_deref().filter(|q| same && !q.is_empty()) {
+            Some(q) if url.contains('?') => Cow::Owned(format!("{url}&{q}")),
+            Some(q) => Cow::Owned(format!("{url}?{q}")),
+            None => Cow::Borrowed(url),
+        }
+    }
+
+    /// The client headers to send to an `upstream`-wire provider: every forwarded one when the
+    /// client speaks the same family's API (Responses counts as OpenAI), else only the
+    /// [`PASSTHROUGH_HEADERS`] named for the upstream's family.
+    pub fn passthrough(&self, upstream: FieldsWire) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let family = match upstream {
+            FieldsWire::Anthropic => "anthropic-",
+            FieldsWire::Chat | FieldsWire::Responses => "openai-",
+        };
+        let same = self
+            .client_fields
+            .as_ref()
+            .is_some_and(|f| f.wire.family() == upstream.family());
         self.headers
             .iter()
-            .filter(move |(name, _)| name.starts_with(family))
-            .map(|(name, value)| (*name, value.as_str()))
+            .filter(move |(name, _)| {
+                same || (PASSTHROUGH_HEADERS.contains(&name.as_str()) && name.starts_with(family))
+            })
+            .map(|(name, value)| (name.as_str(), value.as_str()))
     }
 }
 

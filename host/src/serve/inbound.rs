@@ -8,7 +8,7 @@ use rampart_sessions::import::api_request::{from_anthropic_messages, from_openai
 use serde_json::Value;
 
 use super::request_checks::{self, Api, FieldError};
-use crate::providers::ToolSpec;
+use crate::providers::{ClientFields, FieldsWire, ToolSpec};
 
 /// The API a client speaks; its answers and errors are written in the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +50,9 @@ pub struct ClientRequest {
     /// The client asked the server to offer and answer the memory tools
     /// (`x-rampart-memory: on`); `serve.memoryTools` asks it for every client.
     pub memory_tools: bool,
+    /// The body's top-level fields the engine does not manage (`temperature`, `thinking`,
+    /// `reasoning`, `metadata`, …), forwarded upstream by the provider.
+    pub fields: ClientFields,
 }
 
 /// Why a request body cannot be used; the text says what to fix.
@@ -139,6 +142,14 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         system_breakpoint,
         breakpoints,
         memory_tools: false,
+        fields: ClientFields::capture(
+            match wire {
+                Wire::OpenAi => FieldsWire::Chat,
+                Wire::Anthropic => FieldsWire::Anthropic,
+                Wire::Responses => FieldsWire::Responses,
+            },
+            obj,
+        ),
     })
 }
 
@@ -543,6 +554,27 @@ mod tests {
             plain["messages"],
             json!([{"role": "user", "content": "hi"}])
         );
+    }
+
+    #[test]
+    fn unmanaged_fields_are_captured_with_the_clients_wire() {
+        let body = json!({
+            "model": "claude", "max_tokens": 10, "stream": true,
+            "messages": [{"role": "user", "content": "hi"}],
+            "thinking": {"type": "adaptive"}, "metadata": {"user_id": "u"}
+        });
+        let r = decode(Wire::Anthropic, &body, 0).unwrap();
+        assert_eq!(r.fields.wire, FieldsWire::Anthropic);
+        assert_eq!(r.fields.fields.len(), 2, "{:?}", r.fields);
+        assert_eq!(r.fields.fields["thinking"], json!({"type": "adaptive"}));
+        let (chat, _) = responses_as_chat(&json!({
+            "model": "m", "input": "hi", "reasoning": {"effort": "low"}, "max_output_tokens": 5
+        }))
+        .unwrap();
+        let r = decode(Wire::Responses, &chat, 0).unwrap();
+        assert_eq!(r.fields.wire, FieldsWire::Responses);
+        let keys: Vec<&String> = r.fields.fields.keys().collect();
+        assert_eq!(keys, ["reasoning"]);
     }
 
     #[test]

@@ -270,6 +270,7 @@ pub fn run_blocking(
 
 async fn chat_completions(
     State(state): State<Arc<ServerState>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -277,6 +278,7 @@ async fn chat_completions(
         &state,
         Endpoint::ChatCompletions,
         Wire::OpenAi,
+        uri.query(),
         headers,
         body,
     )
@@ -286,18 +288,38 @@ async fn chat_completions(
 /// `POST /v1/responses`: the Codex CLI's wire, read as the chat request it means.
 async fn responses(
     State(state): State<Arc<ServerState>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    conversation_route(&state, Endpoint::Responses, Wire::Responses, headers, body).await
+    let query = uri.query();
+    conversation_route(
+        &state,
+        Endpoint::Responses,
+        Wire::Responses,
+        query,
+        headers,
+        body,
+    )
+    .await
 }
 
 async fn messages(
     State(state): State<Arc<ServerState>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    conversation_route(&state, Endpoint::Messages, Wire::Anthropic, headers, body).await
+    let query = uri.query();
+    conversation_route(
+        &state,
+        Endpoint::Messages,
+        Wire::Anthropic,
+        query,
+        headers,
+        body,
+    )
+    .await
 }
 
 /// A conversation endpoint's request, counted in the metrics under the endpoint's name.
@@ -305,6 +327,7 @@ async fn conversation_route(
     state: &Arc<ServerState>,
     endpoint: Endpoint,
     wire: Wire,
+    query: Option<&str>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -314,7 +337,8 @@ async fn conversation_route(
         Endpoint::Messages => "messages",
         Endpoint::CountTokens => "count_tokens",
     };
-    let response = conversation_request(state, endpoint, wire, headers, body).await;
+    let query = query.map(str::to_owned);
+    let response = conversation_request(state, endpoint, wire, query, headers, body).await;
     state.metrics.request(name, response.status().as_u16());
     response
 }
@@ -461,6 +485,7 @@ async fn conversation_request(
     state: &Arc<ServerState>,
     endpoint: Endpoint,
     wire: Wire,
+    query: Option<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -578,6 +603,8 @@ async fn conversation_request(
         prompt_cache: true,
         client_breakpoints: client_breakpoints(&request),
         headers: passthrough_headers(&headers),
+        client_fields: Some(request.fields.clone()),
+        query,
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let join = tokio::task::spawn_blocking(move || {
@@ -1360,19 +1387,34 @@ fn authorize(
     )
 }
 
-/// The client headers passed upstream ([`crate::providers::PASSTHROUGH_HEADERS`]).
-fn passthrough_headers(headers: &HeaderMap) -> Vec<(&'static str, String)> {
-    crate::providers::PASSTHROUGH_HEADERS
+/// The client headers that may go upstream: all but those
+/// [`crate::providers::never_forwarded`] names and those its `Connection` header names
+/// (hop-by-hop by the client's word), values that are not visible ASCII left out; repeated
+/// values joined by `, `. The provider picks those meant for its family.
+fn passthrough_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    let hop_by_hop: Vec<String> = headers
+        .get_all(header::CONNECTION)
         .iter()
-        .filter_map(|name| {
-            let values: Vec<&str> = headers
-                .get_all(*name)
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect();
-            (!values.is_empty()).then(|| (*name, values.join(",")))
-        })
-        .collect()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for name in headers.keys() {
+        let name = name.as_str();
+        if crate::providers::never_forwarded(name) || hop_by_hop.iter().any(|h| h == name) {
+            continue;
+        }
+        let values: Vec<&str> = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        if !values.is_empty() {
+            out.push((name.to_owned(), values.join(", ")));
+        }
+    }
+    out
 }
 
 #[allow(clippy::result_large_err)]

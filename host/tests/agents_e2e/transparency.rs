@@ -39,92 +39,7 @@ pub struct Known {
 /// past it (applied to both sides, in this order).
 pub const KNOWN: &[Known] = &[
     // Headers.
-    Known {
-        agents: ALL,
-        readme: "`user-agent`: not forwarded (the model gets none).",
-        look_past: |v| drop_headers(v, &["user-agent"]),
-    },
-    Known {
-        agents: ALL,
-        readme: "`accept`: the model gets `*/*`, not the client's (`application/json`, Codex's \
-                 `text/event-stream`).",
-        look_past: |v| drop_headers(v, &["accept"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode, Agent::Pi],
-        readme: "`x-stainless-*` (the SDK's language, version, OS, runtime, retry count and \
-                 timeout): not forwarded.",
-        look_past: |v| drop_headers(v, &["x-stainless-*"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "Claude Code's `x-app`, `x-claude-code-session-id` and \
-                 `anthropic-dangerous-direct-browser-access`: not forwarded.",
-        look_past: |v| {
-            drop_headers(
-                v,
-                &[
-                    "x-app",
-                    "x-claude-code-session-id",
-                    "anthropic-dangerous-direct-browser-access",
-                ],
-            )
-        },
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "Codex's `originator`, `session-id`, `thread-id`, `x-client-request-id` and \
-                 `x-codex-*` (beta features, window id, turn metadata): not forwarded.",
-        look_past: |v| {
-            drop_headers(
-                v,
-                &[
-                    "originator",
-                    "session-id",
-                    "thread-id",
-                    "x-client-request-id",
-                    "x-codex-*",
-                ],
-            )
-        },
-    },
-    Known {
-        agents: &[Agent::Pi],
-        readme: "pi's `accept-language` and `sec-fetch-mode`: not forwarded.",
-        look_past: |v| drop_headers(v, &["accept-language", "sec-fetch-mode"]),
-    },
-    // The path.
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "The query of Claude Code's `/v1/messages?beta=true`: dropped.",
-        look_past: |v| {
-            let path = v["path"].as_str().unwrap_or_default();
-            let path = path.split('?').next().unwrap_or_default().to_owned();
-            v["path"] = Value::String(path);
-        },
-    },
     // Anthropic bodies.
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`metadata` (Claude Code's `user_id`: device, account and session ids): not \
-                 forwarded.",
-        look_past: |v| drop_body_keys(v, &["metadata"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`thinking` (Claude Code's `{\"type\": \"adaptive\"}`): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["thinking"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`context_management` (Claude Code's `clear_thinking` edit): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["context_management"]),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`output_config` (Claude Code's `effort`): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["output_config"]),
-    },
     Known {
         agents: &[Agent::ClaudeCode],
         readme: "The `system` blocks (Claude Code sends three: its billing header, its identity, \
@@ -177,21 +92,6 @@ pub const KNOWN: &[Known] = &[
         },
     },
     // Chat-completions bodies (pi's, and Codex's as the chat request they mean).
-    Known {
-        agents: &[Agent::Pi],
-        readme: "`max_completion_tokens`: sent as `max_tokens`.",
-        look_past: |v| {
-            let body = v["body"].as_object_mut().unwrap();
-            if let Some(max) = body.remove("max_completion_tokens") {
-                body.insert("max_tokens".into(), max);
-            }
-        },
-    },
-    Known {
-        agents: &[Agent::Pi, Agent::Codex],
-        readme: "`store`: not forwarded.",
-        look_past: |v| drop_body_keys(v, &["store"]),
-    },
     Known {
         agents: &[Agent::Pi, Agent::Codex],
         readme: "`strict` on function tools: dropped.",
@@ -247,42 +147,12 @@ pub const KNOWN: &[Known] = &[
     },
     Known {
         agents: &[Agent::Codex],
-        readme: "`tool_choice` (`auto`): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["tool_choice"]),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "`parallel_tool_calls`: not forwarded.",
-        look_past: |v| drop_body_keys(v, &["parallel_tool_calls"]),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "`prompt_cache_key` (Codex's session id): not forwarded.",
-        look_past: |v| drop_body_keys(v, &["prompt_cache_key"]),
-    },
-    Known {
-        agents: &[Agent::Codex],
         readme: "`reasoning` (`summary`), `include` (`reasoning.encrypted_content`) and \
                  `client_metadata` (Codex's turn metadata): not forwarded; chat completions has \
                  no form for them.",
         look_past: |v| drop_body_keys(v, &["reasoning", "include", "client_metadata"]),
     },
 ];
-
-const ALL: &[Agent] = &[Agent::ClaudeCode, Agent::Codex, Agent::Pi];
-
-/// Removes the headers `names` (a trailing `*`: every header with that prefix).
-fn drop_headers(v: &mut Value, names: &[&str]) {
-    let Some(headers) = v["headers"].as_object_mut() else {
-        return;
-    };
-    headers.retain(|name, _| {
-        !names.iter().any(|n| match n.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == n,
-        })
-    });
-}
 
 /// Removes the body's top-level `keys`.
 fn drop_body_keys(v: &mut Value, keys: &[&str]) {

@@ -16,6 +16,7 @@ use rampart_message::{
 use reqwest::blocking::Response;
 use serde_json::{Value, json};
 
+use super::client_fields::{FieldsWire, warn_not_forwarded};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
@@ -61,13 +62,12 @@ impl Provider for OpenAiProvider {
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let body = request_body(request);
         let idle = self.http.stream_idle_timeout();
+        let url = request.forwarded.upstream_url(&self.url, FieldsWire::Chat);
         let deltas = request.forwarded.deltas.as_ref();
-        let headers: Vec<_> = request.forwarded.passthrough("openai-").collect();
-        let (answer, retries) =
-            self.http
-                .post(&self.url, request, &headers, &body, |response| {
-                    read(response, idle, deltas)
-                })?;
+        let headers: Vec<_> = request.forwarded.passthrough(FieldsWire::Chat).collect();
+        let (answer, retries) = self.http.post(&url, request, &headers, &body, |response| {
+            read(response, idle, deltas)
+        })?;
         Ok(ModelResponse {
             message: answer.into_message(&self.settings.id, &request.model),
             retries,
@@ -97,8 +97,14 @@ pub fn request_body(request: &ModelRequest) -> Value {
         "stream": true,
         "stream_options": {"include_usage": true},
     });
+    let fields = request.forwarded.client_fields.as_ref();
     if let Some(max) = request.max_tokens {
-        body["max_tokens"] = json!(max);
+        // A chat client's own name for the bound, when it used the newer one.
+        let key = match fields {
+            Some(f) if f.max_completion_tokens => "max_completion_tokens",
+            _ => "max_tokens",
+        };
+        body[key] = json!(max);
     }
     if !request.forwarded.tools.is_empty() {
         body["tools"] = request
@@ -113,6 +119,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
                 json!({"type": "function", "function": function})
             })
             .collect();
+    }
+    if let (Some(fields), Some(obj)) = (fields, body.as_object_mut()) {
+        let dropped = fields.merge(FieldsWire::Chat, obj);
+        warn_not_forwarded(fields.wire, FieldsWire::Chat, &dropped);
     }
     body
 }
