@@ -36,6 +36,7 @@ use super::conversations::{self, ConversationError};
 use super::identity::{ClientSession, Endpoint, Identity, identify};
 use super::inbound::{self, ClientRequest, Wire};
 use super::metrics::Metrics;
+use super::not_forwarded::{NotForwarded, NotForwardedLog};
 use super::outbound::{self, AnswerMeta, ErrorKind, StreamEncoder};
 use crate::blobs::BlobStore;
 use crate::config::serve::SystemPromptSource;
@@ -71,6 +72,8 @@ pub struct ServerState {
     admitted: AtomicUsize,
     limit: usize,
     metrics: Metrics,
+    /// What clients sent that was not forwarded upstream: counted, warned once per conversation.
+    not_forwarded: NotForwardedLog,
     next_id: AtomicU64,
     sessions: conversations::SessionCache,
     /// Long-term memory: the slot the memory tools and the flush use, and the workspace the
@@ -132,6 +135,7 @@ impl ServerState {
             limit: serve.max_concurrent + serve.max_queue,
             admitted: AtomicUsize::new(0),
             metrics: Metrics::default(),
+            not_forwarded: NotForwardedLog::default(),
             next_id: AtomicU64::new(1),
             sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
             memory: crate::memory::MemorySlot::off(),
@@ -418,9 +422,10 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> R
     }
     state.metrics.request("metrics", 200);
     let known = state.store.family("serve:", None).ok().map(|l| l.len());
-    let text = state
+    let mut text = state
         .metrics
         .render(state.admitted.load(Ordering::Relaxed), known);
+    text.push_str(&state.not_forwarded.render());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -474,13 +479,15 @@ async fn conversation_request(
         }
     };
     // A Responses body is read as the chat request it means, by the rule and the decoder alike.
+    let mut responses_not_forwarded = Vec::new();
     let raw = match wire {
         Wire::Responses => match inbound::responses_as_chat(&raw) {
-            Ok((chat, warnings)) => {
-                for w in &warnings {
+            Ok(converted) => {
+                for w in &converted.warnings {
                     tracing::debug!(warning = %w, "responses request conversion");
                 }
-                chat
+                responses_not_forwarded = converted.not_forwarded;
+                converted.chat
             }
             Err(e) => {
                 return error_response(
@@ -509,6 +516,8 @@ async fn conversation_request(
         tracing::debug!(warning = %w, "request conversion");
     }
     let mut request = request;
+    request.not_forwarded.extend(responses_not_forwarded);
+    report_not_forwarded(state, &identity, &request.not_forwarded);
     request.memory_tools = state.config.serve.memory_tools
         || headers
             .get("x-rampart-memory")
@@ -599,6 +608,29 @@ async fn conversation_request(
 
 /// The client's own prompt-cache breakpoints, recognised in the managed prompt by content
 /// (`history::same_message`, the rule that places a request).
+/// Counts what `request` carried that is not forwarded and warns about each kind once per
+/// conversation (a request without a session id counts as one unnamed conversation).
+fn report_not_forwarded(state: &ServerState, identity: &Identity, items: &[NotForwarded]) {
+    if items.is_empty() {
+        return;
+    }
+    let conversation = match identity {
+        Identity::Conversation(Some(session)) => session.root_key(),
+        Identity::Conversation(None) => "unnamed".to_owned(),
+        Identity::Side(_) => "side".to_owned(),
+    };
+    for (kind, count) in state.not_forwarded.record(&conversation, items) {
+        tracing::warn!(
+            conversation = %conversation,
+            kind = kind.label(),
+            count,
+            "the client sent content rampart serve does not forward upstream; the model does not \
+             see it (counted in rampart_serve_content_not_forwarded_total; warned once per \
+             conversation)"
+        );
+    }
+}
+
 fn client_breakpoints(request: &ClientRequest) -> ClientBreakpoints {
     let marked = request.breakpoints.clone();
     ClientBreakpoints {
