@@ -779,6 +779,40 @@ fn a_title_request_and_count_tokens_do_not_touch_the_conversation() {
     );
 }
 
+/// Claude Code's `role: "system"` message inside `messages` and an Anthropic server tool have
+/// no place upstream yet: each request's are counted in `/metrics` instead of vanishing.
+#[test]
+fn content_that_is_not_forwarded_is_counted_in_metrics() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("First.", 10, 2));
+    up.push(anthropic_text_stream("Second.", 10, 2));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let sid = "44444444-4444-4444-8444-444444444444";
+    let agents = json!({"role": "system", "content": "Available agent types for the Agent tool: general-purpose"});
+    let mut history = vec![claude_first_message("Fix it."), agents.clone()];
+    for _ in 0..2 {
+        let mut body = claude_code_body(sid, history.clone());
+        body["tools"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "web_search_20250305", "name": "web_search"}));
+        let (status, answer) = serve.post("/v1/messages", &[], &body);
+        assert_eq!(status, 200, "{answer}");
+        history.push(assistant_from_sse(answer.as_str().unwrap()));
+        history.push(json!({"role": "user", "content": "Go on."}));
+    }
+    assert_eq!(up.request_count(), 2);
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics.contains("rampart_serve_content_not_forwarded_total{kind=\"system_message\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("rampart_serve_content_not_forwarded_total{kind=\"server_tool\"} 2"),
+        "{metrics}"
+    );
+}
+
 #[test]
 fn an_upstream_overflow_is_recovered_without_the_client_seeing_it() {
     let up = Loopback::start();

@@ -7,6 +7,7 @@ use rampart_message::AgentMessage;
 use rampart_sessions::import::api_request::{from_anthropic_messages, from_openai_chat};
 use serde_json::Value;
 
+use super::not_forwarded::NotForwarded;
 use super::request_checks::{self, Api, FieldError};
 use crate::providers::{ClientFields, FieldsWire, ToolSpec};
 
@@ -43,6 +44,9 @@ pub struct ClientRequest {
     pub tools: Vec<ToolSpec>,
     /// What could not be converted exactly.
     pub warnings: Vec<String>,
+    /// What the client sent that is not forwarded upstream, one entry per message or tool
+    /// (counted in `/metrics` and warned about once per conversation).
+    pub not_forwarded: Vec<NotForwarded>,
     /// Whether the client put an Anthropic `cache_control` breakpoint on its system prompt.
     pub system_breakpoint: bool,
     /// The client's messages that carry a `cache_control` breakpoint, oldest first.
@@ -93,18 +97,26 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         None => request_checks::output_tokens(obj, "max_completion_tokens")?,
     };
     let mut warnings = Vec::new();
+    let mut not_forwarded = Vec::new();
     let (conversation, tools) = match wire {
         Wire::OpenAi | Wire::Responses => (
             from_openai_chat(messages, &model, now_ms),
-            openai_tools(obj.get("tools"), &mut warnings),
+            openai_tools(obj.get("tools"), &mut warnings, &mut not_forwarded),
         ),
         Wire::Anthropic => {
             let iso = chrono::DateTime::from_timestamp_millis(now_ms as i64)
                 .unwrap_or_default()
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            // The importer keeps user and assistant messages only; a `system` one is left out.
+            not_forwarded.extend(
+                messages
+                    .iter()
+                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+                    .map(|_| NotForwarded::SystemMessage),
+            );
             (
                 from_anthropic_messages(obj.get("system"), messages, &iso),
-                anthropic_tools(obj.get("tools"), &mut warnings),
+                anthropic_tools(obj.get("tools"), &mut warnings, &mut not_forwarded),
             )
         }
     };
@@ -139,6 +151,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         messages: conversation.messages,
         tools,
         warnings,
+        not_forwarded,
         system_breakpoint,
         breakpoints,
         memory_tools: false,
@@ -163,12 +176,13 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
 /// Reasoning items, built-in tools (web search, shell) and freeform custom tools have no chat
 /// form: they are left out with a warning, because the upstream Rampart forwards to speaks chat
 /// completions or messages.
-pub fn responses_as_chat(body: &Value) -> Result<(Value, Vec<String>), BadRequest> {
+pub fn responses_as_chat(body: &Value) -> Result<ResponsesAsChat, BadRequest> {
     use serde_json::json;
     let Some(obj) = body.as_object() else {
         return Err(BadRequest("the request body must be a JSON object".into()));
     };
     let mut warnings = Vec::new();
+    let mut not_forwarded = Vec::new();
     let mut messages: Vec<Value> = Vec::new();
     match obj.get("instructions") {
         Some(Value::String(text)) if !text.trim().is_empty() => {
@@ -252,15 +266,34 @@ pub fn responses_as_chat(body: &Value) -> Result<(Value, Vec<String>), BadReques
                             .unwrap_or_else(|| json!({"type": "object"})),
                     },
                 })),
-                (kind, _) => warnings.push(format!(
-                    "tools[{i}]: a `{}` tool has no chat-completions form; not forwarded",
-                    kind.unwrap_or("?")
-                )),
+                (kind, _) => {
+                    not_forwarded.push(NotForwarded::NonFunctionTool);
+                    warnings.push(format!(
+                        "tools[{i}]: a `{}` tool has no chat-completions form; not forwarded",
+                        kind.unwrap_or("?")
+                    ));
+                }
             }
         }
         chat.insert("tools".into(), Value::Array(chat_tools));
     }
-    Ok((Value::Object(chat), warnings))
+    Ok(ResponsesAsChat {
+        chat: Value::Object(chat),
+        warnings,
+        not_forwarded,
+    })
+}
+
+/// A Responses body read as the chat-completions body it means.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponsesAsChat {
+    /// The chat-completions body.
+    pub chat: Value,
+    /// What could not be converted exactly.
+    pub warnings: Vec<String>,
+    /// The Responses tools the chat body has no form for (the chat body's own decoding adds
+    /// its own).
+    pub not_forwarded: Vec<NotForwarded>,
 }
 
 /// One Responses input item, appended to `messages` in chat form.
@@ -389,7 +422,11 @@ fn carries_breakpoint(message: &AgentMessage) -> bool {
     }
 }
 
-fn openai_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<ToolSpec> {
+fn openai_tools(
+    tools: Option<&Value>,
+    warnings: &mut Vec<String>,
+    not_forwarded: &mut Vec<NotForwarded>,
+) -> Vec<ToolSpec> {
     let Some(tools) = tools.and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -412,6 +449,7 @@ fn openai_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<ToolSp
                         .unwrap_or_else(|| serde_json::json!({"type": "object"})),
                 }),
                 None => {
+                    not_forwarded.push(NotForwarded::NonFunctionTool);
                     warnings.push(format!("tools[{i}]: not a function tool; not forwarded"));
                     None
                 }
@@ -420,7 +458,11 @@ fn openai_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<ToolSp
         .collect()
 }
 
-fn anthropic_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<ToolSpec> {
+fn anthropic_tools(
+    tools: Option<&Value>,
+    warnings: &mut Vec<String>,
+    not_forwarded: &mut Vec<NotForwarded>,
+) -> Vec<ToolSpec> {
     let Some(tools) = tools.and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -439,6 +481,7 @@ fn anthropic_tools(tools: Option<&Value>, warnings: &mut Vec<String>) -> Vec<Too
                     parameters: schema.clone(),
                 }),
                 _ => {
+                    not_forwarded.push(NotForwarded::ServerTool);
                     warnings.push(format!(
                         "tools[{i}]: a server tool or a tool without input_schema; not forwarded"
                     ));
@@ -499,7 +542,30 @@ mod tests {
         assert!(matches!(&a.content[0], ContentBlock::ToolCall(c) if c.arguments["path"] == "a"));
         assert_eq!(r.tools.len(), 1);
         assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+        assert_eq!(r.not_forwarded, vec![NotForwarded::ServerTool]);
         assert_eq!(r.messages[0].timestamp(), Some(1_700_000_000_000));
+    }
+
+    /// Claude Code puts a `role: "system"` message (its agent-type list) inside `messages`;
+    /// the conversation has no place for it, so it is reported, not dropped silently.
+    #[test]
+    fn a_system_message_inside_anthropic_messages_is_reported_as_not_forwarded() {
+        let body = json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 1024,
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": "Available agent types for the Agent tool: ..."},
+                {"role": "assistant", "content": "hello"},
+                {"role": "system", "content": "more"}
+            ],
+            "tools": [{"name": "Read", "input_schema": {"type": "object"}}]
+        });
+        let r = decode(Wire::Anthropic, &body, 1).unwrap();
+        assert_eq!(r.messages.len(), 2);
+        assert_eq!(
+            r.not_forwarded,
+            vec![NotForwarded::SystemMessage, NotForwarded::SystemMessage]
+        );
     }
 
     /// A request shaped like the Codex CLI's: instructions, a developer message, input items
@@ -522,8 +588,13 @@ mod tests {
                 {"type": "web_search"}
             ]
         });
-        let (chat, warnings) = responses_as_chat(&body).unwrap();
+        let ResponsesAsChat {
+            chat,
+            warnings,
+            not_forwarded,
+        } = responses_as_chat(&body).unwrap();
         assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(not_forwarded, vec![NotForwarded::NonFunctionTool]);
         assert_eq!(chat["prompt_cache_key"], "0199-thread");
         assert_eq!(chat["max_tokens"], 900);
         let r = decode(Wire::Responses, &chat, 5).unwrap();
@@ -549,7 +620,9 @@ mod tests {
                 .0
                 .contains("`input`")
         );
-        let (plain, _) = responses_as_chat(&json!({"model": "m", "input": "hi"})).unwrap();
+        let plain = responses_as_chat(&json!({"model": "m", "input": "hi"}))
+            .unwrap()
+            .chat;
         assert_eq!(
             plain["messages"],
             json!([{"role": "user", "content": "hi"}])
@@ -567,10 +640,11 @@ mod tests {
         assert_eq!(r.fields.wire, FieldsWire::Anthropic);
         assert_eq!(r.fields.fields.len(), 2, "{:?}", r.fields);
         assert_eq!(r.fields.fields["thinking"], json!({"type": "adaptive"}));
-        let (chat, _) = responses_as_chat(&json!({
+        let chat = responses_as_chat(&json!({
             "model": "m", "input": "hi", "reasoning": {"effort": "low"}, "max_output_tokens": 5
         }))
-        .unwrap();
+        .unwrap()
+        .chat;
         let r = decode(Wire::Responses, &chat, 0).unwrap();
         assert_eq!(r.fields.wire, FieldsWire::Responses);
         let keys: Vec<&String> = r.fields.fields.keys().collect();
@@ -630,7 +704,7 @@ mod tests {
         let body = json!({"model": "m", "input": "hi", "instructions": [
             {"type": "message", "role": "developer", "content": "Answer briefly."},
         ]});
-        let (chat, _) = responses_as_chat(&body).unwrap();
+        let chat = responses_as_chat(&body).unwrap().chat;
         assert_eq!(
             chat["messages"],
             json!([{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "hi"}])

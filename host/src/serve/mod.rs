@@ -8,6 +8,7 @@
 //! - [`conversations`]: which stored conversation a request continues, opened and held;
 //! - [`outbound`]: the answer and errors in the client's wire, JSON or stream;
 //! - [`metrics`]: `GET /metrics`;
+//! - [`not_forwarded`]: content a client sent that is not forwarded, counted and warned about;
 //! - [`guard`]: Host, Origin, token and body checks before any handler;
 //! - [`listener`]: the accept loop: bounded connections, header timeouts, a drain deadline;
 //! - [`store`]: the store conversations live in (a directory, or PostgreSQL for replicas);
@@ -23,6 +24,7 @@ pub mod identity;
 pub mod inbound;
 pub mod listener;
 pub mod metrics;
+pub mod not_forwarded;
 pub mod outbound;
 pub mod registry_writes;
 pub mod request_checks;

@@ -36,6 +36,7 @@ use super::conversations::{self, ConversationError};
 use super::identity::{ClientSession, Endpoint, Identity, identify};
 use super::inbound::{self, ClientRequest, Wire};
 use super::metrics::Metrics;
+use super::not_forwarded::{NotForwarded, NotForwardedLog};
 use super::outbound::{self, AnswerMeta, ErrorKind, ResponsesEcho, StreamEncoder};
 use crate::blobs::BlobStore;
 use crate::config::serve::SystemPromptSource;
@@ -71,6 +72,8 @@ pub struct ServerState {
     admitted: AtomicUsize,
     limit: usize,
     metrics: Metrics,
+    /// What clients sent that was not forwarded upstream: counted, warned once per conversation.
+    not_forwarded: NotForwardedLog,
     next_id: AtomicU64,
     sessions: conversations::SessionCache,
     /// Long-term memory: the slot the memory tools and the flush use, and the workspace the
@@ -136,6 +139,7 @@ impl ServerState {
             limit: serve.max_concurrent + serve.max_queue,
             admitted: AtomicUsize::new(0),
             metrics: Metrics::default(),
+            not_forwarded: NotForwardedLog::default(),
             next_id: AtomicU64::new(1),
             sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
             memory: crate::memory::MemorySlot::off(),
@@ -448,9 +452,10 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> R
     }
     state.metrics.request("metrics", 200);
     let known = state.store.family("serve:", None).ok().map(|l| l.len());
-    let text = state
+    let mut text = state
         .metrics
         .render(state.admitted.load(Ordering::Relaxed), known);
+    text.push_str(&state.not_forwarded.render());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -520,13 +525,15 @@ async fn conversation_request(
         Wire::OpenAi | Wire::Anthropic => None,
     };
     // A Responses body is read as the chat request it means, by the rule and the decoder alike.
+    let mut responses_not_forwarded = Vec::new();
     let raw = match wire {
         Wire::Responses => match inbound::responses_as_chat(&raw) {
-            Ok((chat, warnings)) => {
-                for w in &warnings {
+            Ok(converted) => {
+                for w in &converted.warnings {
                     tracing::debug!(warning = %w, "responses request conversion");
                 }
-                chat
+                responses_not_forwarded = converted.not_forwarded;
+                converted.chat
             }
             Err(e) => {
                 return error_response(
@@ -556,6 +563,8 @@ async fn conversation_request(
         tracing::debug!(warning = %w, "request conversion");
     }
     let mut request = request;
+    request.not_forwarded.extend(responses_not_forwarded);
+    report_not_forwarded(state, &identity, &request.not_forwarded);
     request.memory_tools = state.config.serve.memory_tools
         || headers
             .get("x-rampart-memory")
@@ -675,6 +684,29 @@ fn name_the_primary(mut raw: Value, wire: Wire, config: &Config) -> Value {
         }
     }
     raw
+}
+
+/// Counts what `request` carried that is not forwarded and warns about each kind once per
+/// conversation (a request without a session id counts as one unnamed conversation).
+fn report_not_forwarded(state: &ServerState, identity: &Identity, items: &[NotForwarded]) {
+    if items.is_empty() {
+        return;
+    }
+    let conversation = match identity {
+        Identity::Conversation(Some(session)) => session.root_key(),
+        Identity::Conversation(None) => "unnamed".to_owned(),
+        Identity::Side(_) => "side".to_owned(),
+    };
+    for (kind, count) in state.not_forwarded.record(&conversation, items) {
+        tracing::warn!(
+            conversation = %conversation,
+            kind = kind.label(),
+            count,
+            "the client sent content rampart serve does not forward upstream; the model does not \
+             see it (counted in rampart_serve_content_not_forwarded_total; warned once per \
+             conversation)"
+        );
+    }
 }
 
 /// The client's own prompt-cache breakpoints, recognised in the managed prompt by content

@@ -51,7 +51,8 @@ pub const KNOWN: &[Known] = &[
         agents: &[Agent::ClaudeCode],
         readme: "Messages with role `system` inside `messages` (Claude Code's list of agent \
                  types for its `Agent` tool, after the first user message): dropped; the model \
-                 never sees them.",
+                 never sees them. Counted in `/metrics` (`kind=\"system_message\"`) and \
+                 warned about once per conversation.",
         look_past: |v| drop_messages(v, |m| m["role"] == "system"),
     },
     Known {
@@ -137,12 +138,14 @@ pub const KNOWN: &[Known] = &[
         agents: &[Agent::Codex],
         readme: "The `namespace` tool `multi_agent_v1` (Codex's sub-agent tools: spawn, send \
                  input, resume, wait, close): dropped, so a model behind serve cannot start \
-                 Codex sub-agents.",
+                 Codex sub-agents. Counted in `/metrics` (`kind=\"non_function_tool\"`) and \
+                 warned about once per conversation.",
         look_past: |v| drop_tools(v, "namespace"),
     },
     Known {
         agents: &[Agent::Codex],
-        readme: "The built-in `web_search` tool: dropped.",
+        readme: "The built-in `web_search` tool: dropped; counted and warned about as the \
+                 `namespace` tool is.",
         look_past: |v| drop_tools(v, "web_search"),
     },
     Known {
