@@ -504,6 +504,9 @@ impl Summarizer for HostSummarizer {
                 (_, Some(LlmFailure::ContextOverflow { observed_tokens })) => {
                     SummarizeError::Overflow { observed_tokens }
                 }
+                // A refused key is refused again on every retry: the compaction goes
+                // straight to its fallback instead of paying three round trips and back-off.
+                (_, Some(LlmFailure::Auth)) => SummarizeError::Unavailable(e.message),
                 (_, Some(_)) => SummarizeError::Failed(e.message),
                 // A host before 1.1 sends the provider's text only: it is still recognised as
                 // an overflow, without the size.
@@ -710,6 +713,18 @@ mod tests {
             SummarizeError::Overflow {
                 observed_tokens: None
             }
+        ));
+    }
+
+    /// A refused key (401/403, or no key at all) is not retried: the same key would be
+    /// refused again, and each retry cost the compaction a round trip and its back-off.
+    #[test]
+    fn an_auth_failure_is_not_retried() {
+        let error = EngineError::new(ErrorKind::Host, "anthropic: 401 invalid x-api-key")
+            .with_llm_failure(&LlmFailure::Auth);
+        assert!(matches!(
+            summarize_with(error),
+            SummarizeError::Unavailable(_)
         ));
     }
 
