@@ -11,6 +11,8 @@ the upstream, and prints a Markdown table for BENCHMARKS.md:
   model's window is 1M), through the proxy and straight to the upstream; the difference is
   what the proxy adds;
 - time to first byte of a streamed answer (small conversation), both ways;
+- a streamed answer continuing the 200k-token conversation: when its end (`[DONE]`) arrives
+  and the gap between the pieces (deltas) as the client reads them, both ways;
 - requests/s with small conversations spread over 64 sessions, both ways;
 - the server's resident memory after 1,000 conversations were opened.
 
@@ -140,6 +142,39 @@ def ttfb(base, body, n):
     return statistics.median(times), times[int(len(times) * 0.99) - 1]
 
 
+def stream_end(base, body, n, session):
+    """A streamed answer `n` times, on a fresh connection each (all continuing conversation
+    `session`): milliseconds from sending the request to the stream's end (`[DONE]` read),
+    and the gaps between successive reads of the answer. Returns (end p50, end p99, gap p50,
+    gap max)."""
+    host, port = base.replace("http://", "").split(":")
+    payload = json.dumps({**body, "stream": True})
+    ends, gaps = [], []
+    for _ in range(n):
+        s = socket.create_connection((host, int(port)))
+        request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
+                   f"Content-Type: application/json\r\nx-rampart-session: {session}\r\n"
+                   f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n{payload}")
+        started = time.perf_counter()
+        s.sendall(request.encode())
+        seen, last = b"", None
+        while b"[DONE]" not in seen:
+            chunk = s.recv(65536)
+            if not chunk:
+                sys.exit(f"{base}: the stream closed before [DONE]: {seen[-300:]!r}")
+            now = time.perf_counter()
+            if last is not None:
+                gaps.append((now - last) * 1000)
+            last = now
+            seen += chunk
+        ends.append((last - started) * 1000)
+        s.close()
+    ends.sort()
+    gaps.sort()
+    return (statistics.median(ends), ends[int(len(ends) * 0.99) - 1],
+            statistics.median(gaps) if gaps else 0.0, gaps[-1] if gaps else 0.0)
+
+
 def rss_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         kb = int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1))
@@ -194,6 +229,15 @@ contextWindow = 1000000
                      f"{p_ttfb[0]:.2f} / {p_ttfb[1]:.2f} ms",
                      f"{d_ttfb[0]:.2f} / {d_ttfb[1]:.2f} ms",
                      f"{p_ttfb[0] - d_ttfb[0]:.2f} / {p_ttfb[1] - d_ttfb[1]:.2f} ms"))
+        p_end = stream_end(base, big, 50, "bench-0")
+        d_end = stream_end(up, big, 50, "bench-0")
+        rows.append(("stream continuing the 200k-token conversation: end of stream p50 / p99",
+                     f"{p_end[0]:.2f} / {p_end[1]:.2f} ms",
+                     f"{d_end[0]:.2f} / {d_end[1]:.2f} ms",
+                     f"{p_end[0] - d_end[0]:.2f} / {p_end[1] - d_end[1]:.2f} ms"))
+        rows.append(("same stream: gap between the client's reads p50 / max",
+                     f"{p_end[2]:.2f} / {p_end[3]:.2f} ms",
+                     f"{d_end[2]:.2f} / {d_end[3]:.2f} ms", ""))
         proxy = wrk(base + "/v1/chat/completions", paths["small"], 64, 16, 15)
         direct = wrk(up + "/v1/chat/completions", paths["small"], 64, 16, 15)
         rows.append(("small conversations over 64 sessions, 16 connections: requests/s",

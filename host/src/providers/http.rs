@@ -132,6 +132,8 @@ impl HttpClient {
         let client = Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
+            // Each request body goes out whole and at once, not held for an ACK (Nagle).
+            .tcp_nodelay(true)
             .build()
             .map_err(|e| ProviderError::InvalidResponse {
                 provider: settings.id.clone(),
