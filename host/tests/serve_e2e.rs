@@ -813,6 +813,55 @@ fn content_that_is_not_forwarded_is_counted_in_metrics() {
     );
 }
 
+/// Claude Code 2.1 asks for a new session's title first, on the main model with the main
+/// `max_tokens`: no tools, one user message, a JSON-schema answer (`output_config.format`). It
+/// is a side request, so the real session that follows is the root conversation, not a child
+/// `spawnedBy` the title call.
+#[test]
+fn claude_code_2_1_title_call_does_not_become_the_sessions_root() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("{\"title\": \"Fix the bug\"}", 10, 6));
+    up.push(anthropic_text_stream("Main answer.", 10, 2));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let sid = "44444444-4444-4444-8444-444444444444";
+    let mut title = claude_code_body(
+        sid,
+        vec![json!({"role": "user", "content": "<session>\nFix it.\n</session>"})],
+    );
+    title["max_tokens"] = json!(64000);
+    title["tools"] = json!([]);
+    title["thinking"] = json!({"type": "disabled"});
+    title["output_config"] = json!({"format": {"type": "json_schema", "schema": {
+        "type": "object", "properties": {"title": {"type": "string"}},
+        "required": ["title"], "additionalProperties": false}}});
+    let (status, answer) = serve.post("/v1/messages", &[], &title);
+    assert_eq!(status, 200, "{answer}");
+    let real = claude_code_body(sid, vec![claude_first_message("Fix it.")]);
+    let (status, answer) = serve.post("/v1/messages", &[], &real);
+    assert_eq!(status, 200, "{answer}");
+
+    let key = format!("serve:claude-code:{sid}");
+    assert_eq!(
+        serve.keys(),
+        std::slice::from_ref(&key),
+        "one conversation, the real one"
+    );
+    let entry = serve.store().get(&key).unwrap().unwrap();
+    assert!(entry.extra.get("spawnedBy").is_none(), "{:?}", entry.extra);
+    let stored = branch(&serve.session(&key));
+    assert!(
+        !stored.iter().any(|(_, text)| text.contains("<session>")),
+        "{stored:?}"
+    );
+    assert_eq!(stored[0].0, "user", "{stored:?}");
+    assert!(stored[0].1.contains("Fix it."), "{stored:?}");
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics.contains("rampart_serve_side_requests_total 1"),
+        "{metrics}"
+    );
+}
+
 #[test]
 fn an_upstream_overflow_is_recovered_without_the_client_seeing_it() {
     let up = Loopback::start();

@@ -113,6 +113,13 @@ pub fn request_body(request: &ModelRequest) -> Value {
             if client.system {
                 mark_system(&mut body);
             }
+            if marked == 0 {
+                // None of the client's message breakpoints is left in the managed prompt (it
+                // marked a message the engine reshaped, or none): the newest message gets
+                // Rampart's, so the next step still reads the history from the cache. Two
+                // breakpoints at most here, within Anthropic's four.
+                mark_last_message(&mut body);
+            }
         } else {
             mark_prompt_cache(&mut body);
         }
@@ -140,11 +147,16 @@ pub fn request_body(request: &ModelRequest) -> Value {
 
 /// Two `cache_control` breakpoints on the managed prompt: the system prompt (stable across a
 /// conversation's turns) and the last block of the last message (so the next turn reads the
-/// whole prefix from the cache). Anthropic allows four; the client's own are not carried over,
-/// since the engine may have reshaped the history they pointed into.
+/// whole prefix from the cache), for a client that set none (Anthropic allows four).
 fn mark_prompt_cache(body: &mut Value) {
-    let ephemeral = json!({"type": "ephemeral"});
     mark_system(body);
+    mark_last_message(body);
+}
+
+/// A `cache_control` breakpoint on the last block of the last message, so the next request
+/// reads the whole prefix up to it from the cache.
+fn mark_last_message(body: &mut Value) {
+    let ephemeral = json!({"type": "ephemeral"});
     if let Some(block) = body
         .get_mut("messages")
         .and_then(Value::as_array_mut)
@@ -776,6 +788,32 @@ mod tests {
         let body = cached_request(turns, client);
         assert_eq!(marks(&body), vec![0]);
         assert!(body["system"].is_string(), "{body}");
+    }
+
+    /// A client that marked its system prompt and a message the managed prompt no longer has
+    /// (the engine reshaped it) still gets the newest message marked, so a tool loop's next step
+    /// reads the history from the cache: two breakpoints, not the system prompt's alone.
+    #[test]
+    fn the_newest_message_is_marked_when_no_client_mark_is_left() {
+        let turns: Vec<SharedMessage> = vec![
+            Arc::new(AgentMessage::user_text("read a", 0)),
+            assistant(
+                json!([{"type": "toolCall", "id": "toolu_1", "name": "Read", "arguments": {}}]),
+            ),
+            Arc::new(AgentMessage::tool_result(
+                "toolu_1", "Read", "body", false, 0,
+            )),
+        ];
+        let client = ClientBreakpoints {
+            system: true,
+            marks: Some(Arc::new(|_: &AgentMessage| false)),
+        };
+        let body = cached_request(turns, client);
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        let last = body["messages"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["content"][0]["type"], "tool_result", "{body}");
+        assert_eq!(last["content"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(body.to_string().matches("cache_control").count(), 2);
     }
 
     /// A built prompt reaches Anthropic as two text blocks, split where the builder's marker

@@ -12,8 +12,10 @@
 //! 4. `prompt_cache_key`, else `user`, in an OpenAI body.
 //!
 //! Side requests never touch a conversation: `count_tokens`, and what the configurable
-//! [`SideRequestRule`] recognises (Claude Code's quota probe with `max_tokens: 1`, and its title
-//! and topic calls on a small model: no tools, one user message).
+//! [`SideRequestRule`] recognises, by the request's shape rather than its model: Claude Code's
+//! quota probe with `max_tokens: 1`; its one-shot calls (no tools, one user message) that ask
+//! for a JSON-schema answer, as Claude Code 2.1's session title is asked for on the main model;
+//! and older versions' title and topic calls on a small model (no tools, one user message).
 
 use axum::http::HeaderMap;
 use serde_json::Value;
@@ -148,8 +150,17 @@ pub enum SideReason {
         /// The request's `max_tokens`.
         max_tokens: u64,
     },
-    /// A small model, no tools, a single user message (Claude Code's title and topic calls).
+    /// A small model, no tools, a single user message (older Claude Code's title and topic
+    /// calls, on haiku).
     SmallModelOneShot {
+        /// The model the request named.
+        model: String,
+    },
+    /// No tools, a single user message, and an answer constrained to a JSON schema
+    /// (`output_config.format`): Claude Code 2.1's session title call, sent on the main model
+    /// with the main `max_tokens`, so neither tells it from the session's first request. A
+    /// coding agent's real turn always declares its tools.
+    SchemaOneShot {
         /// The model the request named.
         model: String,
     },
@@ -189,10 +200,29 @@ impl SideRequestRule {
                 .collect();
             conversational.len() == 1 && role(conversational[0]) == Some("user")
         });
-        (small && no_tools && one_user).then(|| SideReason::SmallModelOneShot {
+        if !(no_tools && one_user) {
+            return None;
+        }
+        if asks_for_json_schema(body) {
+            return Some(SideReason::SchemaOneShot {
+                model: model.to_owned(),
+            });
+        }
+        small.then(|| SideReason::SmallModelOneShot {
             model: model.to_owned(),
         })
     }
+}
+
+/// Whether an Anthropic body constrains its answer to a JSON schema: `output_config.format`
+/// (or the beta's top-level `output_format`) of type `json_schema`. `output_config` alone is
+/// not enough: Claude Code's real turns carry it too, for `effort`.
+fn asks_for_json_schema(body: &Value) -> bool {
+    let format = body
+        .get("output_config")
+        .and_then(|c| c.get("format"))
+        .or_else(|| body.get("output_format"));
+    format.and_then(|f| f.get("type")).and_then(Value::as_str) == Some("json_schema")
 }
 
 fn role(message: &Value) -> Option<&str> {

@@ -256,6 +256,69 @@ fn claude_code_title_call_is_a_side_request_and_configurable() {
     ));
 }
 
+/// Claude Code 2.1's title call, as it sends it: the main model, the main `max_tokens`, no
+/// tools, one user message and a JSON-schema answer. It is a side request whatever the model;
+/// the session's first real request, the same but with tools and `output_config.effort`, is the
+/// conversation.
+#[test]
+fn claude_code_2_1_title_call_on_the_main_model_is_a_side_request() {
+    let title = json!({
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 64000,
+        "system": [{"type": "text", "text": "Generate a concise, sentence-case title (3-7 words)"}],
+        "messages": [{"role": "user", "content": "<session>\nRead /tmp/x/secret.txt\n</session>"}],
+        "tools": [],
+        "thinking": {"type": "disabled"},
+        "output_config": {"format": {"type": "json_schema", "schema": {
+            "type": "object", "properties": {"title": {"type": "string"}},
+            "required": ["title"], "additionalProperties": false}}},
+        "metadata": {"user_id": LEGACY},
+        "stream": true
+    });
+    let rule = SideRequestRule::default();
+    assert_eq!(
+        identify(Endpoint::Messages, &HeaderMap::new(), &title, &rule),
+        Identity::Side(SideReason::SchemaOneShot {
+            model: "claude-sonnet-4-5".into()
+        })
+    );
+    // The real first request: tools, and `output_config` for effort only.
+    let mut real = title.clone();
+    real["tools"] = json!([{"name": "Read", "input_schema": {"type": "object"}}]);
+    real["output_config"] = json!({"effort": "high"});
+    assert!(matches!(
+        identify(Endpoint::Messages, &HeaderMap::new(), &real, &rule),
+        Identity::Conversation(Some(ClientSession::ClaudeCode { .. }))
+    ));
+    // A schema answer without tools but with history is a conversation.
+    let mut longer = title.clone();
+    longer["messages"] = json!([
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"}
+    ]);
+    assert!(matches!(
+        identify(Endpoint::Messages, &HeaderMap::new(), &longer, &rule),
+        Identity::Conversation(_)
+    ));
+    // `effort` alone on a tool-less one-shot is not a schema answer.
+    let mut effort = title.clone();
+    effort["output_config"] = json!({"effort": "high"});
+    assert!(matches!(
+        identify(Endpoint::Messages, &HeaderMap::new(), &effort, &rule),
+        Identity::Conversation(_)
+    ));
+    // Off means off.
+    let off = SideRequestRule {
+        enabled: false,
+        ..Default::default()
+    };
+    assert!(matches!(
+        identify(Endpoint::Messages, &HeaderMap::new(), &title, &off),
+        Identity::Conversation(_)
+    ));
+}
+
 #[test]
 fn no_id_at_all_is_an_anonymous_conversation() {
     let body = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});

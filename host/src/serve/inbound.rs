@@ -402,7 +402,9 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
 }
 
 /// Whether a decoded message kept a `cache_control` field on one of its blocks (the importers'
-/// converters keep a block's unknown fields).
+/// converters keep a block's unknown fields). A `tool_result` block's own fields land on the
+/// tool-result message's `extra`: Claude Code and pi mark the newest `tool_result` block itself
+/// in a tool loop, not a block inside its content.
 fn carries_breakpoint(message: &AgentMessage) -> bool {
     use rampart_message::{Content, ContentBlock};
     let marked = |block: &ContentBlock| match block {
@@ -412,6 +414,7 @@ fn carries_breakpoint(message: &AgentMessage) -> bool {
     };
     let content = match message {
         AgentMessage::User(m) => &m.content,
+        AgentMessage::ToolResult(m) if m.extra.contains_key("cache_control") => return true,
         AgentMessage::ToolResult(m) => &m.content,
         AgentMessage::Assistant(m) => return m.content.iter().any(marked),
         _ => return false,
@@ -566,6 +569,31 @@ mod tests {
             r.not_forwarded,
             vec![NotForwarded::SystemMessage, NotForwarded::SystemMessage]
         );
+    }
+
+    /// In a tool loop Claude Code and pi mark the newest `tool_result` block itself (Claude Code
+    /// with string content, pi with text blocks); both are breakpoints the client placed.
+    #[test]
+    fn a_breakpoint_on_a_tool_result_block_is_the_clients() {
+        let ephemeral = json!({"type": "ephemeral"});
+        for content in [json!("body"), json!([{"type": "text", "text": "body"}])] {
+            let body = json!({
+                "model": "claude-sonnet-4-5", "max_tokens": 1024,
+                "system": [{"type": "text", "text": "sys", "cache_control": ephemeral}],
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "read a"}]},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                  "content": content, "cache_control": ephemeral}]}
+                ]
+            });
+            let r = decode(Wire::Anthropic, &body, 0).unwrap();
+            assert!(r.system_breakpoint);
+            assert_eq!(r.breakpoints.len(), 1, "{content}");
+            assert!(
+                matches!(&r.breakpoints[0], AgentMessage::ToolResult(t) if t.tool_call_id == "toolu_1")
+            );
+        }
     }
 
     /// A request shaped like the Codex CLI's: instructions, a developer message, input items

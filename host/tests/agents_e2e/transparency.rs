@@ -80,18 +80,6 @@ pub const KNOWN: &[Known] = &[
             })
         },
     },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "A `cache_control` breakpoint on a `tool_result` (Claude Code marks its last \
-                 message so): dropped; that request has no breakpoint on its messages.",
-        look_past: |v| {
-            for_each_block(v, |b| {
-                if b["type"] == "tool_result" {
-                    b.as_object_mut().unwrap().remove("cache_control");
-                }
-            })
-        },
-    },
     // Chat-completions bodies (pi's, and Codex's as the chat request they mean).
     Known {
         agents: &[Agent::Pi, Agent::Codex],
