@@ -135,8 +135,6 @@ impl HttpClient {
             .tcp_nodelay(true)
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            // Each request body goes out whole and at once, not held for an ACK (Nagle).
-            .tcp_nodelay(true)
             .build()
             .map_err(|e| ProviderError::InvalidResponse {
                 provider: settings.id.clone(),
