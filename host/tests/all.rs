@@ -45,3 +45,4 @@ mod sessions_postgres_e2e;
 mod sim_e2e;
 mod soak_e2e;
 mod store_safety;
+mod ui_browser_e2e;

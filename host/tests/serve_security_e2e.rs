@@ -513,3 +513,82 @@ fn upstream_refusals_reach_the_client_as_they_are() {
     assert!(head.starts_with("http/1.1 429"), "{head}");
     assert!(head.contains("\r\nretry-after: 7"), "{head}");
 }
+
+/// The full answer on `stream`: status line and headers (lowercase) and body.
+fn read_with_headers(stream: &mut TcpStream) -> (String, String) {
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_ascii_lowercase(), body.to_owned())
+}
+
+#[test]
+fn the_live_page_is_behind_the_same_guard_and_escapes_what_clients_send() {
+    let up = Loopback::start();
+    let serve = Serve::start(&config(&up.url(), "\n[serve]\nauthToken = \"let-me-in\"\n"));
+    let port = serve.addr.rsplit(':').next().unwrap().to_owned();
+    // No token, a foreign Host, a browser Origin: refused like the API.
+    let (status, body) = serve.raw(&format!("GET /ui HTTP/1.1\r\nHost: 127.0.0.1:{port}"), b"");
+    assert_eq!(status, 401, "{body}");
+    let (status, _) = serve.raw(
+        &format!("GET /ui HTTP/1.1\r\nHost: attacker.example:{port}\r\nx-rampart-token: let-me-in"),
+        b"",
+    );
+    assert_eq!(status, 403);
+    let (status, _) = serve.raw(
+        &format!(
+            "GET /ui HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://attacker.example\r\n\
+             x-rampart-token: let-me-in"
+        ),
+        b"",
+    );
+    assert_eq!(status, 403);
+    // A client's hostile message, then the page: the turn is listed, nothing of it runs.
+    up.push(openai_text_stream("hello", 5, 1));
+    let hostile = serde_json::to_vec(&json!({"model": "gpt-up", "messages": [
+        {"role": "user", "content": "<script>alert(1)</script><img src=x onerror=alert(2)>"}]}))
+    .unwrap();
+    let (status, body) = serve.raw(
+        &format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+             Content-Type: application/json\r\nx-rampart-token: let-me-in"
+        ),
+        &hostile,
+    );
+    assert_eq!(status, 200, "{body}");
+    let mut stream = serve.connect();
+    stream
+        .write_all(
+            format!(
+                "GET /ui HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer let-me-in\r\n\
+                 Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let (head, page) = read_with_headers(&mut stream);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains("content-type: text/html; charset=utf-8"),
+        "{head}"
+    );
+    assert!(
+        head.contains("content-security-policy: default-src 'none'"),
+        "{head}"
+    );
+    assert!(head.contains("x-content-type-options: nosniff"), "{head}");
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+    assert_eq!(
+        page.matches("<tr class=\"conversation\">").count(),
+        1,
+        "{page}"
+    );
+    assert_eq!(page.matches("class=\"point\"").count(), 1, "{page}");
+    assert!(!page.contains("<script"), "{page}");
+    assert!(!page.contains("<img"), "{page}");
+    assert!(
+        !page.contains("let-me-in"),
+        "the page shows the token: {page}"
+    );
+}

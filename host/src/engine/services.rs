@@ -28,7 +28,13 @@ pub struct EventSink {
     no_durations: bool,
     /// Shared by every clone, so recording can start after engines got their copies.
     recording: Arc<Mutex<Option<Vec<RecordedEvent>>>>,
+    /// One listener every event is handed to as it happens (serve's live page), shared by
+    /// every clone so engines built before it was set reach it too.
+    tap: Arc<std::sync::OnceLock<EventTap>>,
 }
+
+/// A listener of every event: the source (`host` or the engine id) and the event.
+pub type EventTap = Arc<dyn Fn(&str, &EngineEvent) + Send + Sync>;
 
 /// One event as recorded: who said it, what kind, and its figures.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +75,7 @@ impl EventSink {
             writer: Some(Arc::new(Mutex::new(writer))),
             no_durations: false,
             recording: Arc::default(),
+            tap: Arc::default(),
         }
     }
 
@@ -90,6 +97,12 @@ impl EventSink {
         {
             *r = Some(Vec::new());
         }
+    }
+
+    /// Hands every event from now on to `tap` as well (serve's live page follows the
+    /// conversations this way). One tap per sink: false when one was already set.
+    pub fn set_tap(&self, tap: EventTap) -> bool {
+        self.tap.set(tap).is_ok()
     }
 
     /// Takes the events recorded since the last call (none unless recording was started).
@@ -119,6 +132,9 @@ impl EventSink {
             data = %event.data,
             "event"
         );
+        if let Some(tap) = self.tap.get() {
+            tap(engine, event);
+        }
         if let Ok(mut r) = self.recording.lock()
             && let Some(kept) = r.as_mut()
         {

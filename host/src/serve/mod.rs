@@ -18,6 +18,7 @@
 //! what a replica keeps in memory.
 
 pub mod conversations;
+pub mod dashboard;
 pub mod guard;
 pub mod history;
 pub mod identity;

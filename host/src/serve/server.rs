@@ -89,6 +89,8 @@ pub struct ServerState {
     /// When this server started, in Unix seconds: the `created` of the models it lists (they
     /// became available here then; OpenAI's model objects require the field).
     started_unix: u64,
+    /// What `GET /ui` shows, fed by a tap on `events` ([`super::dashboard`]).
+    dashboard: Arc<super::dashboard::Dashboard>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -131,8 +133,16 @@ impl ServerState {
             bound: super::guard::Bound::default(),
             max_body: MAX_BODY_BYTES,
         });
+        let dashboard = Arc::new(super::dashboard::Dashboard::default());
+        let fed = Arc::clone(&dashboard);
+        if !events.set_tap(Arc::new(move |source, event| {
+            fed.observe(source, event, now_unix_ms());
+        })) {
+            tracing::warn!("the event sink already has a tap: /ui will show no conversations");
+        }
         Ok(Self {
             started_unix: now_unix_ms() / 1000,
+            dashboard,
             guard,
             prompt,
             lanes: Lanes::new(serve.max_concurrent),
@@ -186,6 +196,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/v1/models", get(models))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .route("/ui", get(ui))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Host, Origin, token, content type and the body read: before any handler.
         .layer(axum::middleware::from_fn_with_state(
@@ -271,6 +282,22 @@ pub fn run_blocking(
 // ---------------------------------------------------------------------------
 // Handlers
 // ---------------------------------------------------------------------------
+
+/// `GET /ui`: the live page ([`super::dashboard`]), behind the same guard as the API.
+async fn ui(State(state): State<Arc<ServerState>>) -> Response {
+    state.metrics.request("ui", 200);
+    let mut response = (
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        state.dashboard.render(now_unix_ms()),
+    )
+        .into_response();
+    for (name, value) in super::dashboard::SECURITY_HEADERS {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
 
 async fn chat_completions(
     State(state): State<Arc<ServerState>>,
@@ -1166,7 +1193,8 @@ fn turn_in_lane(
         ),
         None => request.system.clone(),
     };
-    let events = RunEvents::new(state.events.clone(), Some(session.header().id.clone()));
+    let session_id = session.header().id.clone();
+    let events = RunEvents::new(state.events.clone(), Some(session_id.clone()));
     let runner = Runner::new(
         config,
         &state.slot,
@@ -1242,6 +1270,9 @@ fn turn_in_lane(
     state.sessions.put(&conversation.key, conversation.session);
     let report = result.map_err(|e| turn_failure(&e))?;
     state.metrics.turn(upstream, report.compactions);
+    state
+        .dashboard
+        .turn(&session_id, state.slot.configured_id(), now_unix_ms());
     let reply = match &*report.reply {
         AgentMessage::Assistant(a) => a.clone(),
         _ => {

@@ -1,0 +1,355 @@
+//! `GET /ui`: the live page of a running `rampart serve`, built from the event stream.
+//!
+//! Every event the host and its engines emit reaches [`Dashboard::observe`] (a tap on the
+//! server's [`crate::engine::services::EventSink`]); the dashboard keeps, per session, what the
+//! page shows: the prompt tokens of each call against the window, the compactions with their
+//! tokens before and after, and counts of caps, prunes and flushes. The page is rendered on the
+//! server as plain HTML and inline SVG, with no script and nothing loaded from anywhere, so it
+//! reads with JavaScript off and under a `default-src 'none'` Content-Security-Policy. Every
+//! string taken from a conversation or an engine is escaped before it is embedded: a client's
+//! text is an attack path into the operator's browser.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+use rampart_context::events::Event;
+use rampart_engine_api::host::EngineEvent;
+
+use crate::replay::report_html::escape;
+use crate::replay::table::thousands;
+
+/// Calls kept per conversation for the chart (the oldest are dropped past this).
+pub const MAX_CALLS: usize = 2_000;
+
+/// Conversations listed (the most recently active).
+pub const MAX_CONVERSATIONS: usize = 200;
+
+/// The headers every `/ui` answer carries: no script, nothing loaded from elsewhere, no
+/// framing, no sniffing, no caching of a page that shows conversations.
+pub const SECURITY_HEADERS: [(&str, &str); 4] = [
+    (
+        "content-security-policy",
+        "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'",
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("cache-control", "no-store"),
+    ("referrer-policy", "no-referrer"),
+];
+
+/// One compaction as the page shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionMark {
+    /// The call index it happened before (0-based, in this conversation's calls).
+    pub at_call: usize,
+    /// What set it off (`budget`, `overflow`, ...).
+    pub reason: String,
+    /// Prompt tokens before and after, when the engine measured them.
+    pub tokens_before: Option<u64>,
+    /// Prompt tokens after.
+    pub tokens_after: Option<u64>,
+    /// Length of the summary it wrote, in characters.
+    pub summary_chars: Option<u64>,
+}
+
+/// What the page knows of one session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConversationView {
+    /// The session id.
+    pub session_id: String,
+    /// The engine that last spoke for it (not `host`).
+    pub engine: String,
+    /// The window of the model of its last call.
+    pub window: u64,
+    /// The prompt tokens of each answered call, oldest first.
+    pub calls: Vec<u64>,
+    /// Calls answered (also those dropped from `calls`).
+    pub answered: u64,
+    /// Turns answered (client requests the run loop answered).
+    pub turns: u64,
+    /// Compactions that happened.
+    pub compactions: Vec<CompactionMark>,
+    /// Tool results capped at ingest, and the blobs keeping their originals.
+    pub caps: u64,
+    /// Blob ids of capped originals, newest last.
+    pub capped_blobs: Vec<String>,
+    /// Prunes.
+    pub prunes: u64,
+    /// Memory flushes.
+    pub flushes: u64,
+    /// Unix milliseconds of its last event.
+    pub last_ms: u64,
+}
+
+/// The live state behind `/ui`.
+#[derive(Debug, Default)]
+pub struct Dashboard {
+    conversations: Mutex<HashMap<String, ConversationView>>,
+}
+
+impl Dashboard {
+    /// Takes in one event from `source` (`host` or an engine id) at `now_ms`.
+    pub fn observe(&self, source: &str, event: &EngineEvent, now_ms: u64) {
+        let Some(session) = event.session_id.as_deref() else {
+            return;
+        };
+        let Some(typed) = Event::from_envelope(&event.kind, &event.data) else {
+            return;
+        };
+        let mut map = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+        let view = entry(&mut map, session, now_ms);
+        if source != crate::run::events::HOST_SOURCE {
+            view.engine = source.to_string();
+        }
+        match typed {
+            Event::Request(r) => view.window = r.window,
+            Event::Response(r) => {
+                view.answered += 1;
+                view.calls.push(r.prompt_tokens);
+                if view.calls.len() > MAX_CALLS {
+                    view.calls.remove(0);
+                }
+            }
+            Event::CompactionEnd(c) if c.compacted => view.compactions.push(CompactionMark {
+                at_call: view.calls.len(),
+                reason: c.reason,
+                tokens_before: c.tokens_before,
+                tokens_after: c.tokens_after,
+                summary_chars: c.summary_chars,
+            }),
+            Event::IngestCap(c) => {
+                view.caps += 1;
+                if let Some(blob) = c.blob {
+                    view.capped_blobs.push(blob);
+                }
+            }
+            Event::Prune(_) => view.prunes += 1,
+            Event::MemoryFlush(_) => view.flushes += 1,
+            _ => {}
+        }
+    }
+
+    /// A turn of `session` was answered at `now_ms`; `engine` is the configured one, named
+    /// even when it emits nothing.
+    pub fn turn(&self, session: &str, engine: &str, now_ms: u64) {
+        let mut map = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+        let view = entry(&mut map, session, now_ms);
+        view.turns += 1;
+        if view.engine.is_empty() {
+            view.engine = engine.to_string();
+        }
+    }
+
+    /// The conversations, most recently active first.
+    pub fn conversations(&self) -> Vec<ConversationView> {
+        let map = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list: Vec<ConversationView> = map.values().cloned().collect();
+        list.sort_by(|a, b| {
+            b.last_ms
+                .cmp(&a.last_ms)
+                .then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        list
+    }
+
+    /// The page at `now_ms`.
+    pub fn render(&self, now_ms: u64) -> String {
+        let list = self.conversations();
+        let mut html = String::from(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <title>Rampart serve</title>\n",
+        );
+        let _ = write!(
+            html,
+            "<style>{CSS}</style>\n</head>\n<body>\n<h1>Rampart serve</h1>\n"
+        );
+        let _ = writeln!(
+            html,
+            "<p class=\"sub\">{} conversation(s), most recently active first. Reload for news.</p>",
+            list.len()
+        );
+        html.push_str(
+            "<table id=\"conversations\">\n<tr><th>session</th><th>engine</th>\
+             <th>window use</th><th>turns</th><th>calls</th><th>compactions</th><th>caps</th>\
+             <th>prunes</th><th>flushes</th><th>last activity</th></tr>\n",
+        );
+        for v in &list {
+            let last = v.calls.last().copied().unwrap_or(0);
+            let usage = if v.window > 0 {
+                format!(
+                    "{} / {} ({:.0}%)",
+                    thousands(last),
+                    thousands(v.window),
+                    last as f64 * 100.0 / v.window as f64
+                )
+            } else {
+                "-".to_string()
+            };
+            let _ = writeln!(
+                html,
+                "<tr class=\"conversation\"><td><a href=\"#s-{id}\">{id}</a></td><td>{}</td>\
+                 <td class=\"n\">{usage}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td>{}s ago</td></tr>",
+                escape(&v.engine),
+                v.turns,
+                v.answered,
+                v.compactions.len(),
+                v.caps,
+                v.prunes,
+                v.flushes,
+                now_ms.saturating_sub(v.last_ms) / 1000,
+                id = escape(&v.session_id),
+            );
+        }
+        html.push_str("</table>\n");
+        for v in &list {
+            html.push_str(&conversation_section(v));
+        }
+        html.push_str("</body>\n</html>\n");
+        html
+    }
+}
+
+/// The view of `session`, made when new (the least recently active one dropped past
+/// [`MAX_CONVERSATIONS`]), touched at `now_ms`.
+fn entry<'a>(
+    map: &'a mut HashMap<String, ConversationView>,
+    session: &str,
+    now_ms: u64,
+) -> &'a mut ConversationView {
+    if !map.contains_key(session)
+        && map.len() >= MAX_CONVERSATIONS
+        && let Some(oldest) = map
+            .values()
+            .min_by_key(|v| v.last_ms)
+            .map(|v| v.session_id.clone())
+    {
+        map.remove(&oldest);
+    }
+    let view = map
+        .entry(session.to_string())
+        .or_insert_with(|| ConversationView {
+            session_id: session.to_string(),
+            ..ConversationView::default()
+        });
+    view.last_ms = now_ms;
+    view
+}
+
+const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
+h1{font-size:20px;margin:0 0 4px}.sub{color:#555;margin:0 0 16px}\
+table{border-collapse:collapse;margin:12px 0}td,th{padding:3px 10px;border-bottom:1px solid #ddd;\
+text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+svg{background:#fafafa;border:1px solid #ddd}";
+
+const W: f64 = 720.0;
+const H: f64 = 200.0;
+const PAD: f64 = 40.0;
+
+/// One conversation: its chart of prompt tokens per call against the window, and its
+/// compactions listed with their tokens before and after.
+fn conversation_section(v: &ConversationView) -> String {
+    let id = escape(&v.session_id);
+    let mut out = format!("<section id=\"s-{id}\">\n<h2>{id}</h2>\n");
+    let peak = v.calls.iter().copied().max().unwrap_or(0);
+    let top = (v.window.max(peak) as f64 * 1.08).max(1.0);
+    let n = v.calls.len();
+    let x = |i: usize| {
+        PAD + if n <= 1 {
+            (W - 2.0 * PAD) / 2.0
+        } else {
+            i as f64 * (W - 2.0 * PAD) / (n - 1) as f64
+        }
+    };
+    let y = |t: u64| H - PAD - (t as f64 / top) * (H - 2.0 * PAD);
+    let _ = writeln!(
+        out,
+        "<svg class=\"chart\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" \
+         aria-label=\"prompt tokens per call against the window\">"
+    );
+    if v.window > 0 {
+        let wy = y(v.window);
+        let _ = writeln!(
+            out,
+            "<line x1=\"{PAD}\" y1=\"{wy:.1}\" x2=\"{:.1}\" y2=\"{wy:.1}\" stroke=\"#c0392b\" \
+             stroke-dasharray=\"6 4\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" \
+             text-anchor=\"end\" fill=\"#c0392b\">window {}</text>",
+            W - PAD,
+            W - PAD,
+            wy - 4.0,
+            thousands(v.window)
+        );
+    }
+    let points: Vec<String> = v
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{:.1},{:.1}", x(i), y(*t)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<polyline fill=\"none\" stroke=\"#2c6fbb\" stroke-width=\"1.5\" points=\"{}\"/>",
+        points.join(" ")
+    );
+    for (i, t) in v.calls.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<circle class=\"point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"#2c6fbb\">\
+             <title>call {}: {} tokens</title></circle>",
+            x(i),
+            y(*t),
+            i + 1,
+            thousands(*t)
+        );
+    }
+    for (k, c) in v.compactions.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<a href=\"#s-{id}-c{k}\"><path class=\"compaction\" d=\"M{:.1} {:.1} l-5 -8 h10 z\" \
+             fill=\"#8e44ad\"><title>compaction {}</title></path></a>",
+            x(c.at_call.min(n.saturating_sub(1))),
+            PAD - 4.0,
+            k + 1
+        );
+    }
+    out.push_str("</svg>\n");
+    if !v.compactions.is_empty() {
+        out.push_str(
+            "<table class=\"compactions\"><tr><th>#</th><th>before call</th><th>reason</th>\
+             <th>tokens before</th><th>tokens after</th><th>summary chars</th></tr>\n",
+        );
+        let opt = |t: Option<u64>| t.map_or("-".to_string(), thousands);
+        for (k, c) in v.compactions.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "<tr id=\"s-{id}-c{k}\"><td>{}</td><td class=\"n\">{}</td><td>{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                k + 1,
+                c.at_call + 1,
+                escape(&c.reason),
+                opt(c.tokens_before),
+                opt(c.tokens_after),
+                opt(c.summary_chars),
+            );
+        }
+        out.push_str("</table>\n");
+    }
+    if !v.capped_blobs.is_empty() {
+        out.push_str("<p>Capped results, originals kept as blobs: ");
+        let blobs: Vec<String> = v
+            .capped_blobs
+            .iter()
+            .map(|b| format!("<code>{}</code>", escape(b)))
+            .collect();
+        out.push_str(&blobs.join(", "));
+        out.push_str("</p>\n");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+#[cfg(test)]
+#[path = "dashboard_tests.rs"]
+mod tests;

@@ -1,0 +1,239 @@
+//! `GET /ui` in a real browser: Debian's headless Chromium reads the live page of a
+//! `rampart serve` while conversations run through it against the loopback model, and its
+//! DOM shows the conversation appear, its chart grow and a compaction with its tokens before
+//! and after; a screenshot of the page is saved under `target/ui-browser/`.
+//!
+//! Without Chromium the test prints a `SKIPPED:` line and passes, unless
+//! `RAMPART_REQUIRE_BROWSER=1` (as `.ci/run` sets) makes a missing browser a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::loopback::{Loopback, openai_overflow_error, openai_text_stream};
+use serde_json::{Value, json};
+
+/// Chromium, from `RAMPART_CHROMIUM` or `PATH`.
+fn chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("RAMPART_CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|p| p.is_file())
+}
+
+/// Headless Chromium with a fresh profile and no background traffic (the test machine's
+/// network refuses it), run once on `url`; `mode` is `--dump-dom` or `--screenshot=FILE`.
+fn browse(browser: &Path, profile: &Path, mode: &str, url: &str) -> String {
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1100,1500",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(mode)
+        .arg(url)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium failed on {url}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+struct Serve {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    fn start(config: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config_path = common::write_config(dir.path(), config);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args([
+                "--config",
+                config_path.to_str().unwrap(),
+                "--sessions-dir",
+                dir.path().join("sessions").to_str().unwrap(),
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env_remove("RAMPART_CONFIG")
+            .env("RUST_LOG", "warn")
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("rampart serve listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Serve {
+            child,
+            base,
+            _dir: dir,
+        }
+    }
+
+    fn chat(&self, history: &[Value]) -> Value {
+        let response = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/chat/completions", self.base))
+            .json(&json!({"model": "gpt-up", "messages": history}))
+            .send()
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.json().unwrap()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn config(url: &str) -> String {
+    format!(
+        r#"
+[agents.defaults.model]
+primary = "up/gpt-up"
+
+[agents.defaults.compaction]
+model = "sim/default"
+
+[models.providers.up]
+api = "openai-completions"
+baseUrl = "{url}"
+maxRetries = 0
+timeoutSeconds = 20
+
+[[models.providers.up.models]]
+id = "gpt-up"
+contextWindow = 32000
+"#
+    )
+}
+
+#[test]
+fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var("RAMPART_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "RAMPART_REQUIRE_BROWSER=1 but no chromium on PATH (apt-get install chromium)"
+        );
+        println!(
+            "SKIPPED: no chromium on PATH (apt-get install chromium, or set RAMPART_CHROMIUM)"
+        );
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let up = Loopback::start();
+    let serve = Serve::start(&config(&up.url()));
+    let page = format!("{}/ui", serve.base);
+    let dom = browse(&browser, profile.path(), "--dump-dom", &page);
+    assert!(dom.contains("<h1>Rampart serve</h1>"), "{dom}");
+    assert_eq!(dom.matches("class=\"conversation\"").count(), 0, "{dom}");
+
+    // Two turns: the conversation appears with two points.
+    let mut history = vec![json!({"role": "system", "content": "Be brief."})];
+    let turn = |history: &mut Vec<Value>, n: usize| {
+        up.push(openai_text_stream(
+            &format!("Noted part {n}."),
+            2000 + 1500 * n as u64,
+            4,
+        ));
+        history.push(json!({"role": "user",
+            "content": format!("Part {n}: {}", "lorem ipsum dolor sit amet ".repeat(220))}));
+        let v = serve.chat(history);
+        history.push(v["choices"][0]["message"].clone());
+    };
+    turn(&mut history, 0);
+    turn(&mut history, 1);
+    let dom = browse(&browser, profile.path(), "--dump-dom", &page);
+    assert_eq!(dom.matches("class=\"conversation\"").count(), 1, "{dom}");
+    let first = dom.matches("class=\"point\"").count();
+    assert_eq!(first, 2, "{dom}");
+
+    // More turns, then an overflow the server recovers from by compacting: the chart grows
+    // and carries a compaction marker, listed with its tokens before and after.
+    for n in 2..5 {
+        turn(&mut history, n);
+    }
+    up.push(openai_overflow_error(32_000, 40_000));
+    up.push(openai_text_stream("All parts summarised.", 3000, 5));
+    history.push(json!({"role": "user", "content": "Summarise all parts."}));
+    serve.chat(&history);
+    let dom = browse(&browser, profile.path(), "--dump-dom", &page);
+    assert_eq!(dom.matches("class=\"conversation\"").count(), 1, "{dom}");
+    assert_eq!(dom.matches("class=\"point\"").count(), 6, "{dom}");
+    assert!(
+        dom.contains("<td class=\"n\">6</td><td class=\"n\">6</td>"),
+        "six turns, six answered calls: {dom}"
+    );
+    assert_eq!(dom.matches("class=\"compaction\"").count(), 1, "{dom}");
+    let anchor = dom
+        .split("<a href=\"#")
+        .nth(2)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a compaction link")
+        .to_owned();
+    assert!(anchor.ends_with("-c0"), "{anchor}");
+    let row = dom
+        .split(&format!("<tr id=\"{anchor}\">"))
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .expect("the compaction's row the marker links to");
+    let numbers: Vec<u64> = row
+        .split("<td class=\"n\">")
+        .skip(2)
+        .filter_map(|cell| cell.split('<').next()?.replace(',', "").parse().ok())
+        .collect();
+    assert!(
+        numbers.len() >= 2 && numbers[0] > numbers[1],
+        "tokens before and after: {row}"
+    );
+
+    // Following the marker's link: the screenshot shows the compaction's row.
+    let shots = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ui-browser");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("ui.png");
+    let _ = std::fs::remove_file(&shot);
+    browse(
+        &browser,
+        profile.path(),
+        &format!("--screenshot={}", shot.display()),
+        &format!("{page}#{anchor}"),
+    );
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "no PNG at {}", shot.display());
+    println!(
+        "screenshot of /ui: {}",
+        shot.canonicalize().unwrap().display()
+    );
+}
