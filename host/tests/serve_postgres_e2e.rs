@@ -313,6 +313,91 @@ fn healthz_follows_the_database() {
     }
 }
 
+/// While the database refuses connections, a turn is answered 503 with `Retry-After`, in the
+/// client's own error format, and nothing reaches the model; once the database is back, the
+/// client's retry of the same turn is answered and stored once, after the turn before it.
+#[test]
+fn a_turn_while_the_database_is_down_gets_503_and_its_retry_is_stored_once() {
+    let Some(db) = TestDatabase::create("a turn while postgres is down") else {
+        return;
+    };
+    let up = Loopback::start();
+    up.push(openai_text_stream("First answer.", 10, 3));
+    let serve = Serve::start(&config(&up.url()), db.url());
+    let first = json!({"role": "user", "content": "First question."});
+    let answer = serve.chat(std::slice::from_ref(&first));
+    let history = vec![
+        first,
+        json!({"role": "assistant", "content": answer}),
+        json!({"role": "user", "content": "Second question."}),
+    ];
+
+    let name = db.name();
+    db.execute_as_admin(&format!(
+        "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ))
+    .unwrap();
+    let response = Serve::client()
+        .post(format!("{}/v1/chat/completions", serve.base))
+        .json(&json!({"model": "gpt-up", "messages": history}))
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body: Value = response.json().unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(retry_after.as_deref(), Some("1"), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unreachable")),
+        "{body}"
+    );
+    assert_eq!(
+        up.request_count(),
+        1,
+        "the model was asked while the store was down"
+    );
+
+    db.execute_as_admin(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .unwrap();
+    up.push(openai_text_stream("Second answer.", 20, 3));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let answer = loop {
+        let response = Serve::client()
+            .post(format!("{}/v1/chat/completions", serve.base))
+            .json(&json!({"model": "gpt-up", "messages": history}))
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().unwrap();
+        if status == 200 {
+            break body["choices"][0]["message"]["content"].clone();
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(Instant::now() < deadline, "still refused: {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(answer, "Second answer.");
+    let key = the_conversation(&db);
+    let (messages, linear) = stored(&db, &key);
+    assert!(linear, "the stored history forked");
+    assert_eq!(
+        messages,
+        pairs(&[
+            ("user", "First question."),
+            ("assistant", "First answer."),
+            ("user", "Second question."),
+            ("assistant", "Second answer."),
+        ])
+    );
+}
+
 /// A password in `serve.store.url` is refused at its line, without repeating it; a
 /// `passwordEnv` that names an unset variable stops the server with the variable's name.
 #[test]

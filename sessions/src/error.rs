@@ -157,6 +157,13 @@ impl SessionError {
         }
     }
 
+    /// Whether the session's medium could not be reached (a shared store's database lost its
+    /// connection: an I/O error of kind [`io::ErrorKind::NotConnected`]), so the same call may
+    /// succeed later. A server answers these with "try again" (503), not as a failed request.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if source.kind() == io::ErrorKind::NotConnected)
+    }
+
     /// The session (or sidecar) file the error is about.
     pub fn path(&self) -> &Path {
         match self {

@@ -1095,7 +1095,28 @@ fn conversation_turn(
         .map_err(busy)?
 }
 
+/// A failure of the session store that may pass (its database unreachable): 503 with
+/// `Retry-After`, so the client (or a load balancer) tries again, here or at another replica.
+/// Nothing of the turn was acknowledged, so the retry is the same turn.
+fn store_unavailable(e: &dyn std::fmt::Display) -> Failure {
+    let mut failure = Failure::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Overloaded,
+        format!("{e}; retry after the time in Retry-After"),
+    );
+    failure.retry_after = Some(std::time::Duration::from_secs(RETRY_AFTER_SECONDS));
+    failure
+}
+
 fn open_failure(e: &ConversationError) -> Failure {
+    let unavailable = match e {
+        ConversationError::Store(s) => s.is_unavailable(),
+        ConversationError::Session(s) => s.is_unavailable(),
+        ConversationError::Busy { .. } => false,
+    };
+    if unavailable {
+        return store_unavailable(e);
+    }
     match e {
         ConversationError::Busy { .. } => Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -1387,6 +1408,9 @@ fn turn_failure(e: &TurnError) -> Failure {
             ErrorKind::Server,
             format!("{e}; check the server's plugins.toml"),
         ),
+        TurnError::Persist(crate::persist::PersistError::Session(s)) if s.is_unavailable() => {
+            store_unavailable(e)
+        }
         TurnError::Persist(_) | TurnError::CompactionFailed { .. } => Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorKind::Server,

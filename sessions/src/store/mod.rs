@@ -288,10 +288,7 @@ impl StoreError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Unavailable { .. } => true,
-            Self::Session(error) => matches!(
-                error.as_ref(),
-                crate::SessionError::Io { source, .. } if source.kind() == io::ErrorKind::NotConnected
-            ),
+            Self::Session(error) => error.is_unavailable(),
             _ => false,
         }
     }

@@ -47,6 +47,12 @@ fn is_unavailable_state(state: &SqlState) -> bool {
         .contains(state)
 }
 
+/// SQLSTATEs that refuse a new connection for good: wrong credentials (class 28) or a
+/// database that does not exist (3D000).
+fn refused_for_good(state: &SqlState) -> bool {
+    state.code().starts_with("28") || *state == SqlState::INVALID_CATALOG_NAME
+}
+
 fn pg_unavailable(e: &tokio_postgres::Error) -> bool {
     if e.is_closed() {
         return true;
@@ -63,7 +69,12 @@ impl DbError {
     pub(crate) fn is_unavailable(&self) -> bool {
         match self {
             Self::Pg(e) => pg_unavailable(e),
-            Self::Pool(deadpool_postgres::PoolError::Backend(e)) => pg_unavailable(e),
+            // A new connection refused while it was being made: the database is down,
+            // starting, or not taking connections now (`ALTER DATABASE … ALLOW_CONNECTIONS
+            // false`, 55000). Wrong credentials or a missing database are not passing states.
+            Self::Pool(deadpool_postgres::PoolError::Backend(e)) => {
+                pg_unavailable(e) || !e.code().is_some_and(refused_for_good)
+            }
             Self::Pool(_) | Self::Timeout(_) | Self::Stopped => true,
             Self::Corrupt(_) => false,
         }
@@ -113,16 +124,21 @@ impl DbError {
     /// The message with the database's own detail, when it gave one.
     pub(crate) fn detail(&self) -> String {
         match self {
-            Self::Pg(e) => match e.as_db_error() {
-                Some(db) => format!("{} ({})", db.message(), db.code().code()),
-                None => {
-                    let source = std::error::Error::source(e)
-                        .map(|s| format!(": {s}"))
-                        .unwrap_or_default();
-                    format!("{e}{source}")
-                }
-            },
+            Self::Pg(e) | Self::Pool(deadpool_postgres::PoolError::Backend(e)) => pg_detail(e),
             other => other.to_string(),
+        }
+    }
+}
+
+/// The client library's error with the database's own message and SQLSTATE when it answered.
+fn pg_detail(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => {
+            let source = std::error::Error::source(e)
+                .map(|s| format!(": {s}"))
+                .unwrap_or_default();
+            format!("{e}{source}")
         }
     }
 }
