@@ -396,6 +396,29 @@ fn a_turn_while_the_database_is_down_gets_503_and_its_retry_is_stored_once() {
             ("assistant", "Second answer."),
         ])
     );
+    // The store's figures in /metrics: up again, its pools, and the failures it counted.
+    let metrics = Serve::client()
+        .get(format!("{}/metrics", serve.base))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains("rampart_serve_store_up{backend=\"postgres\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("rampart_serve_store_pool_connections{pool=\"query\",state=\"max\"}"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("rampart_serve_store_latency_seconds{backend=\"postgres\"}"));
+    let unavailable: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("rampart_serve_store_unavailable_total "))
+        .unwrap_or_else(|| panic!("{metrics}"))
+        .parse()
+        .unwrap();
+    assert!(unavailable >= 1.0, "{metrics}");
 }
 
 /// A password in `serve.store.url` is refused at its line, without repeating it; a

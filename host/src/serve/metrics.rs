@@ -7,6 +7,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use rampart_sessions::store::shared::StoreHealth;
+
 /// Upper bounds of the latency histogram, in seconds.
 const BUCKETS: [f64; 10] = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0];
 
@@ -136,9 +138,142 @@ impl Metrics {
     }
 }
 
+/// The store's figures as metrics: whether it answered the check just made, its round trip,
+/// its pools' connections (a database store's) and what it has done since it opened. Taken from
+/// the typed [`StoreHealth`], the same check `/healthz` makes.
+pub fn render_store(health: &StoreHealth) -> String {
+    let backend = health.backend;
+    let mut out = String::new();
+    let gauge = |out: &mut String, name: &str, help: &str| {
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+    };
+    gauge(
+        &mut out,
+        "rampart_serve_store_up",
+        "Whether the session store answered the check just made (1) or not (0).",
+    );
+    out.push_str(&format!(
+        "rampart_serve_store_up{{backend=\"{backend}\"}} {}\n",
+        u8::from(health.reachable)
+    ));
+    if let Some(latency) = health.latency {
+        gauge(
+            &mut out,
+            "rampart_serve_store_latency_seconds",
+            "Round trip of the store check just made.",
+        );
+        out.push_str(&format!(
+            "rampart_serve_store_latency_seconds{{backend=\"{backend}\"}} {}\n",
+            latency.as_secs_f64()
+        ));
+    }
+    if !health.pools.is_empty() {
+        gauge(
+            &mut out,
+            "rampart_serve_store_pool_connections",
+            "The store's connection pools: size (max), open, idle, and callers waiting.",
+        );
+        for (pool, f) in &health.pools {
+            for (state, n) in [
+                ("max", f.max),
+                ("open", f.open),
+                ("idle", f.idle),
+                ("waiting", f.waiting),
+            ] {
+                out.push_str(&format!(
+                    "rampart_serve_store_pool_connections{{pool=\"{pool}\",state=\"{state}\"}} {n}\n"
+                ));
+            }
+        }
+    }
+    if let Some(c) = health.counters {
+        let counters = [
+            (
+                "rampart_serve_store_operations_total",
+                "Store operations (queries, transactions, lock waits) since the server started.",
+                c.operations as f64,
+            ),
+            (
+                "rampart_serve_store_failures_total",
+                "Store operations that failed.",
+                c.failures as f64,
+            ),
+            (
+                "rampart_serve_store_unavailable_total",
+                "Store operations that failed because the database could not be reached.",
+                c.unavailable as f64,
+            ),
+            (
+                "rampart_serve_store_operation_seconds_total",
+                "Time spent in store operations.",
+                c.total_micros as f64 / 1e6,
+            ),
+        ];
+        for (name, help, value) in counters {
+            out.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n"
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renders_the_stores_figures() {
+        use rampart_sessions::store::shared::{PoolFigures, StoreCounters};
+        let files = StoreHealth {
+            backend: "files",
+            reachable: true,
+            latency: None,
+            pools: Vec::new(),
+            counters: None,
+            detail: serde_json::Map::new(),
+        };
+        let text = render_store(&files);
+        assert!(
+            text.contains("rampart_serve_store_up{backend=\"files\"} 1"),
+            "{text}"
+        );
+        assert!(!text.contains("pool_connections"), "{text}");
+        let pg = StoreHealth {
+            backend: "postgres",
+            reachable: false,
+            latency: Some(Duration::from_micros(1500)),
+            pools: vec![(
+                "query",
+                PoolFigures {
+                    max: 8,
+                    open: 3,
+                    idle: 2,
+                    waiting: 1,
+                },
+            )],
+            counters: Some(StoreCounters {
+                operations: 40,
+                failures: 2,
+                unavailable: 1,
+                total_micros: 2_500_000,
+            }),
+            detail: serde_json::Map::new(),
+        };
+        let text = render_store(&pg);
+        assert!(
+            text.contains("rampart_serve_store_up{backend=\"postgres\"} 0"),
+            "{text}"
+        );
+        assert!(text.contains("rampart_serve_store_latency_seconds{backend=\"postgres\"} 0.0015"));
+        assert!(
+            text.contains(
+                "rampart_serve_store_pool_connections{pool=\"query\",state=\"waiting\"} 1"
+            )
+        );
+        assert!(text.contains("rampart_serve_store_operations_total 40"));
+        assert!(text.contains("rampart_serve_store_operation_seconds_total 2.5"));
+    }
 
     #[test]
     fn renders_counters_and_the_histogram() {

@@ -483,6 +483,12 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> R
         .metrics
         .render(state.admitted.load(Ordering::Relaxed), known);
     text.push_str(&state.not_forwarded.render());
+    // The store's figures from the same check `/healthz` makes (a database round trip, on the
+    // blocking pool).
+    let store = Arc::clone(&state.store);
+    if let Ok(health) = tokio::task::spawn_blocking(move || store.health()).await {
+        text.push_str(&super::metrics::render_store(&health));
+    }
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

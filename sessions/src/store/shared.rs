@@ -41,7 +41,35 @@ pub type EntryFields = serde_json::Map<String, Value>;
 /// Chooses the key of a new session, told which keys are taken (`taken(key)`).
 pub type PickKey<'a> = dyn FnMut(&dyn Fn(&str) -> bool) -> String + 'a;
 
-/// How a store stands now, as a server's health check reports it.
+/// How one connection pool of a database store stands now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PoolFigures {
+    /// Its configured size.
+    pub max: usize,
+    /// Connections open now.
+    pub open: usize,
+    /// Open connections idle now.
+    pub idle: usize,
+    /// Callers waiting for a connection.
+    pub waiting: usize,
+}
+
+/// What a database store has done since it was opened (monotonic counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoreCounters {
+    /// Operations run (each a query, a transaction or a lock wait).
+    pub operations: u64,
+    /// Of those, how many failed.
+    pub failures: u64,
+    /// Of the failures, how many because the database could not be reached.
+    pub unavailable: u64,
+    /// Their total time, in microseconds.
+    pub total_micros: u64,
+}
+
+/// How a store stands now, as a server's health check and metrics report it. The figures an
+/// operator graphs are typed fields (a server writes them as metrics without reading JSON
+/// back); `detail` is what the health check shows besides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreHealth {
     /// The kind of store: `files`, `memory` or `postgres`.
@@ -49,6 +77,12 @@ pub struct StoreHealth {
     /// Whether it answered just now. A server that cannot reach its store cannot serve
     /// conversations, and says so to its load balancer.
     pub reachable: bool,
+    /// The round trip of the check just made, when the store has one to make (a database).
+    pub latency: Option<std::time::Duration>,
+    /// Its connection pools by name (a database store's), as they stand now.
+    pub pools: Vec<(&'static str, PoolFigures)>,
+    /// What it has done since it was opened (a database store's).
+    pub counters: Option<StoreCounters>,
     /// What the store tells about itself (its name, latency, pool figures, or why it did
     /// not answer), as JSON fields.
     pub detail: serde_json::Map<String, Value>,
@@ -145,6 +179,9 @@ impl SharedStore for SessionStore {
         StoreHealth {
             backend: "files",
             reachable: read.is_ok(),
+            latency: None,
+            pools: Vec::new(),
+            counters: None,
             detail,
         }
     }
@@ -295,6 +332,9 @@ impl SharedStore for MemoryStore {
         StoreHealth {
             backend: "memory",
             reachable: true,
+            latency: None,
+            pools: Vec::new(),
+            counters: None,
             detail: serde_json::Map::new(),
         }
     }

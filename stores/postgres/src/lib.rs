@@ -58,41 +58,23 @@ pub struct PgStore {
     blobs: Option<PathBuf>,
 }
 
-/// How a pool stands now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolFigures {
-    /// Its configured size.
-    pub max: usize,
-    /// Connections open now.
-    pub open: usize,
-    /// Open connections idle now.
-    pub idle: usize,
-    /// Callers waiting for a connection.
-    pub waiting: usize,
-}
+pub use rampart_sessions::store::shared::{PoolFigures, StoreCounters};
 
-impl From<deadpool_postgres::Status> for PoolFigures {
-    fn from(s: deadpool_postgres::Status) -> Self {
-        Self {
-            max: s.max_size,
-            open: s.size,
-            idle: s.available,
-            waiting: s.waiting,
-        }
+/// A pool's figures from deadpool's status.
+fn figures(s: deadpool_postgres::Status) -> PoolFigures {
+    PoolFigures {
+        max: s.max_size,
+        open: s.size,
+        idle: s.available,
+        waiting: s.waiting,
     }
 }
 
-/// What the store has done since it was opened, for `/metrics`.
+/// What the store has done since it was opened, and its pools now, for `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PgStoreStats {
-    /// Operations run (each a query, a transaction or a lock wait).
-    pub operations: u64,
-    /// Of those, how many failed.
-    pub failures: u64,
-    /// Of the failures, how many because the database could not be reached.
-    pub unavailable: u64,
-    /// Their total time, in microseconds.
-    pub total_micros: u64,
+    /// Operations, failures and their time.
+    pub counters: StoreCounters,
     /// The query pool.
     pub pool: PoolFigures,
     /// The lock pool (one connection per turn in flight).
@@ -175,12 +157,14 @@ impl PgStore {
     pub fn stats(&self) -> PgStoreStats {
         let c = &self.db.counters;
         PgStoreStats {
-            operations: c.operations.load(Ordering::Relaxed),
-            failures: c.failures.load(Ordering::Relaxed),
-            unavailable: c.unavailable.load(Ordering::Relaxed),
-            total_micros: c.micros.load(Ordering::Relaxed),
-            pool: self.db.pool.status().into(),
-            locks: self.db.locks.status().into(),
+            counters: StoreCounters {
+                operations: c.operations.load(Ordering::Relaxed),
+                failures: c.failures.load(Ordering::Relaxed),
+                unavailable: c.unavailable.load(Ordering::Relaxed),
+                total_micros: c.micros.load(Ordering::Relaxed),
+            },
+            pool: figures(self.db.pool.status()),
+            locks: figures(self.db.locks.status()),
         }
     }
 }

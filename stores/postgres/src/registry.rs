@@ -241,6 +241,9 @@ impl SharedStore for PgStore {
         StoreHealth {
             backend: "postgres",
             reachable: ping.is_ok(),
+            latency: ping.as_ref().ok().copied(),
+            pools: vec![("query", stats.pool), ("lock", stats.locks)],
+            counters: Some(stats.counters),
             detail,
         }
     }

@@ -172,5 +172,5 @@ fn lost_connections_are_unavailable_and_the_store_recovers() {
     }
     assert!(found.is_some(), "the store did not recover");
     assert!(failures <= 1, "{failures} failures after one restart");
-    assert!(store.stats().operations > 0);
+    assert!(store.stats().counters.operations > 0);
 }
