@@ -17,6 +17,7 @@ mod eval_e2e;
 mod install_e2e;
 mod isolation_e2e;
 mod layer2_e2e;
+mod lossless_e2e;
 mod memory_e2e;
 mod memory_safety_e2e;
 mod newcomer_e2e;
