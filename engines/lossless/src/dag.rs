@@ -146,6 +146,36 @@ pub struct SweepOutcome {
     pub stopped: Option<String>,
 }
 
+/// The start of the tail under overflow pressure: the newest raw messages within
+/// `max_tokens` (at least one, a tool call with its results kept together), without the rule
+/// that keeps the newest user turn whole. Overflow recovery uses it when the fresh tail alone
+/// is over the threshold (a long tool loop inside one user turn): the older part of that turn
+/// is summarised, so the request fits the window instead of failing. Once a summary sits inside
+/// the turn, the ordinary tail starts after it ([`tail_start`] stops at summaries), so the
+/// assembler and later sweeps agree.
+pub fn pressed_tail_start(items: &[Item], max_tokens: u64) -> usize {
+    let mut start = items.len();
+    let mut tokens = 0u64;
+    for (i, item) in items.iter().enumerate().rev() {
+        if item.is_summary() {
+            break;
+        }
+        if start < items.len() && tokens + item.tokens > max_tokens {
+            break;
+        }
+        start = i;
+        tokens += item.tokens;
+    }
+    while start > 0
+        && start < items.len()
+        && items[start].role == Role::ToolResult
+        && !items[start - 1].is_summary()
+    {
+        start -= 1;
+    }
+    start
+}
+
 /// Everything a pass needs.
 pub struct Sweep<'a> {
     /// The agent's database.
@@ -164,6 +194,9 @@ pub struct Sweep<'a> {
     pub now_ms: u64,
     /// True once the host cancelled the call.
     pub cancelled: &'a dyn Fn() -> bool,
+    /// Under overflow pressure: the tail is at most this many tokens
+    /// ([`pressed_tail_start`]); `None` for the ordinary fresh tail.
+    pub pressed_tail: Option<u64>,
 }
 
 impl Sweep<'_> {
@@ -261,11 +294,14 @@ impl Sweep<'_> {
     }
 
     fn tail(&self) -> usize {
-        tail_start(
-            &self.conv.items,
-            self.config.fresh_tail_count,
-            self.config.fresh_tail_max_tokens,
-        )
+        match self.pressed_tail {
+            Some(cap) => pressed_tail_start(&self.conv.items, cap),
+            None => tail_start(
+                &self.conv.items,
+                self.config.fresh_tail_count,
+                self.config.fresh_tail_max_tokens,
+            ),
+        }
     }
 
     /// Up to two summaries before `start`, for continuity.

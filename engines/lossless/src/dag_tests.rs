@@ -134,3 +134,38 @@ fn assembly_keeps_a_contiguous_run_ending_at_the_tail() {
     let big = vec![msg(0, 1_000, Role::Other), msg(1, 20_000, Role::User)];
     assert_eq!(select(&big, 1, 15_000), (1, 20_000));
 }
+
+/// Under overflow pressure the tail is cut to a token cap inside the newest user turn (a long
+/// tool loop), a call and its results kept together, so the older part of the turn can be
+/// summarised; the ordinary tail would keep the whole turn.
+#[test]
+fn a_pressed_tail_cuts_inside_a_long_user_turn() {
+    use Role::*;
+    // u0, then twelve call/result pairs of 1,000 tokens each, then a closing answer.
+    let mut items = vec![msg(0, 100, User)];
+    for i in 0..12u64 {
+        items.push(msg(1 + 2 * i, 500, AssistantCalls));
+        items.push(msg(2 + 2 * i, 500, ToolResult));
+    }
+    items.push(msg(25, 200, Other));
+    assert_eq!(
+        tail_start(&items, 4, None),
+        0,
+        "the whole turn is the ordinary tail"
+    );
+    let pressed = pressed_tail_start(&items, 2_500);
+    // The answer (200) and two whole pairs (2,000) fit; a third pair would not.
+    assert_eq!(pressed, items.len() - 5);
+    assert_eq!(
+        items[pressed].role, AssistantCalls,
+        "a call is not split from its result"
+    );
+    assert!(leaf_chunk(&items, pressed, 20_000).is_some());
+    // A result at the cut pulls its call in.
+    let cut_at_result = pressed_tail_start(&items, 2_700);
+    assert_eq!(items[cut_at_result].role, AssistantCalls);
+    // At least one item, however small the cap; never past a summary.
+    assert_eq!(pressed_tail_start(&items, 1), items.len() - 1);
+    let with_summary = vec![sum("s", 0, 50), msg(1, 100, User), msg(2, 100, Other)];
+    assert_eq!(pressed_tail_start(&with_summary, 10_000), 1);
+}

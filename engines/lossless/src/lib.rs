@@ -166,8 +166,12 @@ impl LosslessEngine {
         store: &mut Store,
         conv: &mut Conv,
         state: &mut State,
-        budget: u64,
+        bounds: SweepBounds,
     ) -> Result<SweepOutcome, EngineError> {
+        let SweepBounds {
+            budget,
+            pressed_tail,
+        } = bounds;
         let cancelled = || cx.is_cancelled();
         let outcome = Sweep {
             store,
@@ -178,6 +182,7 @@ impl LosslessEngine {
             session: session_id,
             now_ms: self.now(),
             cancelled: &cancelled,
+            pressed_tail,
         }
         .run(budget)?;
         if let Some(why) = &outcome.stopped {
@@ -294,7 +299,11 @@ impl ContextEngine for LosslessEngine {
             p.session.session_key.as_deref(),
             |store, conv, state| {
                 if conv.stored_tokens() > self.config.threshold_tokens(budget) {
-                    self.sweep(cx, &session, store, conv, state, budget)?;
+                    let bounds = SweepBounds {
+                        budget,
+                        pressed_tail: None,
+                    };
+                    self.sweep(cx, &session, store, conv, state, bounds)?;
                 }
                 Ok(AfterTurnResult {})
             },
@@ -340,13 +349,28 @@ impl ContextEngine for LosslessEngine {
                     state.guards.clear_spend(&session);
                 }
                 let (mut leaves, mut condensed, mut stopped) = (0, 0, None);
+                // Overflow recovery may summarise inside the fresh tail once the ordinary
+                // tail alone keeps the context over the threshold: then the tail is cut to
+                // half the threshold ([`dag::pressed_tail_start`]).
+                let mut pressed_tail = None;
                 for _ in 0..MAX_OVERFLOW_ROUNDS {
-                    let round = self.sweep(cx, &session, store, conv, state, budget)?;
+                    let bounds = SweepBounds {
+                        budget,
+                        pressed_tail,
+                    };
+                    let round = self.sweep(cx, &session, store, conv, state, bounds)?;
                     leaves += round.leaves;
                     condensed += round.condensed;
                     let progress = round.tokens_after < round.tokens_before;
                     stopped = round.stopped;
-                    if conv.stored_tokens() <= threshold || !progress {
+                    if conv.stored_tokens() <= threshold {
+                        break;
+                    }
+                    if !progress {
+                        if p.force && pressed_tail.is_none() && stopped.is_none() {
+                            pressed_tail = Some((threshold / 2).max(1));
+                            continue;
+                        }
                         break;
                     }
                 }
@@ -373,6 +397,14 @@ impl ContextEngine for LosslessEngine {
             },
         )
     }
+}
+
+/// What bounds one sweep: the token budget, and under overflow pressure the tail's token cap
+/// ([`dag::pressed_tail_start`]).
+#[derive(Debug, Clone, Copy)]
+struct SweepBounds {
+    budget: u64,
+    pressed_tail: Option<u64>,
 }
 
 rampart_engine_api::export_engine!(LosslessEngine);
