@@ -2182,3 +2182,86 @@ fn memory_tools_are_answered_by_the_server_for_a_client_that_opts_in() {
         "one branch, the retrieved passage still in context"
     );
 }
+
+/// `anthropic_config` with a 40,000-token window: Claude Code's `max_tokens` of 32,000 takes
+/// more than half of it.
+fn small_window_config(url: &str) -> String {
+    anthropic_config(url).replace("contextWindow = 200000", "contextWindow = 40000")
+}
+
+/// A Claude Code request whose system prompt is about `words` tokens.
+fn claude_code_body_with_system(words: usize) -> Value {
+    let mut body = claude_code_body(
+        "0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f",
+        vec![claude_first_message("Fix the bug.")],
+    );
+    body["system"][0]["text"] = json!("alpha beta gamma delta ".repeat(words / 4));
+    body
+}
+
+fn post_with_headers(serve: &Serve, body: &Value) -> (u16, reqwest::header::HeaderMap, String) {
+    let response = Serve::client()
+        .post(format!("{}/v1/messages", serve.base))
+        .header("x-api-key", "sk-ant-client")
+        .header("anthropic-version", "2023-06-01")
+        .json(body)
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().unwrap())
+}
+
+#[test]
+fn claude_codes_max_tokens_is_fitted_to_a_40k_window_and_the_client_told() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("Fixed.", 10_000, 3));
+    let serve = Serve::start(&small_window_config(&up.url()));
+    // A first request of some 10,000 tokens: with 32,000 reserved for the answer it was
+    // refused with OpenClaw's "/reset" advice before anything was sent.
+    let (status, headers, text) = post_with_headers(&serve, &claude_code_body_with_system(10_000));
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"text\":\"Fixed\""), "{text}");
+    let sent = up.requests();
+    assert_eq!(sent.len(), 1);
+    let granted = sent[0].body["max_tokens"].as_u64().unwrap();
+    assert!(
+        (4_096..32_000).contains(&granted),
+        "upstream was asked for {granted} answer tokens"
+    );
+    let header = headers
+        .get("x-rampart-max-tokens")
+        .expect("the lowered bound is announced")
+        .to_str()
+        .unwrap();
+    assert_eq!(header, format!("{granted}; requested=32000"));
+}
+
+#[test]
+fn a_prompt_that_leaves_no_room_for_the_floor_is_refused_in_the_clients_wire_with_proxy_words() {
+    let up = Loopback::start();
+    let serve = Serve::start(&small_window_config(&up.url()));
+    // A system prompt of about 38,000 tokens: not even the 4,096-token floor fits beside it,
+    // and compaction cannot shorten a system prompt.
+    let (status, headers, text) = post_with_headers(&serve, &claude_code_body_with_system(38_000));
+    assert_eq!(status, 400, "{text}");
+    assert!(headers.get("x-rampart-max-tokens").is_none());
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["type"], "error", "{body}");
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    for needle in [
+        "window is 40000 tokens",
+        "asked for 32000 answer tokens",
+        "Lower max_tokens",
+        "larger window",
+        "serve.minAnswerTokens",
+    ] {
+        assert!(
+            message.contains(needle),
+            "{needle:?} missing from {message}"
+        );
+    }
+    assert!(!message.contains("/reset"), "{message}");
+    assert!(up.requests().is_empty(), "nothing is sent upstream");
+}
