@@ -2265,3 +2265,50 @@ fn a_prompt_that_leaves_no_room_for_the_floor_is_refused_in_the_clients_wire_wit
     assert!(!message.contains("/reset"), "{message}");
     assert!(up.requests().is_empty(), "nothing is sent upstream");
 }
+
+#[test]
+fn an_openai_client_gets_the_fitted_bound_in_a_json_answer_and_the_refusal_as_an_error_object() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("Fixed.", 10_000, 3));
+    let config =
+        openai_config(&up.url(), "").replace("contextWindow = 128000", "contextWindow = 40000");
+    let serve = Serve::start(&config);
+    let body = |words: usize, user: &str| {
+        json!({"model": "gpt-up", "max_tokens": 32000, "messages": [
+            {"role": "system", "content": "alpha beta gamma delta ".repeat(words / 4)},
+            {"role": "user", "content": user}
+        ]})
+    };
+    let post = |body: &Value| {
+        let response = Serve::client()
+            .post(format!("{}/v1/chat/completions", serve.base))
+            .json(body)
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let header = response
+            .headers()
+            .get("x-rampart-max-tokens")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (status, header, response.json::<Value>().unwrap())
+    };
+    let (status, header, answer) = post(&body(10_000, "Fix the bug."));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], "Fixed.");
+    let granted = up.requests()[0].body["max_tokens"].as_u64().unwrap();
+    assert!((4_096..32_000).contains(&granted), "{granted}");
+    assert_eq!(header, Some(format!("{granted}; requested=32000")));
+
+    let (status, header, error) = post(&body(38_000, "Another task."));
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(header, None);
+    assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("window is 40000 tokens")
+            && message.contains("asked for 32000 answer tokens")
+            && !message.contains("/reset"),
+        "{message}"
+    );
+    assert_eq!(up.requests().len(), 1, "the refused request was not sent");
+}
