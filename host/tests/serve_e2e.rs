@@ -2312,3 +2312,23 @@ fn an_openai_client_gets_the_fitted_bound_in_a_json_answer_and_the_refusal_as_an
     );
     assert_eq!(up.requests().len(), 1, "the refused request was not sent");
 }
+
+#[test]
+fn a_model_whose_window_is_too_small_is_refused_with_advice_for_a_proxys_client() {
+    let up = Loopback::start();
+    let config =
+        anthropic_config(&up.url()).replace("contextWindow = 200000", "contextWindow = 8000");
+    let serve = Serve::start(&config);
+    let (status, _, text) = post_with_headers(&serve, &claude_code_body_with_system(100));
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("rampart serve: Model context window too small (8000 tokens).")
+            && message.contains("up/claude-up")
+            && message.contains("`contextWindow`"),
+        "{message}"
+    );
+    assert!(up.requests().is_empty());
+}

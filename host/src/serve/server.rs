@@ -1436,7 +1436,16 @@ fn overflow_failure(fit: &AnswerFit, e: &TurnError) -> Failure {
 fn turn_failure(e: &TurnError) -> Failure {
     match e {
         TurnError::Provider(p) => provider_failure(p),
-        TurnError::Blocked { .. } | TurnError::ContextOverflow { .. } => Failure::new(
+        TurnError::Blocked { message, blocked } => Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            format!(
+                "rampart serve: {message} Blocked: {}. Name a model with a larger window, or \
+                 correct the model's `contextWindow` in the server's plugins.toml if it has more.",
+                blocked.join("; ")
+            ),
+        ),
+        TurnError::ContextOverflow { .. } => Failure::new(
             StatusCode::BAD_REQUEST,
             ErrorKind::InvalidRequest,
             e.to_string(),
