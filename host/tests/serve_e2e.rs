@@ -2219,7 +2219,10 @@ fn claude_codes_max_tokens_is_fitted_to_a_40k_window_and_the_client_told() {
     let serve = Serve::start(&small_window_config(&up.url()));
     // A first request of some 10,000 tokens: with 32,000 reserved for the answer it was
     // refused with OpenClaw's "/reset" advice before anything was sent.
-    let (status, headers, text) = post_with_headers(&serve, &claude_code_body_with_system(10_000));
+    // With thinking on, as Claude Code sends it: a budget one below its bound.
+    let mut body = claude_code_body_with_system(10_000);
+    body["thinking"] = json!({"type": "enabled", "budget_tokens": 31_999});
+    let (status, headers, text) = post_with_headers(&serve, &body);
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("\"text\":\"Fixed\""), "{text}");
     let sent = up.requests();
@@ -2228,6 +2231,11 @@ fn claude_codes_max_tokens_is_fitted_to_a_40k_window_and_the_client_told() {
     assert!(
         (4_096..32_000).contains(&granted),
         "upstream was asked for {granted} answer tokens"
+    );
+    // Anthropic refuses a thinking budget not below max_tokens: it is lowered with the bound.
+    assert_eq!(
+        sent[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": granted - 1})
     );
     let header = headers
         .get("x-rampart-max-tokens")

@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use rampart_context::guards::precheck::PRE_PROMPT_SAFETY_FACTOR;
 
+use crate::providers::ClientFields;
+
 /// Whether an answer bound of `requested` tokens leaves no room for the prompt in `window`:
 /// it takes more than half the window.
 pub fn leaves_no_room(window: u64, requested: u64) -> bool {
@@ -35,6 +37,29 @@ pub fn grant(window: u64, requested: u64, floor: u64, prompt_tokens: u64) -> u64
         .saturating_sub(estimated)
         .clamp(requested.min(floor), requested)
 }
+
+/// Anthropic refuses a request whose `thinking.budget_tokens` is not below `max_tokens`, and
+/// Claude Code sends a budget one below its own bound (31,999 with 32,000). When the bound is
+/// lowered to `granted`, such a budget is lowered with it, to `granted − 1` as Claude Code would
+/// have chosen (never below Anthropic's minimum of 1,024; a grant that small leaves it as sent).
+/// Returns the budget sent and the one lowered to, for the log.
+pub fn fit_thinking(fields: &mut ClientFields, granted: u64) -> Option<(u64, u64)> {
+    let budget = fields
+        .fields
+        .get_mut("thinking")?
+        .as_object_mut()?
+        .get_mut("budget_tokens")?;
+    let sent = budget.as_u64()?;
+    let lowered = granted.checked_sub(1)?;
+    if sent < granted || lowered < MIN_THINKING_BUDGET {
+        return None;
+    }
+    *budget = lowered.into();
+    Some((sent, lowered))
+}
+
+/// Anthropic's smallest `thinking.budget_tokens`.
+pub const MIN_THINKING_BUDGET: u64 = 1_024;
 
 /// What the last attempt of a turn counted and asked for, kept for the client's answer (the
 /// header when the bound was lowered) and for its error when nothing fitted.

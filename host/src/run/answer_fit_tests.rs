@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use super::*;
 
 #[test]
@@ -40,4 +42,35 @@ fn only_a_lower_grant_counts_as_lowered() {
     assert_eq!(record.lowered(), None);
     record.granted = None;
     assert_eq!(record.lowered(), None);
+}
+
+fn anthropic_fields(thinking: serde_json::Value) -> ClientFields {
+    let body = serde_json::json!({"thinking": thinking, "temperature": 1});
+    ClientFields::capture(
+        crate::providers::FieldsWire::Anthropic,
+        body.as_object().unwrap(),
+    )
+}
+
+#[test]
+fn a_thinking_budget_at_or_above_the_grant_is_lowered_below_it() {
+    let mut fields =
+        anthropic_fields(serde_json::json!({"type": "enabled", "budget_tokens": 31_999}));
+    assert_eq!(fit_thinking(&mut fields, 16_000), Some((31_999, 15_999)));
+    assert_eq!(fields.fields["thinking"]["budget_tokens"], 15_999);
+    assert_eq!(fields.fields["thinking"]["type"], "enabled");
+    assert_eq!(fields.fields["temperature"], 1);
+}
+
+#[test]
+fn a_thinking_budget_below_the_grant_or_no_thinking_is_left_as_sent() {
+    let mut fields =
+        anthropic_fields(serde_json::json!({"type": "enabled", "budget_tokens": 8_000}));
+    assert_eq!(fit_thinking(&mut fields, 16_000), None);
+    assert_eq!(fields.fields["thinking"]["budget_tokens"], 8_000);
+    let mut off = anthropic_fields(serde_json::json!({"type": "disabled"}));
+    assert_eq!(fit_thinking(&mut off, 16_000), None);
+    // A grant too small for Anthropic's minimum budget changes nothing.
+    let mut tiny = anthropic_fields(serde_json::json!({"type": "enabled", "budget_tokens": 2_000}));
+    assert_eq!(fit_thinking(&mut tiny, 1_000), None);
 }

@@ -912,13 +912,14 @@ impl<'a> Runner<'a> {
                 }
             };
 
+            let (max_tokens, forwarded) = self.answer_bound(&resolved, prepared.estimated);
             let request = ModelRequest {
                 model: name.model.clone(),
                 system: prepared.system.clone(),
                 messages: prepared.list.iter().cloned().collect(),
-                max_tokens: self.answer_bound(&resolved, prepared.estimated),
+                max_tokens,
                 deadline: None,
-                forwarded: self.settings.forwarded.clone(),
+                forwarded,
             };
             self.events.emit(Event::Request(Request {
                 turn: self.turn,
@@ -1115,18 +1116,28 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// The answer bound a request of `prompt_tokens` is sent with: the model's, or with
-    /// [`RunSettings::answer_fit`] what fits beside the prompt ([`answer_fit::grant`]), recorded
-    /// and logged when lower than asked.
-    fn answer_bound(&self, resolved: &ResolvedModel, prompt_tokens: u64) -> Option<u64> {
+    /// The answer bound a request of `prompt_tokens` is sent with, and what it forwards: the
+    /// model's bound, or with [`RunSettings::answer_fit`] what fits beside the prompt
+    /// ([`answer_fit::grant`]) with a client's thinking budget kept below it
+    /// ([`answer_fit::fit_thinking`]), recorded and logged when lower than asked.
+    fn answer_bound(
+        &self,
+        resolved: &ResolvedModel,
+        prompt_tokens: u64,
+    ) -> (Option<u64>, crate::providers::Forwarded) {
+        let mut forwarded = self.settings.forwarded.clone();
         let (Some(fit), Some(requested)) =
             (&self.settings.answer_fit, resolved.requested_output_tokens)
         else {
-            return resolved.max_output_tokens;
+            return (resolved.max_output_tokens, forwarded);
         };
         let window = resolved.context_window;
         let granted = answer_fit::grant(window, requested, fit.floor, prompt_tokens);
         if granted < requested {
+            let thinking = forwarded
+                .client_fields
+                .as_mut()
+                .and_then(|fields| answer_fit::fit_thinking(fields, granted));
             tracing::info!(
                 model = %resolved.name,
                 window,
@@ -1134,6 +1145,8 @@ impl<'a> Runner<'a> {
                 requested,
                 granted,
                 floor = fit.floor,
+                thinking_budget_sent = thinking.map(|(sent, _)| sent),
+                thinking_budget_lowered_to = thinking.map(|(_, to)| to),
                 "the client's max_tokens leaves no room for the prompt; asking for what fits"
             );
         }
@@ -1144,7 +1157,7 @@ impl<'a> Runner<'a> {
             granted: Some(granted),
             floor: fit.floor,
         });
-        Some(granted)
+        (Some(granted), forwarded)
     }
 
     /// The precheck over a request of `tokens` (the run loop's count) and its messages.
