@@ -399,6 +399,35 @@ fn claude_code_at_a_64k_window_under_big_tool_outputs() {
     small_window_under_big_tool_outputs(Agent::ClaudeCode, 64_000, 4);
 }
 
+/// Claude Code asks for 32,000 answer tokens; at a 40,000-token window that left its own system
+/// prompt and tools no room, and its very first request was refused. Now every request goes
+/// upstream with a bound that fits beside its prompt: prompt and bound together within the
+/// window, the bound lowered from 32,000 and never below `serve.minAnswerTokens`.
+#[test]
+fn claude_code_at_a_40k_window_gets_answer_bounds_that_fit() {
+    let Some(model) = small_window_under_big_tool_outputs(Agent::ClaudeCode, 40_000, 2) else {
+        return;
+    };
+    let counter = rampart_context::tokens::TokenCounter::for_model(Agent::ClaudeCode.model());
+    let fitted: Vec<(u64, u64)> = model
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let body: serde_json::Value = serde_json::from_str(&r.raw_body).ok()?;
+            let bound = body["max_tokens"].as_u64()?;
+            // Claude Code's own side requests (titles, probes) keep their small bounds.
+            (bound > 1_000).then(|| (counter.count_text(&r.raw_body), bound))
+        })
+        .collect();
+    assert!(!fitted.is_empty());
+    for (prompt, bound) in &fitted {
+        assert!(
+            (4_096..32_000).contains(bound) && prompt + bound <= 40_000,
+            "prompt {prompt} + bound {bound} in a 40,000-token window: {fitted:?}"
+        );
+    }
+}
+
 #[test]
 fn codex_at_a_32k_window_under_big_tool_outputs() {
     small_window_under_big_tool_outputs(Agent::Codex, 32_000, 8);

@@ -163,4 +163,9 @@ fn the_readme_configuration_block_is_a_valid_config_with_the_prompt_keys() {
         config.serve.system_prompt,
         rampart_host::config::serve::SystemPromptSource::Client
     );
+    // And its minAnswerTokens the default the code keeps.
+    assert_eq!(
+        config.serve.min_answer_tokens,
+        rampart_host::config::serve::DEFAULT_MIN_ANSWER_TOKENS
+    );
 }

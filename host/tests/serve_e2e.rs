@@ -2182,3 +2182,161 @@ fn memory_tools_are_answered_by_the_server_for_a_client_that_opts_in() {
         "one branch, the retrieved passage still in context"
     );
 }
+
+/// `anthropic_config` with a 40,000-token window: Claude Code's `max_tokens` of 32,000 takes
+/// more than half of it.
+fn small_window_config(url: &str) -> String {
+    anthropic_config(url).replace("contextWindow = 200000", "contextWindow = 40000")
+}
+
+/// A Claude Code request whose system prompt is about `words` tokens.
+fn claude_code_body_with_system(words: usize) -> Value {
+    let mut body = claude_code_body(
+        "0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f",
+        vec![claude_first_message("Fix the bug.")],
+    );
+    body["system"][0]["text"] = json!("alpha beta gamma delta ".repeat(words / 4));
+    body
+}
+
+fn post_with_headers(serve: &Serve, body: &Value) -> (u16, reqwest::header::HeaderMap, String) {
+    let response = Serve::client()
+        .post(format!("{}/v1/messages", serve.base))
+        .header("x-api-key", "sk-ant-client")
+        .header("anthropic-version", "2023-06-01")
+        .json(body)
+        .send()
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().unwrap())
+}
+
+#[test]
+fn claude_codes_max_tokens_is_fitted_to_a_40k_window_and_the_client_told() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("Fixed.", 10_000, 3));
+    let serve = Serve::start(&small_window_config(&up.url()));
+    // A first request of some 10,000 tokens: with 32,000 reserved for the answer it was
+    // refused with OpenClaw's "/reset" advice before anything was sent.
+    // With thinking on, as Claude Code sends it: a budget one below its bound.
+    let mut body = claude_code_body_with_system(10_000);
+    body["thinking"] = json!({"type": "enabled", "budget_tokens": 31_999});
+    let (status, headers, text) = post_with_headers(&serve, &body);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"text\":\"Fixed\""), "{text}");
+    let sent = up.requests();
+    assert_eq!(sent.len(), 1);
+    let granted = sent[0].body["max_tokens"].as_u64().unwrap();
+    assert!(
+        (4_096..32_000).contains(&granted),
+        "upstream was asked for {granted} answer tokens"
+    );
+    // Anthropic refuses a thinking budget not below max_tokens: it is lowered with the bound.
+    assert_eq!(
+        sent[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": granted - 1})
+    );
+    let header = headers
+        .get("x-rampart-max-tokens")
+        .expect("the lowered bound is announced")
+        .to_str()
+        .unwrap();
+    assert_eq!(header, format!("{granted}; requested=32000"));
+}
+
+#[test]
+fn a_prompt_that_leaves_no_room_for_the_floor_is_refused_in_the_clients_wire_with_proxy_words() {
+    let up = Loopback::start();
+    let serve = Serve::start(&small_window_config(&up.url()));
+    // A system prompt of about 38,000 tokens: not even the 4,096-token floor fits beside it,
+    // and compaction cannot shorten a system prompt.
+    let (status, headers, text) = post_with_headers(&serve, &claude_code_body_with_system(38_000));
+    assert_eq!(status, 400, "{text}");
+    assert!(headers.get("x-rampart-max-tokens").is_none());
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["type"], "error", "{body}");
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    for needle in [
+        "window is 40000 tokens",
+        "asked for 32000 answer tokens",
+        "Lower max_tokens",
+        "larger window",
+        "serve.minAnswerTokens",
+    ] {
+        assert!(
+            message.contains(needle),
+            "{needle:?} missing from {message}"
+        );
+    }
+    assert!(!message.contains("/reset"), "{message}");
+    assert!(up.requests().is_empty(), "nothing is sent upstream");
+}
+
+#[test]
+fn an_openai_client_gets_the_fitted_bound_in_a_json_answer_and_the_refusal_as_an_error_object() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("Fixed.", 10_000, 3));
+    let config =
+        openai_config(&up.url(), "").replace("contextWindow = 128000", "contextWindow = 40000");
+    let serve = Serve::start(&config);
+    let body = |words: usize, user: &str| {
+        json!({"model": "gpt-up", "max_tokens": 32000, "messages": [
+            {"role": "system", "content": "alpha beta gamma delta ".repeat(words / 4)},
+            {"role": "user", "content": user}
+        ]})
+    };
+    let post = |body: &Value| {
+        let response = Serve::client()
+            .post(format!("{}/v1/chat/completions", serve.base))
+            .json(body)
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let header = response
+            .headers()
+            .get("x-rampart-max-tokens")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (status, header, response.json::<Value>().unwrap())
+    };
+    let (status, header, answer) = post(&body(10_000, "Fix the bug."));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], "Fixed.");
+    let granted = up.requests()[0].body["max_tokens"].as_u64().unwrap();
+    assert!((4_096..32_000).contains(&granted), "{granted}");
+    assert_eq!(header, Some(format!("{granted}; requested=32000")));
+
+    let (status, header, error) = post(&body(38_000, "Another task."));
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(header, None);
+    assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("window is 40000 tokens")
+            && message.contains("asked for 32000 answer tokens")
+            && !message.contains("/reset"),
+        "{message}"
+    );
+    assert_eq!(up.requests().len(), 1, "the refused request was not sent");
+}
+
+#[test]
+fn a_model_whose_window_is_too_small_is_refused_with_advice_for_a_proxys_client() {
+    let up = Loopback::start();
+    let config =
+        anthropic_config(&up.url()).replace("contextWindow = 200000", "contextWindow = 8000");
+    let serve = Serve::start(&config);
+    let (status, _, text) = post_with_headers(&serve, &claude_code_body_with_system(100));
+    assert_eq!(status, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("rampart serve: Model context window too small (8000 tokens).")
+            && message.contains("up/claude-up")
+            && message.contains("`contextWindow`"),
+        "{message}"
+    );
+    assert!(up.requests().is_empty());
+}

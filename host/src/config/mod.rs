@@ -72,6 +72,7 @@ const SERVE_KEYS: &[&str] = &[
     "allowedHosts",
     "allowedOrigins",
     "maxConnections",
+    "minAnswerTokens",
     "headerTimeoutMs",
     "bodyTimeoutMs",
     "drainTimeoutMs",

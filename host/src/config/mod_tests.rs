@@ -686,3 +686,20 @@ fn position_lookups_read_the_config_a_bounded_number_of_times() {
         );
     }
 }
+
+#[test]
+fn serve_min_answer_tokens_is_read_and_a_bad_value_named_with_its_line() {
+    assert_eq!(
+        parse("", &file()).unwrap().serve.min_answer_tokens,
+        crate::config::serve::DEFAULT_MIN_ANSWER_TOKENS
+    );
+    let c = parse("[serve]\nminAnswerTokens = 2048\n", &file()).unwrap();
+    assert_eq!(c.serve.min_answer_tokens, 2048);
+    for bad in ["0", "\"4096\"", "-5"] {
+        let e = err(&format!("[serve]\nminAnswerTokens = {bad}\n")).to_string();
+        assert!(
+            e.contains("serve.minAnswerTokens") && e.contains(":2:"),
+            "{bad}: {e}"
+        );
+    }
+}

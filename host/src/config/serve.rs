@@ -28,6 +28,10 @@ pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 60_000;
 /// their connections are closed.
 pub const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 30_000;
 
+/// Default of `serve.minAnswerTokens`: the smallest answer bound a request is sent with when
+/// the client's `max_tokens` leaves no room for the prompt.
+pub const DEFAULT_MIN_ANSWER_TOKENS: u64 = 4_096;
+
 /// The `[serve]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeSettings {
@@ -69,6 +73,10 @@ pub struct ServeSettings {
     pub drain_timeout: Duration,
     /// `[serve.store]`: where the conversations live (default: the sessions directory).
     pub store: StoreSettings,
+    /// `minAnswerTokens` (default 4,096): when a client's `max_tokens` takes more than half the
+    /// window, requests ask for what fits beside the prompt, never less than this (nor more
+    /// than the client asked); a prompt that leaves less is compacted, or refused.
+    pub min_answer_tokens: u64,
 }
 
 /// `[serve.store]`: a store every replica reaches, instead of the sessions directory of this
@@ -117,6 +125,7 @@ impl Default for ServeSettings {
             body_timeout: Duration::from_millis(DEFAULT_BODY_TIMEOUT_MS),
             drain_timeout: Duration::from_millis(DEFAULT_DRAIN_TIMEOUT_MS),
             store: StoreSettings::default(),
+            min_answer_tokens: DEFAULT_MIN_ANSWER_TOKENS,
         }
     }
 }

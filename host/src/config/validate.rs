@@ -359,6 +359,22 @@ impl Validator<'_> {
                 }
             }
         }
+        if let Some(v) = table.get("minAnswerTokens") {
+            let key = "serve.minAnswerTokens";
+            if !matches!(v.get_ref(), DeValue::Integer(_)) {
+                self.wrong_type(key, v, "an integer");
+            } else if let Some(n) = self.integer(key, v) {
+                match u64::try_from(n) {
+                    Ok(n) if (1..=1_000_000).contains(&n) => serve.min_answer_tokens = n,
+                    _ => self.invalid(
+                        key,
+                        v.span(),
+                        describe(v.get_ref()),
+                        "an integer from 1 to 1000000 (answer tokens)",
+                    ),
+                }
+            }
+        }
         if let Some(v) = table.get("systemPrompt")
             && let Some(s) = self.string("serve.systemPrompt", v)
         {

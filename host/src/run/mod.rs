@@ -16,6 +16,7 @@
 //! truncation pass; then an error the user can act on. Every decision is an event
 //! ([`events::Event`]).
 
+pub mod answer_fit;
 pub mod events;
 pub mod flush;
 pub mod llm;
@@ -80,8 +81,12 @@ pub struct ResolvedModel {
     pub name: ModelName,
     /// Its context window, in tokens, as layer 1 resolved it.
     pub context_window: u64,
-    /// The cap on an answer's tokens: the model's `maxTokens`, else the run's setting.
+    /// The answer tokens the precheck reserves: the model's `maxTokens`, else the run's
+    /// setting, or with [`RunSettings::answer_fit`] the floor when that bound leaves no room for
+    /// the prompt ([`answer_fit::reserve_cap`]).
     pub max_output_tokens: Option<u64>,
+    /// The bound on an answer's tokens before fitting: the model's `maxTokens`, else the run's.
+    pub requested_output_tokens: Option<u64>,
     /// How prompts to it are counted.
     pub count_mode: CountMode,
     /// The wire family, which picks the hygiene policy.
@@ -195,6 +200,9 @@ pub struct RunSettings {
     /// What a proxied client's request carries upstream (`rampart serve`): its tools, its key,
     /// where streamed pieces go, whether to mark the prompt cache.
     pub forwarded: crate::providers::Forwarded,
+    /// `rampart serve`: the answer bound is fitted to the window (`serve.minAnswerTokens`),
+    /// and each attempt's count and bound recorded for the client. `None`: sent as it is.
+    pub answer_fit: Option<answer_fit::AnswerFit>,
 }
 
 impl RunSettings {
@@ -214,6 +222,7 @@ impl RunSettings {
             max_output_tokens: None,
             compaction_timeout: compaction.timeout(),
             forwarded: Default::default(),
+            answer_fit: None,
         })
     }
 }
@@ -736,11 +745,20 @@ impl<'a> Runner<'a> {
     fn resolve_model(&self) -> Result<ResolvedModel, TurnError> {
         let (name, context_window) = self.guard()?;
         let provider = self.models.resolve(&name)?;
-        let max_output_tokens = self.output_cap(&name);
+        let requested_output_tokens = self.output_cap(&name);
+        let max_output_tokens = match (&self.settings.answer_fit, requested_output_tokens) {
+            (Some(fit), Some(requested)) => Some(answer_fit::reserve_cap(
+                context_window,
+                requested,
+                fit.floor,
+            )),
+            _ => requested_output_tokens,
+        };
         Ok(ResolvedModel {
             name,
             context_window,
             max_output_tokens,
+            requested_output_tokens,
             count_mode: provider.count_mode,
             family: provider.family,
             provider: provider.provider,
@@ -894,13 +912,14 @@ impl<'a> Runner<'a> {
                 }
             };
 
+            let (max_tokens, forwarded) = self.answer_bound(&resolved, prepared.estimated);
             let request = ModelRequest {
                 model: name.model.clone(),
                 system: prepared.system.clone(),
                 messages: prepared.list.iter().cloned().collect(),
-                max_tokens: resolved.max_output_tokens,
+                max_tokens,
                 deadline: None,
-                forwarded: self.settings.forwarded.clone(),
+                forwarded,
             };
             self.events.emit(Event::Request(Request {
                 turn: self.turn,
@@ -1049,6 +1068,15 @@ impl<'a> Runner<'a> {
     ) -> Result<Decision, TurnError> {
         let window = resolved.context_window;
         let assembled = self.assemble_attempt(session, resolved, counter)?;
+        if let Some(fit) = &self.settings.answer_fit {
+            fit.record(answer_fit::FitRecord {
+                prompt_tokens: assembled.tokens,
+                window,
+                requested: resolved.requested_output_tokens,
+                granted: None,
+                floor: fit.floor,
+            });
+        }
         if let Some(text) = assembled.loop_overflow {
             return Ok(Decision::Overflow {
                 text,
@@ -1086,6 +1114,50 @@ impl<'a> Runner<'a> {
                 compact_then_truncate: outcome.route == Route::CompactThenTruncate,
             }),
         }
+    }
+
+    /// The answer bound a request of `prompt_tokens` is sent with, and what it forwards: the
+    /// model's bound, or with [`RunSettings::answer_fit`] what fits beside the prompt
+    /// ([`answer_fit::grant`]) with a client's thinking budget kept below it
+    /// ([`answer_fit::fit_thinking`]), recorded and logged when lower than asked.
+    fn answer_bound(
+        &self,
+        resolved: &ResolvedModel,
+        prompt_tokens: u64,
+    ) -> (Option<u64>, crate::providers::Forwarded) {
+        let mut forwarded = self.settings.forwarded.clone();
+        let (Some(fit), Some(requested)) =
+            (&self.settings.answer_fit, resolved.requested_output_tokens)
+        else {
+            return (resolved.max_output_tokens, forwarded);
+        };
+        let window = resolved.context_window;
+        let granted = answer_fit::grant(window, requested, fit.floor, prompt_tokens);
+        if granted < requested {
+            let thinking = forwarded
+                .client_fields
+                .as_mut()
+                .and_then(|fields| answer_fit::fit_thinking(fields, granted));
+            tracing::info!(
+                model = %resolved.name,
+                window,
+                prompt_tokens,
+                requested,
+                granted,
+                floor = fit.floor,
+                thinking_budget_sent = thinking.map(|(sent, _)| sent),
+                thinking_budget_lowered_to = thinking.map(|(_, to)| to),
+                "the client's max_tokens leaves no room for the prompt; asking for what fits"
+            );
+        }
+        fit.record(answer_fit::FitRecord {
+            prompt_tokens,
+            window,
+            requested: Some(requested),
+            granted: Some(granted),
+            floor: fit.floor,
+        });
+        (Some(granted), forwarded)
     }
 
     /// The precheck over a request of `tokens` (the run loop's count) and its messages.

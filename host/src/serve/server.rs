@@ -49,6 +49,7 @@ use crate::providers::{
     BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded, ModelRequest,
     ProviderError, StreamDelta,
 };
+use crate::run::answer_fit::AnswerFit;
 use crate::run::llm::ProvidersLlm;
 use crate::run::{ModelSource, RegistryWrites, RunEvents, RunSettings, Runner, TurnError};
 
@@ -649,6 +650,9 @@ async fn conversation_request(
         query,
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
+    // How the answer bound is fitted to the window; read here for a streamed answer's header.
+    let fit = AnswerFit::new(state.config.serve.min_answer_tokens);
+    let worker_fit = fit.clone();
     let join = tokio::task::spawn_blocking(move || {
         let _admission = Admission(&admission_state.admitted);
         match identity {
@@ -661,6 +665,7 @@ async fn conversation_request(
                 request,
                 client.as_ref(),
                 forwarded,
+                worker_fit,
                 log.as_deref(),
             ),
         }
@@ -675,6 +680,7 @@ async fn conversation_request(
                     model: &model,
                     include_usage,
                     echo: echo.as_ref(),
+                    lowered: fit.last().and_then(|r| r.lowered()),
                 };
                 return stream_response(state, answer, delta, rx, join);
             }
@@ -765,6 +771,8 @@ struct StreamAnswer<'a> {
     model: &'a str,
     include_usage: bool,
     echo: Option<&'a ResponsesEcho>,
+    /// The answer bound sent and the one asked for, when serve lowered it.
+    lowered: Option<(u64, u64)>,
 }
 
 /// A streamed answer written as its pieces arrive; it ends with the stored answer's stop reason
@@ -824,12 +832,26 @@ fn stream_response(
             }
         }
     });
-    Response::builder()
+    let mut response = Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
         .body(Body::from_stream(frames))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
+    mark_lowered(&mut response, answer.lowered);
+    response
+}
+
+/// The header that tells a client its `max_tokens` was lowered to fit the window:
+/// `x-rampart-max-tokens: GRANTED; requested=ASKED`.
+pub const MAX_TOKENS_HEADER: &str = "x-rampart-max-tokens";
+
+fn mark_lowered(response: &mut Response, lowered: Option<(u64, u64)>) {
+    if let Some((granted, requested)) = lowered
+        && let Ok(value) = HeaderValue::from_str(&format!("{granted}; requested={requested}"))
+    {
+        response.headers_mut().insert(MAX_TOKENS_HEADER, value);
+    }
 }
 
 fn answer_id(state: &ServerState, wire: Wire) -> String {
@@ -848,6 +870,8 @@ struct Answer {
     stream: bool,
     include_usage: bool,
     reply: AssistantMessage,
+    /// The answer bound sent and the one asked for, when serve lowered it.
+    lowered: Option<(u64, u64)>,
 }
 
 impl Answer {
@@ -865,19 +889,23 @@ impl Answer {
                 Wire::Anthropic => outbound::anthropic_sse(&self.reply, &meta),
                 Wire::Responses => outbound::responses_sse(&self.reply, &meta),
             };
-            return Response::builder()
+            let mut response = Response::builder()
                 .status(StatusCode::OK)
                 .header(header::CONTENT_TYPE, "text/event-stream")
                 .header(header::CACHE_CONTROL, "no-cache")
                 .body(Body::from(frames.concat()))
                 .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response());
+            mark_lowered(&mut response, self.lowered);
+            return response;
         }
         let body = match self.wire {
             Wire::OpenAi => outbound::openai_response(&self.reply, &meta),
             Wire::Anthropic => outbound::anthropic_response(&self.reply, &meta),
             Wire::Responses => outbound::responses_response(&self.reply, &meta),
         };
-        json_response(StatusCode::OK, body)
+        let mut response = json_response(StatusCode::OK, body);
+        mark_lowered(&mut response, self.lowered);
+        response
     }
 }
 
@@ -1054,6 +1082,7 @@ fn side_request(
         stream: request.stream,
         include_usage: request.include_usage,
         reply: answer.message,
+        lowered: None,
     })
 }
 
@@ -1064,6 +1093,7 @@ fn conversation_turn(
     request: ClientRequest,
     client: Option<&ClientSession>,
     forwarded: Forwarded,
+    fit: AnswerFit,
     log: Option<&StreamLog>,
 ) -> Result<Answer, Failure> {
     let wait = state.config.session.write_lock_timeout;
@@ -1096,7 +1126,7 @@ fn conversation_turn(
     state
         .lanes
         .try_run(&lane, wait, || {
-            turn_in_lane(state, request, client, chosen, forwarded, log)
+            turn_in_lane(state, request, client, chosen, forwarded, fit, log)
         })
         .map_err(busy)?
 }
@@ -1143,6 +1173,7 @@ fn turn_in_lane(
     client: Option<&ClientSession>,
     chosen: Option<conversations::Chosen>,
     forwarded: Forwarded,
+    fit: AnswerFit,
     log: Option<&StreamLog>,
 ) -> Result<Answer, Failure> {
     let config = &state.config;
@@ -1192,6 +1223,8 @@ fn turn_in_lane(
     settings.candidates = route(config, &request.model)?;
     settings.max_output_tokens = request.max_tokens;
     settings.forwarded = forwarded;
+    // A client's bound that leaves no room for the prompt is fitted to the window.
+    settings.answer_fit = Some(fit.clone());
     // The memory tools, answered here, for a client that opted in and declared none of its
     // own by those names. Each model call's pieces are held until it is known whether it
     // ends in memory calls (dropped: the server answers them) or is the answer (passed on).
@@ -1295,7 +1328,10 @@ fn turn_in_lane(
     // Kept open for the conversation's next request (a session that failed on the way is
     // dropped instead, and read again from its file next time).
     state.sessions.put(&conversation.key, conversation.session);
-    let report = result.map_err(|e| turn_failure(&e))?;
+    let report = result.map_err(|e| match e {
+        TurnError::ContextOverflow { .. } => overflow_failure(&fit, &e),
+        e => turn_failure(&e),
+    })?;
     state.metrics.turn(upstream, report.compactions);
     state
         .dashboard
@@ -1316,6 +1352,7 @@ fn turn_in_lane(
         stream: request.stream,
         include_usage: request.include_usage,
         reply,
+        lowered: fit.last().and_then(|r| r.lowered()),
     })
 }
 
@@ -1394,10 +1431,48 @@ fn provider_failure(e: &ProviderError) -> Failure {
     failure
 }
 
+/// A turn whose prompt could not be made to fit, worded for a proxy's client: the prompt, the
+/// window and the answer bound in numbers, and what the client or the operator can change.
+/// (`rampart run`'s wording suggests OpenClaw's `/reset`, which no proxied client has.)
+fn overflow_failure(fit: &AnswerFit, e: &TurnError) -> Failure {
+    let Some(record) = fit.last() else {
+        return turn_failure(e);
+    };
+    let asked = match record.requested {
+        Some(k) => format!(
+            "the client asked for {k} answer tokens, and at least {} of them \
+             (`serve.minAnswerTokens`) must fit beside the prompt",
+            k.min(record.floor)
+        ),
+        None => "the client set no answer bound".to_owned(),
+    };
+    Failure::new(
+        StatusCode::BAD_REQUEST,
+        ErrorKind::InvalidRequest,
+        format!(
+            "rampart serve: the prompt is {} tokens after compaction and the model's window is {} \
+             tokens; {asked}. Nothing more could be compacted (the system prompt, the tools and \
+             the latest messages stay). Lower max_tokens, use a model with a larger window, \
+             send fewer tools or a shorter system prompt, or lower `serve.minAnswerTokens` in \
+             the server's plugins.toml.",
+            record.prompt_tokens, record.window
+        ),
+    )
+}
+
 fn turn_failure(e: &TurnError) -> Failure {
     match e {
         TurnError::Provider(p) => provider_failure(p),
-        TurnError::Blocked { .. } | TurnError::ContextOverflow { .. } => Failure::new(
+        TurnError::Blocked { message, blocked } => Failure::new(
+            StatusCode::BAD_REQUEST,
+            ErrorKind::InvalidRequest,
+            format!(
+                "rampart serve: {message} Blocked: {}. Name a model with a larger window, or \
+                 correct the model's `contextWindow` in the server's plugins.toml if it has more.",
+                blocked.join("; ")
+            ),
+        ),
+        TurnError::ContextOverflow { .. } => Failure::new(
             StatusCode::BAD_REQUEST,
             ErrorKind::InvalidRequest,
             e.to_string(),
