@@ -10,8 +10,14 @@
 //! text is an attack path into the operator's browser.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
 
 use rampart_context::events::Event;
 use rampart_engine_api::host::EngineEvent;
@@ -78,17 +84,102 @@ pub struct ConversationView {
     pub prunes: u64,
     /// Memory flushes.
     pub flushes: u64,
+    /// Caps, prunes and flushes with the call they happened before, for the chart.
+    pub marks: Vec<Mark>,
     /// Unix milliseconds of its last event.
     pub last_ms: u64,
 }
 
-/// The live state behind `/ui`.
-#[derive(Debug, Default)]
+/// Updates held for a slow `/ui/events` subscriber; one that falls further behind is told to
+/// reload instead of having its backlog grow.
+pub const UPDATE_BUFFER: usize = 256;
+
+/// How often an idle `/ui/events` stream sends a comment, so proxies and browsers keep it open.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// What happened in a conversation, as `/ui/events` sends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpdateKind {
+    /// A call was answered.
+    Call,
+    /// A compaction replaced part of the context.
+    Compaction,
+    /// A tool result was capped at ingest.
+    Cap,
+    /// The engine pruned.
+    Prune,
+    /// The memory flush ran.
+    Flush,
+}
+
+/// One `/ui/events` update: enough for the page's script to add a point or a marker and bump
+/// a count without reloading.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Update {
+    /// The session id.
+    pub conversation: String,
+    /// What happened.
+    pub kind: UpdateKind,
+    /// The call's 0-based index in the chart for a `call`; for a marker, the index of the call
+    /// it happened before (as [`CompactionMark::at_call`]).
+    pub call: usize,
+    /// The call's prompt tokens (`call` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// The window of the conversation's model (0 before its first request).
+    pub window: u64,
+    /// The engine that speaks for it.
+    pub engine: String,
+    /// A compaction's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A compaction's prompt tokens before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    /// A compaction's prompt tokens after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+}
+
+/// A cap, prune or flush on the chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    /// What it was (never `Call` or `Compaction`: those have their own lists).
+    pub kind: UpdateKind,
+    /// The call index it happened before.
+    pub at_call: usize,
+}
+
+/// The live state behind `/ui`, and the channel `/ui/events` subscribers hear its updates on.
+#[derive(Debug)]
 pub struct Dashboard {
     conversations: Mutex<HashMap<String, ConversationView>>,
+    updates: broadcast::Sender<Update>,
+}
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Self::with_buffer(UPDATE_BUFFER)
+    }
 }
 
 impl Dashboard {
+    /// A dashboard whose subscribers may fall `buffer` updates behind before being told to
+    /// reload.
+    pub fn with_buffer(buffer: usize) -> Self {
+        Self {
+            conversations: Mutex::default(),
+            updates: broadcast::channel(buffer.max(1)).0,
+        }
+    }
+
+    /// A receiver of every update from now on (see [`next_frame`]).
+    pub fn subscribe(&self) -> broadcast::Receiver<Update> {
+        self.updates.subscribe()
+    }
+
     /// Takes in one event from `source` (`host` or an engine id) at `now_ms`.
     pub fn observe(&self, source: &str, event: &EngineEvent, now_ms: u64) {
         let Some(session) = event.session_id.as_deref() else {
@@ -102,32 +193,68 @@ impl Dashboard {
         if source != crate::run::events::HOST_SOURCE {
             view.engine = source.to_string();
         }
+        let at = view.calls.len();
+        let mut update = Update {
+            conversation: session.to_string(),
+            kind: UpdateKind::Call,
+            call: at,
+            prompt_tokens: None,
+            window: view.window,
+            engine: view.engine.clone(),
+            reason: None,
+            tokens_before: None,
+            tokens_after: None,
+        };
         match typed {
-            Event::Request(r) => view.window = r.window,
+            Event::Request(r) => {
+                view.window = r.window;
+                return;
+            }
             Event::Response(r) => {
                 view.answered += 1;
                 view.calls.push(r.prompt_tokens);
                 if view.calls.len() > MAX_CALLS {
                     view.calls.remove(0);
                 }
+                update.call = view.calls.len() - 1;
+                update.prompt_tokens = Some(r.prompt_tokens);
             }
-            Event::CompactionEnd(c) if c.compacted => view.compactions.push(CompactionMark {
-                at_call: view.calls.len(),
-                reason: c.reason,
-                tokens_before: c.tokens_before,
-                tokens_after: c.tokens_after,
-                summary_chars: c.summary_chars,
-            }),
+            Event::CompactionEnd(c) if c.compacted => {
+                update.kind = UpdateKind::Compaction;
+                update.reason = Some(c.reason.clone());
+                update.tokens_before = c.tokens_before;
+                update.tokens_after = c.tokens_after;
+                view.compactions.push(CompactionMark {
+                    at_call: at,
+                    reason: c.reason,
+                    tokens_before: c.tokens_before,
+                    tokens_after: c.tokens_after,
+                    summary_chars: c.summary_chars,
+                });
+            }
             Event::IngestCap(c) => {
                 view.caps += 1;
                 if let Some(blob) = c.blob {
                     view.capped_blobs.push(blob);
                 }
+                update.kind = UpdateKind::Cap;
+                mark(view, UpdateKind::Cap, at);
             }
-            Event::Prune(_) => view.prunes += 1,
-            Event::MemoryFlush(_) => view.flushes += 1,
-            _ => {}
+            Event::Prune(_) => {
+                view.prunes += 1;
+                update.kind = UpdateKind::Prune;
+                mark(view, UpdateKind::Prune, at);
+            }
+            Event::MemoryFlush(_) => {
+                view.flushes += 1;
+                update.kind = UpdateKind::Flush;
+                mark(view, UpdateKind::Flush, at);
+            }
+            _ => return,
         }
+        // Sent under the lock, so subscribers hear updates in the order the page counts them.
+        // No subscriber is no error.
+        let _ = self.updates.send(update);
     }
 
     /// A turn of `session` was answered at `now_ms`; `engine` is the configured one, named
@@ -210,6 +337,67 @@ impl Dashboard {
         html.push_str("</body>\n</html>\n");
         html
     }
+}
+
+/// Records a cap, prune or flush for the chart, the oldest dropped past [`MAX_CALLS`].
+fn mark(view: &mut ConversationView, kind: UpdateKind, at_call: usize) {
+    view.marks.push(Mark { kind, at_call });
+    if view.marks.len() > MAX_CALLS {
+        view.marks.remove(0);
+    }
+}
+
+/// The next piece of a `/ui/events` stream from `received`, and whether it is the last: an
+/// update is an `update` event carrying its JSON; a subscriber that fell behind gets one
+/// `reload` event (the page reloads and starts afresh) and its stream ends, so a slow client
+/// never holds more than [`UPDATE_BUFFER`] updates; a closed channel ends the stream.
+pub fn frame(received: Result<Update, broadcast::error::RecvError>) -> Option<(Bytes, bool)> {
+    match received {
+        Ok(update) => {
+            let json = serde_json::to_string(&update).unwrap_or_else(|_| "{}".to_string());
+            Some((
+                Bytes::from(format!("event: update\ndata: {json}\n\n")),
+                false,
+            ))
+        }
+        Err(broadcast::error::RecvError::Lagged(missed)) => {
+            tracing::debug!(
+                missed,
+                "a /ui/events subscriber fell behind; told to reload"
+            );
+            Some((
+                Bytes::from(format!("event: reload\ndata: {{\"missed\":{missed}}}\n\n")),
+                true,
+            ))
+        }
+        Err(broadcast::error::RecvError::Closed) => None,
+    }
+}
+
+/// The body of `GET /ui/events`: [`frame`]s of `updates`, a keep-alive comment every
+/// [`KEEP_ALIVE`] when idle, ended when `stopping` turns true (the server is shutting down:
+/// an endless response would otherwise hold its connection to the drain deadline).
+pub fn event_stream(
+    updates: broadcast::Receiver<Update>,
+    stopping: watch::Receiver<bool>,
+) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    let tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+    let start = (updates, stopping, tick, false);
+    futures_util::stream::unfold(
+        start,
+        |(mut updates, mut stopping, mut tick, ended)| async move {
+            if ended {
+                return None;
+            }
+            let (bytes, last) = tokio::select! {
+                biased;
+                _ = stopping.wait_for(|s| *s) => return None,
+                received = updates.recv() => frame(received)?,
+                _ = tick.tick() => (Bytes::from_static(b": keep-alive\n\n"), false),
+            };
+            Some((Ok(bytes), (updates, stopping, tick, last)))
+        },
+    )
 }
 
 /// The view of `session`, made when new (the least recently active one dropped past
@@ -351,5 +539,6 @@ fn conversation_section(v: &ConversationView) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "dashboard_tests.rs"]
 mod tests;
