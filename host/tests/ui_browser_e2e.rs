@@ -158,6 +158,10 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
     let page = format!("{}/ui", serve.base);
     let dom = browse(&browser, profile.path(), "--dump-dom", &page);
     assert!(dom.contains("<h1>Rampart serve</h1>"), "{dom}");
+    assert!(
+        dom.contains("Live: updated as they happen."),
+        "the page's script ran under its Content-Security-Policy and subscribed: {dom}"
+    );
     assert_eq!(dom.matches("class=\"conversation\"").count(), 0, "{dom}");
 
     // Two turns: the conversation appears with two points.

@@ -85,7 +85,7 @@ fn conversations_are_listed_newest_first_with_their_calls_and_compactions() {
 }
 
 #[test]
-fn hostile_text_is_escaped_and_the_page_has_no_script() {
+fn hostile_text_is_escaped_and_the_only_script_is_the_pages_own() {
     let d = Dashboard::default();
     let hostile = "<script>alert(1)</script>\"'&";
     call(&d, hostile, 1, 10, 1);
@@ -99,7 +99,12 @@ fn hostile_text_is_escaped_and_the_page_has_no_script() {
         2,
     );
     let html = d.render(3);
-    assert!(!html.contains("<script"), "{html}");
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script: {html}"
+    );
+    assert!(html.contains("<script src=\"ui/app.js\" defer></script>"));
     assert!(!html.contains("<img"), "{html}");
     assert!(!html.contains("<b>blob"), "{html}");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"));
@@ -151,6 +156,15 @@ fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
         ),
         4,
     );
+    d.observe(
+        "lcm",
+        &event(
+            "s1",
+            "memory_flush",
+            json!({"cycle": 1, "reason": "tokens", "note": "memory/n.md", "bytes": 9}),
+        ),
+        5,
+    );
     let (text, last) = next(&mut rx).unwrap();
     assert!(!last);
     assert!(text.starts_with("event: update\ndata: "), "{text}");
@@ -162,12 +176,18 @@ fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
     );
     assert_eq!(
         data(&next(&mut rx).unwrap().0),
+        json!({"conversation": "s1", "kind": "turn", "call": 1, "window": 1000,
+               "engine": "window"})
+    );
+    assert_eq!(
+        data(&next(&mut rx).unwrap().0),
         json!({"conversation": "s1", "kind": "compaction", "call": 1, "window": 1000,
                "engine": "lcm", "reason": "overflow", "tokensBefore": 640, "tokensAfter": 90})
     );
     assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "cap");
     assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "prune");
-    let marks = &d.conversations()[0].marks;
+    assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "flush");
+    let marks = &d.conversations()[0].marks[..2];
     assert_eq!(
         marks,
         &[
@@ -187,13 +207,14 @@ fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
 fn a_subscriber_that_falls_behind_is_told_to_reload_and_its_stream_ends() {
     let d = Dashboard::with_buffer(2);
     let mut rx = d.subscribe();
+    // Five calls and five turns: ten updates, two held.
     for n in 0..5 {
         call(&d, "s1", n + 1, 100 + n, n);
     }
     let (text, last) = next(&mut rx).unwrap();
     assert!(last, "the reload is the stream's last event");
     assert!(text.starts_with("event: reload\n"), "{text}");
-    assert_eq!(data(&text), json!({"missed": 3}));
+    assert_eq!(data(&text), json!({"missed": 8}));
 }
 
 #[test]
@@ -213,4 +234,53 @@ fn the_event_stream_ends_when_the_server_stops() {
     stop.send_replace(true);
     call(&d, "s1", 2, 6, 2);
     assert!(runtime.block_on(stream.next()).is_none());
+}
+
+#[test]
+fn caps_prunes_and_flushes_are_markers_of_their_own_shape_with_a_title() {
+    let d = Dashboard::default();
+    call(&d, "s", 1, 100, 1);
+    for (kind, data) in [
+        ("ingest_cap", json!({"originalChars": 10})),
+        ("prune", json!({"softTrimmed": 1})),
+        ("memory_flush", json!({"cycle": 1})),
+        ("ingest_cap", json!({"originalChars": 12})),
+    ] {
+        d.observe("lcm", &event("s", kind, data), 2);
+    }
+    call(&d, "s", 2, 200, 3);
+    let html = d.render(4);
+    let shape = |class: &str| {
+        let start = html
+            .find(&format!("<path class=\"{class}\" d=\"M"))
+            .unwrap_or_else(|| panic!("no {class} marker: {html}"));
+        let rest = &html[start..];
+        let d_attr = rest
+            .split("d=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let title = rest
+            .split("<title>")
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap();
+        // The shape without its position.
+        let form: String = d_attr.chars().filter(|c| c.is_alphabetic()).collect();
+        (form, title.to_owned())
+    };
+    assert_eq!(html.matches("class=\"cap\"").count(), 2, "{html}");
+    assert_eq!(html.matches("class=\"prune\"").count(), 1, "{html}");
+    assert_eq!(html.matches("class=\"flush\"").count(), 1, "{html}");
+    let (cap, prune, flush) = (shape("cap"), shape("prune"), shape("flush"));
+    assert_eq!(cap.1, "tool result capped before call 2");
+    assert_eq!(prune.1, "prune before call 2");
+    assert_eq!(flush.1, "memory flush before call 2");
+    assert!(cap.0 != prune.0 && prune.0 != flush.0 && cap.0 != flush.0);
+    assert!(html.contains("data-window=\"1000\""), "{html}");
+    assert!(html.contains("data-t=\"200\""), "{html}");
 }

@@ -202,6 +202,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/ui", get(ui))
         .route("/ui/events", get(ui_events))
+        .route("/ui/app.js", get(ui_app))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Host, Origin, token, content type and the body read: before any handler.
         .layer(axum::middleware::from_fn_with_state(
@@ -293,6 +294,22 @@ async fn ui(State(state): State<Arc<ServerState>>) -> Response {
     let mut response = (
         [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
         state.dashboard.render(now_unix_ms()),
+    )
+        .into_response();
+    for (name, value) in super::dashboard::SECURITY_HEADERS {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// `GET /ui/app.js`: the page's script, embedded in the binary ([`super::dashboard::APP_JS`]).
+async fn ui_app(State(state): State<Arc<ServerState>>) -> Response {
+    state.metrics.request("ui_app", 200);
+    let mut response = (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        super::dashboard::APP_JS,
     )
         .into_response();
     for (name, value) in super::dashboard::SECURITY_HEADERS {
