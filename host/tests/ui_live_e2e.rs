@@ -103,6 +103,27 @@ fn a_subscriber_hears_the_call_and_the_stream_ends_on_sigterm() {
 }
 
 #[test]
+fn the_pages_script_comes_from_the_binary_and_subscribes_to_the_stream() {
+    let up = Loopback::start();
+    let serve = ServeProcess::start(&config(&up.url()));
+    let script = reqwest::blocking::get(format!("{}/ui/app.js", serve.base)).unwrap();
+    assert_eq!(script.status().as_u16(), 200);
+    assert_eq!(
+        script.headers()["content-type"],
+        "text/javascript; charset=utf-8"
+    );
+    assert_eq!(script.headers()["x-content-type-options"], "nosniff");
+    let body = script.text().unwrap();
+    assert!(body.contains("new EventSource('ui/events')"), "{body}");
+    // No address but the SVG namespace's name: nothing is loaded from elsewhere.
+    let elsewhere = body.replace("http://www.w3.org/2000/svg", "");
+    assert!(
+        !elsewhere.contains("http://") && !elsewhere.contains("https://"),
+        "{body}"
+    );
+}
+
+#[test]
 fn a_foreign_origin_cannot_subscribe() {
     let up = Loopback::start();
     let serve = ServeProcess::start(&config(&up.url()));
