@@ -47,3 +47,4 @@ mod sim_e2e;
 mod soak_e2e;
 mod store_safety;
 mod ui_browser_e2e;
+mod ui_live_e2e;

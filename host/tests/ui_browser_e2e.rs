@@ -1,7 +1,8 @@
 //! `GET /ui` in a real browser: Debian's headless Chromium reads the live page of a
 //! `rampart serve` while conversations run through it against the loopback model, and its
 //! DOM shows the conversation appear, its chart grow and a compaction with its tokens before
-//! and after; a screenshot of the page is saved under `target/ui-browser/`.
+//! and after; a screenshot of the page is saved under `target/ui-browser/`. A second test has the
+//! page's script hear a call on `/ui/events` and add its row and point without a reload.
 //!
 //! Without Chromium the test prints a `SKIPPED:` line and passes, unless
 //! `RAMPART_REQUIRE_BROWSER=1` (as `.ci/run` sets) makes a missing browser a failure.
@@ -29,8 +30,9 @@ fn chromium() -> Option<PathBuf> {
 }
 
 /// Headless Chromium with a fresh profile and no background traffic (the test machine's
-/// network refuses it), run once on `url`; `mode` is `--dump-dom` or `--screenshot=FILE`.
-fn browse(browser: &Path, profile: &Path, mode: &str, url: &str) -> String {
+/// network refuses it), run once on `url`; `modes` holds `--dump-dom` or `--screenshot=FILE`,
+/// and any further flag.
+fn browse(browser: &Path, profile: &Path, modes: &[&str], url: &str) -> String {
     let out = Command::new(browser)
         .args([
             "--headless",
@@ -45,7 +47,7 @@ fn browse(browser: &Path, profile: &Path, mode: &str, url: &str) -> String {
             "--window-size=1100,1500",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(mode)
+        .args(modes)
         .arg(url)
         .stderr(Stdio::null())
         .output()
@@ -156,8 +158,12 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
     let up = Loopback::start();
     let serve = Serve::start(&config(&up.url()));
     let page = format!("{}/ui", serve.base);
-    let dom = browse(&browser, profile.path(), "--dump-dom", &page);
+    let dom = browse(&browser, profile.path(), &["--dump-dom"], &page);
     assert!(dom.contains("<h1>Rampart serve</h1>"), "{dom}");
+    assert!(
+        dom.contains("Live: updated as they happen."),
+        "the page's script ran under its Content-Security-Policy and subscribed: {dom}"
+    );
     assert_eq!(dom.matches("class=\"conversation\"").count(), 0, "{dom}");
 
     // Two turns: the conversation appears with two points.
@@ -175,7 +181,7 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
     };
     turn(&mut history, 0);
     turn(&mut history, 1);
-    let dom = browse(&browser, profile.path(), "--dump-dom", &page);
+    let dom = browse(&browser, profile.path(), &["--dump-dom"], &page);
     assert_eq!(dom.matches("class=\"conversation\"").count(), 1, "{dom}");
     let first = dom.matches("class=\"point\"").count();
     assert_eq!(first, 2, "{dom}");
@@ -189,7 +195,7 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
     up.push(openai_text_stream("All parts summarised.", 3000, 5));
     history.push(json!({"role": "user", "content": "Summarise all parts."}));
     serve.chat(&history);
-    let dom = browse(&browser, profile.path(), "--dump-dom", &page);
+    let dom = browse(&browser, profile.path(), &["--dump-dom"], &page);
     assert_eq!(dom.matches("class=\"conversation\"").count(), 1, "{dom}");
     assert_eq!(dom.matches("class=\"point\"").count(), 6, "{dom}");
     assert!(
@@ -227,7 +233,7 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
     browse(
         &browser,
         profile.path(),
-        &format!("--screenshot={}", shot.display()),
+        &[&format!("--screenshot={}", shot.display())],
         &format!("{page}#{anchor}"),
     );
     let png = std::fs::read(&shot).unwrap();
@@ -236,4 +242,71 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
         "screenshot of /ui: {}",
         shot.canonicalize().unwrap().display()
     );
+}
+
+/// The `ui_events` requests `/metrics` has counted: the page's script has subscribed.
+fn subscriptions(base: &str) -> u64 {
+    let text = reqwest::blocking::get(format!("{base}/metrics"))
+        .unwrap()
+        .text()
+        .unwrap();
+    text.lines()
+        .filter(|l| l.contains("endpoint=\"ui_events\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn the_pages_script_adds_a_call_it_hears_without_a_reload_in_chromium() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var("RAMPART_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "RAMPART_REQUIRE_BROWSER=1 but no chromium on PATH (apt-get install chromium)"
+        );
+        println!("SKIPPED: no chromium on PATH");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let up = Loopback::start();
+    let mut serve = Serve::start(&config(&up.url()));
+    let page = format!("{}/ui", serve.base);
+    // The page is read once, with no conversation; its script subscribes, and the DOM is
+    // dumped once the stream has ended (virtual time waits for the open stream).
+    let reader = {
+        let (browser, profile, page) = (browser.clone(), profile.path().to_owned(), page.clone());
+        std::thread::spawn(move || {
+            browse(
+                &browser,
+                &profile,
+                &["--dump-dom", "--virtual-time-budget=3000"],
+                &page,
+            )
+        })
+    };
+    let mut waits = 0;
+    while subscriptions(&serve.base) == 0 {
+        waits += 1;
+        assert!(
+            waits < 1200,
+            "the page's script never subscribed to /ui/events"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    up.push(openai_text_stream("Noted.", 4321, 3));
+    serve.chat(&[json!({"role": "user", "content": "Hello"})]);
+    let status = Command::new("kill")
+        .args(["-TERM", &serve.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _ = serve.child.wait();
+    let dom = reader.join().unwrap();
+    assert_eq!(
+        dom.matches("class=\"conversation\"").count(),
+        1,
+        "the script added the conversation's row: {dom}"
+    );
+    assert_eq!(dom.matches("class=\"point\"").count(), 1, "{dom}");
+    assert!(dom.contains("data-t=\"4321\""), "{dom}");
+    assert!(dom.contains("call 1: 4,321 tokens"), "{dom}");
 }

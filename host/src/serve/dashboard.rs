@@ -3,15 +3,24 @@
 //! Every event the host and its engines emit reaches [`Dashboard::observe`] (a tap on the
 //! server's [`crate::engine::services::EventSink`]); the dashboard keeps, per session, what the
 //! page shows: the prompt tokens of each call against the window, the compactions with their
-//! tokens before and after, and counts of caps, prunes and flushes. The page is rendered on the
-//! server as plain HTML and inline SVG, with no script and nothing loaded from anywhere, so it
-//! reads with JavaScript off and under a `default-src 'none'` Content-Security-Policy. Every
-//! string taken from a conversation or an engine is escaped before it is embedded: a client's
-//! text is an attack path into the operator's browser.
+//! tokens before and after, and the caps, prunes and flushes. The page is rendered on the
+//! server as plain HTML and inline SVG, so it reads with JavaScript off; each change is also
+//! sent to `GET /ui/events` subscribers ([`event_stream`]), and the page's one script,
+//! [`APP_JS`] (served from the binary as `/ui/app.js`: no inline script, nothing loaded from
+//! elsewhere, so the Content-Security-Policy stays `script-src 'self'`), adds points, markers
+//! and counts as they arrive. Every string taken from a conversation or an engine is escaped
+//! before it is embedded, and the script inserts them as text: a client's text is an attack
+//! path into the operator's browser.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use serde::Serialize;
+use tokio::sync::{broadcast, watch};
 
 use rampart_context::events::Event;
 use rampart_engine_api::host::EngineEvent;
@@ -25,13 +34,14 @@ pub const MAX_CALLS: usize = 2_000;
 /// Conversations listed (the most recently active).
 pub const MAX_CONVERSATIONS: usize = 200;
 
-/// The headers every `/ui` answer carries: no script, nothing loaded from elsewhere, no
-/// framing, no sniffing, no caching of a page that shows conversations.
+/// The headers every `/ui` answer carries: only this server's own script and event stream,
+/// nothing loaded from elsewhere, no framing, no sniffing, no caching of a page that shows
+/// conversations.
 pub const SECURITY_HEADERS: [(&str, &str); 4] = [
     (
         "content-security-policy",
-        "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; \
-         frame-ancestors 'none'",
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; \
+         base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     ),
     ("x-content-type-options", "nosniff"),
     ("cache-control", "no-store"),
@@ -78,17 +88,112 @@ pub struct ConversationView {
     pub prunes: u64,
     /// Memory flushes.
     pub flushes: u64,
+    /// Caps, prunes and flushes with the call they happened before, for the chart.
+    pub marks: Vec<Mark>,
     /// Unix milliseconds of its last event.
     pub last_ms: u64,
 }
 
-/// The live state behind `/ui`.
-#[derive(Debug, Default)]
+/// The page's script (`GET /ui/app.js`): subscribes to `/ui/events` and redraws a chart, adds
+/// a compaction's row and bumps the table's counts as each update arrives. Embedded, so the page
+/// needs nothing from the network; it draws with the geometry of [`conversation_section`].
+pub const APP_JS: &str = include_str!("dashboard_app.js");
+
+/// Updates held for a slow `/ui/events` subscriber; one that falls further behind is told to
+/// reload instead of having its backlog grow.
+pub const UPDATE_BUFFER: usize = 256;
+
+/// How often an idle `/ui/events` stream sends a comment, so proxies and browsers keep it open.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// What happened in a conversation, as `/ui/events` sends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpdateKind {
+    /// A call was answered.
+    Call,
+    /// A compaction replaced part of the context.
+    Compaction,
+    /// A tool result was capped at ingest.
+    Cap,
+    /// The engine pruned.
+    Prune,
+    /// The memory flush ran.
+    Flush,
+    /// A turn (a client request) was answered.
+    Turn,
+}
+
+/// One `/ui/events` update: enough for the page's script to add a point or a marker and bump
+/// a count without reloading.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Update {
+    /// The session id.
+    pub conversation: String,
+    /// What happened.
+    pub kind: UpdateKind,
+    /// The call's 0-based index in the chart for a `call`; for a marker, the index of the call
+    /// it happened before (as [`CompactionMark::at_call`]).
+    pub call: usize,
+    /// The call's prompt tokens (`call` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// The window of the conversation's model (0 before its first request).
+    pub window: u64,
+    /// The engine that speaks for it.
+    pub engine: String,
+    /// A compaction's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A compaction's prompt tokens before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    /// A compaction's prompt tokens after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+    /// The length of a compaction's summary, in characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_chars: Option<u64>,
+}
+
+/// A cap, prune or flush on the chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    /// What it was (never `Call` or `Compaction`: those have their own lists).
+    pub kind: UpdateKind,
+    /// The call index it happened before.
+    pub at_call: usize,
+}
+
+/// The live state behind `/ui`, and the channel `/ui/events` subscribers hear its updates on.
+#[derive(Debug)]
 pub struct Dashboard {
     conversations: Mutex<HashMap<String, ConversationView>>,
+    updates: broadcast::Sender<Update>,
+}
+
+impl Default for Dashboard {
+    fn default() -> Self {
+        Self::with_buffer(UPDATE_BUFFER)
+    }
 }
 
 impl Dashboard {
+    /// A dashboard whose subscribers may fall `buffer` updates behind before being told to
+    /// reload.
+    pub fn with_buffer(buffer: usize) -> Self {
+        Self {
+            conversations: Mutex::default(),
+            updates: broadcast::channel(buffer.max(1)).0,
+        }
+    }
+
+    /// A receiver of every update from now on (see [`next_frame`]).
+    pub fn subscribe(&self) -> broadcast::Receiver<Update> {
+        self.updates.subscribe()
+    }
+
     /// Takes in one event from `source` (`host` or an engine id) at `now_ms`.
     pub fn observe(&self, source: &str, event: &EngineEvent, now_ms: u64) {
         let Some(session) = event.session_id.as_deref() else {
@@ -102,32 +207,70 @@ impl Dashboard {
         if source != crate::run::events::HOST_SOURCE {
             view.engine = source.to_string();
         }
+        let at = view.calls.len();
+        let mut update = Update {
+            conversation: session.to_string(),
+            kind: UpdateKind::Call,
+            call: at,
+            prompt_tokens: None,
+            window: view.window,
+            engine: view.engine.clone(),
+            reason: None,
+            tokens_before: None,
+            tokens_after: None,
+            summary_chars: None,
+        };
         match typed {
-            Event::Request(r) => view.window = r.window,
+            Event::Request(r) => {
+                view.window = r.window;
+                return;
+            }
             Event::Response(r) => {
                 view.answered += 1;
                 view.calls.push(r.prompt_tokens);
                 if view.calls.len() > MAX_CALLS {
                     view.calls.remove(0);
                 }
+                update.call = view.calls.len() - 1;
+                update.prompt_tokens = Some(r.prompt_tokens);
             }
-            Event::CompactionEnd(c) if c.compacted => view.compactions.push(CompactionMark {
-                at_call: view.calls.len(),
-                reason: c.reason,
-                tokens_before: c.tokens_before,
-                tokens_after: c.tokens_after,
-                summary_chars: c.summary_chars,
-            }),
+            Event::CompactionEnd(c) if c.compacted => {
+                update.kind = UpdateKind::Compaction;
+                update.reason = Some(c.reason.clone());
+                update.tokens_before = c.tokens_before;
+                update.tokens_after = c.tokens_after;
+                update.summary_chars = c.summary_chars;
+                view.compactions.push(CompactionMark {
+                    at_call: at,
+                    reason: c.reason,
+                    tokens_before: c.tokens_before,
+                    tokens_after: c.tokens_after,
+                    summary_chars: c.summary_chars,
+                });
+            }
             Event::IngestCap(c) => {
                 view.caps += 1;
                 if let Some(blob) = c.blob {
                     view.capped_blobs.push(blob);
                 }
+                update.kind = UpdateKind::Cap;
+                mark(view, UpdateKind::Cap, at);
             }
-            Event::Prune(_) => view.prunes += 1,
-            Event::MemoryFlush(_) => view.flushes += 1,
-            _ => {}
+            Event::Prune(_) => {
+                view.prunes += 1;
+                update.kind = UpdateKind::Prune;
+                mark(view, UpdateKind::Prune, at);
+            }
+            Event::MemoryFlush(_) => {
+                view.flushes += 1;
+                update.kind = UpdateKind::Flush;
+                mark(view, UpdateKind::Flush, at);
+            }
+            _ => return,
         }
+        // Sent under the lock, so subscribers hear updates in the order the page counts them.
+        // No subscriber is no error.
+        let _ = self.updates.send(update);
     }
 
     /// A turn of `session` was answered at `now_ms`; `engine` is the configured one, named
@@ -139,6 +282,18 @@ impl Dashboard {
         if view.engine.is_empty() {
             view.engine = engine.to_string();
         }
+        let _ = self.updates.send(Update {
+            conversation: session.to_string(),
+            kind: UpdateKind::Turn,
+            call: view.calls.len(),
+            prompt_tokens: None,
+            window: view.window,
+            engine: view.engine.clone(),
+            reason: None,
+            tokens_before: None,
+            tokens_after: None,
+            summary_chars: None,
+        });
     }
 
     /// The conversations, most recently active first.
@@ -158,7 +313,7 @@ impl Dashboard {
         let list = self.conversations();
         let mut html = String::from(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <title>Rampart serve</title>\n",
+             <title>Rampart serve</title>\n<script src=\"ui/app.js\" defer></script>\n",
         );
         let _ = write!(
             html,
@@ -168,6 +323,12 @@ impl Dashboard {
             html,
             "<p class=\"sub\">{} conversation(s), most recently active first. Reload for news.</p>",
             list.len()
+        );
+        html.push_str(
+            "<p class=\"legend\">Markers: <span class=\"k-compaction\">&#9660; compaction</span> \
+             <span class=\"k-cap\">&#9632; tool result capped</span> \
+             <span class=\"k-prune\">&#9670; prune</span> \
+             <span class=\"k-flush\">&#9679; memory flush</span></p>\n",
         );
         html.push_str(
             "<table id=\"conversations\">\n<tr><th>session</th><th>engine</th>\
@@ -188,7 +349,7 @@ impl Dashboard {
             };
             let _ = writeln!(
                 html,
-                "<tr class=\"conversation\"><td><a href=\"#s-{id}\">{id}</a></td><td>{}</td>\
+                "<tr class=\"conversation\" id=\"r-{id}\"><td><a href=\"#s-{id}\">{id}</a></td><td>{}</td>\
                  <td class=\"n\">{usage}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                  <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                  <td class=\"n\">{}</td><td>{}s ago</td></tr>",
@@ -210,6 +371,67 @@ impl Dashboard {
         html.push_str("</body>\n</html>\n");
         html
     }
+}
+
+/// Records a cap, prune or flush for the chart, the oldest dropped past [`MAX_CALLS`].
+fn mark(view: &mut ConversationView, kind: UpdateKind, at_call: usize) {
+    view.marks.push(Mark { kind, at_call });
+    if view.marks.len() > MAX_CALLS {
+        view.marks.remove(0);
+    }
+}
+
+/// The next piece of a `/ui/events` stream from `received`, and whether it is the last: an
+/// update is an `update` event carrying its JSON; a subscriber that fell behind gets one
+/// `reload` event (the page reloads and starts afresh) and its stream ends, so a slow client
+/// never holds more than [`UPDATE_BUFFER`] updates; a closed channel ends the stream.
+pub fn frame(received: Result<Update, broadcast::error::RecvError>) -> Option<(Bytes, bool)> {
+    match received {
+        Ok(update) => {
+            let json = serde_json::to_string(&update).unwrap_or_else(|_| "{}".to_string());
+            Some((
+                Bytes::from(format!("event: update\ndata: {json}\n\n")),
+                false,
+            ))
+        }
+        Err(broadcast::error::RecvError::Lagged(missed)) => {
+            tracing::debug!(
+                missed,
+                "a /ui/events subscriber fell behind; told to reload"
+            );
+            Some((
+                Bytes::from(format!("event: reload\ndata: {{\"missed\":{missed}}}\n\n")),
+                true,
+            ))
+        }
+        Err(broadcast::error::RecvError::Closed) => None,
+    }
+}
+
+/// The body of `GET /ui/events`: [`frame`]s of `updates`, a keep-alive comment every
+/// [`KEEP_ALIVE`] when idle, ended when `stopping` turns true (the server is shutting down:
+/// an endless response would otherwise hold its connection to the drain deadline).
+pub fn event_stream(
+    updates: broadcast::Receiver<Update>,
+    stopping: watch::Receiver<bool>,
+) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    let tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+    let start = (updates, stopping, tick, false);
+    futures_util::stream::unfold(
+        start,
+        |(mut updates, mut stopping, mut tick, ended)| async move {
+            if ended {
+                return None;
+            }
+            let (bytes, last) = tokio::select! {
+                biased;
+                _ = stopping.wait_for(|s| *s) => return None,
+                received = updates.recv() => frame(received)?,
+                _ = tick.tick() => (Bytes::from_static(b": keep-alive\n\n"), false),
+            };
+            Some((Ok(bytes), (updates, stopping, tick, last)))
+        },
+    )
 }
 
 /// The view of `session`, made when new (the least recently active one dropped past
@@ -242,7 +464,20 @@ const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#22
 h1{font-size:20px;margin:0 0 4px}.sub{color:#555;margin:0 0 16px}\
 table{border-collapse:collapse;margin:12px 0}td,th{padding:3px 10px;border-bottom:1px solid #ddd;\
 text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-svg{background:#fafafa;border:1px solid #ddd}";
+svg{background:#fafafa;border:1px solid #ddd}.legend{color:#555;margin:0 0 8px}\
+.k-compaction{color:#8e44ad}.k-cap{color:#e67e22}.k-prune{color:#27ae60}.k-flush{color:#16a085}";
+
+/// A marker's shape at `x`, each kind its own and in its own band: compactions a triangle above
+/// the plot, caps a square, prunes a diamond and flushes a disc below it (the script draws the
+/// same, in `dashboard_app.js`).
+fn marker_path(kind: UpdateKind, x: f64) -> String {
+    match kind {
+        UpdateKind::Compaction => format!("M{x:.1} {:.1} l-5 -8 h10 z", PAD - 4.0),
+        UpdateKind::Cap => format!("M{:.1} 166 h8 v8 h-8 z", x - 4.0),
+        UpdateKind::Prune => format!("M{x:.1} 177 l5 5 l-5 5 l-5 -5 z"),
+        _ => format!("M{:.1} 194 a4 4 0 1 0 8 0 a4 4 0 1 0 -8 0 z", x - 4.0),
+    }
+}
 
 const W: f64 = 720.0;
 const H: f64 = 200.0;
@@ -267,7 +502,8 @@ fn conversation_section(v: &ConversationView) -> String {
     let _ = writeln!(
         out,
         "<svg class=\"chart\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" \
-         aria-label=\"prompt tokens per call against the window\">"
+         aria-label=\"prompt tokens per call against the window\" data-window=\"{}\">",
+        v.window
     );
     if v.window > 0 {
         let wy = y(v.window);
@@ -296,22 +532,38 @@ fn conversation_section(v: &ConversationView) -> String {
     for (i, t) in v.calls.iter().enumerate() {
         let _ = writeln!(
             out,
-            "<circle class=\"point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"#2c6fbb\">\
-             <title>call {}: {} tokens</title></circle>",
+            "<circle class=\"point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"#2c6fbb\" \
+             data-t=\"{t}\"><title>call {}: {} tokens</title></circle>",
             x(i),
             y(*t),
             i + 1,
             thousands(*t)
         );
     }
+    let at = |call: usize| x(call.min(n.saturating_sub(1)));
     for (k, c) in v.compactions.iter().enumerate() {
         let _ = writeln!(
             out,
-            "<a href=\"#s-{id}-c{k}\"><path class=\"compaction\" d=\"M{:.1} {:.1} l-5 -8 h10 z\" \
-             fill=\"#8e44ad\"><title>compaction {}</title></path></a>",
-            x(c.at_call.min(n.saturating_sub(1))),
-            PAD - 4.0,
+            "<a href=\"#s-{id}-c{k}\"><path class=\"compaction\" d=\"{}\" fill=\"#8e44ad\" \
+             data-at=\"{}\"><title>compaction {}</title></path></a>",
+            marker_path(UpdateKind::Compaction, at(c.at_call)),
+            c.at_call,
             k + 1
+        );
+    }
+    for m in &v.marks {
+        let (class, color, label) = match m.kind {
+            UpdateKind::Cap => ("cap", "#e67e22", "tool result capped"),
+            UpdateKind::Prune => ("prune", "#27ae60", "prune"),
+            _ => ("flush", "#16a085", "memory flush"),
+        };
+        let _ = writeln!(
+            out,
+            "<path class=\"{class}\" d=\"{}\" fill=\"{color}\" data-at=\"{}\">\
+             <title>{label} before call {}</title></path>",
+            marker_path(m.kind, at(m.at_call)),
+            m.at_call,
+            m.at_call + 1
         );
     }
     out.push_str("</svg>\n");
@@ -351,5 +603,6 @@ fn conversation_section(v: &ConversationView) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "dashboard_tests.rs"]
 mod tests;

@@ -85,7 +85,7 @@ fn conversations_are_listed_newest_first_with_their_calls_and_compactions() {
 }
 
 #[test]
-fn hostile_text_is_escaped_and_the_page_has_no_script() {
+fn hostile_text_is_escaped_and_the_only_script_is_the_pages_own() {
     let d = Dashboard::default();
     let hostile = "<script>alert(1)</script>\"'&";
     call(&d, hostile, 1, 10, 1);
@@ -99,9 +99,188 @@ fn hostile_text_is_escaped_and_the_page_has_no_script() {
         2,
     );
     let html = d.render(3);
-    assert!(!html.contains("<script"), "{html}");
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script: {html}"
+    );
+    assert!(html.contains("<script src=\"ui/app.js\" defer></script>"));
     assert!(!html.contains("<img"), "{html}");
     assert!(!html.contains("<b>blob"), "{html}");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"));
     assert!(html.contains("&lt;b&gt;blob&lt;/b&gt;"));
+}
+
+fn next(rx: &mut tokio::sync::broadcast::Receiver<Update>) -> Option<(String, bool)> {
+    let received = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(rx.recv());
+    frame(received).map(|(bytes, last)| (String::from_utf8(bytes.to_vec()).unwrap(), last))
+}
+
+fn data(frame: &str) -> serde_json::Value {
+    let line = frame
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or_else(|| panic!("no data line in {frame:?}"));
+    serde_json::from_str(line).unwrap()
+}
+
+#[test]
+fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
+    let d = Dashboard::default();
+    let mut rx = d.subscribe();
+    call(&d, "s1", 1, 640, 1);
+    d.observe(
+        "lcm",
+        &event(
+            "s1",
+            "compaction_end",
+            json!({"reason": "overflow", "compacted": true, "tokensBefore": 640,
+                   "tokensAfter": 90, "durationMs": 3}),
+        ),
+        2,
+    );
+    d.observe(
+        "lcm",
+        &event("s1", "ingest_cap", json!({"originalChars": 10})),
+        3,
+    );
+    d.observe(
+        "lcm",
+        &event(
+            "s1",
+            "prune",
+            json!({"softTrimmed": 1, "hardCleared": 1, "charsBefore": 10, "charsAfter": 5}),
+        ),
+        4,
+    );
+    d.observe(
+        "lcm",
+        &event(
+            "s1",
+            "memory_flush",
+            json!({"cycle": 1, "reason": "tokens", "note": "memory/n.md", "bytes": 9}),
+        ),
+        5,
+    );
+    let (text, last) = next(&mut rx).unwrap();
+    assert!(!last);
+    assert!(text.starts_with("event: update\ndata: "), "{text}");
+    assert!(text.ends_with("\n\n"), "{text}");
+    assert_eq!(
+        data(&text),
+        json!({"conversation": "s1", "kind": "call", "call": 0, "promptTokens": 640,
+               "window": 1000, "engine": ""})
+    );
+    assert_eq!(
+        data(&next(&mut rx).unwrap().0),
+        json!({"conversation": "s1", "kind": "turn", "call": 1, "window": 1000,
+               "engine": "window"})
+    );
+    assert_eq!(
+        data(&next(&mut rx).unwrap().0),
+        json!({"conversation": "s1", "kind": "compaction", "call": 1, "window": 1000,
+               "engine": "lcm", "reason": "overflow", "tokensBefore": 640, "tokensAfter": 90})
+    );
+    assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "cap");
+    assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "prune");
+    assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "flush");
+    let marks = &d.conversations()[0].marks[..2];
+    assert_eq!(
+        marks,
+        &[
+            Mark {
+                kind: UpdateKind::Cap,
+                at_call: 1
+            },
+            Mark {
+                kind: UpdateKind::Prune,
+                at_call: 1
+            }
+        ]
+    );
+}
+
+#[test]
+fn a_subscriber_that_falls_behind_is_told_to_reload_and_its_stream_ends() {
+    let d = Dashboard::with_buffer(2);
+    let mut rx = d.subscribe();
+    // Five calls and five turns: ten updates, two held.
+    for n in 0..5 {
+        call(&d, "s1", n + 1, 100 + n, n);
+    }
+    let (text, last) = next(&mut rx).unwrap();
+    assert!(last, "the reload is the stream's last event");
+    assert!(text.starts_with("event: reload\n"), "{text}");
+    assert_eq!(data(&text), json!({"missed": 8}));
+}
+
+#[test]
+fn the_event_stream_ends_when_the_server_stops() {
+    use futures_util::StreamExt;
+    let d = Dashboard::default();
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let _inside = runtime.enter();
+    let mut stream = Box::pin(event_stream(d.subscribe(), stopping));
+    call(&d, "s1", 1, 5, 1);
+    let first = runtime.block_on(stream.next()).unwrap().unwrap();
+    assert!(first.starts_with(b"event: update\n"));
+    stop.send_replace(true);
+    call(&d, "s1", 2, 6, 2);
+    assert!(runtime.block_on(stream.next()).is_none());
+}
+
+#[test]
+fn caps_prunes_and_flushes_are_markers_of_their_own_shape_with_a_title() {
+    let d = Dashboard::default();
+    call(&d, "s", 1, 100, 1);
+    for (kind, data) in [
+        ("ingest_cap", json!({"originalChars": 10})),
+        ("prune", json!({"softTrimmed": 1})),
+        ("memory_flush", json!({"cycle": 1})),
+        ("ingest_cap", json!({"originalChars": 12})),
+    ] {
+        d.observe("lcm", &event("s", kind, data), 2);
+    }
+    call(&d, "s", 2, 200, 3);
+    let html = d.render(4);
+    let shape = |class: &str| {
+        let start = html
+            .find(&format!("<path class=\"{class}\" d=\"M"))
+            .unwrap_or_else(|| panic!("no {class} marker: {html}"));
+        let rest = &html[start..];
+        let d_attr = rest
+            .split("d=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let title = rest
+            .split("<title>")
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap();
+        // The shape without its position.
+        let form: String = d_attr.chars().filter(|c| c.is_alphabetic()).collect();
+        (form, title.to_owned())
+    };
+    assert_eq!(html.matches("class=\"cap\"").count(), 2, "{html}");
+    assert_eq!(html.matches("class=\"prune\"").count(), 1, "{html}");
+    assert_eq!(html.matches("class=\"flush\"").count(), 1, "{html}");
+    let (cap, prune, flush) = (shape("cap"), shape("prune"), shape("flush"));
+    assert_eq!(cap.1, "tool result capped before call 2");
+    assert_eq!(prune.1, "prune before call 2");
+    assert_eq!(flush.1, "memory flush before call 2");
+    assert!(cap.0 != prune.0 && prune.0 != flush.0 && cap.0 != flush.0);
+    assert!(html.contains("data-window=\"1000\""), "{html}");
+    assert!(html.contains("data-t=\"200\""), "{html}");
 }

@@ -92,6 +92,9 @@ pub struct ServerState {
     started_unix: u64,
     /// What `GET /ui` shows, fed by a tap on `events` ([`super::dashboard`]).
     dashboard: Arc<super::dashboard::Dashboard>,
+    /// Turned true when the server starts shutting down: ends the `/ui/events` streams, which
+    /// would otherwise hold their connections to the drain deadline.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -144,6 +147,7 @@ impl ServerState {
         Ok(Self {
             started_unix: now_unix_ms() / 1000,
             dashboard,
+            stopping: tokio::sync::watch::Sender::new(false),
             guard,
             prompt,
             lanes: Lanes::new(serve.max_concurrent),
@@ -198,6 +202,8 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/ui", get(ui))
+        .route("/ui/events", get(ui_events))
+        .route("/ui/app.js", get(ui_app))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Host, Origin, token, content type and the body read: before any handler.
         .layer(axum::middleware::from_fn_with_state(
@@ -222,13 +228,12 @@ pub async fn serve(
         header_timeout: settings.header_timeout,
         drain_timeout: settings.drain_timeout,
     };
-    super::listener::serve(
-        listener,
-        router(Arc::clone(&state)),
-        limits,
-        shutdown_signal(),
-    )
-    .await
+    let stopping = state.stopping.clone();
+    let shutdown = async move {
+        shutdown_signal().await;
+        stopping.send_replace(true);
+    };
+    super::listener::serve(listener, router(Arc::clone(&state)), limits, shutdown).await
 }
 
 async fn shutdown_signal() {
@@ -297,6 +302,43 @@ async fn ui(State(state): State<Arc<ServerState>>) -> Response {
             .headers_mut()
             .insert(name, HeaderValue::from_static(value));
     }
+    response
+}
+
+/// `GET /ui/app.js`: the page's script, embedded in the binary ([`super::dashboard::APP_JS`]).
+async fn ui_app(State(state): State<Arc<ServerState>>) -> Response {
+    state.metrics.request("ui_app", 200);
+    let mut response = (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        super::dashboard::APP_JS,
+    )
+        .into_response();
+    for (name, value) in super::dashboard::SECURITY_HEADERS {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// `GET /ui/events`: the dashboard's updates as server-sent events, for the page's script
+/// ([`super::dashboard::event_stream`]); behind the same guard as the API.
+async fn ui_events(State(state): State<Arc<ServerState>>) -> Response {
+    state.metrics.request("ui_events", 200);
+    let stream =
+        super::dashboard::event_stream(state.dashboard.subscribe(), state.stopping.subscribe());
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }
 

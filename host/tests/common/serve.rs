@@ -53,6 +53,22 @@ impl ServeProcess {
     }
 }
 
+impl ServeProcess {
+    /// Sends SIGTERM, as a service manager stopping it would.
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.child.wait().unwrap()
+    }
+}
+
 impl Drop for ServeProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
