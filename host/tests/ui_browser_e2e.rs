@@ -10,12 +10,12 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::loopback::{Loopback, openai_overflow_error, openai_text_stream};
+use common::serve::ServeProcess;
 use serde_json::{Value, json};
 
 /// Chromium, from `RAMPART_CHROMIUM` or `PATH`.
@@ -56,70 +56,6 @@ fn browse(browser: &Path, profile: &Path, modes: &[&str], url: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-struct Serve {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Serve {
-    fn start(config: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config_path = common::write_config(dir.path(), config);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
-            .args([
-                "--config",
-                config_path.to_str().unwrap(),
-                "--sessions-dir",
-                dir.path().join("sessions").to_str().unwrap(),
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-            ])
-            .env_remove("RAMPART_CONFIG")
-            .env("RUST_LOG", "warn")
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("rampart serve listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_owned();
-        Serve {
-            child,
-            base,
-            _dir: dir,
-        }
-    }
-
-    fn chat(&self, history: &[Value]) -> Value {
-        let response = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()
-            .unwrap()
-            .post(format!("{}/v1/chat/completions", self.base))
-            .json(&json!({"model": "gpt-up", "messages": history}))
-            .send()
-            .unwrap();
-        assert_eq!(response.status().as_u16(), 200);
-        response.json().unwrap()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn config(url: &str) -> String {
     format!(
         r#"
@@ -156,7 +92,7 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
     };
     let profile = tempfile::tempdir().unwrap();
     let up = Loopback::start();
-    let serve = Serve::start(&config(&up.url()));
+    let serve = ServeProcess::start(&config(&up.url()));
     let page = format!("{}/ui", serve.base);
     let dom = browse(&browser, profile.path(), &["--dump-dom"], &page);
     assert!(dom.contains("<h1>Rampart serve</h1>"), "{dom}");
@@ -268,7 +204,7 @@ fn the_pages_script_adds_a_call_it_hears_without_a_reload_in_chromium() {
     };
     let profile = tempfile::tempdir().unwrap();
     let up = Loopback::start();
-    let mut serve = Serve::start(&config(&up.url()));
+    let mut serve = ServeProcess::start(&config(&up.url()));
     let page = format!("{}/ui", serve.base);
     // The page is read once, with no conversation; its script subscribes, and the DOM is
     // dumped once the stream has ended (virtual time waits for the open stream).
@@ -294,12 +230,8 @@ fn the_pages_script_adds_a_call_it_hears_without_a_reload_in_chromium() {
     }
     up.push(openai_text_stream("Noted.", 4321, 3));
     serve.chat(&[json!({"role": "user", "content": "Hello"})]);
-    let status = Command::new("kill")
-        .args(["-TERM", &serve.child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let _ = serve.child.wait();
+    serve.terminate();
+    let _ = serve.wait();
     let dom = reader.join().unwrap();
     assert_eq!(
         dom.matches("class=\"conversation\"").count(),

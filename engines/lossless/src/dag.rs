@@ -45,14 +45,7 @@ pub fn tail_start(items: &[Item], count: usize, max_tokens: Option<u64>) -> usiz
         tokens += item.tokens;
         seen_user |= item.role == Role::User;
     }
-    while start > 0
-        && start < items.len()
-        && items[start].role == Role::ToolResult
-        && !items[start - 1].is_summary()
-    {
-        start -= 1;
-    }
-    start
+    with_its_call(items, start)
 }
 
 /// The next leaf chunk: the oldest run of raw messages before `tail`, ending at the first
@@ -146,6 +139,18 @@ pub struct SweepOutcome {
     pub stopped: Option<String>,
 }
 
+/// `start`, moved back over tool results so that a call is never split from its results.
+fn with_its_call(items: &[Item], mut start: usize) -> usize {
+    while start > 0
+        && start < items.len()
+        && items[start].role == Role::ToolResult
+        && !items[start - 1].is_summary()
+    {
+        start -= 1;
+    }
+    start
+}
+
 /// The start of the tail under overflow pressure: the newest raw messages within
 /// `max_tokens` (at least one, a tool call with its results kept together), without the rule
 /// that keeps the newest user turn whole. Overflow recovery uses it when the fresh tail alone
@@ -166,14 +171,7 @@ pub fn pressed_tail_start(items: &[Item], max_tokens: u64) -> usize {
         start = i;
         tokens += item.tokens;
     }
-    while start > 0
-        && start < items.len()
-        && items[start].role == Role::ToolResult
-        && !items[start - 1].is_summary()
-    {
-        start -= 1;
-    }
-    start
+    with_its_call(items, start)
 }
 
 /// Everything a pass needs.

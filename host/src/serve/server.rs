@@ -748,13 +748,13 @@ async fn conversation_request(
 /// answer then says which model answered. Anthropic's API requires `model`, so its bodies are
 /// left as they are (and refused without one).
 fn name_the_primary(mut raw: Value, wire: Wire, config: &Config) -> Value {
-    let named = raw
-        .get("model")
-        .and_then(Value::as_str)
-        .is_some_and(|m| !m.trim().is_empty());
-    let absent_or_empty = matches!(raw.get("model"), None | Some(Value::Null))
-        || raw.get("model").and_then(Value::as_str).is_some();
-    if wire != Wire::Anthropic && !named && absent_or_empty {
+    // A model of another type is left for the decoder to refuse, naming the field.
+    let unnamed = match raw.get("model") {
+        None | Some(Value::Null) => true,
+        Some(Value::String(m)) => m.trim().is_empty(),
+        Some(_) => false,
+    };
+    if wire != Wire::Anthropic && unnamed {
         let primary = config
             .agent_defaults
             .primary

@@ -63,6 +63,23 @@ impl ServeProcess {
         assert!(status.success());
     }
 
+    /// One chat-completions turn with `history` (model `gpt-up`, the tests' configured model),
+    /// which must be answered 200; the answer's JSON.
+    pub fn chat(&self, history: &[serde_json::Value]) -> serde_json::Value {
+        let response = reqwest::blocking::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/chat/completions", self.base))
+            .json(&serde_json::json!({"model": "gpt-up", "messages": history}))
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().unwrap();
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
     /// Waits for the process to exit.
     pub fn wait(&mut self) -> std::process::ExitStatus {
         self.child.wait().unwrap()
