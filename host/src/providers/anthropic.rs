@@ -67,7 +67,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(request);
+        let body = serde_json::to_vec(&request_body(request)).unwrap_or_default();
         let mut headers = vec![
             ("anthropic-version", ANTHROPIC_VERSION),
             ("content-type", "application/json"),

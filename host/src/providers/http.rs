@@ -163,7 +163,7 @@ impl HttpClient {
         url: &str,
         request: &super::ModelRequest,
         headers: &[(&str, &str)],
-        body: &Value,
+        body: &[u8],
         mut read: impl FnMut(Response) -> Result<T, Failure>,
     ) -> Result<(T, u32), ProviderError> {
         let (model, deadline) = (request.model.as_str(), request.deadline);
@@ -178,7 +178,14 @@ impl HttpClient {
             (own, None) => own?.map(|k| (k, false)),
             (Err(e), Some(_)) => return Err(e),
         };
-        let header_map = self.headers(headers, key.as_ref())?;
+        let mut header_map = self.headers(headers, key.as_ref())?;
+        // The body is JSON written by the provider (as reqwest's `json` would mark it).
+        if !header_map.contains_key(reqwest::header::CONTENT_TYPE) {
+            header_map.insert(
+                reqwest::header::CONTENT_TYPE,
+                reqwest::header::HeaderValue::from_static("application/json"),
+            );
+        }
         // A refusal of the client's key says so (there is no `apiKeyEnv` to check then).
         let from_client = matches!(
             (self.key(), client_key),
@@ -187,7 +194,11 @@ impl HttpClient {
         let key = key.map(|(k, _)| k);
         let mut attempt: u32 = 0;
         loop {
-            let mut builder = self.client.post(url).headers(header_map.clone()).json(body);
+            let mut builder = self
+                .client
+                .post(url)
+                .headers(header_map.clone())
+                .body(body.to_vec());
             if let Some(deadline) = deadline {
                 // The whole exchange, body included, ends at the caller's deadline.
                 let left = deadline.saturating_duration_since(Instant::now());

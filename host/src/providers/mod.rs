@@ -28,6 +28,7 @@ pub mod http;
 pub mod openai;
 pub mod registry;
 pub mod sim;
+pub mod splice;
 pub mod text;
 
 /// Defined with the configuration that sets them; re-exported here for the providers.

@@ -367,7 +367,8 @@ pub struct Runner<'a> {
     events: RunEvents,
     blobs: Option<BlobStore>,
     registry: Option<RegistryLink<'a>>,
-    counters: HashMap<CountMode, Arc<TokenCounter>>,
+    /// The token counters and the passes' memos ([`TurnMemos`]).
+    memos: TurnMemos,
     writer: Option<(u64, SessionWriter)>,
     turn: u64,
     /// Instructions for the summariser of the compaction in progress (manual compactions).
@@ -387,10 +388,23 @@ pub struct Runner<'a> {
     /// Where the pre-compaction memory flush writes ([`Runner::with_memory_flush`]); `None`:
     /// no flush.
     memory_flush: Option<flush::FlushHook<'a>>,
-    /// What the passes over the whole history derive from single messages (hygiene's
-    /// usage-zeroed copies, the tool-loop guard's estimates), kept across turns so that a turn
-    /// costs a lookup per message, not a read of the history's text.
-    memos: PassMemos,
+}
+
+/// What a runner derives from a session's messages that stays true for as long as they live:
+/// each counting mode's token counter (with its per-message memo), and what the passes over
+/// the whole history derive from single messages (hygiene's usage-zeroed copies, the tool-loop
+/// guard's estimates). Kept across turns so that a turn costs a lookup per message, not a read
+/// of the history's text.
+///
+/// Why it can leave the runner: `rampart serve` builds one runner per request, and a request
+/// that continues a 200k-token conversation would otherwise count and scan all of it again.
+/// The server keeps these beside the conversation's cached session ([`Runner::take_memos`],
+/// [`Runner::with_memos`]); every entry is keyed by a message's allocation, so memos of
+/// another session are never wrong, only useless.
+#[derive(Debug, Default)]
+pub struct TurnMemos {
+    counters: HashMap<CountMode, Arc<TokenCounter>>,
+    passes: PassMemos,
 }
 
 /// The per-message memos of the passes an attempt runs over the whole history.
@@ -572,7 +586,7 @@ impl<'a> Runner<'a> {
             events,
             blobs: None,
             registry: None,
-            counters: HashMap::new(),
+            memos: TurnMemos::default(),
             writer: None,
             turn: 0,
             custom_instructions: None,
@@ -582,8 +596,19 @@ impl<'a> Runner<'a> {
             prepares_compactions: false,
             memory_flush: None,
             tool_tokens: None,
-            memos: PassMemos::default(),
         }
+    }
+
+    /// Continues from `memos`, what an earlier runner over the same conversation derived
+    /// ([`TurnMemos`]).
+    pub fn with_memos(mut self, memos: TurnMemos) -> Self {
+        self.memos = memos;
+        self
+    }
+
+    /// What this runner derived, for the conversation's next runner ([`TurnMemos`]).
+    pub fn take_memos(&mut self) -> TurnMemos {
+        std::mem::take(&mut self.memos)
     }
 
     /// Asks the engine, once the context crosses `compaction.prepareAt` of the prompt budget,
@@ -710,7 +735,8 @@ impl<'a> Runner<'a> {
     }
 
     fn counter(&mut self, mode: CountMode) -> Arc<TokenCounter> {
-        self.counters
+        self.memos
+            .counters
             .entry(mode)
             .or_insert_with(|| Arc::new(TokenCounter::new(mode)))
             .clone()
@@ -1201,7 +1227,7 @@ impl<'a> Runner<'a> {
         let history = session.context().into_list();
         let mut policy = HygienePolicy::for_provider(resolved.family);
         policy.history_limit = self.settings.history_limit;
-        let (clean, report) = hygiene::run_with(&history, &policy, &self.memos.hygiene);
+        let (clean, report) = hygiene::run_with(&history, &policy, &self.memos.passes.hygiene);
         if changes_the_request(&report) {
             self.events.emit(Event::Hygiene(Hygiene {
                 stage: "history".into(),
@@ -1244,7 +1270,7 @@ impl<'a> Runner<'a> {
         let (list, report) = if MessageList::same_list(&list, &clean) {
             (list, Default::default())
         } else {
-            hygiene::run_with(&list, &policy, &self.memos.hygiene)
+            hygiene::run_with(&list, &policy, &self.memos.passes.hygiene)
         };
         if changes_the_request(&report) {
             self.events.emit(Event::Hygiene(Hygiene {
@@ -1273,7 +1299,7 @@ impl<'a> Runner<'a> {
                 }));
         }
         let (list, loop_overflow) =
-            match guard_tool_loop_with(&list, window, &self.memos.loop_chars) {
+            match guard_tool_loop_with(&list, window, &self.memos.passes.loop_chars) {
                 Ok((list, report)) => {
                     if !report.truncated.is_empty() {
                         self.events

@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use super::history::{BranchMatch, MatchKind, match_history};
 use super::identity::ClientSession;
+use crate::run::TurnMemos;
 
 /// The registry field naming the conversation a child was spawned by (as imports write it).
 pub const SPAWNED_BY: &str = "spawnedBy";
@@ -43,6 +44,8 @@ pub struct Conversation {
     pub created: bool,
     /// The conversation it was spawned by, when it is a child.
     pub spawned_by: Option<String>,
+    /// What the last turn's runner derived from this conversation's messages, for this one's.
+    pub memos: TurnMemos,
 }
 
 /// Why no conversation could be opened.
@@ -73,11 +76,19 @@ impl From<SessionError> for ConversationError {
 /// Sessions kept open between requests, so a turn does not read its conversation again: a
 /// cached session catches up with what other processes (or replicas) appended when its lock is
 /// taken ([`Session::hold`]). Keyed by registry key. At most `capacity` are kept (each holds
-/// its tree and a handle on its log); beyond that an arbitrary one is closed.
+/// its tree and a handle on its log); beyond that an arbitrary one is closed. Each is kept with
+/// its runner's [`TurnMemos`], so a continuing request counts only its new messages.
 #[derive(Debug)]
 pub struct SessionCache {
-    sessions: std::sync::Mutex<std::collections::HashMap<String, Session>>,
+    sessions: std::sync::Mutex<std::collections::HashMap<String, Cached>>,
     capacity: usize,
+}
+
+/// A session kept open, and what the runners derived from its messages.
+#[derive(Debug)]
+struct Cached {
+    session: Session,
+    memos: TurnMemos,
 }
 
 impl SessionCache {
@@ -89,21 +100,28 @@ impl SessionCache {
         }
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Session>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Cached>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The session of `key`, out of the cache, or opened from the store.
-    fn take(&self, store: &dyn SharedStore, key: &str) -> Result<Session, ConversationError> {
-        if let Some(session) = self.map().remove(key) {
-            return Ok(session);
+    /// The session of `key` and its memos, out of the cache, or opened from the store.
+    fn take(
+        &self,
+        store: &dyn SharedStore,
+        key: &str,
+    ) -> Result<(Session, TurnMemos), ConversationError> {
+        if let Some(cached) = self.map().remove(key) {
+            return Ok((cached.session, cached.memos));
         }
         let entry = registered(store, key)?;
-        Ok(store.open(key, &entry, SessionOptions::default())?)
+        Ok((
+            store.open(key, &entry, SessionOptions::default())?,
+            TurnMemos::default(),
+        ))
     }
 
-    /// Puts `key`'s session back (its lock released).
-    pub fn put(&self, key: &str, mut session: Session) {
+    /// Puts `key`'s session back (its lock released), with what its last runner derived.
+    pub fn put(&self, key: &str, mut session: Session, memos: TurnMemos) {
         session.release();
         if self.capacity == 0 {
             return;
@@ -115,7 +133,7 @@ impl SessionCache {
                 map.remove(&evict);
             }
         }
-        map.insert(key.to_owned(), session);
+        map.insert(key.to_owned(), Cached { session, memos });
     }
 
     /// How `messages` continue `key`'s session, from the cache when it is there (a cached
@@ -128,12 +146,12 @@ impl SessionCache {
         entry: &rampart_sessions::store::SessionEntry,
         messages: &[AgentMessage],
     ) -> Result<BranchMatch, StoreError> {
-        if let Some(session) = self.map().get(key) {
-            return Ok(match_history(session.tree(), messages));
+        if let Some(cached) = self.map().get(key) {
+            return Ok(match_history(cached.session.tree(), messages));
         }
         let session = store.open(key, entry, SessionOptions::default())?;
         let placement = match_history(session.tree(), messages);
-        self.put(key, session);
+        self.put(key, session, TurnMemos::default());
         Ok(placement)
     }
 }
@@ -202,7 +220,7 @@ pub fn open_chosen(
         created,
         spawned_by,
     } = chosen;
-    let mut session = cache.take(store, &key)?;
+    let (mut session, memos) = cache.take(store, &key)?;
     if let Err(source) = session.hold(lock_timeout) {
         return Err(ConversationError::Busy {
             key,
@@ -217,6 +235,7 @@ pub fn open_chosen(
         placement,
         created,
         spawned_by,
+        memos,
     })
 }
 

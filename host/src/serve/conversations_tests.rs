@@ -183,7 +183,7 @@ fn a_cached_session_catches_up_with_another_writer() {
     c.session.append_message(user("u1")).unwrap();
     c.session.append_message(answer("a1")).unwrap();
     c.session.sync().unwrap();
-    cache.put(&c.key, c.session);
+    cache.put(&c.key, c.session, c.memos);
     // Another process appends a turn to the file behind the cache's back.
     let mut other = Session::open(
         &store

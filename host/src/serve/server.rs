@@ -1312,7 +1312,9 @@ fn turn_in_lane(
     )
     // The server and its engine live on between requests: the compaction the budget will
     // trigger is prepared after a turn and swapped in, so no request waits for a summariser.
-    .preparing_compactions();
+    .preparing_compactions()
+    // What the last request's runner counted of this conversation: only new messages count.
+    .with_memos(std::mem::take(&mut conversation.memos));
     let runner = match &state.workspace {
         Some(workspace) => runner.with_memory_flush(&state.memory, workspace.clone()),
         None => runner,
@@ -1349,6 +1351,7 @@ fn turn_in_lane(
     state
         .registry
         .add(conversation.key.clone(), runner.take_registry_changes());
+    let memos = runner.take_memos();
     drop(runner);
     if let Err(TurnError::Provider(ProviderError::Cancelled { provider })) = &result
         && let Some(partial) = log.and_then(|l| l.partial(provider, &request.model))
@@ -1369,7 +1372,9 @@ fn turn_in_lane(
     }
     // Kept open for the conversation's next request (a session that failed on the way is
     // dropped instead, and read again from its file next time).
-    state.sessions.put(&conversation.key, conversation.session);
+    state
+        .sessions
+        .put(&conversation.key, conversation.session, memos);
     let report = result.map_err(|e| match e {
         TurnError::ContextOverflow { .. } => overflow_failure(&fit, &e),
         e => turn_failure(&e),

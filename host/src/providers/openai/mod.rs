@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rampart_message::{
-    AssistantMessage, ContentBlock, Extra, StopReason, ThinkingContent, ToolCall, Usage,
+    AssistantMessage, ContentBlock, Extra, SharedMessage, StopReason, ThinkingContent, ToolCall,
+    Usage,
 };
 use reqwest::blocking::Response;
 use serde_json::{Value, json};
@@ -20,6 +21,7 @@ use super::client_fields::{FieldsWire, warn_not_forwarded};
 use super::http::{
     self, AuthStyle, Failure, HttpClient, SseReader, content_type, parse_event_json, read_json,
 };
+use super::splice::{self, WireMemo};
 use super::{
     DeltaSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings, StreamDelta,
 };
@@ -37,6 +39,8 @@ pub struct OpenAiProvider {
     settings: ProviderSettings,
     http: HttpClient,
     url: String,
+    /// Each message's wire form, serialised once ([`super::splice`]).
+    wire_memo: WireMemo,
 }
 
 impl OpenAiProvider {
@@ -50,6 +54,7 @@ impl OpenAiProvider {
             settings,
             http,
             url,
+            wire_memo: WireMemo::default(),
         })
     }
 }
@@ -60,7 +65,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let body = request_body(request);
+        let body = request_bytes(request, &self.wire_memo);
         let idle = self.http.stream_idle_timeout();
         let url = request.forwarded.upstream_url(&self.url, FieldsWire::Chat);
         let deltas = request.forwarded.deltas.as_ref();
@@ -76,21 +81,39 @@ impl Provider for OpenAiProvider {
 }
 
 /// The JSON body of a streamed chat-completions request. Public so that tests and tools can
-/// show exactly what would be sent.
+/// show exactly what would be sent: [`request_bytes`] writes the same body.
 pub fn request_body(request: &ModelRequest) -> Value {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    let mut body = body_shell(request);
+    if let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) {
+        messages.extend(sent_messages(request).map(|m| request_message(m)));
+    }
+    body
+}
+
+/// [`request_body`] as the bytes sent, each message's wire form taken from `memo` when an
+/// earlier request serialised it ([`super::splice`]).
+pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
+    let body = body_shell(request);
+    let pieces = splice::pieces(memo, sent_messages(request), request_message);
+    match body.as_object() {
+        Some(shell) => splice::write_spliced(shell, "messages", &pieces),
+        None => serde_json::to_vec(&body).unwrap_or_default(),
+    }
+}
+
+fn sent_messages(request: &ModelRequest) -> impl Iterator<Item = &SharedMessage> {
+    request.messages.iter().filter(|m| super::sent_to_model(m))
+}
+
+/// The body with everything but the conversation's messages: `messages` holds only the
+/// system prompt, when there is one.
+fn body_shell(request: &ModelRequest) -> Value {
+    let mut messages = Vec::with_capacity(1);
     if let Some(system) = &request.system {
         // The builder's cache marker reaches no model: chat completions has no breakpoints.
         let system = super::text::wire_system(system).text();
         messages.push(json!({"role": "system", "content": system}));
     }
-    messages.extend(
-        request
-            .messages
-            .iter()
-            .filter(|m| super::sent_to_model(m))
-            .map(|m| request_message(m)),
-    );
     let mut body = json!({
         "model": request.model,
         "messages": messages,
