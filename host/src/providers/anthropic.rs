@@ -5,6 +5,7 @@
 //! thinking is only accepted back with the signature Anthropic gave it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rampart_engine_api::AgentMessage;
@@ -44,6 +45,8 @@ pub struct AnthropicProvider {
     settings: ProviderSettings,
     http: HttpClient,
     url: String,
+    /// Each message's blocks, serialised once ([`super::splice`]).
+    wire_memo: BlockMemo,
 }
 
 impl AnthropicProvider {
@@ -57,6 +60,7 @@ impl AnthropicProvider {
             settings,
             http,
             url,
+            wire_memo: BlockMemo::default(),
         })
     }
 }
@@ -67,7 +71,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let body = serde_json::to_vec(&request_body(request)).unwrap_or_default();
+        let body = request_bytes(request, &self.wire_memo);
         let mut headers = vec![
             ("anthropic-version", ANTHROPIC_VERSION),
             ("content-type", "application/json"),
@@ -91,12 +95,180 @@ impl Provider for AnthropicProvider {
 /// The JSON body of a streamed messages request. Public so that tests and tools can show
 /// exactly what would be sent.
 pub fn request_body(request: &ModelRequest) -> Value {
-    let client = &request.forwarded.client_breakpoints;
-    let marks = client
+    let (messages, marked) = to_anthropic_messages_marked(&request.messages, client_marks(request));
+    let mut body = body_shell(request, messages);
+    let plan = CachePlan::of(request, marked);
+    if plan.system {
+        mark_system(&mut body);
+    }
+    if plan.last_message {
+        mark_last_message(&mut body);
+    }
+    body
+}
+
+/// [`request_body`] as the bytes sent, each message's blocks taken from `memo` when an earlier
+/// request serialised them ([`super::splice`]); a message that carries a breakpoint is
+/// serialised afresh.
+pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
+    let sent: Vec<&SharedMessage> = request
+        .messages
+        .iter()
+        .filter(|m| super::sent_to_model(m))
+        .collect();
+    let chosen = chosen_marks(&sent, client_marks(request));
+    let marked = chosen.iter().filter(|f| **f).count();
+    let wires: Vec<Arc<MessageBlocks>> = memo.batch(|batch| {
+        sent.iter()
+            .zip(&chosen)
+            .map(|(message, mark)| {
+                if *mark {
+                    Arc::new(MessageBlocks::of(message, true))
+                } else {
+                    batch.get_or_insert_with(message, |m| Arc::new(MessageBlocks::of(m, false)))
+                }
+            })
+            .collect()
+    });
+    let mut turns: Vec<(&'static str, Vec<&SerialisedBlock>)> = Vec::new();
+    for wire in &wires {
+        if wire.blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((last, existing)) if *last == wire.role => existing.extend(wire.blocks.iter()),
+            _ => turns.push((wire.role, wire.blocks.iter().collect())),
+        }
+    }
+    let plan = CachePlan::of(request, marked);
+    if plan.last_message && marked > 0 {
+        // A block may already carry the client's breakpoint where Rampart puts its own: the
+        // rare case is written the long way.
+        return serde_json::to_vec(&request_body(request)).unwrap_or_default();
+    }
+    let count = turns.len();
+    let pieces: Vec<Arc<[u8]>> = turns
+        .into_iter()
+        .enumerate()
+        .map(|(i, (role, mut blocks))| {
+            if role == "user" {
+                // Anthropic wants a turn's tool results before anything else in it.
+                blocks.sort_by_key(|(tool_result, _)| !*tool_result);
+            }
+            let mut out =
+                Vec::with_capacity(blocks.iter().map(|(_, b)| b.len() + 1).sum::<usize>() + 32);
+            out.extend_from_slice(b"{\"role\":\"");
+            out.extend_from_slice(role.as_bytes());
+            out.extend_from_slice(b"\",\"content\":[");
+            let last = blocks.len().saturating_sub(1);
+            for (j, (_, block)) in blocks.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                if plan.last_message && i + 1 == count && j == last {
+                    // The newest block gets Rampart's breakpoint: the object with one more key
+                    // (no block written here carries one yet).
+                    out.extend_from_slice(&block[..block.len() - 1]);
+                    out.extend_from_slice(b",\"cache_control\":{\"type\":\"ephemeral\"}}");
+                } else {
+                    out.extend_from_slice(block);
+                }
+            }
+            out.extend_from_slice(b"]}");
+            Arc::from(out)
+        })
+        .collect();
+    let mut body = body_shell(request, Vec::new());
+    if plan.system {
+        mark_system(&mut body);
+    }
+    match body.as_object() {
+        Some(shell) => super::splice::write_spliced(shell, "messages", &pieces),
+        None => serde_json::to_vec(&body).unwrap_or_default(),
+    }
+}
+
+/// Each shared message's Anthropic blocks, serialised once ([`super::splice`]).
+pub type BlockMemo = rampart_context::message_memo::MessageMemo<Arc<MessageBlocks>>;
+
+/// One message's side and its blocks as serialised JSON, each with whether it is a tool result
+/// (a user turn puts those first).
+#[derive(Debug)]
+pub struct MessageBlocks {
+    role: &'static str,
+    blocks: Vec<SerialisedBlock>,
+}
+
+/// A block as JSON bytes, and whether it is a tool result.
+type SerialisedBlock = (bool, Box<[u8]>);
+
+impl MessageBlocks {
+    fn of(message: &AgentMessage, mark: bool) -> Self {
+        let (role, mut blocks) = convert(message);
+        if mark && let Some(last) = blocks.last_mut().and_then(Value::as_object_mut) {
+            last.insert("cache_control".to_owned(), json!({"type": "ephemeral"}));
+        }
+        let blocks = blocks
+            .iter()
+            .map(|b| {
+                let bytes = serde_json::to_vec(b).unwrap_or_default();
+                (b["type"] == "tool_result", bytes.into_boxed_slice())
+            })
+            .collect();
+        Self { role, blocks }
+    }
+}
+
+/// Which messages the client marked, when the prompt cache is on.
+fn client_marks(request: &ModelRequest) -> Option<&(dyn Fn(&AgentMessage) -> bool + Send + Sync)> {
+    request
+        .forwarded
+        .client_breakpoints
         .marks
         .as_deref()
-        .filter(|_| request.forwarded.prompt_cache);
-    let (messages, marked) = to_anthropic_messages_marked(&request.messages, marks);
+        .filter(|_| request.forwarded.prompt_cache)
+}
+
+/// Where Rampart puts `cache_control` breakpoints besides the client's own messages.
+struct CachePlan {
+    system: bool,
+    last_message: bool,
+}
+
+impl CachePlan {
+    /// With `marked` of the client's message breakpoints placed.
+    fn of(request: &ModelRequest, marked: usize) -> Self {
+        let client = &request.forwarded.client_breakpoints;
+        if !request.forwarded.prompt_cache {
+            return Self {
+                system: false,
+                last_message: false,
+            };
+        }
+        if client.any() && (marked > 0 || client.system) {
+            // The client's own breakpoints, where the managed prompt still has what they
+            // marked; the system prompt's too. None of the client's message breakpoints left in
+            // the managed prompt (it marked a message the engine reshaped, or none): the newest
+            // message gets Rampart's, so the next step still reads the history from the cache.
+            // Two breakpoints at most here, within Anthropic's four.
+            Self {
+                system: client.system,
+                last_message: marked == 0,
+            }
+        } else {
+            // Rampart's two, for a client that set none (Anthropic allows four): the system
+            // prompt (stable across a conversation's turns) and the last block of the last
+            // message (so the next turn reads the whole prefix from the cache).
+            Self {
+                system: true,
+                last_message: true,
+            }
+        }
+    }
+}
+
+/// The body without Rampart's breakpoints, with `messages` as given.
+fn body_shell(request: &ModelRequest, messages: Vec<Value>) -> Value {
     let mut body = json!({
         "model": request.model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
@@ -105,24 +277,6 @@ pub fn request_body(request: &ModelRequest) -> Value {
     });
     if let Some(system) = &request.system {
         body["system"] = system_value(system);
-    }
-    if request.forwarded.prompt_cache {
-        if client.any() && (marked > 0 || client.system) {
-            // The client's own breakpoints, where the managed prompt still has what they
-            // marked; the system prompt's too.
-            if client.system {
-                mark_system(&mut body);
-            }
-            if marked == 0 {
-                // None of the client's message breakpoints is left in the managed prompt (it
-                // marked a message the engine reshaped, or none): the newest message gets
-                // Rampart's, so the next step still reads the history from the cache. Two
-                // breakpoints at most here, within Anthropic's four.
-                mark_last_message(&mut body);
-            }
-        } else {
-            mark_prompt_cache(&mut body);
-        }
     }
     if !request.forwarded.tools.is_empty() {
         body["tools"] = request
@@ -143,14 +297,6 @@ pub fn request_body(request: &ModelRequest) -> Value {
         warn_not_forwarded(fields.wire, FieldsWire::Anthropic, &dropped);
     }
     body
-}
-
-/// Two `cache_control` breakpoints on the managed prompt: the system prompt (stable across a
-/// conversation's turns) and the last block of the last message (so the next turn reads the
-/// whole prefix from the cache), for a client that set none (Anthropic allows four).
-fn mark_prompt_cache(body: &mut Value) {
-    mark_system(body);
-    mark_last_message(body);
 }
 
 /// A `cache_control` breakpoint on the last block of the last message, so the next request
@@ -230,18 +376,7 @@ pub fn to_anthropic_messages_marked(
         .iter()
         .filter(|m| super::sent_to_model(m))
         .collect();
-    let mut chosen: Vec<bool> = sent.iter().map(|m| marked.is_some_and(|f| f(m))).collect();
-    // The newest win: a client moves its last breakpoint forward turn after turn.
-    let mut room = MAX_BREAKPOINTS - 1;
-    for flag in chosen.iter_mut().rev() {
-        if *flag {
-            if room == 0 {
-                *flag = false;
-            } else {
-                room -= 1;
-            }
-        }
-    }
+    let chosen = chosen_marks(&sent, marked);
     let placed = chosen.iter().filter(|f| **f).count();
     let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for (message, mark) in sent.into_iter().zip(chosen) {
@@ -268,6 +403,27 @@ pub fn to_anthropic_messages_marked(
         })
         .collect();
     (turns, placed)
+}
+
+/// Which of `sent` get a client's breakpoint: those `marked` recognises, the newest first,
+/// within what Anthropic accepts beside a system breakpoint.
+fn chosen_marks(
+    sent: &[&SharedMessage],
+    marked: Option<&(dyn Fn(&AgentMessage) -> bool + Send + Sync)>,
+) -> Vec<bool> {
+    let mut chosen: Vec<bool> = sent.iter().map(|m| marked.is_some_and(|f| f(m))).collect();
+    // The newest win: a client moves its last breakpoint forward turn after turn.
+    let mut room = MAX_BREAKPOINTS - 1;
+    for flag in chosen.iter_mut().rev() {
+        if *flag {
+            if room == 0 {
+                *flag = false;
+            } else {
+                room -= 1;
+            }
+        }
+    }
+    chosen
 }
 
 /// One pi message as a side and its Anthropic content blocks.

@@ -116,3 +116,72 @@ fn pieces_go_after_the_shells_own_elements() {
         r#"{"a":1,"list":[{"x":"y"},2,"three"],"z":[1]}"#
     );
 }
+
+mod anthropic {
+    use std::sync::Arc;
+
+    use rampart_message::AgentMessage;
+    use serde_json::json;
+
+    use super::{conversation, request};
+    use crate::providers::ClientBreakpoints;
+    use crate::providers::anthropic::{BlockMemo, request_body, request_bytes};
+
+    fn same(request: &crate::providers::ModelRequest, memo: &BlockMemo) {
+        let expected = serde_json::to_vec(&request_body(request)).expect("serialised");
+        assert_eq!(
+            String::from_utf8(request_bytes(request, memo)).expect("utf-8"),
+            String::from_utf8(expected).expect("utf-8")
+        );
+    }
+
+    fn with_cache(
+        mut r: crate::providers::ModelRequest,
+        prompt_cache: bool,
+    ) -> crate::providers::ModelRequest {
+        r.forwarded.prompt_cache = prompt_cache;
+        r
+    }
+
+    #[test]
+    fn rampart_s_own_breakpoints_splice_as_they_serialise() {
+        let memo = BlockMemo::default();
+        let mut messages = conversation();
+        // A tool result and the next prompt land in one user turn, tool result first.
+        messages.insert(3, Arc::new(AgentMessage::user_text("meanwhile, this", 3)));
+        for cache in [true, false] {
+            same(&with_cache(request(messages.clone()), cache), &memo);
+        }
+        messages.push(Arc::new(AgentMessage::user_text("one more", 9)));
+        let before = memo.stats();
+        same(&with_cache(request(messages), true), &memo);
+        let after = memo.stats();
+        assert_eq!(
+            after.misses - before.misses,
+            1,
+            "only the new message is serialised"
+        );
+    }
+
+    #[test]
+    fn a_client_s_breakpoints_splice_as_they_serialise() {
+        let memo = BlockMemo::default();
+        let messages = conversation();
+        let marked_text = "fix the test in é/\u{1F600}.rs\n\t\"now\"";
+        for (system, marks) in [(true, true), (false, true), (true, false)] {
+            let mut r = with_cache(request(messages.clone()), true);
+            r.forwarded.client_breakpoints = ClientBreakpoints {
+                system,
+                marks: marks.then(|| {
+                    Arc::new(move |m: &AgentMessage| {
+                        serde_json::to_value(m).is_ok_and(|v| {
+                            v.to_string().contains("src/\\\"quoted")
+                                || v["content"][0]["text"] == json!(marked_text)
+                        })
+                    }) as crate::providers::BreakpointMatcher
+                }),
+            };
+            same(&r, &memo);
+        }
+    }
+}
