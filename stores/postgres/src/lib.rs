@@ -13,6 +13,8 @@
 //!   one transaction;
 //! - [`medium`]: a session's log and its advisory write lock;
 //! - whole sessions in and out as JSONL (`transfer.rs`), for `rampart sessions migrate`;
+//! - what `rampart sessions doctor` finds: logs no entry names, entries without a log
+//!   (`audit.rs`);
 //! - the bridge (`bridge.rs`): the synchronous calls run on a runtime the store owns.
 //!
 //! Why tokio-postgres with deadpool-postgres, and not the synchronous `postgres` crate or
@@ -28,6 +30,7 @@
 //! Connections are plain TCP (or a Unix socket): TLS is not built in yet, so reach a remote
 //! database over a private network or a tunnel.
 
+mod audit;
 mod bridge;
 pub mod error;
 pub mod medium;
@@ -43,6 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+pub use audit::UnregisteredLog;
 pub use error::PgStoreError;
 pub use medium::PgMedium;
 pub use options::{PgStoreOptions, is_postgres_url};
