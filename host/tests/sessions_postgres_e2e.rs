@@ -160,6 +160,14 @@ fn every_sessions_command_works_on_a_database() {
         .join("openclaw-linux2010/main__8a7d4bc6-2a83-4509-894a-88a52483a1d4.jsonl");
     let src = source.to_str().unwrap();
 
+    // A command that reads finds no store in an empty database, and creates none.
+    let out = on_database(db.url(), &["list"]);
+    assert!(!out.status.success());
+    let text = common::text(&out);
+    assert!(text.contains("holds no rampart session store"), "{text}");
+    let out = on_database(db.url(), &["list"]);
+    assert!(!out.status.success(), "the first list created a store");
+
     let out = on_database(db.url(), &["import", src, "--as", "Agent:Main"]);
     assert!(out.status.success(), "{}", common::text(&out));
     let printed = stdout(&out);

@@ -185,7 +185,7 @@ fn sessions_dispatch(
         global.config.as_deref(),
     )?;
     if let Some(options) = database {
-        let store = sessions_store::open_database(&options)?;
+        let store = sessions_store::open_database(&options, args.command.writes_the_store())?;
         return sessions_database::run(args.command, &store, global.overwrite, out, err);
     }
     let store = if args.command.writes_the_store() {

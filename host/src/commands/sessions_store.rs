@@ -48,9 +48,15 @@ pub fn database_options(
     Ok(Some(options.with_pools(COMMAND_POOL, 1)?))
 }
 
-/// Opens the database `options` names (bringing its schema up to date, as `serve` does).
-pub fn open_database(options: &PgStoreOptions) -> anyhow::Result<PgStore> {
-    let store = PgStore::open(options)?;
+/// Opens the database `options` names (bringing an older schema up to date, as `serve`
+/// does). Only a command that `writes` creates the store in an empty database: a command that
+/// reads a mistyped URL says so instead of leaving empty tables behind.
+pub fn open_database(options: &PgStoreOptions, writes: bool) -> anyhow::Result<PgStore> {
+    let store = if writes {
+        PgStore::open(options)?
+    } else {
+        PgStore::open_existing(options)?
+    };
     tracing::debug!(store = %store.name().display(), "sessions command on PostgreSQL");
     Ok(store)
 }

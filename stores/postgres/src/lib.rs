@@ -90,11 +90,23 @@ impl PgStore {
     /// version. Fails with [`PgStoreError::SchemaTooNew`] when a newer rampart migrated it,
     /// and with [`PgStoreError::Unreachable`] when the database cannot be reached.
     pub fn open(options: &PgStoreOptions) -> Result<Self, PgStoreError> {
-        Self::open_at(options, schema::latest())
+        Self::open_at(options, schema::latest(), true)
     }
 
-    /// [`open`](Self::open), migrating only up to `version` (tests of the migrations).
-    pub(crate) fn open_at(options: &PgStoreOptions, version: i32) -> Result<Self, PgStoreError> {
+    /// [`open`](Self::open) for a command that only reads: a database with no store in it is
+    /// [`PgStoreError::NoStore`] rather than a new, empty store, so a mistyped URL creates no
+    /// tables. A store of an older schema is migrated, as `open` does.
+    pub fn open_existing(options: &PgStoreOptions) -> Result<Self, PgStoreError> {
+        Self::open_at(options, schema::latest(), false)
+    }
+
+    /// [`open`](Self::open), migrating only up to `version` (tests of the migrations); with
+    /// `create` false, an empty database is refused (see [`open_existing`](Self::open_existing)).
+    pub(crate) fn open_at(
+        options: &PgStoreOptions,
+        version: i32,
+        create: bool,
+    ) -> Result<Self, PgStoreError> {
         let db = Db::new(options)?;
         let name = db.name.clone();
         let pool = db.pool.clone();
@@ -102,6 +114,9 @@ impl PgStore {
             .call(async move {
                 let mut object = pool.get().await?;
                 let client: &mut tokio_postgres::Client = &mut object;
+                if !create && schema::current_version(client).await? == 0 {
+                    return Ok(Err(PgStoreError::NoStore { store: name }));
+                }
                 Ok(schema::migrate(client, &name, version).await)
             })
             .map_err(|e| PgStoreError::Unreachable {
