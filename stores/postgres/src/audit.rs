@@ -81,5 +81,6 @@ impl PgStore {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "audit_tests.rs"]
 mod tests;
