@@ -39,6 +39,7 @@ mod scaling_e2e;
 mod scratch_e2e;
 mod seed003_e2e;
 mod serve_e2e;
+mod serve_postgres_crash_e2e;
 mod serve_postgres_e2e;
 mod serve_security_e2e;
 mod sessions_e2e;

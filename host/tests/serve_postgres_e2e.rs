@@ -6,54 +6,32 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::loopback::{Loopback, openai_text_stream};
+use common::serve::ServeProcess;
 use rampart_message::AgentMessage;
 use rampart_sessions::SessionOptions;
 use rampart_sessions::store::shared::SharedStore;
 use rampart_store_postgres::testing::TestDatabase;
 use serde_json::{Value, json};
 
-/// A `rampart serve` process on a PostgreSQL store; killed when dropped.
-struct Serve {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
+/// A `rampart serve --store URL` process (the shared launcher), with this file's helpers;
+/// killed when dropped.
+struct Serve(ServeProcess);
+
+impl std::ops::Deref for Serve {
+    type Target = ServeProcess;
+
+    fn deref(&self) -> &ServeProcess {
+        &self.0
+    }
 }
 
 impl Serve {
     /// `rampart serve --store URL` with `config`, once it listens.
     fn start(config: &str, url: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config_path = common::write_config(dir.path(), config);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
-            .args(["--config", config_path.to_str().unwrap()])
-            .args(["--sessions-dir", dir.path().join("local").to_str().unwrap()])
-            .args(["serve", "--listen", "127.0.0.1:0", "--store", url])
-            .env_remove("RAMPART_CONFIG")
-            .env("RUST_LOG", "warn")
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let base = line
-            .trim()
-            .strip_prefix("rampart serve listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_owned();
-        Self {
-            child,
-            base,
-            _dir: dir,
-        }
+        Self(ServeProcess::start_on_store(config, url))
     }
 
     fn client() -> reqwest::blocking::Client {
@@ -65,15 +43,7 @@ impl Serve {
 
     /// One chat turn with `messages`; the answer's text.
     fn chat(&self, messages: &[Value]) -> String {
-        let response = Self::client()
-            .post(format!("{}/v1/chat/completions", self.base))
-            .json(&json!({"model": "gpt-up", "messages": messages}))
-            .send()
-            .unwrap();
-        let status = response.status().as_u16();
-        let body: Value = response.json().unwrap();
-        assert_eq!(status, 200, "{body}");
-        body["choices"][0]["message"]["content"]
+        self.0.chat(messages)["choices"][0]["message"]["content"]
             .as_str()
             .unwrap()
             .to_owned()
@@ -86,13 +56,6 @@ impl Serve {
             .unwrap();
         let status = response.status().as_u16();
         (status, response.json().unwrap())
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

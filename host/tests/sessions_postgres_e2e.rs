@@ -1,5 +1,6 @@
-//! End to end: `rampart sessions migrate` between a sessions directory and a PostgreSQL store,
-//! both ways, on a database of the test's own (SKIPPED without a server, unless
+//! End to end: every `rampart sessions` command on a PostgreSQL store (`--store` or the
+//! configuration's `[serve.store]`), and `sessions migrate` between a sessions directory and a
+//! database, both ways; each test on a database of its own (SKIPPED without a server, unless
 //! RAMPART_REQUIRE_POSTGRES=1).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -124,4 +125,291 @@ fn migrate_needs_one_directory_and_one_database() {
     );
     assert!(!ok, "{text}");
     assert!(text.contains("no such sessions directory"), "{text}");
+}
+
+fn shared_sessions() -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/sessions");
+    assert!(
+        dir.is_dir(),
+        "the shared test data is missing: expected {} (CI checks shared/ out beside the repo)",
+        dir.display()
+    );
+    dir
+}
+
+/// `rampart sessions ARGS --store URL`.
+fn on_database(url: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["sessions", "--store", url];
+    all.extend_from_slice(args);
+    common::rampart(&all)
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 28, item 3: every `rampart sessions` command on a PostgreSQL store, as on a
+/// directory: a pi file imported there is listed, shown, exported byte for byte, and its key is
+/// not taken twice.
+#[test]
+fn every_sessions_command_works_on_a_database() {
+    let Some(db) = TestDatabase::create("sessions commands") else {
+        return;
+    };
+    let source = shared_sessions()
+        .join("openclaw-linux2010/main__8a7d4bc6-2a83-4509-894a-88a52483a1d4.jsonl");
+    let src = source.to_str().unwrap();
+
+    // A command that reads finds no store in an empty database, and creates none.
+    let out = on_database(db.url(), &["list"]);
+    assert!(!out.status.success());
+    let text = common::text(&out);
+    assert!(text.contains("holds no rampart session store"), "{text}");
+    let out = on_database(db.url(), &["list"]);
+    assert!(!out.status.success(), "the first list created a store");
+
+    let out = on_database(db.url(), &["import", src, "--as", "Agent:Main"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let printed = stdout(&out);
+    assert!(
+        printed.contains("as `agent:main`") && printed.contains(db.url()),
+        "{printed}"
+    );
+    // In the database, not in any directory: the store has it, as the file's bytes.
+    let store = db.store().unwrap();
+    let entry = store.get("agent:main").unwrap().unwrap();
+    assert_eq!(
+        store.log_bytes(&entry.session_id).unwrap().unwrap(),
+        std::fs::read(&source).unwrap()
+    );
+
+    let out = on_database(db.url(), &["list"]);
+    let listed = stdout(&out);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(
+        listed.starts_with(&format!("sessions: {}", db.url())),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("agent:main") && listed.contains(&entry.session_id),
+        "{listed}"
+    );
+
+    // Shown by key and by session id, the same way a directory's session is.
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join("local");
+    let out = common::rampart(&[
+        "--sessions-dir",
+        local.to_str().unwrap(),
+        "sessions",
+        "import",
+        src,
+        "--as",
+        "agent:main",
+    ]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let from_dir = common::rampart(&[
+        "--sessions-dir",
+        local.to_str().unwrap(),
+        "sessions",
+        "show",
+        "agent:main",
+        "--json",
+    ]);
+    assert!(from_dir.status.success(), "{}", common::text(&from_dir));
+    for id in ["agent:main", entry.session_id.as_str()] {
+        let out = on_database(db.url(), &["show", id, "--json"]);
+        assert!(out.status.success(), "{}", common::text(&out));
+        assert_eq!(out.stdout, from_dir.stdout, "show --json {id}");
+    }
+    let out = on_database(db.url(), &["show", "agent:main"]);
+    let shown = stdout(&out);
+    assert!(
+        shown.contains(&format!("{}, key `agent:main`", db.url())),
+        "{shown}"
+    );
+    assert!(shown.lines().count() > 10, "{shown}");
+
+    // Export: pi byte for byte, and the other formats as from a directory.
+    let exported = dir.path().join("exported.jsonl");
+    let out = on_database(
+        db.url(),
+        &[
+            "export",
+            "agent:main",
+            "--format",
+            "pi",
+            "--out",
+            exported.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(
+        std::fs::read(&exported).unwrap() == std::fs::read(&source).unwrap(),
+        "the export differs from the file imported"
+    );
+    for format in ["openai", "markdown"] {
+        let db_out = on_database(db.url(), &["export", "agent:main", "--format", format]);
+        let dir_out = common::rampart(&[
+            "--sessions-dir",
+            local.to_str().unwrap(),
+            "sessions",
+            "export",
+            "agent:main",
+            "--format",
+            format,
+        ]);
+        assert!(db_out.status.success(), "{}", common::text(&db_out));
+        assert_eq!(db_out.stdout, dir_out.stdout, "export --format {format}");
+    }
+
+    // A key is never taken twice; an unknown session names the store and its keys.
+    let out = on_database(db.url(), &["import", src, "--as", "agent:main"]);
+    assert!(!out.status.success());
+    let text = common::text(&out);
+    assert!(
+        text.contains("already exists") && text.contains(db.url()),
+        "{text}"
+    );
+    assert_eq!(store.count().unwrap(), 1);
+    let out = on_database(db.url(), &["show", "nope"]);
+    assert!(!out.status.success());
+    let text = common::text(&out);
+    assert!(
+        text.contains("no session `nope`") && text.contains("agent:main"),
+        "{text}"
+    );
+
+    let out = on_database(db.url(), &["doctor"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(stdout(&out).contains("ok: 1 sessions registered"));
+}
+
+/// A replica killed between writing a session's log and registering it leaves a log no entry
+/// names: `doctor` reports it, `--relink` registers it, nothing is deleted; an entry whose log
+/// is gone is reported too.
+#[test]
+fn doctor_finds_and_relinks_a_database_orphan() {
+    let Some(db) = TestDatabase::create("sessions doctor") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let original = sessions_dir(&dir.path().join("before"));
+    let (ok, text) = migrate(original.dir().to_str().unwrap(), db.url());
+    assert!(ok, "{text}");
+    let store = db.store().unwrap();
+    let orphaned = store.get("agent:two").unwrap().unwrap();
+    db.execute("DELETE FROM rampart_registry WHERE key = 'agent:two'")
+        .unwrap();
+
+    let out = on_database(db.url(), &["doctor"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out));
+    assert!(
+        text.contains(&format!(
+            "orphan: session `{}` (2 entries",
+            orphaned.session_id
+        )),
+        "{text}"
+    );
+    assert!(text.contains("--relink"), "{text}");
+
+    let out = on_database(db.url(), &["doctor", "--relink"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let key = format!("recovered:{}", orphaned.session_id);
+    assert!(text.contains(&format!("relinked as `{key}`")), "{text}");
+    let out = on_database(db.url(), &["show", &key]);
+    let shown = stdout(&out);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(
+        shown.contains("gamma") && shown.contains("delta"),
+        "{shown}"
+    );
+
+    let out = on_database(db.url(), &["doctor"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(stdout(&out).contains("ok: 2 sessions registered"));
+
+    // An entry whose log is gone.
+    let one = store.get("agent:one").unwrap().unwrap();
+    db.execute(&format!(
+        "DELETE FROM rampart_logs WHERE session_id = '{}'",
+        one.session_id
+    ))
+    .unwrap();
+    let out = on_database(db.url(), &["doctor", "--relink"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", common::text(&out));
+    assert!(
+        text.contains("missing: `agent:one`") && text.contains("has no log"),
+        "{text}"
+    );
+    assert!(store.get("agent:one").unwrap().is_some(), "nothing deleted");
+}
+
+/// With `[serve.store]` in the configuration, the sessions commands see what `rampart serve`
+/// serves; `--sessions-dir` still picks a directory.
+#[test]
+fn the_configured_serve_store_is_the_default() {
+    let Some(db) = TestDatabase::create("sessions config store") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let original = sessions_dir(&dir.path().join("before"));
+    let (ok, text) = migrate(original.dir().to_str().unwrap(), db.url());
+    assert!(ok, "{text}");
+    let config = dir.path().join("plugins.toml");
+    std::fs::write(&config, format!("[serve.store]\nurl = \"{}\"\n", db.url())).unwrap();
+    let config = config.to_str().unwrap();
+
+    let out = common::rampart(&["--config", config, "sessions", "list"]);
+    let listed = stdout(&out);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(listed.contains(db.url()), "{listed}");
+    assert!(
+        listed.contains("agent:one") && listed.contains("agent:two"),
+        "{listed}"
+    );
+
+    let empty = dir.path().join("empty");
+    let out = common::rampart(&[
+        "--config",
+        config,
+        "--sessions-dir",
+        empty.to_str().unwrap(),
+        "sessions",
+        "list",
+    ]);
+    let listed = stdout(&out);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(listed.contains("no sessions yet"), "{listed}");
+}
+
+/// A Claude Code transcript and its subagents go into the database as they go into a
+/// directory: seven sessions, the children spawned by the parent.
+#[test]
+fn a_claude_code_import_with_subagents_goes_into_the_database() {
+    let Some(db) = TestDatabase::create("sessions import claude") else {
+        return;
+    };
+    let source = shared_sessions()
+        .join("claude-code-log/-experiments-worktrees/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl");
+    let out = on_database(
+        db.url(),
+        &["import", source.to_str().unwrap(), "--as", "lead"],
+    );
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert_eq!(stdout(&out).lines().count(), 7, "{}", stdout(&out));
+    let store = db.store().unwrap();
+    let children = store.family("lead:subagent:", None).unwrap();
+    assert_eq!(children.len(), 6);
+    for (key, entry) in &children {
+        assert_eq!(entry.extra["spawnedBy"], "lead", "{key}");
+        let bytes = store.log_bytes(&entry.session_id).unwrap().unwrap();
+        let loaded =
+            rampart_sessions::parse_bytes(&bytes, &rampart_sessions::LoadOptions::default())
+                .unwrap();
+        assert!(loaded.tree.len() > 5, "{key}");
+    }
 }

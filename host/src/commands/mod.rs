@@ -2,8 +2,9 @@
 //!
 //! - [`engines`]: `engines list|check|probe`;
 //! - [`config_check`]: `config check`;
-//! - [`sessions`]: `sessions list|show|import|export|migrate` (with [`sessions_import`],
-//!   [`sessions_migrate`] and [`markdown`]);
+//! - [`sessions`]: `sessions list|show|import|export|doctor|migrate` (with [`sessions_import`],
+//!   [`sessions_doctor`], [`sessions_migrate`] and [`markdown`]), on a sessions directory or a
+//!   PostgreSQL store ([`sessions_store`] chooses, [`sessions_database`] runs them there);
 //! - [`replay`]: `replay FILE`;
 //! - [`run`] and [`compact`]: one live turn, one compaction on demand, on a persisted session,
 //!   with the host they share in [`session_host`];
@@ -33,15 +34,17 @@ pub mod run;
 pub mod serve;
 pub mod session_host;
 pub mod sessions;
+pub mod sessions_database;
 pub mod sessions_doctor;
 pub mod sessions_import;
 pub mod sessions_migrate;
+pub mod sessions_store;
 
 pub use config_check::ConfigCommand;
 pub use context_show::ContextCommand;
 pub use engines::EnginesCommand;
 pub use replay::ReplayArgs;
-pub use sessions::SessionsCommand;
+pub use sessions::{SessionsArgs, SessionsCommand};
 
 /// `rampart --version`: the package version and the commit it was built from (see build.rs).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("RAMPART_COMMIT"), ")");
@@ -101,8 +104,7 @@ pub enum Command {
     #[command(subcommand)]
     Config(ConfigCommand),
     /// Sessions: list, show, import and export transcripts.
-    #[command(subcommand)]
-    Sessions(SessionsCommand),
+    Sessions(SessionsArgs),
     /// Replay a recorded session turn by turn through the context engine against the simulator,
     /// showing what each layer of the defence did at a chosen window.
     Replay(ReplayArgs),
@@ -161,6 +163,39 @@ pub enum Command {
     Man,
 }
 
+/// Runs `rampart sessions …` on the store [`sessions_store`] chooses. `migrate` opens the
+/// stores its arguments name instead.
+fn sessions_dispatch(
+    args: SessionsArgs,
+    global: &GlobalArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let err = &mut std::io::stderr();
+    let sessions_dir = global.sessions_dir.as_deref();
+    if let SessionsCommand::Migrate { from, to } = &args.command {
+        if args.store.is_some() {
+            anyhow::bail!("sessions migrate names its stores with --from and --to; drop --store");
+        }
+        return sessions_migrate::migrate(from, to, args.password_env.as_deref(), out, err);
+    }
+    let database = sessions_store::database_options(
+        args.store.as_deref(),
+        args.password_env.as_deref(),
+        sessions_dir,
+        global.config.as_deref(),
+    )?;
+    if let Some(options) = database {
+        let store = sessions_store::open_database(&options, args.command.writes_the_store())?;
+        return sessions_database::run(args.command, &store, global.overwrite, out, err);
+    }
+    let store = if args.command.writes_the_store() {
+        sessions::open_store(sessions_dir)?
+    } else {
+        sessions::open_store_read_only(sessions_dir)?
+    };
+    sessions::run(args.command, &store, global.overwrite, out, err)
+}
+
 /// Sets up `tracing` on stderr, honouring RUST_LOG.
 pub fn init_logging(format: LogFormat) {
     init_logging_with(format, "warn");
@@ -210,23 +245,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
     match cli.command {
         Command::Engines(cmd) => engines::run(cmd, global.config, out),
         Command::Config(cmd) => config_check::run(cmd, global.config, out),
-        // `migrate` opens the stores its arguments name, not the sessions directory.
-        Command::Sessions(SessionsCommand::Migrate {
-            from,
-            to,
-            password_env,
-        }) => {
-            let err = &mut std::io::stderr();
-            sessions_migrate::migrate(&from, &to, password_env.as_deref(), out, err)
-        }
-        Command::Sessions(cmd) => {
-            let store = if cmd.writes_the_store() {
-                sessions::open_store(sessions_dir)?
-            } else {
-                sessions::open_store_read_only(sessions_dir)?
-            };
-            sessions::run(cmd, &store, overwrite, out, &mut std::io::stderr())
-        }
+        Command::Sessions(args) => sessions_dispatch(args, &global, out),
         Command::Replay(args) => {
             let source = config::locate(global.config.as_deref())?;
             let mut options = args.into_options();

@@ -1,5 +1,6 @@
-//! The `rampart sessions …` commands: list, show, import, export, migrate; and how a command finds a
-//! session by key, id or path.
+//! The `rampart sessions …` commands: list, show, import, export, doctor, migrate; and how a
+//! command finds a session by key, id or path. Each works on a sessions directory (here) or on
+//! a PostgreSQL store ([`super::sessions_database`]); [`super::sessions_store`] decides which.
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -36,10 +37,28 @@ pub enum ExportFormat {
     Markdown,
 }
 
+/// `rampart sessions [--store URL] …`: the store flags every sessions command takes, and the
+/// command.
+#[derive(Debug, clap::Args)]
+pub struct SessionsArgs {
+    /// Work on this PostgreSQL store (postgres://USER@HOST:PORT/DATABASE, no password) instead
+    /// of a sessions directory. Default: `serve.store.url` of the configuration when neither
+    /// this nor --sessions-dir is given, so the commands see what `rampart serve` serves.
+    #[arg(long, global = true, value_name = "URL")]
+    pub store: Option<String>,
+    /// The environment variable holding the database's password (never in the URL); default:
+    /// `serve.store.passwordEnv`.
+    #[arg(long, global = true, value_name = "VAR")]
+    pub password_env: Option<String>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
 /// `rampart sessions …`
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// List the sessions in the sessions directory, newest first.
+    /// List the sessions in the store, newest first.
     List,
     /// Show the messages of a session's active branch (or of the branch ending at LEAF).
     Show {
@@ -77,9 +96,6 @@ pub enum SessionsCommand {
         /// Where they go: a directory, or postgres://USER@HOST:PORT/DATABASE.
         #[arg(long, value_name = "DIR|URL")]
         to: String,
-        /// The environment variable holding the database's password (never in the URL).
-        #[arg(long, value_name = "VAR")]
-        password_env: Option<String>,
     },
     /// Export a session.
     Export {
@@ -94,7 +110,8 @@ pub enum SessionsCommand {
     },
 }
 
-/// Runs `sessions …` against `store`.
+/// Runs `sessions …` against the sessions directory `store` (`migrate` opens the stores its
+/// arguments name).
 pub fn run(
     cmd: SessionsCommand,
     store: &SessionStore,
@@ -116,11 +133,9 @@ pub fn run(
             format,
             out: target,
         } => export(store, &id, format, target.as_deref(), overwrite, out),
-        SessionsCommand::Migrate {
-            from,
-            to,
-            password_env,
-        } => super::sessions_migrate::migrate(&from, &to, password_env.as_deref(), out, err),
+        SessionsCommand::Migrate { from, to } => {
+            super::sessions_migrate::migrate(&from, &to, None, out, err)
+        }
     }
 }
 
@@ -211,6 +226,16 @@ const KEYS_NAMED: usize = 5;
 /// newest), and where to see the rest.
 pub fn no_such_session(store: &SessionStore, id: &str) -> Result<String, StoreError> {
     let keys: Vec<String> = store.list()?.into_iter().map(|(k, _)| k).collect();
+    Ok(no_such_session_in(
+        &store.path().display().to_string(),
+        &keys,
+        id,
+    ))
+}
+
+/// The error for a session `id` that `place` (a registry file or a database), holding `keys`
+/// newest first, does not have.
+pub fn no_such_session_in(place: &str, keys: &[String], id: &str) -> String {
     let named = match keys.len() {
         0 => "none yet; import one with `rampart sessions import FILE`".to_string(),
         n if n <= KEYS_NAMED => keys.join(", "),
@@ -220,17 +245,36 @@ pub fn no_such_session(store: &SessionStore, id: &str) -> Result<String, StoreEr
             n - KEYS_NAMED
         ),
     };
-    Ok(format!(
-        "no session `{id}` in {} (keys: {named}); give a key, a session id or a session file \
-         path",
-        store.path().display()
-    ))
+    format!(
+        "no session `{id}` in {place} (keys: {named}); give a key, a session id or a session \
+         file path"
+    )
 }
 
 /// `sessions list`.
 pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
     let sessions = store.list()?;
-    writeln!(out, "sessions: {}", store.path().display())?;
+    let rows = sessions
+        .into_iter()
+        .map(|(key, entry)| {
+            let file = store
+                .session_file_path(&key, &entry)
+                .map_or_else(|e| format!("(refused: {e})"), |p| p.display().to_string());
+            (key, entry, file)
+        })
+        .collect();
+    print_list(&store.path().display().to_string(), "FILE", rows, out)
+}
+
+/// Prints the `sessions list` table of `rows` (key, entry, where its session is) found in
+/// `place`, whose last column is headed `last`.
+pub fn print_list(
+    place: &str,
+    last: &str,
+    sessions: Vec<(String, rampart_sessions::store::SessionEntry, String)>,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    writeln!(out, "sessions: {}", escape(place))?;
     if sessions.is_empty() {
         writeln!(
             out,
@@ -242,20 +286,17 @@ pub fn list(store: &SessionStore, out: &mut dyn Write) -> anyhow::Result<i32> {
     // escaped, never obeyed by the terminal.
     let width = sessions
         .iter()
-        .map(|(k, _)| escape(k).chars().count())
+        .map(|(k, _, _)| escape(k).chars().count())
         .max()
         .unwrap_or(3)
         .max(3);
     writeln!(
         out,
-        "{:width$}  {:36}  {:24}  {:>11}  FILE",
+        "{:width$}  {:36}  {:24}  {:>11}  {last}",
         "KEY", "SESSION ID", "UPDATED", "COMPACTIONS"
     )?;
-    for (key, entry) in sessions {
+    for (key, entry, file) in sessions {
         let updated = chrono_iso(entry.updated_at);
-        let file = store
-            .session_file_path(&key, &entry)
-            .map_or_else(|e| format!("(refused: {e})"), |p| p.display().to_string());
         writeln!(
             out,
             "{:width$}  {:36}  {updated:24}  {:>11}  {}",
@@ -290,15 +331,24 @@ pub fn show(
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let path = resolve(store, id)?;
+    show_file(&path, &path.display().to_string(), branch, as_json, out)
+}
+
+/// [`show`] of the session file at `path`, which messages call `label` (its path, or where
+/// in a database the session is kept).
+pub fn show_file(
+    path: &Path,
+    label: &str,
+    branch: Option<&str>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let not_in = |leaf: &str| {
-        anyhow::anyhow!(
-            "entry `{leaf}` is not in {}; `--branch` takes an entry id",
-            path.display()
-        )
+        anyhow::anyhow!("entry `{leaf}` is not in {label}; `--branch` takes an entry id")
     };
     let selector = branch.map_or(LeafSelector::Current, LeafSelector::Id);
     let mut out = std::io::BufWriter::new(out);
-    if let Some(reader) = BranchReader::open(&path, &LoadOptions::default())? {
+    if let Some(reader) = BranchReader::open(path, &LoadOptions::default())? {
         if let Some(leaf) = branch
             && !reader.contains_id(leaf)
         {
@@ -307,7 +357,7 @@ pub fn show(
         let context = reader.branch(selector)?;
         let shown = Shown {
             session_id: &reader.header().id,
-            path: &path,
+            label,
             entries: reader.len(),
             leaf_id: context.leaf_id(),
             messages: context.len(),
@@ -317,7 +367,7 @@ pub fn show(
         };
         print_shown(&shown, context.messages(), as_json, &mut out)?;
     } else {
-        let loaded = load_file(&path, &LoadOptions::default())?;
+        let loaded = load_file(path, &LoadOptions::default())?;
         if let Some(leaf) = branch
             && loaded.tree.get(leaf).is_none()
         {
@@ -326,7 +376,7 @@ pub fn show(
         let context = rampart_sessions::build_session_context(&loaded.tree, selector);
         let shown = Shown {
             session_id: &loaded.header.id,
-            path: &path,
+            label,
             entries: loaded.tree.len(),
             leaf_id: context.leaf_id.as_deref(),
             messages: context.messages.len(),
@@ -344,7 +394,7 @@ pub fn show(
 /// What `sessions show` prints about a branch, however the session was read.
 struct Shown<'a> {
     session_id: &'a str,
-    path: &'a Path,
+    label: &'a str,
     entries: usize,
     leaf_id: Option<&'a str>,
     messages: usize,
@@ -379,7 +429,7 @@ fn print_shown(
         out,
         "session: {} ({})",
         escape(shown.session_id),
-        escape(&shown.path.display().to_string())
+        escape(shown.label)
     )?;
     writeln!(
         out,
@@ -575,6 +625,20 @@ pub fn import(
         }
     };
     for o in outcomes {
+        print_imported(&o, &o.file.display().to_string(), out, err)?;
+    }
+    Ok(0)
+}
+
+/// The lines of one imported session: what it became on `out` (`into`: its file, or where in a
+/// database it is), its warnings on `err`.
+pub fn print_imported(
+    o: &super::sessions_import::ImportOutcome,
+    into: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
+    {
         // The file stays last on the line, after the arrow, for scripts that read it.
         let spawned = match &o.spawned_by {
             Some((parent, Some(call))) => format!(" (spawned by `{parent}` at tool call {call})"),
@@ -589,7 +653,7 @@ pub fn import(
             escape(&o.key),
             escape(&spawned),
             o.entries,
-            escape(&o.file.display().to_string())
+            escape(into)
         )?;
         // Diagnostics go to stderr, each naming the file (and line): stdout holds the result.
         for w in o.warnings.iter().take(20) {
@@ -599,7 +663,7 @@ pub fn import(
             writeln!(err, "warning: … and {} more", o.warnings.len() - 20)?;
         }
     }
-    Ok(0)
+    Ok(())
 }
 
 /// `sessions export`. The file `--out` names is an output file ([`crate::output_file`]):
@@ -617,15 +681,27 @@ pub fn export(
     inputs
         .file("the session exported", &path)
         .store(store.dir());
+    export_file(&path, &inputs, format, target, overwrite, out)
+}
+
+/// [`export`] of the session file at `path`; `inputs` are the files `--out` must not be.
+pub fn export_file(
+    path: &Path,
+    inputs: &Inputs,
+    format: ExportFormat,
+    target: Option<&Path>,
+    overwrite: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
     let file = match target {
-        Some(t) => Some(OutputFile::create("--out", t, &inputs, overwrite)?),
+        Some(t) => Some(OutputFile::create("--out", t, inputs, overwrite)?),
         None => None,
     };
     if format == ExportFormat::Pi {
         let Some(mut file) = file else {
             bail!("--format pi writes a file: give it with --out FILE");
         };
-        for warning in export_pi(&path, &mut file)? {
+        for warning in export_pi(path, &mut file)? {
             eprintln!("warning: {}", escape(&warning));
         }
         let written = file.path().display().to_string();
@@ -633,7 +709,7 @@ pub fn export(
         writeln!(out, "wrote {}", escape(&written))?;
         return Ok(0);
     }
-    let loaded = load_file(&path, &LoadOptions::default())?;
+    let loaded = load_file(path, &LoadOptions::default())?;
     let context = rampart_sessions::build_session_context(&loaded.tree, LeafSelector::Current);
     let messages = context.messages.iter().map(|m| &**m);
     let text = match format {

@@ -34,12 +34,17 @@ pub fn migrate(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let database = |url: &str| -> anyhow::Result<PgStore> {
+    // The destination is created when empty; a source must be a store already.
+    let database = |url: &str, destination: bool| -> anyhow::Result<PgStore> {
         let mut options = PgStoreOptions::from_url(url)?;
         if let Some(var) = password_env {
             options = options.password_from_env(var)?;
         }
-        Ok(PgStore::open(&options)?)
+        Ok(if destination {
+            PgStore::open(&options)?
+        } else {
+            PgStore::open_existing(&options)?
+        })
     };
     let tally = match (is_postgres_url(from), is_postgres_url(to)) {
         (false, true) => {
@@ -48,7 +53,7 @@ pub fn migrate(
                 bail!("--from {}: no such sessions directory", dir.display());
             }
             let source = SessionStore::open_read_only(dir)?;
-            let target = database(to)?;
+            let target = database(to, true)?;
             let tally = into_database(&source, &target, err)?;
             writeln!(
                 out,
@@ -61,7 +66,7 @@ pub fn migrate(
             tally
         }
         (true, false) => {
-            let source = database(from)?;
+            let source = database(from, false)?;
             let target = SessionStore::open(to)?;
             let tally = out_of_database(&source, &target, err)?;
             writeln!(

@@ -222,6 +222,11 @@ pub fn open_chosen(
     } = chosen;
     let (mut session, memos) = cache.take(store, &key)?;
     if let Err(source) = session.hold(lock_timeout) {
+        // The store's database gone (a restart, a lost connection) is not another writer:
+        // it is answered as the store being unavailable (503 with Retry-After), not as busy.
+        if source.is_unavailable() {
+            return Err(ConversationError::Session(Box::new(source)));
+        }
         return Err(ConversationError::Busy {
             key,
             source: Box::new(source),

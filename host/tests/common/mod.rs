@@ -4,6 +4,7 @@
 pub mod agent_model;
 pub mod agents;
 pub mod loopback;
+pub mod private_postgres;
 pub mod serve;
 
 use std::path::{Path, PathBuf};

@@ -21,6 +21,16 @@ impl ServeProcess {
     /// Starts `rampart serve --listen 127.0.0.1:0` with `config` (a plugins.toml body) and
     /// waits for the line that says where it listens.
     pub fn start(config: &str) -> Self {
+        Self::start_with(config, None)
+    }
+
+    /// [`start`](Self::start) on the PostgreSQL store `url` (`--store URL`); its sessions
+    /// directory then keeps only what is local to the process.
+    pub fn start_on_store(config: &str, url: &str) -> Self {
+        Self::start_with(config, Some(url))
+    }
+
+    fn start_with(config: &str, store: Option<&str>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config_path = super::write_config(dir.path(), config);
         let sessions = dir.path().join("sessions");
@@ -28,6 +38,7 @@ impl ServeProcess {
             .args(["--config", config_path.to_str().unwrap()])
             .args(["--sessions-dir", sessions.to_str().unwrap()])
             .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(store.map(|url| ["--store", url]).into_iter().flatten())
             .env_remove("RAMPART_CONFIG")
             .env("RUST_LOG", "warn")
             .current_dir(dir.path())
@@ -78,6 +89,12 @@ impl ServeProcess {
         let body: serde_json::Value = response.json().unwrap();
         assert_eq!(status, 200, "{body}");
         body
+    }
+
+    /// Kills the process with SIGKILL (nothing it could run on the way out) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Waits for the process to exit.

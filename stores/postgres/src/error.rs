@@ -176,6 +176,17 @@ pub enum PgStoreError {
         /// The newest version this build knows.
         supported: i32,
     },
+    /// A command that only reads found no store in the database (it creates none).
+    #[error(
+        "the database `{}` holds no rampart session store (no rampart_schema table); check the \
+         URL, or create the store by importing or migrating sessions into it (`rampart sessions \
+         import --store URL`, `rampart sessions migrate --to URL`) or by serving from it",
+        store.display()
+    )]
+    NoStore {
+        /// The store (no password).
+        store: PathBuf,
+    },
     /// A migration failed; the database is at the last version that succeeded.
     #[error(
         "migrating the session store `{}` to schema version {version} ({description}) failed: \

@@ -13,6 +13,8 @@
 //!   one transaction;
 //! - [`medium`]: a session's log and its advisory write lock;
 //! - whole sessions in and out as JSONL (`transfer.rs`), for `rampart sessions migrate`;
+//! - what `rampart sessions doctor` finds: logs no entry names, entries without a log
+//!   (`audit.rs`);
 //! - the bridge (`bridge.rs`): the synchronous calls run on a runtime the store owns.
 //!
 //! Why tokio-postgres with deadpool-postgres, and not the synchronous `postgres` crate or
@@ -28,6 +30,7 @@
 //! Connections are plain TCP (or a Unix socket): TLS is not built in yet, so reach a remote
 //! database over a private network or a tunnel.
 
+mod audit;
 mod bridge;
 pub mod error;
 pub mod medium;
@@ -43,6 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+pub use audit::UnregisteredLog;
 pub use error::PgStoreError;
 pub use medium::PgMedium;
 pub use options::{PgStoreOptions, is_postgres_url};
@@ -86,11 +90,23 @@ impl PgStore {
     /// version. Fails with [`PgStoreError::SchemaTooNew`] when a newer rampart migrated it,
     /// and with [`PgStoreError::Unreachable`] when the database cannot be reached.
     pub fn open(options: &PgStoreOptions) -> Result<Self, PgStoreError> {
-        Self::open_at(options, schema::latest())
+        Self::open_at(options, schema::latest(), true)
     }
 
-    /// [`open`](Self::open), migrating only up to `version` (tests of the migrations).
-    pub(crate) fn open_at(options: &PgStoreOptions, version: i32) -> Result<Self, PgStoreError> {
+    /// [`open`](Self::open) for a command that only reads: a database with no store in it is
+    /// [`PgStoreError::NoStore`] rather than a new, empty store, so a mistyped URL creates no
+    /// tables. A store of an older schema is migrated, as `open` does.
+    pub fn open_existing(options: &PgStoreOptions) -> Result<Self, PgStoreError> {
+        Self::open_at(options, schema::latest(), false)
+    }
+
+    /// [`open`](Self::open), migrating only up to `version` (tests of the migrations); with
+    /// `create` false, an empty database is refused (see [`open_existing`](Self::open_existing)).
+    pub(crate) fn open_at(
+        options: &PgStoreOptions,
+        version: i32,
+        create: bool,
+    ) -> Result<Self, PgStoreError> {
         let db = Db::new(options)?;
         let name = db.name.clone();
         let pool = db.pool.clone();
@@ -98,6 +114,9 @@ impl PgStore {
             .call(async move {
                 let mut object = pool.get().await?;
                 let client: &mut tokio_postgres::Client = &mut object;
+                if !create && schema::current_version(client).await? == 0 {
+                    return Ok(Err(PgStoreError::NoStore { store: name }));
+                }
                 Ok(schema::migrate(client, &name, version).await)
             })
             .map_err(|e| PgStoreError::Unreachable {

@@ -2,6 +2,7 @@ use rampart_sessions::store::shared::SharedStore;
 
 use super::*;
 use crate::PgStore;
+use crate::PgStoreError;
 use crate::testing::TestDatabase;
 
 #[test]
@@ -30,7 +31,7 @@ fn a_database_at_the_previous_version_is_migrated_and_keeps_its_rows() {
         return;
     };
     let previous = latest() - 1;
-    let old = PgStore::open_at(&db.options(), previous).unwrap();
+    let old = PgStore::open_at(&db.options(), previous, true).unwrap();
     assert_eq!(old.schema_version().unwrap(), previous);
     drop(old);
     db.execute(
@@ -105,4 +106,19 @@ fn replicas_starting_together_migrate_once() {
         MIGRATIONS.len()
     ))
     .unwrap();
+}
+
+#[test]
+fn a_reading_command_finds_no_store_in_an_empty_database_and_creates_none() {
+    let Some(db) = TestDatabase::create("open existing") else {
+        return;
+    };
+    let e = PgStore::open_existing(&db.options()).unwrap_err();
+    assert!(matches!(e, PgStoreError::NoStore { .. }), "{e}");
+    assert!(e.to_string().contains("no rampart session store"), "{e}");
+    // Nothing was created: a store opened for writing still starts from an empty database.
+    let store = PgStore::open(&db.options()).unwrap();
+    assert_eq!(store.schema_version().unwrap(), latest());
+    let again = PgStore::open_existing(&db.options()).unwrap();
+    assert_eq!(again.schema_version().unwrap(), latest());
 }
