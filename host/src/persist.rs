@@ -119,6 +119,42 @@ impl SessionWriter {
         message: SharedMessage,
         model: Option<ModelRef>,
     ) -> Result<Vec<String>, PersistError> {
+        let messages = self.persisted(slot, session, message, model)?;
+        let mut ids = Vec::with_capacity(messages.len());
+        for m in messages {
+            ids.push(session.append_message(m)?);
+        }
+        Ok(ids)
+    }
+
+    /// [`SessionWriter::append`] for several messages, written to the session in one append
+    /// (one write under one lock): a proxied client's first request can carry a whole
+    /// conversation, hundreds of messages. Nothing is written when any of them fails.
+    pub fn append_many(
+        &mut self,
+        slot: &EngineSlot,
+        session: &mut Session,
+        messages: Vec<SharedMessage>,
+        model: Option<ModelRef>,
+    ) -> Result<Vec<String>, PersistError> {
+        let mut bodies = Vec::with_capacity(messages.len());
+        for message in messages {
+            for m in self.persisted(slot, session, message, model.clone())? {
+                bodies.push(EntryBody::from_message(m));
+            }
+        }
+        Ok(session.append_all(bodies)?)
+    }
+
+    /// What `message` becomes in the session: the engine's `ingest`, the host's cap (the
+    /// original kept in the blob store), the guard's synthetic results, lines fitted.
+    fn persisted(
+        &mut self,
+        slot: &EngineSlot,
+        session: &Session,
+        message: SharedMessage,
+        model: Option<ModelRef>,
+    ) -> Result<Vec<AgentMessage>, PersistError> {
         let result = slot.ingest(IngestParams {
             session: session_ref(session),
             message: Some(message.clone()),
@@ -147,12 +183,10 @@ impl SessionWriter {
         let out = self
             .guard
             .on_message_with_ref((*message).clone(), reference.as_deref());
-        let mut ids = Vec::with_capacity(out.messages.len());
-        for m in out.messages {
-            let m = self.fit_line(session, m)?;
-            ids.push(session.append_message(m)?);
-        }
-        Ok(ids)
+        out.messages
+            .into_iter()
+            .map(|m| self.fit_line(session, m))
+            .collect()
     }
 
     /// `message` with content too large for one session line moved to the blob store (see

@@ -270,3 +270,77 @@ fn pending_calls_get_synthetic_results_at_persistence_except_for_errored_turns()
     assert!(r.is_error);
     assert!(text_of(synthetic).contains("missing tool result"));
 }
+
+/// A proxied client's first request carries its whole conversation: written in one append, it
+/// is stored exactly as one append per message stores it, with the same synthetic results for
+/// a call the conversation never answered and the same cap on an oversized result.
+#[test]
+fn a_batch_of_messages_is_stored_as_one_by_one_appends_store_it() {
+    use rampart_host::persist::SessionWriter;
+    let big = "x".repeat(200_000);
+    let conversation = || {
+        vec![
+            Arc::new(AgentMessage::user_text("read it", 1)),
+            Arc::new(assistant_call("call_1")),
+            Arc::new(AgentMessage::tool_result(
+                "call_1",
+                "read",
+                big.clone(),
+                false,
+                2,
+            )),
+            Arc::new(assistant_call("call_2")),
+            Arc::new(AgentMessage::user_text("never mind", 3)),
+        ]
+    };
+    let stored = |batch: bool| {
+        let Setup {
+            dir: _dir,
+            blobs,
+            slot,
+            path,
+            mut session,
+        } = setup();
+        let mut writer = SessionWriter::new(128_000, 40_000, Some(blobs));
+        if batch {
+            let ids = writer
+                .append_many(&slot, &mut session, conversation(), None)
+                .unwrap();
+            assert_eq!(ids.len(), 6, "five messages and one synthetic result");
+        } else {
+            for m in conversation() {
+                writer.append(&slot, &mut session, m, None).unwrap();
+            }
+        }
+        let caps = writer.take_caps().len();
+        let loaded = load_file(&path, &LoadOptions::default()).unwrap();
+        let messages: Vec<(String, String)> = loaded
+            .tree
+            .entries()
+            .iter()
+            .filter_map(|e| e.body.message())
+            .map(|m| {
+                let text = match m {
+                    AgentMessage::ToolResult(_) => text_of(m),
+                    other => serde_json::to_string(other).unwrap(),
+                };
+                (m.role().to_owned(), text)
+            })
+            .collect();
+        (messages, caps)
+    };
+    let (one_by_one, caps) = stored(false);
+    assert!(
+        one_by_one
+            .iter()
+            .any(|(role, t)| role == "toolResult" && t.len() < 100_000),
+        "the oversized result was capped"
+    );
+    assert!(
+        one_by_one
+            .iter()
+            .any(|(_, t)| t.contains("missing tool result")),
+        "{one_by_one:?}"
+    );
+    assert_eq!(stored(true), (one_by_one, caps));
+}

@@ -346,10 +346,13 @@ impl Session {
         }
         let (_guard, _) = self.lock()?;
         let mut planned: Vec<Entry> = Vec::with_capacity(bodies.len());
+        // The ids planned so far, so a batch of hundreds checks each new id in O(1).
+        let mut planned_ids: std::collections::HashSet<String> = std::collections::HashSet::new();
         for body in bodies {
             let id = self.options.stamps.entry_id(|candidate| {
-                self.tree.contains_id(candidate) || planned.iter().any(|e| e.id == candidate)
+                self.tree.contains_id(candidate) || planned_ids.contains(candidate)
             });
+            planned_ids.insert(id.clone());
             let parent = match planned.last() {
                 Some(previous) => Some(previous.id.clone()),
                 None => self.tree.leaf_id().map(str::to_owned),

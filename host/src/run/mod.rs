@@ -842,6 +842,37 @@ impl<'a> Runner<'a> {
         let slot = self.slot;
         let writer = self.writer(window);
         let ids = writer.append(slot, session, Arc::new(message), Some(model))?;
+        self.emit_caps();
+        Ok(ids)
+    }
+
+    /// [`Runner::append`] for several messages, written to the session in one append: a
+    /// proxied client's first request can carry a whole conversation (hundreds of messages),
+    /// and one write of it costs a fraction of a write per message. Nothing is written when
+    /// any of them fails.
+    pub fn append_all(
+        &mut self,
+        session: &mut Session,
+        messages: Vec<AgentMessage>,
+    ) -> Result<Vec<String>, TurnError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (name, window) = self.guard()?;
+        let model = model_ref(&name, window);
+        let slot = self.slot;
+        let writer = self.writer(window);
+        let shared = messages.into_iter().map(Arc::new).collect();
+        let ids = writer.append_many(slot, session, shared, Some(model))?;
+        self.emit_caps();
+        Ok(ids)
+    }
+
+    /// The caps the persistence guard made since the last call, published as events.
+    fn emit_caps(&mut self) {
+        let Some((_, writer)) = &mut self.writer else {
+            return;
+        };
         for cap in writer.take_caps() {
             self.events.emit(Event::IngestCap(IngestCap {
                 tool_call_id: Some(cap.tool_call_id),
@@ -851,7 +882,6 @@ impl<'a> Runner<'a> {
                 ..Default::default()
             }));
         }
-        Ok(ids)
     }
 
     /// Ends a turn of appends: pending tool calls get their synthetic results, the file is

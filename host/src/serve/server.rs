@@ -1321,11 +1321,10 @@ fn turn_in_lane(
     };
     let mut runner = runner;
 
-    for message in placement.unseen(&request.messages) {
-        runner
-            .append(session, message.clone())
-            .map_err(|e| turn_failure(&e))?;
-    }
+    // The unseen messages in one append: a first request can carry a whole conversation.
+    runner
+        .append_all(session, placement.unseen(&request.messages).to_vec())
+        .map_err(|e| turn_failure(&e))?;
     let started = Instant::now();
     let result = match &memory_steps {
         Some(steps) => {
