@@ -143,7 +143,7 @@ fn unknown_key_in_engine() {
     assert_eq!(
         e.to_string(),
         "/etc/rampart/plugins.toml:7:1: unknown key `plugins.engines.window.requird`; \
-         allowed keys here: path, required, config, isolation, restart, limits. Fix the key or \
+         allowed keys here: path, command, required, config, isolation, restart, limits. Fix the key or \
          remove it."
     );
 }
