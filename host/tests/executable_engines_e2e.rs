@@ -466,3 +466,54 @@ fn command_and_path_together_or_a_bad_command_are_located_config_errors() {
         assert!(all.contains(expected), "{body}: {all}");
     }
 }
+
+/// A program that answers the handshake with `engine` (the `ready` frame's field) and then
+/// waits for the end of stdin.
+fn answering(dir: &Path, engine: &str) -> String {
+    let script = dir.join("answering.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import json, struct, sys\n\
+             head = sys.stdin.buffer.read(4)\n\
+             sys.stdin.buffer.read(struct.unpack('>I', head)[0])\n\
+             body = json.dumps({{'type': 'ready', 'version': 1, 'features': [], 'engine': {engine}}}).encode()\n\
+             sys.stdout.buffer.write(struct.pack('>I', len(body)) + body)\n\
+             sys.stdout.buffer.flush()\n\
+             sys.stdin.buffer.read()\n"
+        ),
+    )
+    .unwrap();
+    "answering.py".to_string()
+}
+
+#[test]
+fn an_executable_whose_handshake_fails_the_checks_is_refused_with_one_line() {
+    let Some(python) = python() else { return };
+    let info = |id: &str, version: &str| {
+        format!(
+            "{{'Ok': {{'id': '{id}', 'name': 'K', 'version': '0.1.0', 'protocol': \
+             {{'protocol': 'rampart-engine', 'version': '{version}', 'features': []}}}}}}"
+        )
+    };
+    for (engine, causes) in [
+        (
+            info("keep-last", "2.0.0"),
+            vec!["incompatible engine ABI", "are different majors"],
+        ),
+        (
+            info("other", "1.1.0"),
+            vec!["reports engine id `other`", "loads it as `keep-last`"],
+        ),
+        (
+            "{'Err': 'no model file at ./model.bin'}".to_string(),
+            vec!["refused to start: no model file at ./model.bin"],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let script = answering(dir.path(), &engine);
+        let cfg = config(dir.path(), &format!("[\"{python}\", \"{script}\"]"), "");
+        let out = run_in(dir.path(), &cfg, &["run", "hello"]);
+        contained(&out, "load", &causes);
+    }
+}

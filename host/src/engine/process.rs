@@ -1,6 +1,8 @@
 //! The host's side of an engine in a child process (`isolation = "process"`): starting
-//! `rampart engine-host`, the handshake, calls with deadlines, answering the engine's service
-//! calls, its log, and what happens when the child dies.
+//! `rampart engine-host` (or, for an executable engine, its own `command`), the handshake,
+//! calls with deadlines, answering the engine's service calls, its log, and what happens when
+//! the child dies. An executable speaks the same frames as `rampart engine-host`
+//! (docs/engine-protocol.md), so everything below applies to both unchanged.
 //!
 //! Why a child: `export_engine!` turns a panic into an error, and deadlines bound a hang, but a
 //! segfault, `abort`, stack overflow, `exit` or runaway allocation in a library ends the
