@@ -27,7 +27,8 @@ function unitStarts(messages: Message[]): number[] {
   const starts: number[] = [];
   for (let i = 0; i < messages.length; ) {
     starts.push(i);
-    const blocks = Array.isArray(messages[i].content) ? (messages[i].content as { type?: string; id?: string }[]) : [];
+    const content = messages[i].role === "assistant" ? messages[i].content : undefined;
+    const blocks = Array.isArray(content) ? (content as { type?: string; id?: string }[]) : [];
     const calls = new Set(blocks.filter((b) => b?.type === "toolCall").map((b) => b.id));
     i += 1;
     while (calls.size > 0 && i < messages.length && calls.has(messages[i].toolCallId)) i += 1;
@@ -72,14 +73,23 @@ function handle(frame: Frame): void {
   } // any other frame type is a newer host's: ignored
 }
 
-// Each frame is a 4-byte big-endian length, then that many bytes of JSON.
-let pending = Buffer.alloc(0);
+// Each frame is a 4-byte big-endian length, then that many bytes of JSON. Chunks are joined
+// once a whole frame has arrived (joining on every chunk would copy a large frame many times).
+let chunks: Buffer[] = [];
+let buffered = 0;
 process.stdin.on("data", (chunk: Buffer) => {
-  pending = Buffer.concat([pending, chunk]);
-  while (pending.length >= 4 && pending.length >= 4 + pending.readUInt32BE(0)) {
-    const length = pending.readUInt32BE(0);
-    handle(JSON.parse(pending.subarray(4, 4 + length).toString("utf8")) as Frame);
-    pending = pending.subarray(4 + length);
+  chunks.push(chunk);
+  buffered += chunk.length;
+  for (;;) {
+    if (buffered < 4) return;
+    if (chunks[0].length < 4) chunks = [Buffer.concat(chunks)];
+    const length = chunks[0].readUInt32BE(0);
+    if (buffered < 4 + length) return;
+    const all = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+    handle(JSON.parse(all.subarray(4, 4 + length).toString("utf8")) as Frame);
+    const rest = all.subarray(4 + length);
+    chunks = rest.length > 0 ? [rest] : [];
+    buffered = rest.length;
   }
 });
 process.stdin.on("end", () => process.exit(0)); // the host closed the pipe

@@ -33,8 +33,9 @@ def unit_starts(messages):
     starts, i = [], 0
     while i < len(messages):
         starts.append(i)
-        calls = {b.get("id") for b in messages[i].get("content") or []
-                 if isinstance(b, dict) and b.get("type") == "toolCall"}
+        content = messages[i].get("content") if messages[i].get("role") == "assistant" else None
+        calls = {b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "toolCall"
+                 } if isinstance(content, list) else set()
         i += 1
         while calls and i < len(messages) and messages[i].get("toolCallId") in calls:
             i += 1
