@@ -15,6 +15,10 @@
 //! A panic inside the engine becomes a failed check with the panic's text (`export_engine!`
 //! catches it), never a crash of the run. This loader is the kit's own: no deadline, no
 //! quarantine, no fallback. Those belong to the host.
+//!
+//! [`run_on`] runs the same checks through any [`Transport`]: the host's tests use it to check
+//! engines in a child process and executable engines (docs/engine-protocol.md) through the
+//! pipe their users will get.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -71,14 +75,60 @@ impl ConformanceReport {
     }
 }
 
+/// An engine as the checks reach it, whatever carries the calls: a library loaded here, or an
+/// engine a host started in a child process (a library under `rampart engine-host`, or an
+/// executable that speaks the engine protocol).
+///
+/// Why a trait: the contract is the same for every transport, so one list of checks must
+/// judge them all; a host implements this over its own handle to run the checks through the
+/// transport its users will get.
+pub trait Transport {
+    /// The engine's self-description as JSON (an [`EngineInfo`]).
+    fn info_json(&self) -> Result<String, EngineError>;
+    /// Calls `method` with a JSON `payload`; answers the result's JSON.
+    fn call(&self, method: &str, payload: &str) -> Result<String, EngineError>;
+    /// Retires the engine.
+    fn dispose(&self) -> Result<(), EngineError>;
+}
+
+impl Transport for FfiEngineBox {
+    fn info_json(&self) -> Result<String, EngineError> {
+        self.info()
+            .into_result()
+            .map(String::from)
+            .map_err(EngineError::from)
+    }
+
+    fn call(&self, method: &str, payload: &str) -> Result<String, EngineError> {
+        let ctx = HostCallCtx::default();
+        FfiEngineBox::call(self, method.into(), payload.into(), call_ctx_ref(&ctx))
+            .into_result()
+            .map(String::from)
+            .map_err(EngineError::from)
+    }
+
+    fn dispose(&self) -> Result<(), EngineError> {
+        self.shutdown().into_result().map_err(EngineError::from)
+    }
+}
+
 /// Loads the engine library at `path` with `config` and checks every method's contract.
 pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
+    let host = FakeHost::new();
+    match load(path, config, &host) {
+        Ok(engine) => run_on(Ok(&engine)),
+        Err(why) => run_on(Err(why)),
+    }
+}
+
+/// Checks every method's contract on an engine that is already started (`Ok`), or records why
+/// it could not start (`Err`, the failed `load` check that ends the run).
+pub fn run_on(engine: Result<&dyn Transport, String>) -> ConformanceReport {
     let mut report = ConformanceReport {
         engine_id: None,
         checks: Vec::new(),
     };
-    let host = FakeHost::new();
-    let engine = match load(path, config, &host) {
+    let engine = match engine {
         Ok(engine) => engine,
         Err(why) => {
             report.record("load", Err(why));
@@ -86,13 +136,13 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
         }
     };
     report.record("load", Ok(()));
-    let info = info(&engine);
+    let info = info(engine);
     if let Ok(info) = &info {
         report.engine_id = Some(info.id.clone());
     }
     report.record("info", info.map(|_| ()));
 
-    let empty = call::<AssembleResult>(&engine, Method::Assemble, &AssembleParams::default());
+    let empty = call::<AssembleResult>(engine, Method::Assemble, &AssembleParams::default());
     report.record(
         "assemble-empty",
         empty.map_err(|e| e.to_string()).and_then(|out| {
@@ -104,7 +154,7 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
     );
     let history = sample_history(200);
     let assembled = call::<AssembleResult>(
-        &engine,
+        engine,
         Method::Assemble,
         &AssembleParams {
             messages: history.clone(),
@@ -119,7 +169,7 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
             .and_then(|out| keeps_units(&history, &out.messages)),
     );
     let ingest = call::<serde_json::Value>(
-        &engine,
+        engine,
         Method::Ingest,
         &IngestParams {
             message: Some(Arc::new(build::user("hello"))),
@@ -128,7 +178,7 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
     );
     report.record("ingest", answers_or_unsupported(ingest));
     let compact = call::<serde_json::Value>(
-        &engine,
+        engine,
         Method::Compact,
         &CompactParams {
             messages: history,
@@ -137,17 +187,17 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
         },
     );
     report.record("compact", answers_or_unsupported(compact));
-    let unknown = call_raw(&engine, "conformance_method_from_the_future", "{}");
+    let unknown = engine.call("conformance_method_from_the_future", "{}");
     report.record(
         "unknown-method",
         expect_kind(unknown, ErrorKind::Unsupported),
     );
-    let invalid = call_raw(&engine, Method::Assemble.name(), "{\"messages\": 42}");
+    let invalid = engine.call(Method::Assemble.name(), "{\"messages\": 42}");
     report.record(
         "invalid-params",
         expect_kind(invalid, ErrorKind::InvalidParams),
     );
-    let disposed = engine.shutdown().into_result().map_err(EngineError::from);
+    let disposed = engine.dispose();
     report.record("dispose", disposed.map_err(|e| e.to_string()));
     report
 }
@@ -203,11 +253,8 @@ fn load(path: &Path, config: serde_json::Value, host: &FakeHost) -> Result<FfiEn
     .map_err(|e| EngineError::from(e).to_string())
 }
 
-fn info(engine: &FfiEngineBox) -> Result<EngineInfo, String> {
-    let json = engine
-        .info()
-        .into_result()
-        .map_err(|e| EngineError::from(e).to_string())?;
+fn info(engine: &dyn Transport) -> Result<EngineInfo, String> {
+    let json = engine.info_json().map_err(|e| e.to_string())?;
     let info: EngineInfo =
         serde_json::from_str(json.as_str()).map_err(|e| format!("info() is not valid: {e}"))?;
     ProtocolInfo::default().is_compatible_with(&info.protocol)?;
@@ -217,23 +264,14 @@ fn info(engine: &FfiEngineBox) -> Result<EngineInfo, String> {
     Ok(info)
 }
 
-fn call_raw(engine: &FfiEngineBox, method: &str, payload: &str) -> Result<String, EngineError> {
-    let ctx = HostCallCtx::default();
-    engine
-        .call(method.into(), payload.into(), call_ctx_ref(&ctx))
-        .into_result()
-        .map(String::from)
-        .map_err(EngineError::from)
-}
-
 fn call<R: serde::de::DeserializeOwned>(
-    engine: &FfiEngineBox,
+    engine: &dyn Transport,
     method: Method,
     params: &impl serde::Serialize,
 ) -> Result<R, EngineError> {
     let payload =
         serde_json::to_string(params).map_err(|e| EngineError::invalid_params(method.name(), e))?;
-    let answer = call_raw(engine, method.name(), &payload)?;
+    let answer = engine.call(method.name(), &payload)?;
     serde_json::from_str(&answer).map_err(|e| {
         EngineError::new(
             ErrorKind::Engine,

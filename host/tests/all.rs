@@ -14,6 +14,7 @@ mod damaged_library_e2e;
 mod engines_e2e;
 mod engines_safety_e2e;
 mod eval_e2e;
+mod executable_engines_e2e;
 mod install_e2e;
 mod isolation_e2e;
 mod layer2_e2e;

@@ -17,7 +17,8 @@ fn unknown_key_names_file_line_and_key() {
     let t = text(&out);
     assert!(t.contains(&format!("{}:5:1", cfg.display())), "{t}");
     assert!(
-        t.contains("`plugins.engines.window.requird`") && t.contains("path, required, config"),
+        t.contains("`plugins.engines.window.requird`")
+            && t.contains("path, command, required, config"),
         "{t}"
     );
 }

@@ -66,6 +66,27 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
             )?;
             continue;
         }
+        // An executable engine: start it as the slot would, to prove it answers the handshake.
+        if let Some(command) = config.engines.get(&id).and_then(|e| e.command.as_ref()) {
+            match check_in_child(&config, &id, &events) {
+                Ok(info) => writeln!(
+                    out,
+                    "engine {id}: command `{command}` ({} {}, API {}){}",
+                    info.name,
+                    info.version,
+                    info.protocol.version,
+                    if required { " (required)" } else { "" }
+                )?,
+                Err(why) => {
+                    failures += 1;
+                    writeln!(
+                        out,
+                        "error: engine {id}: command `{command}` cannot be started: {why}"
+                    )?;
+                }
+            }
+            continue;
+        }
         match config.resolve_engine_path(&id) {
             Ok(None) => writeln!(out, "engine {id}: built in")?,
             // A declared library that is not there fails every command that loads it.

@@ -18,10 +18,17 @@ use crate::engine::slot::{EngineSlot, SlotState, check_in_child, host_max_log_le
 pub enum EnginesCommand {
     /// List the built-in and configured engines, marking the active one, with their state.
     List,
-    /// Load a library and report its id, version and API version, or exactly why it cannot load.
+    /// Load a library (or start an executable engine) and report its id, version and API
+    /// version, or exactly why it cannot load.
     Check {
         /// The library file (.so, .dylib or .dll).
-        path: PathBuf,
+        #[arg(required_unless_present = "command")]
+        path: Option<PathBuf>,
+        /// An executable engine instead of a library: the program and its arguments, as in
+        /// `command = [...]` (`rampart engines check --command python3 my_engine.py`). Runs in
+        /// the current directory.
+        #[arg(long, num_args = 1.., allow_hyphen_values = true, conflicts_with = "path")]
+        command: Vec<String>,
     },
     /// Resolve the configured engine and run one `assemble` over a small sample history through
     /// it, as a turn would: a quick way to see an engine work (or fail) inside this host.
@@ -36,7 +43,10 @@ pub fn run(
 ) -> anyhow::Result<i32> {
     match cmd {
         EnginesCommand::List => engines_list(config, out),
-        EnginesCommand::Check { path } => engines_check(&path, out),
+        EnginesCommand::Check { path, command } => match path {
+            Some(path) if command.is_empty() => engines_check(&path, out),
+            _ => engines_check_command(command, out),
+        },
         EnginesCommand::Probe => engines_probe(config, out),
     }
 }
@@ -76,12 +86,15 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
         } else if id == slot.configured_id() {
             match slot.state() {
                 SlotState::Quarantined(q) => {
-                    let origin = config
-                        .resolve_engine_path(&id)
-                        .ok()
-                        .flatten()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| "?".into());
+                    let origin = match config.engines.get(&id).and_then(|e| e.command.as_ref()) {
+                        Some(command) => format!("command `{command}`"),
+                        None => config
+                            .resolve_engine_path(&id)
+                            .ok()
+                            .flatten()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_else(|| "?".into()),
+                    };
                     (
                         origin,
                         format!("quarantined during {}: {}", q.operation, q.reason),
@@ -99,6 +112,12 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
                         format!("active ({} {}{place})", info.name, info.version),
                     )
                 }
+            }
+        } else if let Some(command) = config.engines.get(&id).and_then(|e| e.command.as_ref()) {
+            let origin = format!("command `{command}`");
+            match check_in_child(&config, &id, &events) {
+                Ok(info) => (origin, format!("available (API {})", info.protocol.version)),
+                Err(e) => (origin, format!("cannot load: {e}")),
             }
         } else {
             match config.resolve_engine_path(&id) {
@@ -127,6 +146,9 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
         config::MEMORY_OFF => "off".to_string(),
         config::BUILTIN_MEMORY_ID => "built in".to_string(),
         id => match config.resolve_engine_path(id) {
+            _ if let Some(c) = config.engines.get(id).and_then(|e| e.command.as_ref()) => {
+                format!("command `{c}`")
+            }
             Ok(Some(path)) => path.display().to_string(),
             Ok(None) => "built in".to_string(),
             Err(e) => format!("cannot resolve: {e}"),
@@ -138,25 +160,61 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
 }
 
 fn engines_check(path: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let request = check_request(path.to_path_buf());
+    // In a child, as the slot loads a library: corrupt code or a constructor that exits
+    // takes down the child, and the error says how it died.
+    let loaded = load_engine_in_child(request, crate::config::ProcessSettings::default());
+    report_check(loaded, &path.display().to_string(), out)
+}
+
+/// `engines check --command PROGRAM ARGS…`: starts the executable engine as the slot would,
+/// in the current directory, and reports its handshake or why there is none.
+fn engines_check_command(words: Vec<String>, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let mut words = words.into_iter();
+    let Some(program) = words.next() else {
+        writeln!(out, "error: --command needs the program to run")?;
+        return Ok(1);
+    };
+    let command = config::EngineCommand {
+        program: PathBuf::from(program),
+        args: words.collect(),
+        dir: std::env::current_dir()?,
+    };
+    let shown = format!("command `{command}`");
+    let loaded = crate::engine::loader::load_executable(
+        check_request(command.program.clone()),
+        command,
+        crate::config::ProcessSettings::default(),
+    );
+    report_check(loaded, &shown, out)
+}
+
+/// The load request of `engines check`: no configured id to compare with, default deadlines.
+fn check_request(path: PathBuf) -> LoadRequest {
     let events = EventSink::tracing_only();
-    let request = LoadRequest {
+    LoadRequest {
         id: "check".to_string(),
         verify_id: false,
-        path: path.to_path_buf(),
+        path,
         config: serde_json::json!({}),
         services: Arc::new(HostServices::new("check", events)),
         load_timeout: std::time::Duration::from_millis(config::DEFAULT_LOAD_TIMEOUT_MS),
         call_timeout: std::time::Duration::from_millis(config::DEFAULT_CALL_TIMEOUT_MS),
         max_log_level: Some(host_max_log_level()),
-    };
-    // In a child, as the slot loads a library: corrupt code or a constructor that exits
-    // takes down the child, and the error says how it died.
-    match load_engine_in_child(request, crate::config::ProcessSettings::default()) {
+    }
+}
+
+fn report_check(
+    loaded: Result<crate::engine::handle::EngineHandle, crate::engine::loader::LoadError>,
+    shown: &str,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    match loaded {
         Ok(handle) => {
             let info = handle.info().clone();
             let file = match handle.origin() {
                 EngineOrigin::Library(p) => p.display().to_string(),
-                EngineOrigin::BuiltIn => path.display().to_string(),
+                EngineOrigin::Command(_) | EngineOrigin::BuiltIn => shown.to_string(),
             };
             writeln!(out, "ok: {file}")?;
             writeln!(out, "  id:          {}", info.id)?;

@@ -91,6 +91,7 @@ const PLUGINS_KEYS: &[&str] = &[
 const SLOTS_KEYS: &[&str] = &["contextEngine", "memory"];
 const ENGINE_KEYS: &[&str] = &[
     "path",
+    "command",
     "required",
     "config",
     "isolation",
@@ -267,6 +268,42 @@ pub struct EngineEntry {
     /// Where the engine's code runs (`isolation`: a child process unless `"inprocess"`; the
     /// built-in engine always runs in the host).
     pub isolation: Isolation,
+    /// `command = ["python3", "engine.py"]`: the engine is an executable that speaks the
+    /// engine protocol (docs/engine-protocol.md) on its stdin and stdout, instead of a library
+    /// (`path`). Exactly one of `path` and `command`; an executable always runs in a child.
+    pub command: Option<EngineCommand>,
+}
+
+/// An engine that is a program of its own (`plugins.engines.<id>.command`).
+///
+/// Why: a library must be Rust built against the same `abi_stable`; a program in any language
+/// that reads and writes the protocol's frames can be an engine, hosted in a child process
+/// exactly like a library under `rampart engine-host`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineCommand {
+    /// The program. A bare name (`python3`) is looked up in `PATH` when the child starts; one
+    /// with a directory in it (`./engine`, `bin/engine`) was resolved against the config
+    /// file's directory, like `path`.
+    pub program: PathBuf,
+    /// The arguments, as written.
+    pub args: Vec<String>,
+    /// The config file's directory: the command runs there, so a relative argument (the script
+    /// in `["python3", "engine.py"]`) names a file beside plugins.toml, as `path` would.
+    pub dir: PathBuf,
+}
+
+impl std::fmt::Display for EngineCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.program.display())?;
+        for arg in &self.args {
+            if arg.is_empty() || arg.contains(char::is_whitespace) {
+                write!(f, " {arg:?}")?;
+            } else {
+                write!(f, " {arg}")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where an engine library's code runs (`plugins.engines.<id>.isolation`). The built-in engine

@@ -143,7 +143,7 @@ fn unknown_key_in_engine() {
     assert_eq!(
         e.to_string(),
         "/etc/rampart/plugins.toml:7:1: unknown key `plugins.engines.window.requird`; \
-         allowed keys here: path, required, config, isolation, restart, limits. Fix the key or \
+         allowed keys here: path, command, required, config, isolation, restart, limits. Fix the key or \
          remove it."
     );
 }
@@ -702,4 +702,56 @@ fn serve_min_answer_tokens_is_read_and_a_bad_value_named_with_its_line() {
             "{bad}: {e}"
         );
     }
+}
+
+#[test]
+fn an_engine_command_is_read_with_its_program_resolved_like_path() {
+    let text = "[plugins.engines.py]\ncommand = [\"python3\", \"engine.py\", \"--fast\"]\n\
+                [plugins.engines.own]\ncommand = [\"./bin/engine\"]\nrestart = { max = 1 }\n";
+    let c = parse(text, Path::new("/srv/conf/plugins.toml")).unwrap();
+    let py = c.engines["py"].command.as_ref().unwrap();
+    // A bare name is left for PATH; the arguments stay as written, and the command runs in the
+    // config's directory, where `engine.py` is.
+    assert_eq!(py.program, PathBuf::from("python3"));
+    assert_eq!(py.args, ["engine.py", "--fast"]);
+    assert_eq!(py.dir, PathBuf::from("/srv/conf"));
+    assert_eq!(py.to_string(), "python3 engine.py --fast");
+    assert_eq!(c.engines["py"].path, None);
+    let own = &c.engines["own"];
+    assert_eq!(
+        own.command.as_ref().unwrap().program,
+        PathBuf::from("/srv/conf/bin/engine")
+    );
+    let Isolation::Process(settings) = &own.isolation else {
+        panic!("an executable runs in a child")
+    };
+    assert_eq!(settings.restart.map(|r| r.max), Some(1));
+}
+
+#[test]
+fn a_bad_engine_command_is_a_located_error() {
+    for (body, expected) in [
+        (
+            "path = \"x.so\"\ncommand = [\"python3\"]",
+            "3:11: invalid value for `plugins.engines.e.command`",
+        ),
+        (
+            "command = []",
+            "invalid value for `plugins.engines.e.command`: found an empty array",
+        ),
+        ("command = [1]", "`plugins.engines.e.command[0]`"),
+        (
+            "command = [\" \"]",
+            "invalid value for `plugins.engines.e.command[0]`",
+        ),
+        (
+            "command = [\"python3\"]\nisolation = \"inprocess\"",
+            "always runs in its own process",
+        ),
+    ] {
+        let e = err(&format!("[plugins.engines.e]\n{body}\n"));
+        assert!(e.to_string().contains(expected), "{body}: {e}");
+    }
+    let e = err("[plugins.engines.legacy]\ncommand = [\"python3\"]\n");
+    assert!(e.to_string().contains("built into the host"), "{e}");
 }

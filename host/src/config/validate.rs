@@ -687,9 +687,31 @@ impl Validator<'_> {
             config: serde_json::Value::Object(serde_json::Map::new()),
             line,
             isolation: Isolation::default(),
+            command: None,
         };
         if let Some(v) = table.get("path") {
             entry.path = self.path(&format!("{prefix}.path"), v);
+        }
+        if let Some(v) = table.get("command") {
+            let key = format!("{prefix}.command");
+            if id.get_ref() == BUILTIN_ENGINE_ID {
+                self.invalid(
+                    &key,
+                    v.span(),
+                    "a command for the built-in engine".to_string(),
+                    "no `command`: `legacy` is built into the host; give your engine another id",
+                );
+            } else if table.get("path").is_some() {
+                self.invalid(
+                    &key,
+                    v.span(),
+                    "both `path` and `command`".to_string(),
+                    "exactly one of them: `path` for an engine library, `command` for an \
+                     executable that speaks the engine protocol",
+                );
+            } else {
+                entry.command = self.command(&key, v);
+            }
         }
         if let Some(v) = table.get("required")
             && let Some(b) = self.boolean(&format!("{prefix}.required"), v)
@@ -703,7 +725,69 @@ impl Validator<'_> {
             }
         }
         entry.isolation = self.isolation(&prefix, table, id.get_ref() == BUILTIN_ENGINE_ID);
+        if entry.command.is_some()
+            && entry.isolation == Isolation::InProcess
+            && let Some(v) = table.get("isolation")
+        {
+            self.invalid(
+                &format!("{prefix}.isolation"),
+                v.span(),
+                describe(v.get_ref()),
+                "\"process\" (the default) or no `isolation`: an engine given as a `command` is \
+                 a program of its own and always runs in its own process",
+            );
+        }
         valid_id.then_some(entry)
+    }
+
+    /// `command = ["program", "arg", …]`: a non-empty array of strings whose first is not
+    /// blank. A program with a directory in it is resolved against the config file's directory.
+    fn command(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<EngineCommand> {
+        let allowed = "a non-empty array of strings, the program first, such as \
+                       [\"python3\", \"my_engine.py\"]";
+        let DeValue::Array(items) = value.get_ref() else {
+            self.invalid(key, value.span(), describe(value.get_ref()), allowed);
+            return None;
+        };
+        let mut words = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let word = self.string(&format!("{key}[{i}]"), item)?;
+            if word.contains('\0') {
+                let found = format!("{word:?} (it holds a NUL byte)");
+                self.invalid(
+                    &format!("{key}[{i}]"),
+                    item.span(),
+                    found,
+                    "a string without NUL",
+                );
+                return None;
+            }
+            words.push(word.to_string());
+        }
+        let Some(first) = words.first().cloned() else {
+            self.invalid(key, value.span(), "an empty array".to_string(), allowed);
+            return None;
+        };
+        if first.trim().is_empty() {
+            let item = &items[0];
+            self.invalid(
+                &format!("{key}[0]"),
+                item.span(),
+                describe(item.get_ref()),
+                "the program to run: a name found in PATH or a path",
+            );
+            return None;
+        }
+        let program = if first.contains(std::path::MAIN_SEPARATOR) || first.contains('/') {
+            self.resolve(&first)
+        } else {
+            PathBuf::from(first)
+        };
+        Some(EngineCommand {
+            program,
+            args: words.split_off(1),
+            dir: self.base_dir(),
+        })
     }
 
     /// `isolation`, and the `restart` and `limits` that only a child process can have.

@@ -30,6 +30,8 @@ pub enum EngineOrigin {
     BuiltIn,
     /// Loaded from this library file.
     Library(PathBuf),
+    /// An executable that speaks the engine protocol (`command` in plugins.toml).
+    Command(crate::config::EngineCommand),
 }
 
 impl std::fmt::Display for EngineOrigin {
@@ -37,6 +39,7 @@ impl std::fmt::Display for EngineOrigin {
         match self {
             EngineOrigin::BuiltIn => f.write_str("built in"),
             EngineOrigin::Library(p) => write!(f, "{}", p.display()),
+            EngineOrigin::Command(c) => write!(f, "command `{c}`"),
         }
     }
 }
@@ -108,11 +111,13 @@ impl EngineHandle {
         Self::new(info, EngineOrigin::Library(path), backend, call_timeout)
     }
 
-    /// Wraps an engine in a child process; `info` is the handshake the child verified.
+    /// Wraps an engine in a child process (a library under `rampart engine-host`, or an
+    /// executable); `info` is its verified handshake. Message lists cross as deltas only when
+    /// `info` announces `Feature::MessageRefs`; otherwise as plain JSON arrays.
     pub(crate) fn process(
         child: ChildEngine,
         info: EngineInfo,
-        path: PathBuf,
+        origin: EngineOrigin,
         call_timeout: Duration,
     ) -> Self {
         let table = message_table(&info);
@@ -120,7 +125,16 @@ impl EngineHandle {
             child: Arc::new(child),
             table,
         };
-        Self::new(info, EngineOrigin::Library(path), backend, call_timeout)
+        Self::new(info, origin, backend, call_timeout)
+    }
+
+    /// Whether message lists cross to this engine as deltas against a table it keeps
+    /// (`Feature::MessageRefs`), rather than as plain JSON arrays of messages.
+    pub fn speaks_message_refs(&self) -> bool {
+        match &self.backend {
+            Backend::Library { table, .. } | Backend::Process { table, .. } => table.is_some(),
+            Backend::Linked { .. } => false,
+        }
     }
 
     /// Bytes of call payloads sent to the engine's child process so far, `None` for an engine

@@ -211,6 +211,7 @@ pub fn load_engine_in_child(
         id: req.id,
         verify_id: req.verify_id,
         path: path.clone(),
+        command: None,
         config: req.config,
         services: req.services,
         load_timeout: req.load_timeout,
@@ -219,10 +220,69 @@ pub fn load_engine_in_child(
         settings,
     };
     match ChildEngine::start(spec) {
-        Ok((child, info)) => Ok(EngineHandle::process(child, info, path, req.call_timeout)),
+        Ok((child, info)) => Ok(EngineHandle::process(
+            child,
+            info,
+            crate::engine::handle::EngineOrigin::Library(path),
+            req.call_timeout,
+        )),
         Err(StartError::Refused(message)) => Err(LoadError::InChild(message)),
         Err(source) => Err(LoadError::Process { path, source }),
     }
+}
+
+/// Starts the executable engine of `command` (`plugins.engines.<id>.command`) as the child,
+/// instead of `rampart engine-host`, and checks its handshake as the loader checks a library's.
+/// Everything after the handshake (deadlines, restarts, limits, quarantine) is the child path's.
+pub fn load_executable(
+    req: LoadRequest,
+    command: crate::config::EngineCommand,
+    settings: crate::config::ProcessSettings,
+) -> Result<EngineHandle, LoadError> {
+    use crate::engine::handle::EngineOrigin;
+    use crate::engine::process::{ChildEngine, ProcessSpec, StartError};
+    // What messages name the engine by: its command, as configured.
+    let shown = PathBuf::from(command.to_string());
+    let spec = ProcessSpec {
+        id: req.id.clone(),
+        verify_id: req.verify_id,
+        path: command.program.clone(),
+        command: Some(command.clone()),
+        config: req.config,
+        services: req.services,
+        load_timeout: req.load_timeout,
+        call_timeout: req.call_timeout,
+        max_log_level: req.max_log_level,
+        settings,
+    };
+    let (child, info) = match ChildEngine::start(spec) {
+        Ok(started) => started,
+        Err(StartError::Refused(message)) => {
+            return Err(LoadError::InChild(format!(
+                "the engine `{shown}` refused to start: {message}",
+                shown = shown.display()
+            )));
+        }
+        Err(source) => {
+            return Err(LoadError::Process {
+                path: shown,
+                source,
+            });
+        }
+    };
+    let info = match check_info(&shown, info, req.verify_id.then_some(req.id.as_str())) {
+        Ok(info) => info,
+        Err(e) => {
+            let _ = child.shutdown(Duration::from_millis(100));
+            return Err(e);
+        }
+    };
+    Ok(EngineHandle::process(
+        child,
+        info,
+        EngineOrigin::Command(command),
+        req.call_timeout,
+    ))
 }
 
 /// Reads a library's header without constructing an engine. Runs no engine code beyond the
@@ -329,6 +389,20 @@ fn handshake(
             format!("info() is not valid: {e}"),
         ))
     })?;
+    check_info(path, info, expected_id)
+}
+
+/// The handshake's checks on what an engine says about itself: a compatible protocol, a
+/// non-empty id and name, and the configured id. The same for a library and an executable.
+fn check_info(
+    path: &Path,
+    info: EngineInfo,
+    expected_id: Option<&str>,
+) -> Result<EngineInfo, LoadError> {
+    let construct = |source: EngineError| LoadError::Construct {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    };
     ProtocolInfo::default()
         .is_compatible_with(&info.protocol)
         .map_err(|why| LoadError::Incompatible {

@@ -9,7 +9,9 @@
 //! - [`services`]: what an engine can call back (logs, events, `llm.complete`, blobs, token
 //!   counts, the clock);
 //! - [`process`], [`pipe`], [`engine_host`]: an engine in a child process
-//!   (`isolation = "process"`): the host's side, the frames on the pipe, the child's side.
+//!   (`isolation = "process"`): the host's side, the frames on the pipe, the child's side. An
+//!   executable engine (`command = [...]`) is a child that speaks the pipe itself
+//!   (docs/engine-protocol.md).
 
 pub mod engine_host;
 pub mod handle;

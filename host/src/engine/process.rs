@@ -1,6 +1,8 @@
 //! The host's side of an engine in a child process (`isolation = "process"`): starting
-//! `rampart engine-host`, the handshake, calls with deadlines, answering the engine's service
-//! calls, its log, and what happens when the child dies.
+//! `rampart engine-host` (or, for an executable engine, its own `command`), the handshake,
+//! calls with deadlines, answering the engine's service calls, its log, and what happens when
+//! the child dies. An executable speaks the same frames as `rampart engine-host`
+//! (docs/engine-protocol.md), so everything below applies to both unchanged.
 //!
 //! Why a child: `export_engine!` turns a panic into an error, and deadlines bound a hang, but a
 //! segfault, `abort`, stack overflow, `exit` or runaway allocation in a library ends the
@@ -22,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rampart_engine_api::{EngineError, EngineInfo, ErrorKind, HostApi, LogLevel};
 
-use crate::config::{ProcessLimits, ProcessSettings};
+use crate::config::{EngineCommand, ProcessLimits, ProcessSettings};
 use crate::engine::pipe::{
     FEATURES, Frame, Hello, LogLine, Outcome, PIPE_VERSION, PipeError, feature, read_frame,
     shared_features, write_frame,
@@ -78,8 +80,11 @@ pub struct ProcessSpec {
     pub id: String,
     /// Check the handshake's id against `id`.
     pub verify_id: bool,
-    /// The library.
+    /// The library; for an executable engine, its program (the `Hello` frame carries it).
     pub path: PathBuf,
+    /// An executable engine's command (`plugins.engines.<id>.command`), started instead of
+    /// `rampart engine-host`; `None` for a library.
+    pub command: Option<EngineCommand>,
     /// The engine's `config` table.
     pub config: serde_json::Value,
     /// The services that answer the engine's calls back.
@@ -102,6 +107,17 @@ pub enum StartError {
     Spawn {
         /// The binary.
         exe: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An executable engine's command could not be started (no such program, not executable).
+    #[error(
+        "cannot start the engine's command `{command}`: {source}; install the program or fix \
+         `command` in plugins.toml"
+    )]
+    SpawnCommand {
+        /// The command as configured.
+        command: String,
         /// Why.
         source: std::io::Error,
     },
@@ -304,13 +320,31 @@ struct Running {
 
 impl Running {
     fn start(spec: &ProcessSpec) -> Result<(Arc<Self>, EngineInfo), StartError> {
-        let exe = engine_host_exe().map_err(|source| StartError::Spawn {
-            exe: PathBuf::from("rampart"),
-            source,
-        })?;
-        let mut command = Command::new(&exe);
+        let (mut command, exe) = match &spec.command {
+            // An executable engine: the same frames, spoken by the program itself.
+            Some(engine) => {
+                let mut command = Command::new(&engine.program);
+                command.args(&engine.args).current_dir(&engine.dir);
+                (command, engine.program.clone())
+            }
+            None => {
+                let exe = engine_host_exe().map_err(|source| StartError::Spawn {
+                    exe: PathBuf::from("rampart"),
+                    source,
+                })?;
+                let mut command = Command::new(&exe);
+                command.args(["--log-format", "json", "engine-host"]);
+                (command, exe)
+            }
+        };
+        let spawn_error = |exe: PathBuf, source: std::io::Error| match &spec.command {
+            Some(engine) => StartError::SpawnCommand {
+                command: engine.to_string(),
+                source,
+            },
+            None => StartError::Spawn { exe, source },
+        };
         command
-            .args(["--log-format", "json", "engine-host"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -326,21 +360,18 @@ impl Running {
         unsafe {
             command.pre_exec(move || child_setup(parent, limits));
         }
-        let mut child =
-            spawn_from_a_lasting_thread(command).map_err(|source| StartError::Spawn {
-                exe: exe.clone(),
-                source,
-            })?;
+        let mut child = spawn_from_a_lasting_thread(command)
+            .map_err(|source| spawn_error(exe.clone(), source))?;
         let pid = child.id();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(StartError::Spawn {
+            return Err(spawn_error(
                 exe,
-                source: std::io::Error::other("the child's pipes were not set up"),
-            });
+                std::io::Error::other("the child's pipes were not set up"),
+            ));
         };
         let last_words = Arc::new(Mutex::new(VecDeque::new()));
         let (stderr_done_tx, stderr_done_rx) = mpsc::channel::<()>();
@@ -382,7 +413,7 @@ impl Running {
                 });
             if let Err(source) = spawned {
                 running.stop();
-                return Err(StartError::Spawn { exe, source });
+                return Err(spawn_error(exe, source));
             }
         }
         let hello = Frame::Hello(Hello {

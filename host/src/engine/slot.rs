@@ -22,9 +22,9 @@ use rampart_legacy::{LEGACY_ID, LegacyEngine};
 
 use crate::blobs::BlobStore;
 use crate::config::Config;
-use crate::config::Isolation;
+use crate::config::{EngineCommand, Isolation};
 use crate::engine::handle::EngineHandle;
-use crate::engine::loader::{LoadRequest, load_engine, load_engine_in_child};
+use crate::engine::loader::{LoadRequest, load_engine, load_engine_in_child, load_executable};
 use crate::engine::services::{EventSink, HostServices};
 
 /// A quarantine: which engine failed, in which operation, and why.
@@ -514,30 +514,41 @@ pub(crate) fn resolve_and_load(
     events: &EventSink,
     resources: &HostResources,
 ) -> Result<EngineHandle, (&'static str, String)> {
-    let (request, isolation) =
+    let (request, isolation, command) =
         load_request(config, id, events, resources).map_err(|why| ("resolve", why))?;
-    let loaded = match isolation {
-        Isolation::Process(settings) => load_engine_in_child(request, settings),
-        Isolation::InProcess => load_engine(request),
+    let loaded = match (isolation, command) {
+        // The validator refuses `isolation = "inprocess"` beside a command.
+        (Isolation::Process(settings), Some(command)) => {
+            load_executable(request, command, settings)
+        }
+        (Isolation::InProcess, Some(command)) => {
+            load_executable(request, command, crate::config::ProcessSettings::default())
+        }
+        (Isolation::Process(settings), None) => load_engine_in_child(request, settings),
+        (Isolation::InProcess, None) => load_engine(request),
     };
     loaded.map_err(|e| ("load", e.to_string()))
 }
 
-/// What loading engine `id` takes, as the configuration says: its library, `config` table and
-/// deadlines, and where its code runs. One place, so the slot and the inspecting commands
-/// load a library the same way.
+/// What loading engine `id` takes, as the configuration says: its library (or its command),
+/// `config` table and deadlines, and where its code runs. One place, so the slot and the
+/// inspecting commands load an engine the same way.
 fn load_request(
     config: &Config,
     id: &str,
     events: &EventSink,
     resources: &HostResources,
-) -> Result<(LoadRequest, Isolation), String> {
-    let path = match config.resolve_engine_path(id) {
-        Ok(Some(path)) => path,
-        Ok(None) => return Err(format!("no library is configured for `{id}`")),
-        Err(e) => return Err(e.to_string()),
-    };
+) -> Result<(LoadRequest, Isolation, Option<EngineCommand>), String> {
     let entry = config.engines.get(id);
+    let command = entry.and_then(|e| e.command.clone());
+    let path = match &command {
+        Some(command) => command.program.clone(),
+        None => match config.resolve_engine_path(id) {
+            Ok(Some(path)) => path,
+            Ok(None) => return Err(format!("no library is configured for `{id}`")),
+            Err(e) => return Err(e.to_string()),
+        },
+    };
     let request = LoadRequest {
         id: id.to_string(),
         verify_id: true,
@@ -552,7 +563,7 @@ fn load_request(
     };
     // A library found in the search paths without a table of its own gets the default too.
     let isolation = entry.map(|e| e.isolation.clone()).unwrap_or_default();
-    Ok((request, isolation))
+    Ok((request, isolation, command))
 }
 
 /// Loads engine `id`'s library in a child process, whatever its `isolation`, to learn whether
@@ -565,12 +576,17 @@ pub fn check_in_child(
     id: &str,
     events: &EventSink,
 ) -> Result<rampart_engine_api::EngineInfo, String> {
-    let (request, isolation) = load_request(config, id, events, &HostResources::default())?;
+    let (request, isolation, command) =
+        load_request(config, id, events, &HostResources::default())?;
     let settings = match isolation {
         Isolation::Process(settings) => settings,
         Isolation::InProcess => crate::config::ProcessSettings::default(),
     };
-    let handle = load_engine_in_child(request, settings).map_err(|e| e.to_string())?;
+    let handle = match command {
+        Some(command) => load_executable(request, command, settings),
+        None => load_engine_in_child(request, settings),
+    }
+    .map_err(|e| e.to_string())?;
     let info = handle.info().clone();
     let _ = handle.shutdown();
     Ok(info)
