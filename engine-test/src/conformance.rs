@@ -3,7 +3,8 @@
 //!
 //! What it checks, each as a named [`Check`]:
 //!
-//! - `load`: the library is an engine library of API major 1 and its constructor succeeds;
+//! - `load`: the library is an engine library of API major 1 (or a C ABI engine of table
+//!   version 1, `rampart_engine.h`) and its constructor succeeds;
 //! - `info`: the handshake names a non-empty id and name and a compatible protocol;
 //! - `assemble-empty` and `assemble-history`: `assemble` answers, keeps only messages it was
 //!   given (in their order) and never separates a tool call from its results;
@@ -20,6 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rampart_engine_api::abi_stable::library::lib_header_from_path;
+use rampart_engine_api::c_abi;
 use rampart_engine_api::export::{HostCallCtx, call_ctx_ref, host_to_ffi};
 use rampart_engine_api::ffi::{EngineModule_Ref, FfiEngineBox};
 use rampart_engine_api::method::Method;
@@ -71,28 +73,73 @@ impl ConformanceReport {
     }
 }
 
-/// Loads the engine library at `path` with `config` and checks every method's contract.
+/// An engine under test as the checks see it: its handshake, named calls with JSON, and
+/// retirement. Why a trait: a host can run the same checks through its own paths (an engine in
+/// a child process, say) by implementing it over its engine handle; [`run`] implements it over
+/// a library loaded in this process.
+pub trait Subject {
+    /// The engine's `EngineInfo` JSON.
+    fn info_json(&self) -> Result<String, EngineError>;
+    /// Calls `method` with `payload`, answering JSON.
+    fn call(&self, method: &str, payload: &str) -> Result<String, EngineError>;
+    /// Retires the engine (`dispose`).
+    fn shutdown(&self) -> Result<(), EngineError>;
+}
+
+impl Subject for FfiEngineBox {
+    fn info_json(&self) -> Result<String, EngineError> {
+        self.info()
+            .into_result()
+            .map(String::from)
+            .map_err(EngineError::from)
+    }
+
+    fn call(&self, method: &str, payload: &str) -> Result<String, EngineError> {
+        let ctx = HostCallCtx::default();
+        FfiEngineBox::call(self, method.into(), payload.into(), call_ctx_ref(&ctx))
+            .into_result()
+            .map(String::from)
+            .map_err(EngineError::from)
+    }
+
+    fn shutdown(&self) -> Result<(), EngineError> {
+        FfiEngineBox::shutdown(self)
+            .into_result()
+            .map_err(EngineError::from)
+    }
+}
+
+/// Loads the engine library at `path` (an `export_engine!` library or a C ABI one) with
+/// `config` and checks every method's contract.
 pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
+    let host = FakeHost::new();
+    match load(path, config, &host) {
+        Ok(engine) => run_on(&engine),
+        Err(why) => {
+            let mut report = ConformanceReport {
+                engine_id: None,
+                checks: Vec::new(),
+            };
+            report.record("load", Err(why));
+            report
+        }
+    }
+}
+
+/// Checks every method's contract on an engine already loaded (the `load` check passes).
+pub fn run_on(engine: &dyn Subject) -> ConformanceReport {
     let mut report = ConformanceReport {
         engine_id: None,
         checks: Vec::new(),
     };
-    let host = FakeHost::new();
-    let engine = match load(path, config, &host) {
-        Ok(engine) => engine,
-        Err(why) => {
-            report.record("load", Err(why));
-            return report;
-        }
-    };
     report.record("load", Ok(()));
-    let info = info(&engine);
+    let info = info(engine);
     if let Ok(info) = &info {
         report.engine_id = Some(info.id.clone());
     }
     report.record("info", info.map(|_| ()));
 
-    let empty = call::<AssembleResult>(&engine, Method::Assemble, &AssembleParams::default());
+    let empty = call::<AssembleResult>(engine, Method::Assemble, &AssembleParams::default());
     report.record(
         "assemble-empty",
         empty.map_err(|e| e.to_string()).and_then(|out| {
@@ -104,7 +151,7 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
     );
     let history = sample_history(200);
     let assembled = call::<AssembleResult>(
-        &engine,
+        engine,
         Method::Assemble,
         &AssembleParams {
             messages: history.clone(),
@@ -119,7 +166,7 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
             .and_then(|out| keeps_units(&history, &out.messages)),
     );
     let ingest = call::<serde_json::Value>(
-        &engine,
+        engine,
         Method::Ingest,
         &IngestParams {
             message: Some(Arc::new(build::user("hello"))),
@@ -128,7 +175,7 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
     );
     report.record("ingest", answers_or_unsupported(ingest));
     let compact = call::<serde_json::Value>(
-        &engine,
+        engine,
         Method::Compact,
         &CompactParams {
             messages: history,
@@ -137,17 +184,17 @@ pub fn run(path: &Path, config: serde_json::Value) -> ConformanceReport {
         },
     );
     report.record("compact", answers_or_unsupported(compact));
-    let unknown = call_raw(&engine, "conformance_method_from_the_future", "{}");
+    let unknown = engine.call("conformance_method_from_the_future", "{}");
     report.record(
         "unknown-method",
         expect_kind(unknown, ErrorKind::Unsupported),
     );
-    let invalid = call_raw(&engine, Method::Assemble.name(), "{\"messages\": 42}");
+    let invalid = engine.call(Method::Assemble.name(), "{\"messages\": 42}");
     report.record(
         "invalid-params",
         expect_kind(invalid, ErrorKind::InvalidParams),
     );
-    let disposed = engine.shutdown().into_result().map_err(EngineError::from);
+    let disposed = engine.shutdown();
     report.record("dispose", disposed.map_err(|e| e.to_string()));
     report
 }
@@ -177,6 +224,19 @@ fn sample_history(turns: usize) -> MessageList {
 }
 
 fn load(path: &Path, config: serde_json::Value, host: &FakeHost) -> Result<FfiEngineBox, String> {
+    let init = EngineInit {
+        engine_id: String::new(),
+        config,
+        host_protocol: ProtocolInfo::default(),
+        max_log_level: Some(LogLevel::Warn),
+    };
+    let init_json = serde_json::to_string(&init).map_err(|e| e.to_string())?;
+    // A C ABI engine (rampart_engine.h) is told by its entry point, as the host tells it.
+    if let Some(library) = c_abi::open(path).map_err(|e| e.to_string())? {
+        return library
+            .create(&init_json, Arc::new(host.clone()))
+            .map_err(|e| e.to_string());
+    }
     let header = lib_header_from_path(path).map_err(|e| e.to_string())?;
     let version = header.version_strings().version.as_str().to_string();
     if !version.starts_with(&format!("{}.", rampart_engine_api::API_MAJOR)) {
@@ -188,13 +248,6 @@ fn load(path: &Path, config: serde_json::Value, host: &FakeHost) -> Result<FfiEn
     let module = header
         .init_root_module::<EngineModule_Ref>()
         .map_err(|e| e.to_string())?;
-    let init = EngineInit {
-        engine_id: String::new(),
-        config,
-        host_protocol: ProtocolInfo::default(),
-        max_log_level: Some(LogLevel::Warn),
-    };
-    let init_json = serde_json::to_string(&init).map_err(|e| e.to_string())?;
     module.new_engine()(
         host_to_ffi(Arc::new(host.clone())),
         init_json.as_str().into(),
@@ -203,13 +256,10 @@ fn load(path: &Path, config: serde_json::Value, host: &FakeHost) -> Result<FfiEn
     .map_err(|e| EngineError::from(e).to_string())
 }
 
-fn info(engine: &FfiEngineBox) -> Result<EngineInfo, String> {
-    let json = engine
-        .info()
-        .into_result()
-        .map_err(|e| EngineError::from(e).to_string())?;
+fn info(engine: &dyn Subject) -> Result<EngineInfo, String> {
+    let json = engine.info_json().map_err(|e| e.to_string())?;
     let info: EngineInfo =
-        serde_json::from_str(json.as_str()).map_err(|e| format!("info() is not valid: {e}"))?;
+        serde_json::from_str(&json).map_err(|e| format!("info() is not valid: {e}"))?;
     ProtocolInfo::default().is_compatible_with(&info.protocol)?;
     if info.id.trim().is_empty() || info.name.trim().is_empty() {
         return Err("info() must report a non-empty id and name".into());
@@ -217,23 +267,14 @@ fn info(engine: &FfiEngineBox) -> Result<EngineInfo, String> {
     Ok(info)
 }
 
-fn call_raw(engine: &FfiEngineBox, method: &str, payload: &str) -> Result<String, EngineError> {
-    let ctx = HostCallCtx::default();
-    engine
-        .call(method.into(), payload.into(), call_ctx_ref(&ctx))
-        .into_result()
-        .map(String::from)
-        .map_err(EngineError::from)
-}
-
 fn call<R: serde::de::DeserializeOwned>(
-    engine: &FfiEngineBox,
+    engine: &dyn Subject,
     method: Method,
     params: &impl serde::Serialize,
 ) -> Result<R, EngineError> {
     let payload =
         serde_json::to_string(params).map_err(|e| EngineError::invalid_params(method.name(), e))?;
-    let answer = call_raw(engine, method.name(), &payload)?;
+    let answer = engine.call(method.name(), &payload)?;
     serde_json::from_str(&answer).map_err(|e| {
         EngineError::new(
             ErrorKind::Engine,
