@@ -54,8 +54,8 @@
  * - A call context (`rampart_call_ctx`) is valid only during the call it was passed to, and
  *   only on the thread that received that call.
  * - A call that overruns the host's deadline is abandoned: the host raises the context's cancel
- *   flag, stops waiting, quarantines the engine and never calls the instance again (not even
- *   `destroy`, which would race the call that is still running).
+ *   flag, stops waiting, quarantines the engine and makes no new call on the instance. Only if
+ *   the abandoned call ever returns may `destroy` follow; it never runs beside a call.
  *
  * ---------------------------------------------------------------------------------------------
  * Crashes
@@ -223,7 +223,9 @@ typedef struct rampart_engine_table_v1 {
                            const rampart_call_ctx *ctx, char **out, size_t *out_len);
     /* Frees a buffer the engine returned through `*out` or `*error`. */
     void (*free_buffer)(char *buf, size_t len);
-    /* Releases the instance. Called once, after `dispose`, with no call running. */
+    /* Releases the instance. Called once and last, with no call running: normally after the
+     * "dispose" call, or straight after `create` when the handshake refuses the engine (an
+     * `id` other than the configured one). */
     void (*destroy)(void *instance);
 } rampart_engine_table_v1;
 

@@ -406,3 +406,121 @@ fn the_readmes_c_engine_compiles_loads_and_keeps_every_message() {
     assert_eq!(out.messages, history);
     engine.shutdown().unwrap();
 }
+
+/// The header's structs and the host's `#[repr(C)]` mirrors agree on every size and offset, as
+/// the machine's C compiler lays them out.
+#[test]
+fn the_header_and_the_hosts_mirror_agree_on_the_layout() {
+    use rampart_engine_api::c_abi::{CCallCtx, CEngineTable, CHostTable};
+    use std::mem::{offset_of, size_of};
+    let Some(cc) = compiler("gcc") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fields: [(&str, &str, usize); 18] = [
+        (
+            "rampart_host",
+            "abi_version",
+            offset_of!(CHostTable, abi_version),
+        ),
+        (
+            "rampart_host",
+            "host_data",
+            offset_of!(CHostTable, host_data),
+        ),
+        ("rampart_host", "log", offset_of!(CHostTable, log)),
+        ("rampart_host", "call", offset_of!(CHostTable, call)),
+        (
+            "rampart_host",
+            "free_buffer",
+            offset_of!(CHostTable, free_buffer),
+        ),
+        (
+            "rampart_call_ctx",
+            "ctx_data",
+            offset_of!(CCallCtx, ctx_data),
+        ),
+        (
+            "rampart_call_ctx",
+            "deadline_unix_ms",
+            offset_of!(CCallCtx, deadline_unix_ms),
+        ),
+        (
+            "rampart_call_ctx",
+            "is_cancelled",
+            offset_of!(CCallCtx, is_cancelled),
+        ),
+        (
+            "rampart_engine_table_v1",
+            "abi_version",
+            offset_of!(CEngineTable, abi_version),
+        ),
+        (
+            "rampart_engine_table_v1",
+            "engine_info_json",
+            offset_of!(CEngineTable, engine_info_json),
+        ),
+        (
+            "rampart_engine_table_v1",
+            "create",
+            offset_of!(CEngineTable, create),
+        ),
+        (
+            "rampart_engine_table_v1",
+            "call",
+            offset_of!(CEngineTable, call),
+        ),
+        (
+            "rampart_engine_table_v1",
+            "free_buffer",
+            offset_of!(CEngineTable, free_buffer),
+        ),
+        (
+            "rampart_engine_table_v1",
+            "destroy",
+            offset_of!(CEngineTable, destroy),
+        ),
+        ("rampart_host", "", size_of::<CHostTable>()),
+        ("rampart_call_ctx", "", size_of::<CCallCtx>()),
+        ("rampart_engine_table_v1", "", size_of::<CEngineTable>()),
+        (
+            "",
+            "RAMPART_ENGINE_ABI_VERSION",
+            rampart_engine_api::c_abi::C_ABI_VERSION as usize,
+        ),
+    ];
+    let mut program = String::from(
+        "#include <stddef.h>\n#include <stdio.h>\n#include \"rampart_engine.h\"\nint main(void) {\n",
+    );
+    for (ty, field, _) in &fields {
+        let expr = match (ty.is_empty(), field.is_empty()) {
+            (true, _) => field.to_string(),
+            (false, true) => format!("sizeof({ty})"),
+            (false, false) => format!("offsetof({ty}, {field})"),
+        };
+        program.push_str(&format!("    printf(\"%zu\\n\", (size_t)({expr}));\n"));
+    }
+    program.push_str("    return 0;\n}\n");
+    let source = dir.path().join("layout.c");
+    std::fs::write(&source, program).unwrap();
+    let exe = dir.path().join("layout");
+    let out = Command::new(cc)
+        .arg("-I")
+        .arg(repo().join("engine-api/include"))
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let out = Command::new(&exe).output().unwrap();
+    let printed: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    for ((ty, field, rust), c) in fields.iter().zip(&printed) {
+        assert_eq!(
+            rust, c,
+            "{ty} {field}: Rust says {rust}, the C compiler {c}"
+        );
+    }
+    assert_eq!(printed.len(), fields.len());
+}
