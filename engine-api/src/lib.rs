@@ -22,10 +22,12 @@
 //! - [`pairing`]: which messages must travel together ([`pairing::tool_units`]);
 //! - [`error`]: [`EngineError`] and its exhaustive [`ErrorKind`] classification;
 //! - [`ffi`]: the frozen abi_stable surface (hosts use it; engine authors never need to);
-//! - [`export`]: what `export_engine!` expands to: panic guards, dispatch, tracing bridge.
+//! - [`export`]: what `export_engine!` expands to: panic guards, dispatch, tracing bridge;
+//! - [`c_abi`]: engines in C and other languages (`include/rampart_engine.h`), as hosts load them.
 
 #![allow(non_local_definitions, non_camel_case_types)]
 
+pub mod c_abi;
 pub mod engine;
 pub mod error;
 pub mod export;

@@ -3,7 +3,8 @@
 //!
 //! What it checks, each as a named [`Check`]:
 //!
-//! - `load`: the library is an engine library of API major 1 and its constructor succeeds;
+//! - `load`: the library is an engine library of API major 1 (or a C ABI engine of table
+//!   version 1, `rampart_engine.h`) and its constructor succeeds;
 //! - `info`: the handshake names a non-empty id and name and a compatible protocol;
 //! - `assemble-empty` and `assemble-history`: `assemble` answers, keeps only messages it was
 //!   given (in their order) and never separates a tool call from its results;
@@ -24,6 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rampart_engine_api::abi_stable::library::lib_header_from_path;
+use rampart_engine_api::c_abi;
 use rampart_engine_api::export::{HostCallCtx, call_ctx_ref, host_to_ffi};
 use rampart_engine_api::ffi::{EngineModule_Ref, FfiEngineBox};
 use rampart_engine_api::method::Method;
@@ -227,6 +229,19 @@ fn sample_history(turns: usize) -> MessageList {
 }
 
 fn load(path: &Path, config: serde_json::Value, host: &FakeHost) -> Result<FfiEngineBox, String> {
+    let init = EngineInit {
+        engine_id: String::new(),
+        config,
+        host_protocol: ProtocolInfo::default(),
+        max_log_level: Some(LogLevel::Warn),
+    };
+    let init_json = serde_json::to_string(&init).map_err(|e| e.to_string())?;
+    // A C ABI engine (rampart_engine.h) is told by its entry point, as the host tells it.
+    if let Some(library) = c_abi::open(path).map_err(|e| e.to_string())? {
+        return library
+            .create(&init_json, Arc::new(host.clone()))
+            .map_err(|e| e.to_string());
+    }
     let header = lib_header_from_path(path).map_err(|e| e.to_string())?;
     let version = header.version_strings().version.as_str().to_string();
     if !version.starts_with(&format!("{}.", rampart_engine_api::API_MAJOR)) {
@@ -238,13 +253,6 @@ fn load(path: &Path, config: serde_json::Value, host: &FakeHost) -> Result<FfiEn
     let module = header
         .init_root_module::<EngineModule_Ref>()
         .map_err(|e| e.to_string())?;
-    let init = EngineInit {
-        engine_id: String::new(),
-        config,
-        host_protocol: ProtocolInfo::default(),
-        max_log_level: Some(LogLevel::Warn),
-    };
-    let init_json = serde_json::to_string(&init).map_err(|e| e.to_string())?;
     module.new_engine()(
         host_to_ffi(Arc::new(host.clone())),
         init_json.as_str().into(),
@@ -256,7 +264,7 @@ fn load(path: &Path, config: serde_json::Value, host: &FakeHost) -> Result<FfiEn
 fn info(engine: &dyn Transport) -> Result<EngineInfo, String> {
     let json = engine.info_json().map_err(|e| e.to_string())?;
     let info: EngineInfo =
-        serde_json::from_str(json.as_str()).map_err(|e| format!("info() is not valid: {e}"))?;
+        serde_json::from_str(&json).map_err(|e| format!("info() is not valid: {e}"))?;
     ProtocolInfo::default().is_compatible_with(&info.protocol)?;
     if info.id.trim().is_empty() || info.name.trim().is_empty() {
         return Err("info() must report a non-empty id and name".into());

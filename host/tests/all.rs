@@ -6,6 +6,7 @@ mod common;
 
 mod agents_e2e;
 mod architecture;
+mod c_abi_engines_e2e;
 mod compaction_e2e;
 mod concurrency_e2e;
 mod config_e2e;

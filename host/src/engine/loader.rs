@@ -12,6 +12,12 @@
 //! 5. `abi_info`, then `new_engine` with the host's services and the engine's config;
 //! 6. the handshake: `info.id` must be the configured id and the protocol must be compatible.
 //!
+//! Which ABI a library speaks is told by its exports, after step 1: a library exporting
+//! `rampart_engine_v1` is a C ABI engine (`engine-api/include/rampart_engine.h`), whose table's
+//! `abi_version` is checked before any other function in it runs (steps 2–4 for that ABI);
+//! it then constructs and shakes hands as in steps 5–6. Every other library goes through
+//! abi_stable's steps 2–4.
+//!
 //! Steps 2–6 run on a separate thread under `plugins.loadTimeoutMs`, because they execute the
 //! library's code (its constructors run at `dlopen`). Libraries are never unloaded.
 
@@ -20,6 +26,7 @@ use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
 use abi_stable::library::{LibraryError, RootModule, RootModuleError, lib_header_from_path};
+use rampart_engine_api::c_abi;
 use rampart_engine_api::export::host_to_ffi;
 use rampart_engine_api::ffi::{EngineModule_Ref, FfiEngineBox};
 use rampart_engine_api::protocol::{ProtocolInfo, major_of};
@@ -62,7 +69,8 @@ pub enum LoadError {
     /// A shared library without the engine ABI's header.
     #[error(
         "`{}` is a shared library but not a Rampart engine: it exports no engine header. \
-         Build it with `rampart_engine_api::export_engine!(YourEngine)`",
+         Build it with `rampart_engine_api::export_engine!(YourEngine)`, or export \
+         `rampart_engine_v1` as rampart_engine.h describes",
         path.display()
     )]
     NotAnEngine {
@@ -82,6 +90,15 @@ pub enum LoadError {
         found: String,
         /// The major this host speaks.
         supported: u32,
+    },
+    /// A library exporting the C ABI's entry point whose table cannot be used (NULL, another
+    /// version, a NULL function, unreadable info).
+    #[error("`{}` cannot be loaded as a C ABI engine: {problem}", path.display())]
+    CAbi {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its table.
+        problem: rampart_engine_api::c_abi::CAbiError,
     },
     /// The typed surface does not match (built with an incompatible abi_stable or interface).
     #[error("`{}` has an incompatible engine ABI: {reason}", path.display())]
@@ -289,6 +306,12 @@ pub fn load_executable(
 /// library's static constructors (which `dlopen` always runs).
 pub fn inspect_library(path: &Path) -> Result<LibraryFacts, LoadError> {
     let path = check_file(path)?;
+    if open_c_library(&path)?.is_some() {
+        return Ok(LibraryFacts {
+            path,
+            api_version: format!("C ABI {}", c_abi::C_ABI_VERSION),
+        });
+    }
     let header = lib_header_from_path(&path).map_err(|e| map_library_error(&path, e))?;
     let api_version = header.version_strings().version.as_str().to_string();
     check_api_version(&path, &api_version)?;
@@ -330,7 +353,58 @@ fn check_api_version(path: &Path, found: &str) -> Result<(), LoadError> {
     }
 }
 
+/// The C ABI table of the library at `path`, checked; `None` when it does not export one.
+fn open_c_library(path: &Path) -> Result<Option<c_abi::CLibrary>, LoadError> {
+    c_abi::open(path).map_err(|problem| match problem {
+        c_abi::CAbiError::NotALibrary(reason) => LoadError::NotALibrary {
+            path: path.to_path_buf(),
+            reason,
+        },
+        problem => LoadError::CAbi {
+            path: path.to_path_buf(),
+            problem,
+        },
+    })
+}
+
 fn load_on_this_thread(path: &Path, req: &LoadRequest) -> Result<EngineHandle, LoadError> {
+    let init = EngineInit {
+        engine_id: req.id.clone(),
+        config: req.config.clone(),
+        host_protocol: ProtocolInfo::default(),
+        max_log_level: req.max_log_level,
+    };
+    let init_json = serde_json::to_string(&init).map_err(|e| LoadError::Construct {
+        path: path.to_path_buf(),
+        source: Box::new(EngineError::invalid_params("new_engine", e)),
+    })?;
+    let engine = match open_c_library(path)? {
+        Some(library) => {
+            tracing::debug!(path = %path.display(), "loading a C ABI engine");
+            library
+                .create(&init_json, req.services.clone())
+                .map_err(|e| LoadError::Construct {
+                    path: path.to_path_buf(),
+                    source: Box::new(e),
+                })?
+        }
+        None => construct_abi_stable(path, req, &init_json)?,
+    };
+    let info = handshake(path, &engine, req.verify_id.then_some(req.id.as_str()))?;
+    Ok(EngineHandle::library(
+        engine,
+        info,
+        path.to_path_buf(),
+        req.call_timeout,
+    ))
+}
+
+/// Steps 2–5 for a library built with `export_engine!`.
+fn construct_abi_stable(
+    path: &Path,
+    req: &LoadRequest,
+    init_json: &str,
+) -> Result<FfiEngineBox, LoadError> {
     let header = lib_header_from_path(path).map_err(|e| map_library_error(path, e))?;
     check_api_version(path, header.version_strings().version.as_str())?;
     let module: EngineModule_Ref = header
@@ -344,30 +418,13 @@ fn load_on_this_thread(path: &Path, req: &LoadRequest) -> Result<EngineHandle, L
             supported: rampart_engine_api::API_MAJOR,
         });
     }
-    let init = EngineInit {
-        engine_id: req.id.clone(),
-        config: req.config.clone(),
-        host_protocol: ProtocolInfo::default(),
-        max_log_level: req.max_log_level,
-    };
-    let init_json = serde_json::to_string(&init).map_err(|e| LoadError::Construct {
-        path: path.to_path_buf(),
-        source: Box::new(EngineError::invalid_params("new_engine", e)),
-    })?;
     let host = host_to_ffi(req.services.clone());
-    let engine: FfiEngineBox = module.new_engine()(host, init_json.as_str().into())
+    module.new_engine()(host, init_json.into())
         .into_result()
         .map_err(|e| LoadError::Construct {
             path: path.to_path_buf(),
             source: Box::new(e.into()),
-        })?;
-    let info = handshake(path, &engine, req.verify_id.then_some(req.id.as_str()))?;
-    Ok(EngineHandle::library(
-        engine,
-        info,
-        path.to_path_buf(),
-        req.call_timeout,
-    ))
+        })
 }
 
 fn handshake(
