@@ -59,6 +59,8 @@ import threading
 import time
 import urllib.request
 
+# The generator sits beside this script; no __pycache__ left in the source tree.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_conversations import Conversation  # noqa: E402
 
