@@ -1,28 +1,53 @@
 #!/usr/bin/env python3
-"""What `rampart serve` adds per request, measured with a real load generator (wrk) on
-loopback, against an upstream that answers at once (`host/examples/instant_upstream.rs`).
+"""What `rampart serve` adds per request, with LiteLLM's proxy measured beside it in the same run,
+on loopback, against an upstream that answers at once (`host/examples/instant_upstream.rs`).
 
-    python3 host/benches/serve_load.py            # from the repository root
+    python3 host/benches/serve_load.py                 # from the repository root: everything
+    python3 host/benches/serve_load.py --quick         # smoke run: short, sizes 2k and 50k only
     python3 host/benches/serve_load.py --stream-only   # only the streamed-answer lines
-    python3 host/benches/serve_load.py --stream-only --debug   # the same on the debug build
+    python3 host/benches/serve_load.py --skip-litellm  # without LiteLLM's proxy
+    python3 host/benches/serve_load.py --debug         # the debug build (for large effects only)
+    python3 host/benches/serve_load.py --no-build      # use the binaries already in target/
 
-It installs wrk with apt-get when it is missing (or says how), builds the release binary and
-the upstream, and prints a Markdown table for BENCHMARKS.md:
+It builds the release binary and the upstream, installs wrk with apt-get when it is missing,
+installs LiteLLM's proxy (pinned, `host/benches/litellm-venv.sh`, into target/litellm-venv;
+the only step that needs the network: the proxy then runs offline, with the local cost map,
+telemetry off and no database), and prints Markdown tables for BENCHMARKS.md. Three targets
+take the same requests: the upstream itself ("direct"), `rampart serve` and LiteLLM; "added" is
+a proxy's figure less direct's.
 
-- latency p50/p99 of one request continuing a 200k-token conversation (no compaction: the
-  model's window is 1M), through the proxy and straight to the upstream; the difference is
-  what the proxy adds;
-- time to first byte of a streamed answer (small conversation), both ways;
-- a streamed answer's first byte, end of stream and longest gap between two reads (the
-  deltas), both ways: Nagle's algorithm on a socket shows as a late end, not a late start;
-- requests/s with small conversations spread over 64 sessions, both ways;
-- the server's resident memory after 1,000 conversations were opened.
+Conversations (`bench_conversations.py`, seeded, so every run sends the same bytes): a coding
+agent's (tool calls, tool results with source code and command output) in OpenAI chat
+completions and in Anthropic messages, and the text-only one in chat completions; 2k, 50k and
+200k tokens (about 4 bytes each). The model's window is 1M, so nothing is compacted.
 
+Lines:
+
+- one request continuing the conversation (the history, the last answer, a new user line;
+  each request one turn longer), p50 / p99: a Python client (http.client, one keep-alive
+  connection per target, one request at a time), the targets interleaved request by request
+  in a rotating order, so load on the machine falls on all three alike;
+- end of stream of a streamed answer continuing the conversation, p50 / p99 (a new
+  connection per request, the client reading with recv as bytes arrive), and its first byte;
+- requests/s with the small (2k) coding conversation spread over 64 conversations, at 1 and
+  8 connections: wrk with a Lua script, runs of the three targets interleaved, the median of
+  three rounds;
+- the first request of a new 200k-token conversation (which a proxy that stores
+  conversations must store whole), median of five new conversations;
+- the resident memory of each proxy after 1,000 conversations (2k tokens each) were opened,
+  last, after everything above (LiteLLM's is the sum over its process tree).
+
+Timings are taken on a machine that is usually doing other work too: the script prints the
+load average before and after, and the tables are medians of interleaved runs for that reason.
 Standard library only. Ports are chosen by the OS.
 """
 
+import argparse
+import http.client
 import json
+import math
 import os
+import platform
 import re
 import shutil
 import socket
@@ -30,15 +55,37 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
+# The generator sits beside this script; no __pycache__ left in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_conversations import Conversation  # noqa: E402
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# `--debug` measures the debug build (quicker to build; only for effects far larger than the
-# build's own cost, such as a socket option).
-PROFILE = "debug" if "--debug" in sys.argv else "release"
-RAMPART = os.path.join(ROOT, "target", PROFILE, "rampart")
-UPSTREAM = os.path.join(ROOT, "target", PROFILE, "examples", "instant_upstream")
+LITELLM_VENV = os.path.join(ROOT, "target", "litellm-venv")
+MODELS = {"openai": "up/gpt-bench", "anthropic": "ant/claude-bench"}
+WIRE_NAMES = {"openai": "chat completions", "anthropic": "Anthropic messages"}
+SIZE_NAMES = {2_000: "2k", 50_000: "50k", 200_000: "200k"}
+
+
+class BenchError(Exception):
+    """A target answered wrongly or not at all; the message says which and what it sent."""
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="short runs and sizes 2k/50k only: a smoke run, not figures")
+    parser.add_argument("--stream-only", action="store_true",
+                        help="only the streamed-answer lines")
+    parser.add_argument("--skip-litellm", action="store_true", help="leave LiteLLM out")
+    parser.add_argument("--debug", action="store_true", help="measure the debug build")
+    parser.add_argument("--no-build", action="store_true",
+                        help="do not run cargo; use the binaries already in target/")
+    return parser.parse_args()
 
 
 def ensure_wrk():
@@ -52,10 +99,16 @@ def ensure_wrk():
                  "install wrk (Debian/Ubuntu: apt-get install wrk; macOS: brew install wrk)")
 
 
-def build():
-    release = [] if PROFILE == "debug" else ["--release"]
+def build(profile):
+    release = [] if profile == "debug" else ["--release"]
     subprocess.run(["cargo", "build", *release, "-p", "rampart-host", "--bin", "rampart",
                     "--example", "instant_upstream"], cwd=ROOT, check=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def start(args, prefix):
@@ -68,25 +121,134 @@ def start(args, prefix):
     return proc, line[len(prefix):].strip()
 
 
-def post(base, body, headers=None):
-    request = urllib.request.Request(
-        base + "/v1/chat/completions", data=json.dumps(body).encode(),
-        headers={"content-type": "application/json", **(headers or {})})
-    with urllib.request.urlopen(request, timeout=120) as response:
-        return response.read()
+class Target:
+    """One server the requests go to, with a keep-alive connection for the latency lines."""
+
+    def __init__(self, name, base, proc):
+        self.name, self.base, self.proc = name, base, proc
+        hostport = base.replace("http://", "")
+        self.host, self.port = hostport.rsplit(":", 1)[0], int(hostport.rsplit(":", 1)[1])
+        self.conn = None
+        self.broken = {}  # wire -> why this target is left out of that wire's lines
+
+    def _connect(self):
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=300)
+        self.conn.connect()
+        self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def headers(self, wire, session):
+        headers = {"content-type": "application/json", "x-rampart-session": session}
+        if wire == "anthropic":
+            headers["anthropic-version"] = "2023-06-01"
+        return headers
+
+    def post(self, path, wire, body, session):
+        """One request on the kept connection; milliseconds from the first byte sent to the
+        whole answer read."""
+        for attempt in (0, 1):
+            if self.conn is None:
+                self._connect()
+            try:
+                started = time.perf_counter()
+                self.conn.request("POST", path, body, self.headers(wire, session))
+                response = self.conn.getresponse()
+                data = response.read()
+                elapsed = (time.perf_counter() - started) * 1000
+                break
+            except (http.client.HTTPException, ConnectionError):
+                # The server closed the kept connection between two requests: reconnect once.
+                self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+        if response.status != 200:
+            raise BenchError(f"{self.name} answered {response.status} to {path}: "
+                             f"{data[:400].decode(errors='replace')}")
+        return elapsed
+
+    def stream(self, path, wire, body, session):
+        """A streamed request on a new connection: (first byte, end of stream) in ms."""
+        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                + "".join(f"{k}: {v}\r\n" for k, v in self.headers(wire, session).items())
+                + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+        s = socket.create_connection((self.host, self.port), timeout=300)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        started = time.perf_counter()
+        s.sendall(head + body)
+        reads, chunks = [], []
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reads.append(time.perf_counter())
+            chunks.append(chunk)
+        s.close()
+        data = b"".join(chunks)
+        status = data.split(b"\r\n", 1)[0]
+        end_marker = b"message_stop" if wire == "anthropic" else b"[DONE]"
+        if b" 200 " not in status or end_marker not in data:
+            raise BenchError(f"{self.name}: streamed answer to {path} was not a complete 200 "
+                             f"stream: {data[:400].decode(errors='replace')}")
+        return (reads[0] - started) * 1000, (reads[-1] - started) * 1000
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
 
-def conversation(tokens):
-    """A chat-completions body whose history is about `tokens` tokens (4 characters each)."""
-    messages = [{"role": "system", "content": "You are a coding agent."}]
-    turn = 0
-    while sum(len(m["content"]) for m in messages) < tokens * 4:
-        words = " ".join(f"src/module_{turn}_{i}.rs line {i * 7}" for i in range(40))
-        messages.append({"role": "user", "content": f"Turn {turn}: read {words}"})
-        messages.append({"role": "assistant", "content": f"Turn {turn} done: {words}"})
-        turn += 1
-    messages.append({"role": "user", "content": "And now?"})
-    return {"model": "up/gpt-bench", "messages": messages}
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def interleaved(targets, wire, count, each):
+    """Calls `each(target, i)` for i in range(count), every target once per i, in an order
+    that rotates with i. Returns {target name: [results]}, leaving out (and marking broken
+    for this wire) a target that fails, so one proxy's failure does not end the run."""
+    results = {t.name: [] for t in targets}
+    live = [t for t in targets if wire not in t.broken]
+    for i in range(count):
+        order = live[i % len(live):] + live[:i % len(live)] if live else []
+        for target in order:
+            try:
+                results[target.name].append(each(target, i))
+            except (BenchError, OSError, http.client.HTTPException) as error:
+                if target.name in ("direct", "rampart"):
+                    raise
+                target.broken[wire] = str(error)[:300]
+                print(f"  {target.name} left out of the {WIRE_NAMES[wire]} lines: {error}",
+                      file=sys.stderr)
+                live.remove(target)
+                results[target.name] = []
+                break
+    return results
+
+
+def continue_line(targets, conv, count, warm, stream):
+    """Requests continuing `conv`, one turn longer each time, sent to every target; the first
+    `warm` are left out (the first of them stores the conversation)."""
+    session = f"{'eos' if stream else 'cont'}-{conv.shape}-{conv.wire}-{conv.tokens}"
+    bodies = {}
+
+    def each(target, i):
+        if i not in bodies:
+            bodies.clear()
+            bodies[i] = conv.body(i, stream=stream)
+        if stream:
+            return target.stream(conv.path(), conv.wire, bodies[i], session)
+        return target.post(conv.path(), conv.wire, bodies[i], session)
+
+    results = interleaved(targets, conv.wire, warm + count, each)
+    return {name: values[warm:] for name, values in results.items()}
+
+
+def added(proxy, direct):
+    """'p50 / p99' of what a proxy adds over direct, or why there is no figure."""
+    if not proxy:
+        return None
+    return (f"{percentile(proxy, 0.5) - percentile(direct, 0.5):.2f} / "
+            f"{percentile(proxy, 0.99) - percentile(direct, 0.99):.2f} ms")
 
 
 WRK_SCRIPT = r"""
@@ -99,104 +261,150 @@ local spread = tonumber(os.getenv("BENCH_SESSIONS") or "1")
 local n = 0
 request = function()
   n = n + 1
-  wrk.headers["x-rampart-session"] = "bench-" .. (n % spread)
+  wrk.headers["x-rampart-session"] = "rps-" .. (n % spread)
   return wrk.format(nil, nil, nil, wrk.body)
 end
 """
 
 
-def wrk(url, body_path, sessions, connections, seconds):
+def wrk_rps(url, body_path, script, sessions, connections, seconds):
+    """Requests/s from one wrk run, or a BenchError naming the failed responses."""
     env = {**os.environ, "BENCH_BODY": body_path, "BENCH_SESSIONS": str(sessions)}
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
-        f.write(WRK_SCRIPT)
-        script = f.name
-    out = subprocess.run(["wrk", "-t", "1", "-c", str(connections), "-d", f"{seconds}s",
-                          "--latency", "-s", script, url],
-                         capture_output=True, text=True, env=env, check=True).stdout
-    os.unlink(script)
-
-    def ms(label):
-        m = re.search(rf"^\s*{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
-        value, unit = float(m.group(1)), m.group(2)
-        return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
-
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    run = subprocess.run(["wrk", "-t", "1", "-c", str(connections), "-d", f"{seconds}s",
+                          "--timeout", "30s", "-s", script, url],
+                         capture_output=True, text=True, env=env)
+    out = run.stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if errors:
-        sys.exit(f"{url}: {errors.group(1)} failed responses:\n{out}")
-    return {"p50": ms("50"), "p99": ms("99"), "rps": rps}
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if run.returncode != 0 or errors or not rps:
+        raise BenchError(f"wrk on {url}: {errors.group(1) + ' failed responses' if errors else ''}"
+                         f"\n{out}{run.stderr}")
+    return float(rps.group(1))
 
 
-def ttfb(base, body, n):
-    """Milliseconds to the first byte of a streamed answer, `n` times."""
-    host, port = base.replace("http://", "").split(":")
-    payload = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}})
-    times = []
-    for i in range(n):
-        s = socket.create_connection((host, int(port)))
-        request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
-                   f"Content-Type: application/json\r\nx-rampart-session: ttfb-{i}\r\n"
-                   f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n{payload}")
-        started = time.perf_counter()
-        s.sendall(request.encode())
-        s.recv(1)
-        times.append((time.perf_counter() - started) * 1000)
-        while s.recv(65536):
+def rss_mib(pid):
+    """Resident memory of a process and all its descendants, MiB."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1))
+        except (OSError, AttributeError):
             pass
-        s.close()
-    times.sort()
-    return statistics.median(times), times[int(len(times) * 0.99) - 1]
+    return total / 1024
 
 
-def stream_timing(base, body, n):
-    """A streamed answer, `n` times: milliseconds to its first byte, to its last byte (the end
-    of the stream), and the longest gap between two reads of it; the median of each."""
-    host, port = base.replace("http://", "").split(":")
-    payload = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}})
-    first, end, gap = [], [], []
-    for i in range(n):
-        s = socket.create_connection((host, int(port)))
-        request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\n"
-                   f"Content-Type: application/json\r\nx-rampart-session: eos-{i}\r\n"
-                   f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n{payload}")
-        started = time.perf_counter()
-        s.sendall(request.encode())
-        reads = []
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            reads.append(time.perf_counter())
-        s.close()
-        first.append((reads[0] - started) * 1000)
-        end.append((reads[-1] - started) * 1000)
-        gap.append(max((b - a for a, b in zip(reads, reads[1:])), default=0.0) * 1000)
-    return statistics.median(first), statistics.median(end), statistics.median(gap)
+def open_conversations(target, path, bodies, failures):
+    """Opens one conversation per body on `target`, one after the other; a failure is put in
+    `failures` under the target's name (this runs on its own thread)."""
+    try:
+        for i, body in enumerate(bodies):
+            target.post(path, "openai", body, f"open-{i}")
+    except (BenchError, OSError, http.client.HTTPException) as error:
+        failures[target.name] = error
 
 
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        kb = int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1))
-    return kb / 1024
+def start_litellm(work, upstream):
+    """Installs (if needed) and starts LiteLLM's proxy routing both bench models to the
+    upstream. Returns (Target, version) or (None, why not)."""
+    installer = os.path.join(ROOT, "host", "benches", "litellm-venv.sh")
+    run = subprocess.run([installer], capture_output=True, text=True)
+    if run.returncode != 0:
+        return None, f"litellm-venv.sh failed: {(run.stderr or run.stdout).strip()[-400:]}"
+    python = os.path.join(LITELLM_VENV, "bin", "python")
+    version = subprocess.run([python, "-c", "import importlib.metadata as m; "
+                              "print(m.version('litellm'))"],
+                             capture_output=True, text=True).stdout.strip()
+    config = os.path.join(work, "litellm.yaml")
+    with open(config, "w") as f:
+        f.write(f"""model_list:
+  - model_name: {MODELS['openai']}
+    litellm_params:
+      model: openai/gpt-bench
+      api_base: {upstream}/v1
+      api_key: sk-bench-not-checked
+  - model_name: {MODELS['anthropic']}
+    litellm_params:
+      model: anthropic/claude-bench
+      api_base: {upstream}
+      api_key: sk-bench-not-checked
+litellm_settings:
+  telemetry: false
+""")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "LITELLM_MASTER_KEY", "OPENAI_API_KEY",
+                        "ANTHROPIC_API_KEY")}
+    # No master key, like `rampart serve` here without a token: neither checks a key per
+    # request. LiteLLM refuses to start keyless unless told this is local.
+    env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
+                "LITELLM_LOG": "ERROR", "NO_DOCS": "True", "DISABLE_ADMIN_UI": "True",
+                "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"})
+    log = open(os.path.join(work, "litellm.log"), "w")
+    proc = subprocess.Popen([os.path.join(LITELLM_VENV, "bin", "litellm"), "--config", config,
+                             "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1",
+                             "--telemetry", "False"],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    # Importing the proxy takes tens of seconds on a busy machine.
+    limit = 300
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(base + "/health/liveliness", timeout=2) as r:
+                if r.status == 200:
+                    return Target("litellm", base, proc), version
+        except OSError:
+            time.sleep(0.5)
+    exited = proc.poll()
+    proc.kill()
+    log.close()
+    with open(os.path.join(work, "litellm.log")) as f:
+        tail = " ".join(f.read()[-600:].split())
+    why = f"exited with {exited}" if exited is not None else f"did not answer within {limit} s"
+    return None, f"LiteLLM {version} {why}: {tail}"
 
 
-def print_rows(rows):
-    print("| measure | through rampart serve | straight to the upstream | added |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+def machine():
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = re.search(r"model name\s*:\s*(.+)", f.read()).group(1)
+    except (OSError, AttributeError):
+        cpu = platform.processor()
+    return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}"
 
 
-def main():
-    ensure_wrk()
-    build()
-    work = tempfile.mkdtemp(prefix="rampart-serve-bench-")
-    upstream, up = start([UPSTREAM, "127.0.0.1:0"], "instant upstream listening on")
+def loadavg():
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def commit():
+    out = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "host/src"],
+                           capture_output=True, text=True).stdout.strip()
+    return out + (" with uncommitted changes in host/src" if dirty else "")
+
+
+def rampart_config(work, up):
     config = os.path.join(work, "plugins.toml")
     with open(config, "w") as f:
         f.write(f"""
 [agents.defaults.model]
-primary = "up/gpt-bench"
+primary = "{MODELS['openai']}"
 
 [models.providers.up]
 api = "openai-completions"
@@ -206,62 +414,217 @@ maxRetries = 0
 [[models.providers.up.models]]
 id = "gpt-bench"
 contextWindow = 1000000
+
+[models.providers.ant]
+api = "anthropic-messages"
+baseUrl = "{up}/v1"
+maxRetries = 0
+
+[[models.providers.ant.models]]
+id = "claude-bench"
+contextWindow = 1000000
 """)
-    serve, base = start([RAMPART, "--config", config, "--sessions-dir",
-                         os.path.join(work, "sessions"), "serve", "--listen", "127.0.0.1:0"],
-                        "rampart serve listening on")
+    return config
+
+
+def table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+
+
+def main():
+    args = parse_args()
+    profile = "debug" if args.debug else "release"
+    rampart_bin = os.path.join(ROOT, "target", profile, "rampart")
+    upstream_bin = os.path.join(ROOT, "target", profile, "examples", "instant_upstream")
+    ensure_wrk()
+    if not args.no_build:
+        build(profile)
+    sizes = [2_000, 50_000] if args.quick else [2_000, 50_000, 200_000]
+    # (count, warm-up) per size for the latency and stream lines.
+    counts = ({2_000: (40, 3), 50_000: (30, 3)} if args.quick
+              else {2_000: (200, 5), 50_000: (120, 5), 200_000: (80, 5)})
+    rps_seconds, rps_rounds = (2, 1) if args.quick else (5, 3)
+    work = tempfile.mkdtemp(prefix="rampart-serve-bench-")
+    procs = []
     try:
-        big = conversation(200_000)
-        small = conversation(300)
-        paths = {}
-        for name, body in (("big", big), ("small", small)):
-            paths[name] = os.path.join(work, f"{name}.json")
-            with open(paths[name], "w") as f:
-                json.dump(body, f)
-        # The 200k-token conversation is stored once; every request after continues it.
-        started = time.perf_counter()
-        post(base, big, {"x-rampart-session": "bench-0"})
-        first = (time.perf_counter() - started) * 1000
-        rows = []
-        quick = "--stream-only" in sys.argv
-        proxy = wrk(base + "/v1/chat/completions", paths["big"], 1, 1, 1 if quick else 15)
-        direct = wrk(up + "/v1/chat/completions", paths["big"], 1, 1, 1 if quick else 15)
-        rows.append(("200k-token conversation, 1 connection: latency p50 / p99",
-                     f"{proxy['p50']:.2f} / {proxy['p99']:.2f} ms",
-                     f"{direct['p50']:.2f} / {direct['p99']:.2f} ms",
-                     f"{proxy['p50'] - direct['p50']:.2f} / {proxy['p99'] - direct['p99']:.2f} ms"))
-        p_ttfb = ttfb(base, small, 200)
-        d_ttfb = ttfb(up, small, 200)
-        rows.append(("stream, small conversation: time to first byte p50 / p99",
-                     f"{p_ttfb[0]:.2f} / {p_ttfb[1]:.2f} ms",
-                     f"{d_ttfb[0]:.2f} / {d_ttfb[1]:.2f} ms",
-                     f"{p_ttfb[0] - d_ttfb[0]:.2f} / {p_ttfb[1] - d_ttfb[1]:.2f} ms"))
-        p_eos = stream_timing(base, small, 200)
-        d_eos = stream_timing(up, small, 200)
-        rows.append(("stream, small conversation: first byte / end of stream / longest gap "
-                     "between reads, p50",
-                     " / ".join(f"{v:.2f}" for v in p_eos) + " ms",
-                     " / ".join(f"{v:.2f}" for v in d_eos) + " ms",
-                     f"{p_eos[1] - d_eos[1]:.2f} ms at the end"))
-        if quick:
-            # The one-second latency line is only a warm-up here.
-            print_rows(rows[1:])
-            return
-        proxy = wrk(base + "/v1/chat/completions", paths["small"], 64, 16, 15)
-        direct = wrk(up + "/v1/chat/completions", paths["small"], 64, 16, 15)
-        rows.append(("small conversations over 64 sessions, 16 connections: requests/s",
-                     f"{proxy['rps']:.0f}", f"{direct['rps']:.0f}", ""))
-        for i in range(1_000):
-            post(base, {**small, "messages": small["messages"][:1] + [
-                {"role": "user", "content": f"conversation {i}: hello"}]},
-                 {"x-rampart-session": f"open-{i}"})
-        rows.append(("resident memory after 1,000 conversations were opened",
-                     f"{rss_mb(serve.pid):.1f} MiB", "", ""))
-        print(f"first request of the 200k-token conversation (stores it): {first:.0f} ms")
-        print_rows(rows)
+        upstream, up = start([upstream_bin, "127.0.0.1:0"], "instant upstream listening on")
+        procs.append(upstream)
+        serve, base = start([rampart_bin, "--config", rampart_config(work, up),
+                             "--sessions-dir", os.path.join(work, "sessions"), "serve",
+                             "--listen", "127.0.0.1:0"], "rampart serve listening on")
+        procs.append(serve)
+        targets = [Target("direct", up, upstream), Target("rampart", base, serve)]
+        litellm_note = "LiteLLM: left out (--skip-litellm)"
+        if not args.skip_litellm:
+            litellm, version = start_litellm(work, up)
+            if litellm is None:
+                litellm_note = f"LiteLLM: not measured: {version}"
+            else:
+                procs.append(litellm.proc)
+                targets.append(litellm)
+                litellm_note = f"LiteLLM {version} (`litellm[proxy]`, one worker, offline)"
+        names = [t.name for t in targets]
+        load_before = loadavg()
+        print(f"\nmachine: {machine()}; load average before: {load_before}", flush=True)
+
+        conversations = {}
+        for size in sizes:
+            for shape, wire in (("coding", "openai"), ("coding", "anthropic"),
+                                ("text", "openai")):
+                conversations[(shape, wire, size)] = Conversation(shape, wire, size,
+                                                                  MODELS[wire])
+
+        def row_name(what, conv):
+            return (f"{what}, {conv.shape}, {WIRE_NAMES[conv.wire]}, "
+                    f"{SIZE_NAMES[conv.tokens]} ({conv.history_bytes / 1000:.0f} KB)")
+
+        def litellm_cell(results, direct, wire, fmt):
+            if "litellm" not in names:
+                return "–"
+            if wire in targets[-1].broken:
+                return f"failed: {targets[-1].broken[wire][:120]}"
+            return fmt(results.get("litellm"), direct)
+
+        latency_rows, stream_rows = [], []
+        for size in sizes:
+            count, warm = counts[size]
+            if not args.stream_only:
+                for key in (("coding", "openai", size), ("coding", "anthropic", size),
+                            ("text", "openai", size)):
+                    conv = conversations[key]
+                    print(f"  continuing: {row_name('', conv)[2:]}", file=sys.stderr, flush=True)
+                    r = continue_line(targets, conv, count, warm, stream=False)
+                    d = r["direct"]
+                    latency_rows.append((
+                        row_name("one request continuing it", conv),
+                        f"{percentile(d, 0.5):.2f} / {percentile(d, 0.99):.2f} ms",
+                        added(r["rampart"], d),
+                        litellm_cell(r, d, conv.wire, added)))
+            for key in (("coding", "openai", size), ("coding", "anthropic", size)):
+                conv = conversations[key]
+                print(f"  streamed: {row_name('', conv)[2:]}", file=sys.stderr, flush=True)
+                r = continue_line(targets, conv, count // 2, warm, stream=True)
+                ends = {n: [e for _, e in v] for n, v in r.items()}
+                firsts = {n: [f for f, _ in v] for n, v in r.items()}
+                d = ends["direct"]
+
+                def stream_added(proxy_ends, direct_ends, name=None):
+                    if not proxy_ends:
+                        return None
+                    first = (percentile(firsts[name], 0.5)
+                             - percentile(firsts["direct"], 0.5))
+                    return f"{added(proxy_ends, direct_ends)} (first byte +{first:.2f})"
+
+                stream_rows.append((
+                    row_name("streamed answer, end of stream", conv),
+                    f"{percentile(d, 0.5):.2f} / {percentile(d, 0.99):.2f} ms",
+                    stream_added(ends["rampart"], d, "rampart"),
+                    litellm_cell(ends, d, conv.wire,
+                                 lambda p, dd: stream_added(p, dd, "litellm"))))
+        for t in targets:
+            t.close()
+
+        other_rows = []
+        if not args.stream_only:
+            small = conversations[("coding", "openai", 2_000)]
+            body_path = os.path.join(work, "small.json")
+            with open(body_path, "wb") as f:
+                f.write(small.body(0))
+            script = os.path.join(work, "rps.lua")
+            with open(script, "w") as f:
+                f.write(WRK_SCRIPT)
+            for connections in (1, 8):
+                print(f"  requests/s at {connections} connections", file=sys.stderr, flush=True)
+                runs = {t.name: [] for t in targets}
+                for _ in range(rps_rounds):
+                    for t in targets:
+                        if "openai" in t.broken:
+                            continue
+                        try:
+                            runs[t.name].append(wrk_rps(t.base + small.path(), body_path, script,
+                                                        64, connections, rps_seconds))
+                        except BenchError as error:
+                            if t.name != "litellm":
+                                raise
+                            t.broken["openai"] = str(error)[:300]
+                other_rows.append(
+                    [f"requests/s, small coding conversations (2k) over 64 conversations, "
+                     f"{connections} connection{'s' if connections > 1 else ''}"]
+                    + [f"{statistics.median(runs[n]):,.0f}" if runs[n]
+                       else f"failed: {targets[-1].broken.get('openai', '')[:120]}"
+                       for n in names])
+
+            first_size = sizes[-1]
+            big = Conversation("coding", "openai", first_size, MODELS["openai"])
+            body = big.body(0)
+            print(f"  first requests at {SIZE_NAMES[first_size]}", file=sys.stderr, flush=True)
+            firsts = interleaved(targets, "openai", 5, lambda t, i: t.post(
+                big.path(), "openai", body, f"first-{i}"))
+            d = statistics.median(firsts["direct"])
+            other_rows.append(
+                [f"first request of a new {SIZE_NAMES[first_size]}-token coding conversation, "
+                 "p50 (added)"]
+                + [f"{statistics.median(firsts[n]):.1f} ms"
+                   + (f" (+{statistics.median(firsts[n]) - d:.1f})" if n != "direct" else "")
+                   if firsts[n] else "failed" for n in names])
+
+            print("  opening 1,000 conversations", file=sys.stderr, flush=True)
+            bodies = [Conversation("coding", "openai", 2_000, MODELS["openai"],
+                                   first_user_prefix=f"Conversation {i}. ").body(0)
+                      for i in range(1_000)]
+            proxies = [t for t in targets if t.name != "direct" and "openai" not in t.broken]
+            failures = {}
+            # One thread per proxy, so the two fill at once; each sends its 1,000 in turn.
+            threads = [threading.Thread(target=open_conversations,
+                                        args=(t, small.path(), bodies, failures))
+                       for t in proxies]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if "rampart" in failures:
+                raise failures["rampart"]
+            if "litellm" in failures:
+                targets[-1].broken["openai"] = str(failures["litellm"])[:300]
+            other_rows.append(
+                ["resident memory after 1,000 conversations (2k tokens each) were opened"]
+                + ["–" if t.name == "direct"
+                   else f"failed: {t.broken['openai'][:120]}" if "openai" in t.broken
+                   else f"{rss_mib(t.proc.pid):.0f} MiB" for t in targets])
+            for t in targets:
+                t.close()
+
+        load_after = loadavg()
+        print(f"\n{profile} build of {commit()}; {litellm_note}")
+        print(f"machine: {machine()}; load average (1/5/15 min) before {load_before}, "
+              f"after {load_after}")
+        print("latency lines: Python http.client, one keep-alive connection per target, "
+              "targets interleaved request by request; requests/s: wrk with a Lua script\n")
+        if latency_rows:
+            table(["line (each request one turn longer)", "direct p50 / p99",
+                   "rampart serve, added p50 / p99", "LiteLLM, added p50 / p99"],
+                  [[c if c is not None else "–" for c in row] for row in latency_rows])
+        table(["line", "direct end p50 / p99", "rampart serve, added p50 / p99",
+               "LiteLLM, added p50 / p99"],
+              [[c if c is not None else "–" for c in row] for row in stream_rows])
+        if other_rows:
+            table(["measure", "direct", "rampart serve", "LiteLLM"],
+                  [row + ["–"] * (4 - len(row)) for row in other_rows])
+        for t in targets:
+            for wire, why in t.broken.items():
+                print(f"{t.name} left out of the {WIRE_NAMES[wire]} lines: {why}")
     finally:
-        serve.terminate()
-        upstream.terminate()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         shutil.rmtree(work, ignore_errors=True)
 
 

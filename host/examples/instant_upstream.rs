@@ -1,7 +1,7 @@
-//! An upstream that answers at once, for measuring what `rampart serve` adds per request
-//! (`host/benches/serve_load.sh`). It speaks just enough of OpenAI chat completions and
-//! Anthropic messages: every request gets the same short answer, streamed when asked, with
-//! usage. Not a test double for behaviour (the tests have their scripted loopback); a fixed,
+//! An upstream that answers at once, for measuring what `rampart serve` (and LiteLLM's proxy,
+//! beside it) adds per request (`host/benches/serve_load.py`). It speaks just enough of OpenAI
+//! chat completions and Anthropic messages: every request gets the same short answer, streamed
+//! when asked, with usage. Not a test double for behaviour (the tests have their scripted loopback); a fixed,
 //! fast peer, so the proxy's own cost is what the load generator sees.
 //!
 //! `cargo run --release -p rampart-host --example instant_upstream -- 127.0.0.1:9100`
