@@ -85,6 +85,9 @@ def parse_args():
     parser.add_argument("--debug", action="store_true", help="measure the debug build")
     parser.add_argument("--no-build", action="store_true",
                         help="do not run cargo; use the binaries already in target/")
+    parser.add_argument("--rampart", metavar="PATH",
+                        help="measure this rampart binary (another build kept aside, for a "
+                             "before/after pair in one session); implies --no-build")
     return parser.parse_args()
 
 
@@ -438,7 +441,9 @@ def table(header, rows):
 def main():
     args = parse_args()
     profile = "debug" if args.debug else "release"
-    rampart_bin = os.path.join(ROOT, "target", profile, "rampart")
+    rampart_bin = args.rampart or os.path.join(ROOT, "target", profile, "rampart")
+    if args.rampart:
+        args.no_build = True
     upstream_bin = os.path.join(ROOT, "target", profile, "examples", "instant_upstream")
     ensure_wrk()
     if not args.no_build:
@@ -599,7 +604,8 @@ def main():
                 t.close()
 
         load_after = loadavg()
-        print(f"\n{profile} build of {commit()}; {litellm_note}")
+        built = f"{rampart_bin}" if args.rampart else f"{profile} build of {commit()}"
+        print(f"\n{built}; {litellm_note}")
         print(f"machine: {machine()}; load average (1/5/15 min) before {load_before}, "
               f"after {load_after}")
         print("latency lines: Python http.client, one keep-alive connection per target, "

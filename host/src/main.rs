@@ -4,11 +4,6 @@
 use clap::Parser;
 use rampart_host::commands::{Cli, default_log_filter, init_logging_with, run};
 
-/// The binary's allocator (the `mimalloc` feature, on by default): see host/Cargo.toml.
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     let cli = Cli::parse();
     init_logging_with(cli.global.log_format, default_log_filter(&cli.command));
