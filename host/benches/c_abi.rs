@@ -19,26 +19,7 @@ use rampart_host::engine::handle::EngineHandle;
 use rampart_host::engine::loader::{LoadRequest, load_engine, load_engine_in_child};
 
 mod common;
-use common::{history, params, window_request};
-
-/// A cdylib cargo built beside the bench binary.
-fn built_library(name: &str) -> PathBuf {
-    let file = format!(
-        "{}{name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    );
-    let exe = std::env::current_exe().expect("bench binary path");
-    let deps = exe.parent().expect("deps dir").to_path_buf();
-    [
-        deps.clone(),
-        deps.parent().expect("target dir").to_path_buf(),
-    ]
-    .into_iter()
-    .map(|d| d.join(&file))
-    .find(|p| p.exists())
-    .unwrap_or_else(|| panic!("{file} was not built next to the bench binary"))
-}
+use common::{built_library, history, params, window_request};
 
 /// The C example compiled into `dir`, or `None` without gcc.
 fn c_example(dir: &Path) -> Option<PathBuf> {

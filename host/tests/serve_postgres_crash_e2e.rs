@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use common::loopback::{Loopback, openai_text_stream};
 use common::private_postgres::PrivatePostgres;
-use common::serve::ServeProcess;
+use common::serve::{ServeProcess, upstream_config};
 use rampart_message::{AgentMessage, ContentBlock};
 use rampart_sessions::SessionOptions;
 use rampart_sessions::store::shared::SharedStore;
@@ -79,25 +79,6 @@ fn last_user_text(body: &Value) -> String {
 /// An upstream that answers each request from its own last question.
 fn upstream() -> Loopback {
     Loopback::scripted(|request| openai_text_stream(&answer(&last_user_text(&request.body)), 20, 3))
-}
-
-fn config(upstream: &str) -> String {
-    format!(
-        r#"
-[agents.defaults.model]
-primary = "up/gpt-up"
-
-[models.providers.up]
-api = "openai-completions"
-baseUrl = "{upstream}"
-maxRetries = 0
-timeoutSeconds = 20
-
-[[models.providers.up.models]]
-id = "gpt-up"
-contextWindow = 128000
-"#
-    )
 }
 
 /// What the clients saw.
@@ -300,7 +281,7 @@ fn the_database_restarting_mid_load_loses_nothing_acknowledged() {
     let conversations = env_usize("RAMPART_CRASH_CONVERSATIONS", 8);
     let turns = env_usize("RAMPART_CRASH_TURNS", 6).max(2);
     let up = upstream();
-    let serve = ServeProcess::start_on_store(&config(&up.url()), &postgres.url());
+    let serve = ServeProcess::start_on_store(&upstream_config(&up.url()), &postgres.url());
     let targets = Arc::new(RwLock::new(vec![serve.base.clone()]));
     let seen = Arc::new(Seen::default());
     let progress = Arc::new(AtomicUsize::new(0));
@@ -374,7 +355,7 @@ fn three_replicas_with_one_killed_every_few_seconds_lose_nothing_acknowledged() 
         });
     eprintln!("replicas killed: RAMPART_CRASH_SEED={seed}");
     let up = upstream();
-    let config = config(&up.url());
+    let config = upstream_config(&up.url());
     let mut replicas: Vec<ServeProcess> = (0..3)
         .map(|_| ServeProcess::start_on_store(&config, db.url()))
         .collect();

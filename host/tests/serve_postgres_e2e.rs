@@ -9,7 +9,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::loopback::{Loopback, openai_text_stream};
-use common::serve::ServeProcess;
+use common::serve::{ServeProcess, upstream_config};
 use rampart_message::AgentMessage;
 use rampart_sessions::SessionOptions;
 use rampart_sessions::store::shared::SharedStore;
@@ -57,25 +57,6 @@ impl Serve {
         let status = response.status().as_u16();
         (status, response.json().unwrap())
     }
-}
-
-fn config(upstream: &str) -> String {
-    format!(
-        r#"
-[agents.defaults.model]
-primary = "up/gpt-up"
-
-[models.providers.up]
-api = "openai-completions"
-baseUrl = "{upstream}"
-maxRetries = 0
-timeoutSeconds = 20
-
-[[models.providers.up.models]]
-id = "gpt-up"
-contextWindow = 128000
-"#
-    )
 }
 
 /// The (role, text) of every message entry of `key`'s session in the database, in log order,
@@ -141,7 +122,7 @@ fn serve_on_postgres_stores_two_turns_exactly_once() {
     let up = Loopback::start();
     up.push(openai_text_stream("First answer.", 20, 3));
     up.push(openai_text_stream("Second answer.", 30, 3));
-    let serve = Serve::start(&config(&up.url()), db.url());
+    let serve = Serve::start(&upstream_config(&up.url()), db.url());
 
     let mut messages = vec![json!({"role": "user", "content": "Hello there"})];
     assert_eq!(serve.chat(&messages), "First answer.");
@@ -196,7 +177,7 @@ fn two_replicas_on_one_database_continue_each_others_turns() {
     for n in 1..=3 {
         up.push(openai_text_stream(&format!("Answer {n}."), 20, 3));
     }
-    let config = config(&up.url());
+    let config = upstream_config(&up.url());
     let (a, b) = (
         Serve::start(&config, db.url()),
         Serve::start(&config, db.url()),
@@ -237,7 +218,7 @@ fn healthz_follows_the_database() {
         return;
     };
     let up = Loopback::start();
-    let serve = Serve::start(&config(&up.url()), db.url());
+    let serve = Serve::start(&upstream_config(&up.url()), db.url());
     assert_eq!(serve.healthz().0, 200);
 
     // Through the server's maintenance database, which still takes connections.
@@ -286,7 +267,7 @@ fn a_turn_while_the_database_is_down_gets_503_and_its_retry_is_stored_once() {
     };
     let up = Loopback::start();
     up.push(openai_text_stream("First answer.", 10, 3));
-    let serve = Serve::start(&config(&up.url()), db.url());
+    let serve = Serve::start(&upstream_config(&up.url()), db.url());
     let first = json!({"role": "user", "content": "First question."});
     let answer = serve.chat(std::slice::from_ref(&first));
     let history = vec![

@@ -13,8 +13,13 @@ use rampart_host::engine::services::{EventSink, HostServices};
 
 /// `librampart_window`, next to the bench binary or one directory up (cargo's layout).
 pub fn window_library() -> PathBuf {
+    built_library("rampart_window")
+}
+
+/// The cdylib `name` cargo built, next to the bench binary or one directory up (cargo's layout).
+pub fn built_library(name: &str) -> PathBuf {
     let file = format!(
-        "{}rampart_window{}",
+        "{}{name}{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     );
@@ -27,7 +32,7 @@ pub fn window_library() -> PathBuf {
     .into_iter()
     .map(|d| d.join(&file))
     .find(|p| p.exists())
-    .expect("librampart_window was not built next to the bench binary")
+    .unwrap_or_else(|| panic!("{file} was not built next to the bench binary"))
 }
 
 /// Loading the `window` engine from `path`, with generous deadlines.

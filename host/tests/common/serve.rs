@@ -109,3 +109,24 @@ impl Drop for ServeProcess {
         let _ = self.child.wait();
     }
 }
+
+/// A configuration whose primary model (`up/gpt-up`, 128k window, no retries) is the
+/// OpenAI-compatible server at `upstream`: what the serve tests on a shared store start with.
+pub fn upstream_config(upstream: &str) -> String {
+    format!(
+        r#"
+[agents.defaults.model]
+primary = "up/gpt-up"
+
+[models.providers.up]
+api = "openai-completions"
+baseUrl = "{upstream}"
+maxRetries = 0
+timeoutSeconds = 20
+
+[[models.providers.up.models]]
+id = "gpt-up"
+contextWindow = 128000
+"#
+    )
+}
