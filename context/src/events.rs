@@ -278,6 +278,16 @@ pub struct CompactionEnd {
     /// The summary was prepared ahead of need and swapped in: what it cost was reported by
     /// its [`CompactionPrepared`], and `duration_ms` is all the request waited.
     pub prepared: bool,
+    /// The id of the `compaction` entry the host appended to the session, when it appended
+    /// one: where a reader (`rampart serve`'s `/ui`) finds the summary and the first kept
+    /// entry without the event carrying the summary's text. Absent from older hosts and when
+    /// nothing was appended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_id: Option<String>,
+    /// The first entry the compaction kept verbatim (the entry's `firstKeptEntryId`), when
+    /// one was appended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_kept_entry_id: Option<String>,
 }
 
 /// [`Event::CompactionPrepared`].

@@ -3,10 +3,12 @@
 //! the replay.
 
 pub mod blobs;
+pub mod chart;
 pub mod commands;
 pub mod config;
 pub mod engine;
 pub mod eval;
+pub mod html;
 pub mod memory;
 pub mod models;
 pub mod output_file;

@@ -135,6 +135,10 @@ pub enum Command {
         /// Default: `serve.store.url`, else the sessions directory.
         #[arg(long, value_name = "URL")]
         store: Option<String>,
+        /// A TOML file of US dollars per million tokens (`input = 3.0`, `output = 15.0`, as
+        /// `replay --prices` reads): the live page (`/ui`) then shows spend in dollars.
+        #[arg(long, value_name = "FILE")]
+        prices: Option<std::path::PathBuf>,
     },
     /// Serve one engine library over stdin and stdout for a host that runs it in a child
     /// process (`isolation = "process"`). Started by rampart itself, never by hand.
@@ -303,7 +307,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             );
             finish_events(events_file, result)
         }
-        Command::Serve { listen, store: url } => {
+        Command::Serve {
+            listen,
+            store: url,
+            prices,
+        } => {
             let (source, config) = load_config(global.config)?;
             let store = sessions::open_store(sessions_dir)?;
             let inputs = command_inputs(&source, store.dir(), None);
@@ -314,6 +322,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 url.as_deref(),
                 events,
                 listen,
+                prices.as_deref(),
                 out,
                 &mut std::io::stderr(),
             );

@@ -1,4 +1,4 @@
-//! `rampart serve [--listen ADDR] [--store URL]`: an OpenAI- and Anthropic-compatible proxy that manages each
+//! `rampart serve [--listen ADDR] [--store URL] [--prices FILE]`: an OpenAI- and Anthropic-compatible proxy that manages each
 //! conversation's context with the configured engine (see [`crate::serve`]).
 //!
 //! Prints `rampart serve listening on http://ADDR` on stdout once bound (the port actually
@@ -23,11 +23,21 @@ pub fn serve(
     store_url: Option<&str>,
     events: EventSink,
     listen: Option<SocketAddr>,
+    prices: Option<&std::path::Path>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let addr = match config.serve.bind_addr(listen) {
         Ok(addr) => addr,
+        Err(e) => {
+            writeln!(err, "error: {e}")?;
+            return Ok(1);
+        }
+    };
+    // Read before anything starts, so a bad file is an error naming it, not a page without
+    // dollars.
+    let prices = match prices.map(crate::replay::prices::Prices::read).transpose() {
+        Ok(prices) => prices,
         Err(e) => {
             writeln!(err, "error: {e}")?;
             return Ok(1);
@@ -46,7 +56,9 @@ pub fn serve(
         .agent_defaults
         .workspace_dir(config.source_file.as_deref(), store.dir());
     let shared = crate::serve::store::open(&config.serve, store_url, store)?;
-    let state = ServerState::new(config, shared, events)?.with_memory(memory, workspace);
+    let state = ServerState::new(config, shared, events)?
+        .with_memory(memory, workspace)
+        .with_prices(prices);
     run_blocking(state, addr, |bound| {
         writeln!(out, "rampart serve listening on http://{bound}")?;
         out.flush()

@@ -146,6 +146,15 @@ impl EngineHandle {
         }
     }
 
+    /// How many times the engine's child process died and was restarted, `None` for an engine
+    /// in the host.
+    pub fn restarts(&self) -> Option<u64> {
+        match &self.backend {
+            Backend::Process { child, .. } => Some(child.restarts()),
+            _ => None,
+        }
+    }
+
     /// The pid of the child process the engine runs in, `None` for an engine in the host.
     pub fn child_pid(&self) -> Option<u32> {
         match &self.backend {

@@ -143,6 +143,8 @@ pub struct ChildEngine {
     restarts: Mutex<VecDeque<Instant>>,
     /// Bytes of call payloads sent to the child so far: what a turn costs on the pipe.
     payload_bytes: AtomicU64,
+    /// Children started to replace one that died, since the engine started.
+    restarted: AtomicU64,
 }
 
 impl std::fmt::Debug for ChildEngine {
@@ -162,6 +164,7 @@ impl ChildEngine {
             current: Mutex::new(running),
             restarts: Mutex::default(),
             payload_bytes: AtomicU64::new(0),
+            restarted: AtomicU64::new(0),
         };
         Ok((engine, info))
     }
@@ -169,6 +172,11 @@ impl ChildEngine {
     /// The pid of the child serving now.
     pub fn pid(&self) -> u32 {
         self.running().pid
+    }
+
+    /// How many times a child that died was replaced by a new one (for `/ui` and `/metrics`).
+    pub fn restarts(&self) -> u64 {
+        self.restarted.load(Ordering::Relaxed)
     }
 
     /// Bytes of call payloads sent to the child so far (message lists as deltas).
@@ -266,6 +274,7 @@ impl ChildEngine {
         match Running::start(&self.spec) {
             Ok((running, _)) => {
                 *current = running;
+                self.restarted.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Err(e) => Err(died(format!("; the restart failed: {e}"))),

@@ -9,7 +9,9 @@
 //! `Unsupported` is not a failure: it means "use your default", and each caller knows its own.
 //! A cancelled call is not the engine's fault and never quarantines it.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rampart_engine_api::method::{Call, Method};
 use rampart_engine_api::protocol::{
@@ -98,6 +100,47 @@ pub struct EngineSlot {
     /// The operations each engine (by id) answered `Unsupported`: optional payloads for them
     /// need not be built ([`EngineSlot::declined`]).
     declined: Mutex<std::collections::HashSet<(String, String)>>,
+    /// How each engine's calls went, by (engine, operation), since the slot was built.
+    calls: Mutex<BTreeMap<(String, String), CallStats>>,
+}
+
+/// How one engine's calls of one operation went: for `rampart serve`'s `/ui` and `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallStats {
+    /// Calls made (answered, declined or failed).
+    pub calls: u64,
+    /// Calls that failed (an error, a panic, a deadline overrun, a cancellation).
+    pub failures: u64,
+    /// Time spent in them, all together.
+    pub total: Duration,
+    /// The longest one.
+    pub max: Duration,
+}
+
+impl CallStats {
+    /// The mean time of a call (zero before the first).
+    pub fn mean(&self) -> Duration {
+        u32::try_from(self.calls)
+            .ok()
+            .filter(|n| *n > 0)
+            .map_or(Duration::ZERO, |n| self.total / n)
+    }
+}
+
+/// What an operator reads of the slot's health: which engine serves, whether the configured
+/// one was quarantined and why, how often its process was restarted, and how its calls went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotHealth {
+    /// The configured engine's id.
+    pub configured: String,
+    /// The engine serving now (`legacy` after a quarantine).
+    pub active: String,
+    /// The quarantine, when there was one.
+    pub quarantine: Option<Quarantine>,
+    /// Restarts of the configured engine's child process (`None`: it runs in the host).
+    pub restarts: Option<u64>,
+    /// Calls by engine and operation, in that order.
+    pub calls: Vec<(String, String, CallStats)>,
 }
 
 impl std::fmt::Debug for EngineSlot {
@@ -250,6 +293,7 @@ impl EngineSlot {
             legacy,
             quarantine: Mutex::new(None),
             declined: Mutex::default(),
+            calls: Mutex::default(),
         };
         if id == LEGACY_ID {
             if let Some(path) = config.engines.get(LEGACY_ID).and_then(|e| e.path.as_ref()) {
@@ -322,6 +366,59 @@ impl EngineSlot {
             .is_ok_and(|d| d.contains(&(active.id().to_string(), operation.to_string())))
     }
 
+    /// The slot's health now (see [`SlotHealth`]).
+    pub fn health(&self) -> SlotHealth {
+        let quarantine = match self.state() {
+            SlotState::Quarantined(q) => Some(q),
+            SlotState::Active => None,
+        };
+        let calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|((engine, op), stats)| (engine.clone(), op.clone(), *stats))
+            .collect();
+        SlotHealth {
+            configured: self.configured_id.clone(),
+            active: self.active().id().to_string(),
+            quarantine,
+            restarts: self.configured.as_ref().and_then(|h| h.restarts()),
+            calls,
+        }
+    }
+
+    /// Counts one call of `operation` on `engine` that took `took`.
+    fn record_call(&self, engine: &str, operation: &str, took: Duration, failed: bool) {
+        let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let stats = match calls.get_mut(&(engine.to_string(), operation.to_string())) {
+            Some(stats) => stats,
+            None => calls
+                .entry((engine.to_string(), operation.to_string()))
+                .or_default(),
+        };
+        stats.calls += 1;
+        stats.failures += u64::from(failed);
+        stats.total += took;
+        stats.max = stats.max.max(took);
+    }
+
+    /// Runs `op` on `handle`, counting the call ([`EngineSlot::health`]).
+    fn timed<R>(
+        &self,
+        handle: &EngineHandle,
+        operation: &str,
+        op: &impl Fn(&EngineHandle) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError> {
+        let started = Instant::now();
+        let result = op(handle);
+        let failed = result
+            .as_ref()
+            .is_err_and(|e| e.kind != ErrorKind::Unsupported);
+        self.record_call(handle.id(), operation, started.elapsed(), failed);
+        result
+    }
+
     /// The built-in engine.
     pub fn legacy(&self) -> &Arc<EngineHandle> {
         &self.legacy
@@ -360,7 +457,7 @@ impl EngineSlot {
     ) -> Result<Option<R>, SlotCallError> {
         let active = self.active();
         let is_legacy = Arc::ptr_eq(&active, &self.legacy);
-        match op(&active) {
+        match self.timed(&active, operation, &op) {
             Ok(r) => Ok(Some(r)),
             Err(e) if e.kind == ErrorKind::Unsupported => {
                 if let Ok(mut declined) = self.declined.lock() {
@@ -376,7 +473,7 @@ impl EngineSlot {
                     operation: operation.to_string(),
                     reason: e.to_string(),
                 })?;
-                match op(&self.legacy) {
+                match self.timed(&self.legacy, operation, &op) {
                     Ok(r) => Ok(Some(r)),
                     Err(e) if e.kind == ErrorKind::Unsupported => Ok(None),
                     Err(e) => Err(SlotCallError::Legacy(e)),

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use super::breakdown::{Breakdown, Group};
-use crate::replay::report_html::escape;
+use crate::html::escape;
 use crate::replay::table::thousands;
 
 const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\

@@ -1,4 +1,4 @@
-//! `replay --prices FILE`: token counts turned into money.
+//! `replay --prices FILE` and `serve --prices FILE`: token counts turned into money.
 //!
 //! The file is TOML, prices in US dollars per million tokens:
 //!
@@ -84,12 +84,19 @@ impl Prices {
         })
     }
 
+    /// What `input` tokens read and `output` tokens written cost at these prices, in US
+    /// dollars (the one formula `replay` and `serve`'s `/ui` both use).
+    pub fn usd(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input + output as f64 * self.output) / 1e6
+    }
+
     /// What `summary`'s tokens cost at these prices.
     pub fn cost(&self, summary: &Summary) -> Cost {
-        let usd = |tokens: u64, per_million: f64| tokens as f64 * per_million / 1e6;
-        let chat_input_usd = usd(summary.tokens_sent, self.input);
-        let compaction_usd = usd(summary.compaction_input_tokens, self.input)
-            + usd(summary.compaction_output_tokens, self.output);
+        let chat_input_usd = self.usd(summary.tokens_sent, 0);
+        let compaction_usd = self.usd(
+            summary.compaction_input_tokens,
+            summary.compaction_output_tokens,
+        );
         Cost {
             chat_input_usd,
             compaction_usd,

@@ -5,41 +5,21 @@
 //! it was opened. Every string taken from the replay (file names, engine ids, error texts) is
 //! escaped before it is embedded.
 //!
-//! The chart plots the prompt tokens of each call against the window line, with markers for
-//! compactions (triangles on top), truncations (circles), prunes (squares) and failed calls
-//! (crosses on the axis). The summary table follows, and the per-call table in a collapsed
+//! The chart ([`crate::chart`], shared with `rampart serve`'s live page) plots the prompt
+//! tokens of each call against the window and the prompt budget, with markers for compactions
+//! (triangles on top), truncations (rings), prunes (squares) and failed calls (crosses on the
+//! axis). The summary table follows, and the per-call table in a collapsed
 //! section (up to [`MAX_TABLE_ROWS`] rows, to keep the page light).
 
 use std::fmt::Write as _;
 
 use super::summary::{Row, Summary};
 use super::table::{human_bytes, human_ms, thousands};
+use crate::chart::{Call as ChartCall, Chart, Geometry, Marker, MarkerKind};
+use crate::html::escape;
 
 /// Per-call rows listed in the page; longer replays list the first ones and say so.
 pub const MAX_TABLE_ROWS: usize = 5_000;
-
-const WIDTH: f64 = 960.0;
-const HEIGHT: f64 = 380.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 28.0;
-const BOTTOM: f64 = 40.0;
-
-/// Escapes `text` for HTML text and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The page.
 pub fn render(summary: &Summary, rows: &[Row]) -> String {
@@ -87,145 +67,12 @@ text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .err{color:#b00}svg{background:#fafafa;border:1px solid #ddd}\
 .legend span{margin-right:16px}details{margin-top:16px}";
 
+/// The chart of the session's own calls ([`crate::chart`], the one the live page draws too),
+/// its heading and its legend.
 fn chart(summary: &Summary, rows: &[Row]) -> String {
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let peak = rows
-        .iter()
-        .filter_map(|r| r.prompt_tokens)
-        .max()
-        .unwrap_or(0);
-    let top_value = (summary.window.max(peak) as f64 * 1.08).max(1.0);
-    let n = rows.len().max(1) as f64;
-    let x = |i: usize| {
-        LEFT + if n <= 1.0 {
-            plot_w / 2.0
-        } else {
-            i as f64 * plot_w / (n - 1.0)
-        }
-    };
-    let y = |v: u64| TOP + plot_h - (v as f64 / top_value) * plot_h;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        "<svg viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         role=\"img\" aria-label=\"prompt tokens per call against the window\">"
-    );
-    // Axes and grid.
-    for k in 0..=5 {
-        let v = (top_value * k as f64 / 5.0) as u64;
-        let yy = y(v);
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#e4e4e4\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\" \
-             fill=\"#666\">{}</text>",
-            WIDTH - RIGHT,
-            LEFT - 6.0,
-            yy + 4.0,
-            thousands(v)
-        );
-    }
-    let ticks = rows.len().clamp(1, 10);
-    for k in 0..ticks {
-        let i = if ticks <= 1 {
-            0
-        } else {
-            k * (rows.len().saturating_sub(1)) / (ticks - 1)
-        };
-        if let Some(r) = rows.get(i) {
-            let _ = writeln!(
-                svg,
-                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" \
-                 fill=\"#666\">{}</text>",
-                x(i),
-                HEIGHT - BOTTOM + 16.0,
-                r.turn
-            );
-        }
-    }
-    let _ = writeln!(
-        svg,
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" \
-         fill=\"#444\">call</text>\
-         <text x=\"14\" y=\"{:.1}\" font-size=\"12\" fill=\"#444\" \
-         transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">prompt tokens</text>",
-        LEFT + plot_w / 2.0,
-        HEIGHT - 6.0,
-        TOP + plot_h / 2.0,
-        TOP + plot_h / 2.0
-    );
-    // The window, and the prompt budget: the line a budget compaction crosses (issue 14: the
-    // window alone made every compaction look premature).
-    level_line(
-        &mut svg,
-        y(summary.window),
-        "#c0392b",
-        "6 4",
-        &format!("window {}", thousands(summary.window)),
-    );
-    if summary.budget_tokens > 0 {
-        level_line(
-            &mut svg,
-            y(summary.budget_tokens),
-            "#d68910",
-            "2 3",
-            &format!("prompt budget {}", thousands(summary.budget_tokens)),
-        );
-    }
-    // What sending everything would have cost, for comparison: it leaves the chart soon, so
-    // it is drawn up to the top edge and stops there.
-    let everything: Vec<String> = rows
-        .iter()
-        .enumerate()
-        .take_while(|(_, r)| (r.full_history_tokens as f64) <= top_value)
-        .map(|(i, r)| format!("{:.1},{:.1}", x(i), y(r.full_history_tokens)))
-        .collect();
-    if everything.len() > 1 {
-        let _ = writeln!(
-            svg,
-            "<polyline fill=\"none\" stroke=\"#aaa\" stroke-width=\"1\" points=\"{}\"/>",
-            everything.join(" ")
-        );
-    }
-    // Prompt tokens: one polyline per run of answered calls (a failed call breaks the line).
-    let mut segment: Vec<(f64, f64)> = Vec::new();
-    let flush = |segment: &mut Vec<(f64, f64)>, svg: &mut String| {
-        match segment.as_slice() {
-            [] => {}
-            [(px, py)] => {
-                let _ = writeln!(
-                    svg,
-                    "<circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"2\" fill=\"#2c6fbb\"/>"
-                );
-            }
-            points => {
-                let points: Vec<String> = points
-                    .iter()
-                    .map(|(px, py)| format!("{px:.1},{py:.1}"))
-                    .collect();
-                let _ = writeln!(
-                    svg,
-                    "<polyline fill=\"none\" stroke=\"#2c6fbb\" stroke-width=\"1.5\" \
-                     points=\"{}\"/>",
-                    points.join(" ")
-                );
-            }
-        }
-        segment.clear();
-    };
+    let mut markers = Vec::new();
     for (i, r) in rows.iter().enumerate() {
-        match r.prompt_tokens {
-            Some(t) => segment.push((x(i), y(t))),
-            None => flush(&mut segment, &mut svg),
-        }
-    }
-    flush(&mut segment, &mut svg);
-    // Markers.
-    for (i, r) in rows.iter().enumerate() {
-        let xx = x(i);
-        let at = r.prompt_tokens.map_or(TOP + plot_h, y);
-        let tip = escape(&format!(
+        let tip = format!(
             "call {}: {}{}",
             r.turn,
             r.prompt_tokens.map_or("no answer".to_string(), |t| format!(
@@ -237,68 +84,65 @@ fn chart(summary: &Summary, rows: &[Row]) -> String {
             } else {
                 format!(" [{}]", r.tags.join(" "))
             }
-        ));
+        );
+        let mut mark = |kind: MarkerKind| {
+            markers.push(Marker {
+                kind,
+                at: i,
+                title: tip.clone(),
+                href: None,
+            })
+        };
         if r.compactions > 0 {
-            let _ = writeln!(
-                svg,
-                "<path d=\"M{:.1} {:.1} l-5 -8 h10 z\" fill=\"#8e44ad\"><title>{tip}</title></path>",
-                xx,
-                TOP + 2.0
-            );
+            mark(MarkerKind::Compaction);
         }
         if r.truncations > 0 {
-            let _ = writeln!(
-                svg,
-                "<circle cx=\"{xx:.1}\" cy=\"{at:.1}\" r=\"4\" fill=\"none\" stroke=\"#e67e22\" \
-                 stroke-width=\"2\"><title>{tip}</title></circle>"
-            );
+            mark(MarkerKind::Cap);
         }
         if r.prunes > 0 {
-            let _ = writeln!(
-                svg,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"7\" height=\"7\" fill=\"#27ae60\">\
-                 <title>{tip}</title></rect>",
-                xx - 3.5,
-                at - 3.5
-            );
+            mark(MarkerKind::Prune);
         }
         if r.error.is_some() {
-            let b = TOP + plot_h;
-            let _ = writeln!(
-                svg,
-                "<path d=\"M{:.1} {:.1} l8 8 m0 -8 l-8 8\" stroke=\"#c0392b\" \
-                 stroke-width=\"2\"><title>{tip}</title></path>",
-                xx - 4.0,
-                b - 10.0
-            );
+            mark(MarkerKind::Failed);
         }
     }
-    svg.push_str("</svg>\n");
+    let svg = Chart {
+        geometry: Geometry::REPORT,
+        window: summary.window,
+        // The line a budget compaction crosses (issue 14: the window alone made every
+        // compaction look premature).
+        budget: Some(summary.budget_tokens),
+        calls: rows
+            .iter()
+            .map(|r| ChartCall {
+                label: r.turn,
+                tokens: r.prompt_tokens,
+            })
+            .collect(),
+        // What sending everything would have cost, for comparison.
+        everything: rows.iter().map(|r| r.full_history_tokens).collect(),
+        markers,
+        points: false,
+    }
+    .render();
+    let legend = |kind: MarkerKind, label: &str| {
+        format!(
+            "<span style=\"color:{}\">{} {label}</span>",
+            kind.colour(),
+            kind.symbol()
+        )
+    };
     format!(
         "<h2>Prompt tokens per call</h2>\n{svg}<p class=\"legend\">\
          <span style=\"color:#2c6fbb\">&#9473; prompt tokens</span>\
          <span style=\"color:#c0392b\">&#9476; window</span>\
          <span style=\"color:#d68910\">&#9476; prompt budget</span>\
-         <span style=\"color:#aaa\">&#9473; sending everything</span>\
-         <span style=\"color:#8e44ad\">&#9660; compaction</span>\
-         <span style=\"color:#e67e22\">&#9675; truncation</span>\
-         <span style=\"color:#27ae60\">&#9632; prune</span>\
-         <span style=\"color:#c0392b\">&#10005; failed call</span></p>\n"
+         <span style=\"color:#aaa\">&#9473; sending everything</span>{}{}{}{}</p>\n",
+        legend(MarkerKind::Compaction, "compaction"),
+        legend(MarkerKind::Cap, "truncation"),
+        legend(MarkerKind::Prune, "prune"),
+        legend(MarkerKind::Failed, "failed call"),
     )
-}
-
-/// A dashed horizontal line across the plot at `at`, labelled at its right end.
-fn level_line(svg: &mut String, at: f64, colour: &str, dashes: &str, label: &str) {
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{LEFT}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\" stroke=\"{colour}\" \
-         stroke-width=\"1.5\" stroke-dasharray=\"{dashes}\"/><text x=\"{:.1}\" y=\"{:.1}\" \
-         font-size=\"12\" text-anchor=\"end\" fill=\"{colour}\">{}</text>",
-        WIDTH - RIGHT,
-        WIDTH - RIGHT - 4.0,
-        at - 5.0,
-        escape(label)
-    );
 }
 
 fn summary_table(s: &Summary) -> String {
@@ -543,5 +387,16 @@ mod tests {
         assert!(html.contains("&lt;b&gt;failure&lt;/b&gt;"));
         assert!(html.contains("31,000"));
         assert!(!html.contains("http://") && !html.contains("https://"));
+        // The shared chart: the answered call, its markers, the failed call on the axis.
+        for class in ["compaction", "cap", "prune", "failed"] {
+            assert_eq!(
+                html.matches(&format!("<path class=\"{class}\"")).count(),
+                1,
+                "{class}: {html}"
+            );
+        }
+        assert!(html.contains("window 32,000"), "{html}");
+        assert!(html.contains("<title>call 1: 31,000 tokens [compact]</title>"));
+        assert!(html.contains("<title>call 2: no answer</title>"));
     }
 }

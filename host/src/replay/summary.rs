@@ -318,15 +318,9 @@ impl Row {
                     self.tag("compact");
                 } else if end.compacted {
                     self.compactions += 1;
-                    // What a summarising model would have read and written: the history that
-                    // left the context (before, less what stayed beside the summary) and the
-                    // summary. The embedded summariser calls no model, but a real one would.
-                    let summary = end.summary_chars.unwrap_or(0).div_ceil(4);
-                    let before = end.tokens_before.unwrap_or(0);
-                    let after = end.tokens_after.unwrap_or(0);
-                    self.compaction_input_tokens +=
-                        before.saturating_sub(after.saturating_sub(summary));
-                    self.compaction_output_tokens += summary;
+                    let (read, written) = compaction_spend(&end);
+                    self.compaction_input_tokens += read;
+                    self.compaction_output_tokens += written;
                     self.tag("compact");
                 } else {
                     tally.compactions_not_done += 1;
@@ -495,6 +489,21 @@ pub fn peak_rss_bytes() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+/// What a compaction made at once (not prepared ahead) spent, in tokens read and written:
+/// the history that left the context (before, less what stayed beside the summary) and the
+/// summary, a quarter token per character. The embedded summariser calls no model, but a real
+/// one would. (A prepared compaction's spend is its `CompactionPrepared`'s.) Used by the
+/// replay's accounting and by `rampart serve`'s `/ui`.
+pub fn compaction_spend(end: &crate::run::events::CompactionEnd) -> (u64, u64) {
+    let summary = end.summary_chars.unwrap_or(0).div_ceil(4);
+    let before = end.tokens_before.unwrap_or(0);
+    let after = end.tokens_after.unwrap_or(0);
+    (
+        before.saturating_sub(after.saturating_sub(summary)),
+        summary,
+    )
 }
 
 #[cfg(test)]

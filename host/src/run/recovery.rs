@@ -209,7 +209,7 @@ impl Runner<'_> {
         let outcome = match result {
             Ok(r) => r,
             Err(e) => {
-                self.emit_compaction_end(reason, duration_ms, None, Some(&e.to_string()));
+                self.emit_compaction_end(reason, duration_ms, None, Some(&e.to_string()), None);
                 return Err(match e {
                     SlotCallError::Required(failed) => CompactFailure::Required(failed),
                     other => CompactFailure::Failed(other.to_string()),
@@ -217,6 +217,7 @@ impl Runner<'_> {
             }
         };
         let persisted = self.persist_compaction(session, &outcome, reason);
+        let entry_id = persisted.as_ref().ok().and_then(Option::as_deref);
         let failure = match (&outcome, &persisted) {
             (_, Err(e)) => Some(e.clone()),
             (CompactResult { ok: false, .. }, _) => Some(
@@ -227,7 +228,13 @@ impl Runner<'_> {
             ),
             _ => None,
         };
-        self.emit_compaction_end(reason, duration_ms, Some(&outcome), failure.as_deref());
+        self.emit_compaction_end(
+            reason,
+            duration_ms,
+            Some(&outcome),
+            failure.as_deref(),
+            entry_id,
+        );
         if let Some(failure) = failure {
             return Err(CompactFailure::Failed(failure));
         }
@@ -336,20 +343,21 @@ impl Runner<'_> {
         ((outcome.prompt_budget_before_reserve as f64) / PRE_PROMPT_SAFETY_FACTOR).floor() as u64
     }
 
+    /// Appends the compaction entry `outcome` describes, when it has one; its id is returned.
     fn persist_compaction(
         &mut self,
         session: &mut Session,
         outcome: &CompactResult,
         reason: &str,
-    ) -> Result<(), String> {
+    ) -> Result<Option<String>, String> {
         let Some(result) = outcome.result.as_ref().filter(|_| outcome.compacted) else {
-            return Ok(());
+            return Ok(None);
         };
         let (Some(summary), Some(first_kept)) = (&result.summary, &result.first_kept_entry_id)
         else {
             // An engine that keeps its own store reports what it did without a summary for
             // the transcript; there is nothing for the host to append.
-            return Ok(());
+            return Ok(None);
         };
         let details = (!result.details.is_null()).then(|| result.details.clone());
         let leaf_before = session.leaf_id().map(str::to_string);
@@ -393,7 +401,7 @@ impl Runner<'_> {
             };
             self.queue_registry(RegistryChange::Compaction(Box::new(checkpoint)));
         }
-        Ok(())
+        Ok(Some(entry_id))
     }
 
     fn emit_compaction_end(
@@ -402,6 +410,7 @@ impl Runner<'_> {
         duration_ms: u64,
         outcome: Option<&CompactResult>,
         error: Option<&str>,
+        entry_id: Option<&str>,
     ) {
         let result = outcome.and_then(|o| o.result.as_ref());
         let details = result.map(|r| &r.details);
@@ -422,6 +431,10 @@ impl Runner<'_> {
                 .and_then(|d| d.get("prepared"))
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(false),
+            entry_id: entry_id.map(str::to_string),
+            first_kept_entry_id: entry_id
+                .and(result)
+                .and_then(|r| r.first_kept_entry_id.clone()),
         }));
     }
 }

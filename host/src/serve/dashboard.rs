@@ -2,15 +2,19 @@
 //!
 //! Every event the host and its engines emit reaches [`Dashboard::observe`] (a tap on the
 //! server's [`crate::engine::services::EventSink`]); the dashboard keeps, per session, what the
-//! page shows: the prompt tokens of each call against the window, the compactions with their
-//! tokens before and after, and the caps, prunes and flushes. The page is rendered on the
-//! server as plain HTML and inline SVG, so it reads with JavaScript off; each change is also
-//! sent to `GET /ui/events` subscribers ([`event_stream`]), and the page's one script,
-//! [`APP_JS`] (served from the binary as `/ui/app.js`: no inline script, nothing loaded from
-//! elsewhere, so the Content-Security-Policy stays `script-src 'self'`), adds points, markers
-//! and counts as they arrive. Every string taken from a conversation or an engine is escaped
-//! before it is embedded, and the script inserts them as text: a client's text is an attack
-//! path into the operator's browser.
+//! page shows: the prompt tokens of each call against the window and the prompt budget, the
+//! compactions with their tokens before and after (each with its detail page,
+//! [`super::compaction_page`]), the caps with links to their originals (`/ui/blobs/…`), the
+//! prunes and flushes, and the tokens spent. Beside them the page shows the engine's health and
+//! the memory's status ([`Panels`], read when the page is). The page is rendered on the server
+//! as plain HTML with the chart of [`crate::chart`] inline, so it reads with JavaScript off;
+//! each change is also sent to `GET /ui/events` subscribers ([`event_stream`]), and the page's
+//! one script, [`APP_JS`] (served from the binary as `/ui/app.js`: no inline script, nothing
+//! loaded from elsewhere, so the Content-Security-Policy stays `script-src 'self'`), bumps the
+//! counts and swaps in the conversation's chart as the server draws it
+//! (`/ui/conversations/<id>/chart`, [`Dashboard::chart_svg`]). Every string taken from a
+//! conversation or an engine is escaped before it is embedded, and the script inserts them as
+//! text: a client's text is an attack path into the operator's browser.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -19,13 +23,18 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use rampart_engine_api::memory::MemoryStatus;
 use serde::Serialize;
 use tokio::sync::{broadcast, watch};
 
 use rampart_context::events::Event;
 use rampart_engine_api::host::EngineEvent;
 
-use crate::replay::report_html::escape;
+use crate::chart::{Call, Chart, Geometry, Marker, MarkerKind};
+use crate::engine::slot::SlotHealth;
+use crate::html::{escape, path_segment};
+use crate::replay::prices::Prices;
+use crate::replay::summary::compaction_spend;
 use crate::replay::table::thousands;
 
 /// Calls kept per conversation for the chart (the oldest are dropped past this).
@@ -33,6 +42,9 @@ pub const MAX_CALLS: usize = 2_000;
 
 /// Conversations listed (the most recently active).
 pub const MAX_CONVERSATIONS: usize = 200;
+
+/// Capped originals linked per conversation (the newest).
+pub const MAX_BLOBS: usize = 100;
 
 /// The headers every `/ui` answer carries: only this server's own script and event stream,
 /// nothing loaded from elsewhere, no framing, no sniffing, no caching of a page that shows
@@ -51,8 +63,9 @@ pub const SECURITY_HEADERS: [(&str, &str); 4] = [
 /// One compaction as the page shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionMark {
-    /// The call index it happened before (0-based, in this conversation's calls).
-    pub at_call: usize,
+    /// The call index it happened before (counted from the conversation's first call seen,
+    /// dropped ones included).
+    pub at_call: u64,
     /// What set it off (`budget`, `overflow`, ...).
     pub reason: String,
     /// Prompt tokens before and after, when the engine measured them.
@@ -61,6 +74,46 @@ pub struct CompactionMark {
     pub tokens_after: Option<u64>,
     /// Length of the summary it wrote, in characters.
     pub summary_chars: Option<u64>,
+    /// The `compaction` entry in the session, where its detail page reads the summary and
+    /// what it removed.
+    pub entry_id: Option<String>,
+}
+
+/// What a conversation spent, in tokens: the chat model's input and output, and what its
+/// compactions read and wrote (measured when prepared ahead, else estimated as the replay
+/// does, [`compaction_spend`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Spend {
+    /// Prompt tokens of answered calls.
+    pub input: u64,
+    /// Answer tokens.
+    pub output: u64,
+    /// Tokens compactions read.
+    pub compaction_input: u64,
+    /// Tokens compactions wrote.
+    pub compaction_output: u64,
+}
+
+impl Spend {
+    /// All the tokens.
+    pub fn tokens(&self) -> u64 {
+        self.input + self.output + self.compaction_input + self.compaction_output
+    }
+
+    /// In US dollars at `prices`.
+    pub fn usd(&self, prices: &Prices) -> f64 {
+        prices.usd(
+            self.input + self.compaction_input,
+            self.output + self.compaction_output,
+        )
+    }
+
+    fn add(&mut self, other: &Spend) {
+        self.input += other.input;
+        self.output += other.output;
+        self.compaction_input += other.compaction_input;
+        self.compaction_output += other.compaction_output;
+    }
 }
 
 /// What the page knows of one session.
@@ -68,21 +121,27 @@ pub struct CompactionMark {
 pub struct ConversationView {
     /// The session id.
     pub session_id: String,
+    /// Its registry key, once a turn named it: how its detail pages open the session.
+    pub key: Option<String>,
     /// The engine that last spoke for it (not `host`).
     pub engine: String,
     /// The window of the model of its last call.
     pub window: u64,
+    /// The prompt budget of its last precheck (0: not yet known).
+    pub budget: u64,
     /// The prompt tokens of each answered call, oldest first.
     pub calls: Vec<u64>,
+    /// Calls dropped from the front of `calls` past [`MAX_CALLS`].
+    pub dropped: u64,
     /// Calls answered (also those dropped from `calls`).
     pub answered: u64,
     /// Turns answered (client requests the run loop answered).
     pub turns: u64,
     /// Compactions that happened.
     pub compactions: Vec<CompactionMark>,
-    /// Tool results capped at ingest, and the blobs keeping their originals.
+    /// Tool results capped at ingest.
     pub caps: u64,
-    /// Blob ids of capped originals, newest last.
+    /// Blob ids of capped originals, newest last (at most [`MAX_BLOBS`]).
     pub capped_blobs: Vec<String>,
     /// Prunes.
     pub prunes: u64,
@@ -90,13 +149,16 @@ pub struct ConversationView {
     pub flushes: u64,
     /// Caps, prunes and flushes with the call they happened before, for the chart.
     pub marks: Vec<Mark>,
+    /// What it spent.
+    pub spend: Spend,
     /// Unix milliseconds of its last event.
     pub last_ms: u64,
 }
 
-/// The page's script (`GET /ui/app.js`): subscribes to `/ui/events` and redraws a chart, adds
-/// a compaction's row and bumps the table's counts as each update arrives. Embedded, so the page
-/// needs nothing from the network; it draws with the geometry of [`conversation_section`].
+/// The page's script (`GET /ui/app.js`): subscribes to `/ui/events`, bumps the table's counts,
+/// adds a compaction's row and a capped result's link, and swaps in the conversation's chart
+/// as the server draws it, as each update arrives. Embedded, so the page needs nothing from
+/// the network.
 pub const APP_JS: &str = include_str!("dashboard_app.js");
 
 /// Updates held for a slow `/ui/events` subscriber; one that falls further behind is told to
@@ -124,8 +186,8 @@ pub enum UpdateKind {
     Turn,
 }
 
-/// One `/ui/events` update: enough for the page's script to add a point or a marker and bump
-/// a count without reloading.
+/// One `/ui/events` update: enough for the page's script to bump a count, add a row or a link,
+/// and know the chart changed, without reloading.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Update {
@@ -133,9 +195,9 @@ pub struct Update {
     pub conversation: String,
     /// What happened.
     pub kind: UpdateKind,
-    /// The call's 0-based index in the chart for a `call`; for a marker, the index of the call
-    /// it happened before (as [`CompactionMark::at_call`]).
-    pub call: usize,
+    /// The call's 0-based index in the conversation for a `call`; for a marker, the index of
+    /// the call it happened before (as [`CompactionMark::at_call`]).
+    pub call: u64,
     /// The call's prompt tokens (`call` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<u64>,
@@ -155,6 +217,31 @@ pub struct Update {
     /// The length of a compaction's summary, in characters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_chars: Option<u64>,
+    /// A compaction's number in the conversation (1-based): its detail page's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<usize>,
+    /// A capped result's original (`sha256:…`), when one was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+impl Update {
+    fn new(kind: UpdateKind, view: &ConversationView) -> Self {
+        Self {
+            conversation: view.session_id.clone(),
+            kind,
+            call: view.dropped + view.calls.len() as u64,
+            prompt_tokens: None,
+            window: view.window,
+            engine: view.engine.clone(),
+            reason: None,
+            tokens_before: None,
+            tokens_after: None,
+            summary_chars: None,
+            compaction: None,
+            blob: None,
+        }
+    }
 }
 
 /// A cap, prune or flush on the chart.
@@ -162,14 +249,54 @@ pub struct Update {
 pub struct Mark {
     /// What it was (never `Call` or `Compaction`: those have their own lists).
     pub kind: UpdateKind,
-    /// The call index it happened before.
-    pub at_call: usize,
+    /// The call index it happened before (as [`CompactionMark::at_call`]).
+    pub at_call: u64,
+}
+
+/// The last memory flush, for the memory panel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastFlush {
+    /// When (Unix milliseconds).
+    pub at_ms: u64,
+    /// The conversation it ran in.
+    pub session_id: String,
+    /// The note written, relative to the workspace.
+    pub note: String,
+    /// Bytes appended.
+    pub bytes: u64,
+    /// What went wrong, when something did.
+    pub error: Option<String>,
+}
+
+/// The memory slot as the page shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryPanel {
+    /// The configured memory engine (`none` when memory is off).
+    pub configured: String,
+    /// Whether memory serves now.
+    pub on: bool,
+    /// The quarantine line, when the engine failed.
+    pub quarantined: Option<String>,
+    /// The engine's status (backend, index size), or why it could not be read.
+    pub status: Option<Result<MemoryStatus, String>>,
+}
+
+/// What the page shows besides the conversations, read from the server when the page is.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Panels {
+    /// The context engine's health.
+    pub engine: Option<SlotHealth>,
+    /// The memory slot.
+    pub memory: Option<MemoryPanel>,
+    /// `serve --prices`: spend in dollars besides tokens.
+    pub prices: Option<Prices>,
 }
 
 /// The live state behind `/ui`, and the channel `/ui/events` subscribers hear its updates on.
 #[derive(Debug)]
 pub struct Dashboard {
     conversations: Mutex<HashMap<String, ConversationView>>,
+    flushes: Mutex<(u64, Option<LastFlush>)>,
     updates: broadcast::Sender<Update>,
 }
 
@@ -185,6 +312,7 @@ impl Dashboard {
     pub fn with_buffer(buffer: usize) -> Self {
         Self {
             conversations: Mutex::default(),
+            flushes: Mutex::default(),
             updates: broadcast::channel(buffer.max(1)).0,
         }
     }
@@ -192,6 +320,10 @@ impl Dashboard {
     /// A receiver of every update from now on (see [`next_frame`]).
     pub fn subscribe(&self) -> broadcast::Receiver<Update> {
         self.updates.subscribe()
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, ConversationView>> {
+        self.conversations.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Takes in one event from `source` (`host` or an engine id) at `now_ms`.
@@ -202,39 +334,52 @@ impl Dashboard {
         let Some(typed) = Event::from_envelope(&event.kind, &event.data) else {
             return;
         };
-        let mut map = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+        let host = source == crate::run::events::HOST_SOURCE;
+        let mut map = self.map();
         let view = entry(&mut map, session, now_ms);
-        if source != crate::run::events::HOST_SOURCE {
+        if !host {
             view.engine = source.to_string();
         }
-        let at = view.calls.len();
-        let mut update = Update {
-            conversation: session.to_string(),
-            kind: UpdateKind::Call,
-            call: at,
-            prompt_tokens: None,
-            window: view.window,
-            engine: view.engine.clone(),
-            reason: None,
-            tokens_before: None,
-            tokens_after: None,
-            summary_chars: None,
-        };
+        let at = view.dropped + view.calls.len() as u64;
+        let mut update = Update::new(UpdateKind::Call, view);
         match typed {
             Event::Request(r) => {
                 view.window = r.window;
                 return;
             }
+            Event::PrecheckRoute(p) => {
+                if p.budget_tokens > 0 {
+                    view.budget = p.budget_tokens;
+                }
+                return;
+            }
+            Event::CompactionPrepared(p) => {
+                if p.ready {
+                    view.spend.compaction_input += p.input_tokens;
+                    view.spend.compaction_output += p.output_tokens;
+                }
+                return;
+            }
             Event::Response(r) => {
                 view.answered += 1;
+                view.spend.input += r.prompt_tokens;
+                view.spend.output += r.output_tokens;
                 view.calls.push(r.prompt_tokens);
                 if view.calls.len() > MAX_CALLS {
                     view.calls.remove(0);
+                    view.dropped += 1;
                 }
-                update.call = view.calls.len() - 1;
+                update.call = at;
                 update.prompt_tokens = Some(r.prompt_tokens);
             }
-            Event::CompactionEnd(c) if c.compacted => {
+            // The host's event names the session's entry; an engine's own copy would count
+            // the compaction twice.
+            Event::CompactionEnd(c) if c.compacted && host => {
+                if !c.prepared {
+                    let (read, written) = compaction_spend(&c);
+                    view.spend.compaction_input += read;
+                    view.spend.compaction_output += written;
+                }
                 update.kind = UpdateKind::Compaction;
                 update.reason = Some(c.reason.clone());
                 update.tokens_before = c.tokens_before;
@@ -246,12 +391,18 @@ impl Dashboard {
                     tokens_before: c.tokens_before,
                     tokens_after: c.tokens_after,
                     summary_chars: c.summary_chars,
+                    entry_id: c.entry_id,
                 });
+                update.compaction = Some(view.compactions.len());
             }
             Event::IngestCap(c) => {
                 view.caps += 1;
-                if let Some(blob) = c.blob {
-                    view.capped_blobs.push(blob);
+                if let Some(blob) = c.blob.filter(|b| blob_reference(b).is_some()) {
+                    view.capped_blobs.push(blob.clone());
+                    if view.capped_blobs.len() > MAX_BLOBS {
+                        view.capped_blobs.remove(0);
+                    }
+                    update.blob = Some(blob);
                 }
                 update.kind = UpdateKind::Cap;
                 mark(view, UpdateKind::Cap, at);
@@ -261,10 +412,19 @@ impl Dashboard {
                 update.kind = UpdateKind::Prune;
                 mark(view, UpdateKind::Prune, at);
             }
-            Event::MemoryFlush(_) => {
+            Event::MemoryFlush(f) => {
                 view.flushes += 1;
                 update.kind = UpdateKind::Flush;
                 mark(view, UpdateKind::Flush, at);
+                let mut flushes = self.flushes.lock().unwrap_or_else(|p| p.into_inner());
+                flushes.0 += 1;
+                flushes.1 = Some(LastFlush {
+                    at_ms: now_ms,
+                    session_id: session.to_string(),
+                    note: f.note,
+                    bytes: f.bytes,
+                    error: f.error,
+                });
             }
             _ => return,
         }
@@ -273,32 +433,22 @@ impl Dashboard {
         let _ = self.updates.send(update);
     }
 
-    /// A turn of `session` was answered at `now_ms`; `engine` is the configured one, named
-    /// even when it emits nothing.
-    pub fn turn(&self, session: &str, engine: &str, now_ms: u64) {
-        let mut map = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+    /// A turn of `session` (registered as `key`) was answered at `now_ms`; `engine` is the
+    /// configured one, named even when it emits nothing.
+    pub fn turn(&self, session: &str, key: &str, engine: &str, now_ms: u64) {
+        let mut map = self.map();
         let view = entry(&mut map, session, now_ms);
         view.turns += 1;
+        view.key = Some(key.to_string());
         if view.engine.is_empty() {
             view.engine = engine.to_string();
         }
-        let _ = self.updates.send(Update {
-            conversation: session.to_string(),
-            kind: UpdateKind::Turn,
-            call: view.calls.len(),
-            prompt_tokens: None,
-            window: view.window,
-            engine: view.engine.clone(),
-            reason: None,
-            tokens_before: None,
-            tokens_after: None,
-            summary_chars: None,
-        });
+        let _ = self.updates.send(Update::new(UpdateKind::Turn, view));
     }
 
     /// The conversations, most recently active first.
     pub fn conversations(&self) -> Vec<ConversationView> {
-        let map = self.conversations.lock().unwrap_or_else(|p| p.into_inner());
+        let map = self.map();
         let mut list: Vec<ConversationView> = map.values().cloned().collect();
         list.sort_by(|a, b| {
             b.last_ms
@@ -308,8 +458,29 @@ impl Dashboard {
         list
     }
 
-    /// The page at `now_ms`.
-    pub fn render(&self, now_ms: u64) -> String {
+    /// The view of `session`, if the page knows it.
+    pub fn conversation(&self, session: &str) -> Option<ConversationView> {
+        self.map().get(session).cloned()
+    }
+
+    /// The chart of `session` as an SVG document (`GET /ui/conversations/<id>/chart`), for the
+    /// page's script to swap in; `None` for a conversation the page does not know.
+    pub fn chart_svg(&self, session: &str) -> Option<String> {
+        self.map()
+            .get(session)
+            .map(|v| chart_of(v).render_standalone())
+    }
+
+    /// Memory flushes seen, and the last one.
+    pub fn flushes(&self) -> (u64, Option<LastFlush>) {
+        self.flushes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The page at `now_ms`, with `panels` read from the server.
+    pub fn render(&self, now_ms: u64, panels: &Panels) -> String {
         let list = self.conversations();
         let mut html = String::from(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -324,16 +495,44 @@ impl Dashboard {
             "<p class=\"sub\">{} conversation(s), most recently active first. Reload for news.</p>",
             list.len()
         );
-        html.push_str(
-            "<p class=\"legend\">Markers: <span class=\"k-compaction\">&#9660; compaction</span> \
-             <span class=\"k-cap\">&#9632; tool result capped</span> \
-             <span class=\"k-prune\">&#9670; prune</span> \
-             <span class=\"k-flush\">&#9679; memory flush</span></p>\n",
-        );
-        html.push_str(
+        html.push_str("<div class=\"panels\">\n");
+        html.push_str(&engine_panel(panels.engine.as_ref()));
+        html.push_str(&memory_panel(
+            panels.memory.as_ref(),
+            &self.flushes(),
+            now_ms,
+        ));
+        html.push_str(&spend_panel(&list, panels.prices.as_ref()));
+        html.push_str("</div>\n");
+        html.push_str("<p class=\"legend\">Markers:");
+        for (kind, label) in [
+            (
+                MarkerKind::Compaction,
+                "compaction (click for what it removed)",
+            ),
+            (MarkerKind::Cap, "tool result capped"),
+            (MarkerKind::Prune, "prune"),
+            (MarkerKind::Flush, "memory flush"),
+        ] {
+            let _ = write!(
+                html,
+                " <span class=\"k-{}\" style=\"color:{}\">{} {label}</span>",
+                kind.class(),
+                kind.colour(),
+                kind.symbol()
+            );
+        }
+        html.push_str("</p>\n");
+        let spend_header = if panels.prices.is_some() {
+            "<th>spend</th>"
+        } else {
+            "<th>tokens spent</th>"
+        };
+        let _ = writeln!(
+            html,
             "<table id=\"conversations\">\n<tr><th>session</th><th>engine</th>\
              <th>window use</th><th>turns</th><th>calls</th><th>compactions</th><th>caps</th>\
-             <th>prunes</th><th>flushes</th><th>last activity</th></tr>\n",
+             <th>prunes</th><th>flushes</th><th>last activity</th>{spend_header}</tr>"
         );
         for v in &list {
             let last = v.calls.last().copied().unwrap_or(0);
@@ -349,10 +548,10 @@ impl Dashboard {
             };
             let _ = writeln!(
                 html,
-                "<tr class=\"conversation\" id=\"r-{id}\"><td><a href=\"#s-{id}\">{id}</a></td><td>{}</td>\
+                "<tr class=\"conversation\" id=\"r-{id}\"><td><a href=\"#s-{anchor}\">{id}</a></td><td>{}</td>\
                  <td class=\"n\">{usage}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                  <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                 <td class=\"n\">{}</td><td>{}s ago</td></tr>",
+                 <td class=\"n\">{}</td><td>{}s ago</td><td class=\"n spend\">{}</td></tr>",
                 escape(&v.engine),
                 v.turns,
                 v.answered,
@@ -361,7 +560,9 @@ impl Dashboard {
                 v.prunes,
                 v.flushes,
                 now_ms.saturating_sub(v.last_ms) / 1000,
+                spend_text(&v.spend, panels.prices.as_ref()),
                 id = escape(&v.session_id),
+                anchor = escape(&path_segment(&v.session_id)),
             );
         }
         html.push_str("</table>\n");
@@ -373,12 +574,179 @@ impl Dashboard {
     }
 }
 
+/// A valid blob reference's canonical form (`sha256:` and 64 lowercase hex digits): the only
+/// names `/ui/blobs/…` accepts and the page links to.
+pub fn blob_reference(text: &str) -> Option<String> {
+    let hex = text.strip_prefix("sha256:")?;
+    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| format!("sha256:{}", hex.to_ascii_lowercase()))
+}
+
 /// Records a cap, prune or flush for the chart, the oldest dropped past [`MAX_CALLS`].
-fn mark(view: &mut ConversationView, kind: UpdateKind, at_call: usize) {
+fn mark(view: &mut ConversationView, kind: UpdateKind, at_call: u64) {
     view.marks.push(Mark { kind, at_call });
     if view.marks.len() > MAX_CALLS {
         view.marks.remove(0);
     }
+}
+
+/// A spend cell: tokens, and dollars with prices.
+fn spend_text(spend: &Spend, prices: Option<&Prices>) -> String {
+    match prices {
+        Some(p) => format!(
+            "${:.4} ({} tokens)",
+            spend.usd(p),
+            thousands(spend.tokens())
+        ),
+        None => thousands(spend.tokens()),
+    }
+}
+
+/// The context engine's panel: which engine serves, its quarantine, restarts, and its calls.
+fn engine_panel(health: Option<&SlotHealth>) -> String {
+    let Some(h) = health else {
+        return String::new();
+    };
+    let mut html =
+        String::from("<section class=\"panel\" id=\"engine\">\n<h2>Context engine</h2>\n");
+    let state = match &h.quarantine {
+        Some(q) => format!(
+            "<span class=\"bad\">quarantined</span> during {}: {}; <b>{}</b> serves instead",
+            escape(&q.operation),
+            escape(&q.reason),
+            escape(&h.active)
+        ),
+        None => "<span class=\"ok\">serving</span>".to_string(),
+    };
+    let _ = writeln!(
+        html,
+        "<p><b>{}</b>: {state}{}</p>",
+        escape(&h.configured),
+        h.restarts
+            .map(|n| format!("; its process restarted {n} time(s)"))
+            .unwrap_or_default()
+    );
+    if !h.calls.is_empty() {
+        html.push_str(
+            "<table class=\"calls\"><tr><th>engine</th><th>operation</th><th>calls</th>\
+             <th>failed</th><th>mean</th><th>max</th></tr>\n",
+        );
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+        for (engine, op, c) in &h.calls {
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+                escape(engine),
+                escape(op),
+                thousands(c.calls),
+                thousands(c.failures),
+                ms(c.mean()),
+                ms(c.max)
+            );
+        }
+        html.push_str("</table>\n");
+    }
+    html.push_str("</section>\n");
+    html
+}
+
+/// The memory panel: on or off, the backend and index, the flushes.
+fn memory_panel(
+    memory: Option<&MemoryPanel>,
+    flushes: &(u64, Option<LastFlush>),
+    now_ms: u64,
+) -> String {
+    let Some(m) = memory else {
+        return String::new();
+    };
+    let mut html = String::from("<section class=\"panel\" id=\"memory\">\n<h2>Memory</h2>\n");
+    if let Some(q) = &m.quarantined {
+        let _ = writeln!(html, "<p><span class=\"bad\">off</span>: {}</p>", escape(q));
+    } else if !m.on {
+        html.push_str("<p>off (no memory engine configured)</p>\n");
+    } else {
+        let _ = writeln!(
+            html,
+            "<p><b>{}</b>: <span class=\"ok\">on</span></p>",
+            escape(&m.configured)
+        );
+    }
+    match &m.status {
+        Some(Ok(s)) => {
+            let _ = writeln!(
+                html,
+                "<p>backend {}, {} search{}; index: {} file(s), {} passage(s){}</p>",
+                escape(&s.backend),
+                escape(&s.mode),
+                s.provider
+                    .as_ref()
+                    .map(|p| format!(" with {}", escape(p)))
+                    .unwrap_or_default(),
+                thousands(s.files),
+                thousands(s.chunks),
+                if s.dirty {
+                    ", files changed since the last sync"
+                } else {
+                    ""
+                },
+            );
+        }
+        Some(Err(why)) => {
+            let _ = writeln!(html, "<p class=\"bad\">status: {}</p>", escape(why));
+        }
+        None => {}
+    }
+    let (count, last) = flushes;
+    let _ = write!(html, "<p>flushes: {count}");
+    if let Some(l) = last {
+        let _ = write!(
+            html,
+            "; last {}s ago in <code>{}</code>: {} byte(s) to <code>{}</code>{}",
+            now_ms.saturating_sub(l.at_ms) / 1000,
+            escape(&l.session_id),
+            thousands(l.bytes),
+            escape(&l.note),
+            l.error
+                .as_ref()
+                .map(|e| format!(" <span class=\"bad\">({})</span>", escape(e)))
+                .unwrap_or_default()
+        );
+    }
+    html.push_str("</p>\n</section>\n");
+    html
+}
+
+/// Spend over every conversation listed, in tokens and, with prices, dollars.
+fn spend_panel(list: &[ConversationView], prices: Option<&Prices>) -> String {
+    let mut total = Spend::default();
+    for v in list {
+        total.add(&v.spend);
+    }
+    let mut html = String::from("<section class=\"panel\" id=\"spend\">\n<h2>Spend</h2>\n");
+    let _ = writeln!(
+        html,
+        "<p>{} input + {} output tokens to the chat model; compactions read {} and wrote {}.</p>",
+        thousands(total.input),
+        thousands(total.output),
+        thousands(total.compaction_input),
+        thousands(total.compaction_output),
+    );
+    match prices {
+        Some(p) => {
+            let _ = writeln!(
+                html,
+                "<p>Total <b id=\"spend-total\">${:.4}</b> at ${} / ${} per million input / \
+                 output tokens.</p>",
+                total.usd(p),
+                p.input,
+                p.output
+            );
+        }
+        None => html.push_str("<p>Start with <code>--prices FILE</code> to see dollars.</p>\n"),
+    }
+    html.push_str("</section>\n");
+    html
 }
 
 /// The next piece of a `/ui/events` stream from `received`, and whether it is the last: an
@@ -461,144 +829,115 @@ fn entry<'a>(
 }
 
 const CSS: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}\
-h1{font-size:20px;margin:0 0 4px}.sub{color:#555;margin:0 0 16px}\
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:12px 0 4px}.sub{color:#555;margin:0 0 16px}\
 table{border-collapse:collapse;margin:12px 0}td,th{padding:3px 10px;border-bottom:1px solid #ddd;\
 text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 svg{background:#fafafa;border:1px solid #ddd}.legend{color:#555;margin:0 0 8px}\
-.k-compaction{color:#8e44ad}.k-cap{color:#e67e22}.k-prune{color:#27ae60}.k-flush{color:#16a085}";
+.panels{display:flex;flex-wrap:wrap;gap:12px}.panel{border:1px solid #ddd;padding:4px 12px;\
+min-width:280px}.panel p{margin:4px 0}.ok{color:#1e8449}.bad{color:#b00}";
 
-/// A marker's shape at `x`, each kind its own and in its own band: compactions a triangle above
-/// the plot, caps a square, prunes a diamond and flushes a disc below it (the script draws the
-/// same, in `dashboard_app.js`).
-fn marker_path(kind: UpdateKind, x: f64) -> String {
-    match kind {
-        UpdateKind::Compaction => format!("M{x:.1} {:.1} l-5 -8 h10 z", PAD - 4.0),
-        UpdateKind::Cap => format!("M{:.1} 166 h8 v8 h-8 z", x - 4.0),
-        UpdateKind::Prune => format!("M{x:.1} 177 l5 5 l-5 5 l-5 -5 z"),
-        _ => format!("M{:.1} 194 a4 4 0 1 0 8 0 a4 4 0 1 0 -8 0 z", x - 4.0),
+/// The path of `session`'s pages under `/ui/conversations/`, relative to `/ui`.
+fn conversation_path(session: &str) -> String {
+    format!("ui/conversations/{}", path_segment(session))
+}
+
+/// The chart of `v` ([`crate::chart`]): its calls against the window and the prompt budget,
+/// compactions linking to their detail pages, caps, prunes and flushes where they happened.
+/// Links are relative to `/ui`, where the page and the swapped-in chart both live.
+pub fn chart_of(v: &ConversationView) -> Chart {
+    let index = |at: u64| usize::try_from(at.saturating_sub(v.dropped)).unwrap_or(usize::MAX);
+    let base = conversation_path(&v.session_id);
+    let mut markers: Vec<Marker> = v
+        .compactions
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.at_call >= v.dropped)
+        .map(|(k, c)| Marker {
+            kind: MarkerKind::Compaction,
+            at: index(c.at_call),
+            title: format!(
+                "compaction {} before call {}: {} to {} tokens",
+                k + 1,
+                c.at_call + 1,
+                c.tokens_before.map_or("-".to_string(), thousands),
+                c.tokens_after.map_or("-".to_string(), thousands)
+            ),
+            href: Some(format!("{base}/compactions/{}", k + 1)),
+        })
+        .collect();
+    for m in v.marks.iter().filter(|m| m.at_call >= v.dropped) {
+        let (kind, label) = match m.kind {
+            UpdateKind::Cap => (MarkerKind::Cap, "tool result capped"),
+            UpdateKind::Prune => (MarkerKind::Prune, "prune"),
+            _ => (MarkerKind::Flush, "memory flush"),
+        };
+        markers.push(Marker {
+            kind,
+            at: index(m.at_call),
+            title: format!("{label} before call {}", m.at_call + 1),
+            href: None,
+        });
+    }
+    Chart {
+        geometry: Geometry::LIVE,
+        window: v.window,
+        budget: (v.budget > 0).then_some(v.budget),
+        calls: v
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Call {
+                label: v.dropped + i as u64 + 1,
+                tokens: Some(*t),
+            })
+            .collect(),
+        everything: Vec::new(),
+        markers,
+        points: true,
     }
 }
 
-const W: f64 = 720.0;
-const H: f64 = 200.0;
-const PAD: f64 = 40.0;
-
-/// One conversation: its chart of prompt tokens per call against the window, and its
-/// compactions listed with their tokens before and after.
+/// One conversation: its chart, its compactions with their tokens before and after (each
+/// linking to its detail page), and links to the originals of its capped results.
 fn conversation_section(v: &ConversationView) -> String {
     let id = escape(&v.session_id);
-    let mut out = format!("<section id=\"s-{id}\">\n<h2>{id}</h2>\n");
-    let peak = v.calls.iter().copied().max().unwrap_or(0);
-    let top = (v.window.max(peak) as f64 * 1.08).max(1.0);
-    let n = v.calls.len();
-    let x = |i: usize| {
-        PAD + if n <= 1 {
-            (W - 2.0 * PAD) / 2.0
-        } else {
-            i as f64 * (W - 2.0 * PAD) / (n - 1) as f64
-        }
-    };
-    let y = |t: u64| H - PAD - (t as f64 / top) * (H - 2.0 * PAD);
-    let _ = writeln!(
-        out,
-        "<svg class=\"chart\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\" role=\"img\" \
-         aria-label=\"prompt tokens per call against the window\" data-window=\"{}\">",
-        v.window
+    let base = escape(&conversation_path(&v.session_id));
+    let mut out = format!(
+        "<section class=\"conversation-detail\" id=\"s-{}\" data-chart=\"{base}/chart\">\n<h2>{id}</h2>\n",
+        escape(&path_segment(&v.session_id))
     );
-    if v.window > 0 {
-        let wy = y(v.window);
-        let _ = writeln!(
-            out,
-            "<line x1=\"{PAD}\" y1=\"{wy:.1}\" x2=\"{:.1}\" y2=\"{wy:.1}\" stroke=\"#c0392b\" \
-             stroke-dasharray=\"6 4\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" \
-             text-anchor=\"end\" fill=\"#c0392b\">window {}</text>",
-            W - PAD,
-            W - PAD,
-            wy - 4.0,
-            thousands(v.window)
-        );
-    }
-    let points: Vec<String> = v
-        .calls
-        .iter()
-        .enumerate()
-        .map(|(i, t)| format!("{:.1},{:.1}", x(i), y(*t)))
-        .collect();
-    let _ = writeln!(
-        out,
-        "<polyline fill=\"none\" stroke=\"#2c6fbb\" stroke-width=\"1.5\" points=\"{}\"/>",
-        points.join(" ")
+    out.push_str(&chart_of(v).render());
+    out.push_str(
+        "<table class=\"compactions\"><tr><th>#</th><th>before call</th><th>reason</th>\
+         <th>tokens before</th><th>tokens after</th><th>summary chars</th><th></th></tr>\n",
     );
-    for (i, t) in v.calls.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "<circle class=\"point\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"#2c6fbb\" \
-             data-t=\"{t}\"><title>call {}: {} tokens</title></circle>",
-            x(i),
-            y(*t),
-            i + 1,
-            thousands(*t)
-        );
-    }
-    let at = |call: usize| x(call.min(n.saturating_sub(1)));
+    let opt = |t: Option<u64>| t.map_or("-".to_string(), thousands);
     for (k, c) in v.compactions.iter().enumerate() {
         let _ = writeln!(
             out,
-            "<a href=\"#s-{id}-c{k}\"><path class=\"compaction\" d=\"{}\" fill=\"#8e44ad\" \
-             data-at=\"{}\"><title>compaction {}</title></path></a>",
-            marker_path(UpdateKind::Compaction, at(c.at_call)),
-            c.at_call,
-            k + 1
+            "<tr id=\"s-{}-c{k}\"><td>{}</td><td class=\"n\">{}</td><td>{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td><a class=\"detail\" href=\"{base}/compactions/{}\">what it removed</a></td></tr>",
+            escape(&path_segment(&v.session_id)),
+            k + 1,
+            c.at_call + 1,
+            escape(&c.reason),
+            opt(c.tokens_before),
+            opt(c.tokens_after),
+            opt(c.summary_chars),
+            k + 1,
         );
     }
-    for m in &v.marks {
-        let (class, color, label) = match m.kind {
-            UpdateKind::Cap => ("cap", "#e67e22", "tool result capped"),
-            UpdateKind::Prune => ("prune", "#27ae60", "prune"),
-            _ => ("flush", "#16a085", "memory flush"),
-        };
-        let _ = writeln!(
+    out.push_str("</table>\n<p class=\"blobs\">Capped results, originals kept as blobs:");
+    for b in &v.capped_blobs {
+        // Only valid references are kept, so the link names nothing but a blob.
+        let _ = write!(
             out,
-            "<path class=\"{class}\" d=\"{}\" fill=\"{color}\" data-at=\"{}\">\
-             <title>{label} before call {}</title></path>",
-            marker_path(m.kind, at(m.at_call)),
-            m.at_call,
-            m.at_call + 1
+            " <a class=\"blob\" href=\"ui/blobs/{0}\"><code>{0}</code></a>",
+            escape(b)
         );
     }
-    out.push_str("</svg>\n");
-    if !v.compactions.is_empty() {
-        out.push_str(
-            "<table class=\"compactions\"><tr><th>#</th><th>before call</th><th>reason</th>\
-             <th>tokens before</th><th>tokens after</th><th>summary chars</th></tr>\n",
-        );
-        let opt = |t: Option<u64>| t.map_or("-".to_string(), thousands);
-        for (k, c) in v.compactions.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "<tr id=\"s-{id}-c{k}\"><td>{}</td><td class=\"n\">{}</td><td>{}</td>\
-                 <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                k + 1,
-                c.at_call + 1,
-                escape(&c.reason),
-                opt(c.tokens_before),
-                opt(c.tokens_after),
-                opt(c.summary_chars),
-            );
-        }
-        out.push_str("</table>\n");
-    }
-    if !v.capped_blobs.is_empty() {
-        out.push_str("<p>Capped results, originals kept as blobs: ");
-        let blobs: Vec<String> = v
-            .capped_blobs
-            .iter()
-            .map(|b| format!("<code>{}</code>", escape(b)))
-            .collect();
-        out.push_str(&blobs.join(", "));
-        out.push_str("</p>\n");
-    }
-    out.push_str("</section>\n");
+    out.push_str("</p>\n</section>\n");
     out
 }
 

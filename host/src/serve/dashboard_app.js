@@ -1,98 +1,73 @@
 // The live part of `GET /ui`, served as `/ui/app.js` from the binary (no inline script, so the
 // page's Content-Security-Policy stays `script-src 'self'`). It subscribes to `/ui/events` and,
-// as each update arrives, adds the call's point or the marker to the conversation's chart and
-// bumps the table's counts, without a reload. The page reads the same without it. The chart is
-// redrawn with the geometry the server draws it with (`dashboard.rs`: W, H, PAD, the marker
-// shapes); every string from a conversation goes in as text, never as markup.
+// as each update arrives, bumps the table's counts, adds a compaction's row (linking to its
+// detail page) and a capped result's link to its original, and swaps in the conversation's
+// chart as the server draws it (`ui/conversations/<id>/chart`: one chart component, in
+// `chart.rs`, draws the page, the live chart and the replay report). The page reads the same
+// without it. Every string from a conversation goes in as text, never as markup.
 'use strict';
 (function () {
-  var NS = 'http://www.w3.org/2000/svg';
-  var W = 720, H = 200, PAD = 40, MAX_CALLS = 2000;
-  var COLORS = { compaction: '#8e44ad', cap: '#e67e22', prune: '#27ae60', flush: '#16a085' };
-  var LABELS = { cap: 'tool result capped', prune: 'prune', flush: 'memory flush' };
   // The table's columns: session, engine, window use, turns, calls, compactions, caps,
-  // prunes, flushes, last activity.
+  // prunes, flushes, last activity, spend.
   var COLUMN = { turn: 3, call: 4, compaction: 5, cap: 6, prune: 7, flush: 8 };
-  var charts = {};
+  var CELLS = 11;
+  var pending = {};
 
   function num(n) { return Number(n).toLocaleString('en-US'); }
 
-  function el(name, attrs, parent) {
-    var node = document.createElementNS(NS, name);
-    Object.keys(attrs).forEach(function (k) { node.setAttribute(k, String(attrs[k])); });
-    if (parent) parent.appendChild(node);
-    return node;
+  // A session id as one URL path segment and as the page's anchors spell it (`html.rs`).
+  function segment(id) {
+    var out = encodeURIComponent(id).replace(/[!'()*]/g, function (c) {
+      return '%' + c.charCodeAt(0).toString(16).toUpperCase();
+    });
+    if (out === '.') return '%2E';
+    if (out === '..') return '%2E%2E';
+    return out;
   }
 
-  function shape(kind, x) {
-    switch (kind) {
-      case 'compaction': return 'M' + x.toFixed(1) + ' 36.0 l-5 -8 h10 z';
-      case 'cap': return 'M' + (x - 4).toFixed(1) + ' 166 h8 v8 h-8 z';
-      case 'prune': return 'M' + x.toFixed(1) + ' 177 l5 5 l-5 5 l-5 -5 z';
-      default: return 'M' + (x - 4).toFixed(1) + ' 194 a4 4 0 1 0 8 0 a4 4 0 1 0 -8 0 z';
-    }
+  function base(id) { return 'ui/conversations/' + segment(id); }
+
+  function section(id) {
+    var s = document.getElementById('s-' + segment(id));
+    if (s) return s;
+    s = document.createElement('section');
+    s.id = 's-' + segment(id);
+    s.className = 'conversation-detail';
+    s.appendChild(document.createElement('h2')).textContent = id;
+    var table = s.appendChild(document.createElement('table'));
+    table.className = 'compactions';
+    var head = table.insertRow(-1);
+    ['#', 'before call', 'reason', 'tokens before', 'tokens after', 'summary chars', ''].forEach(function (t) {
+      head.appendChild(document.createElement('th')).textContent = t;
+    });
+    var blobs = s.appendChild(document.createElement('p'));
+    blobs.className = 'blobs';
+    blobs.textContent = 'Capped results, originals kept as blobs:';
+    document.body.appendChild(s);
+    return s;
   }
 
-  // A chart's data, read back from what the server drew.
-  function read(svg) {
-    var c = { svg: svg, window: Number(svg.getAttribute('data-window')) || 0, calls: [], marks: [] };
-    svg.querySelectorAll('circle.point').forEach(function (p) {
-      c.calls.push(Number(p.getAttribute('data-t')) || 0);
-    });
-    svg.querySelectorAll('path[data-at]').forEach(function (m) {
-      var link = m.parentNode.getAttribute('href');
-      c.marks.push({ kind: m.getAttribute('class'), at: Number(m.getAttribute('data-at')) || 0,
-        title: m.textContent, href: link });
-    });
-    return c;
-  }
-
-  function draw(c) {
-    var svg = c.svg;
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
-    var n = c.calls.length;
-    var peak = c.calls.reduce(function (a, b) { return Math.max(a, b); }, 0);
-    var top = Math.max(Math.max(c.window, peak) * 1.08, 1);
-    var x = function (i) { return PAD + (n <= 1 ? (W - 2 * PAD) / 2 : i * (W - 2 * PAD) / (n - 1)); };
-    var y = function (t) { return H - PAD - (t / top) * (H - 2 * PAD); };
-    if (c.window > 0) {
-      var wy = y(c.window);
-      el('line', { x1: PAD, y1: wy.toFixed(1), x2: (W - PAD).toFixed(1), y2: wy.toFixed(1),
-        stroke: '#c0392b', 'stroke-dasharray': '6 4' }, svg);
-      el('text', { x: (W - PAD).toFixed(1), y: (wy - 4).toFixed(1), 'font-size': 11,
-        'text-anchor': 'end', fill: '#c0392b' }, svg).textContent = 'window ' + num(c.window);
-    }
-    el('polyline', { fill: 'none', stroke: '#2c6fbb', 'stroke-width': 1.5,
-      points: c.calls.map(function (t, i) { return x(i).toFixed(1) + ',' + y(t).toFixed(1); }).join(' ') }, svg);
-    c.calls.forEach(function (t, i) {
-      var p = el('circle', { 'class': 'point', cx: x(i).toFixed(1), cy: y(t).toFixed(1), r: 2.5,
-        fill: '#2c6fbb', 'data-t': t }, svg);
-      el('title', {}, p).textContent = 'call ' + (i + 1) + ': ' + num(t) + ' tokens';
-    });
-    c.marks.forEach(function (m) {
-      var parent = m.href ? el('a', { href: m.href }, svg) : svg;
-      var at = Math.min(m.at, Math.max(n - 1, 0));
-      var mark = el('path', { 'class': m.kind, d: shape(m.kind, x(at)), fill: COLORS[m.kind],
-        'data-at': m.at }, parent);
-      el('title', {}, mark).textContent = m.title;
-    });
-  }
-
-  function chart(id) {
-    if (charts[id]) return charts[id];
-    var section = document.getElementById('s-' + id);
-    var svg = section && section.querySelector('svg.chart');
-    if (!svg) {
-      section = document.createElement('section');
-      section.id = 's-' + id;
-      var h = section.appendChild(document.createElement('h2'));
-      h.textContent = id;
-      svg = el('svg', { 'class': 'chart', viewBox: '0 0 ' + W + ' ' + H, width: W, height: H,
-        role: 'img', 'aria-label': 'prompt tokens per call against the window' }, section);
-      document.body.appendChild(section);
-    }
-    charts[id] = read(svg);
-    return charts[id];
+  // Fetches the conversation's chart as the server draws it and puts it in place of the
+  // page's; updates arriving meanwhile are folded into one fetch.
+  function refresh(id) {
+    if (pending[id]) return;
+    pending[id] = true;
+    setTimeout(function () {
+      delete pending[id];
+      fetch(base(id) + '/chart', { credentials: 'same-origin', cache: 'no-store' })
+        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+        .then(function (text) {
+          var doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+          var svg = doc.documentElement;
+          if (!svg || svg.nodeName !== 'svg') return;
+          var s = section(id);
+          var fresh = document.importNode(svg, true);
+          var old = s.querySelector('svg.chart');
+          if (old) s.replaceChild(fresh, old);
+          else s.insertBefore(fresh, s.querySelector('table.compactions'));
+        })
+        .catch(function () { /* the page still counts; a reload draws the chart */ });
+    }, 50);
   }
 
   function row(id, engine) {
@@ -102,12 +77,12 @@
       r = table.insertRow(-1);
       r.id = 'r-' + id;
       r.className = 'conversation';
-      for (var i = 0; i < 10; i++) {
+      for (var i = 0; i < CELLS; i++) {
         var td = r.insertCell(-1);
-        if (i >= 2 && i <= 8) { td.className = 'n'; td.textContent = i === 2 ? '-' : '0'; }
+        if ((i >= 2 && i <= 8) || i === 10) { td.className = 'n'; td.textContent = i === 2 ? '-' : '0'; }
       }
       var a = r.cells[0].appendChild(document.createElement('a'));
-      a.href = '#s-' + id;
+      a.href = '#s-' + segment(id);
       a.textContent = id;
       status();
     }
@@ -123,27 +98,32 @@
     cell.textContent = num((Number(cell.textContent.replace(/,/g, '')) || 0) + 1);
   }
 
-  function compactionRow(id, c, k, u) {
-    var section = c.svg.parentNode;
-    var table = section.querySelector('table.compactions');
-    if (!table) {
-      table = document.createElement('table');
-      table.className = 'compactions';
-      var head = table.insertRow(-1);
-      ['#', 'before call', 'reason', 'tokens before', 'tokens after', 'summary chars'].forEach(function (t) {
-        head.appendChild(document.createElement('th')).textContent = t;
-      });
-      section.insertBefore(table, c.svg.nextSibling);
-    }
+  function compactionRow(id, u) {
+    var table = section(id).querySelector('table.compactions');
+    var k = u.compaction - 1;
     var r = table.insertRow(-1);
-    r.id = 's-' + id + '-c' + k;
+    r.id = 's-' + segment(id) + '-c' + k;
     var opt = function (v) { return v === undefined ? '-' : num(v); };
-    [String(k + 1), String(u.call + 1), u.reason || '', opt(u.tokensBefore), opt(u.tokensAfter),
+    [String(u.compaction), String(u.call + 1), u.reason || '', opt(u.tokensBefore), opt(u.tokensAfter),
       opt(u.summaryChars)].forEach(function (v, i) {
       var td = r.insertCell(-1);
       if (i === 1 || i > 2) td.className = 'n';
       td.textContent = v;
     });
+    var a = r.insertCell(-1).appendChild(document.createElement('a'));
+    a.className = 'detail';
+    a.href = base(id) + '/compactions/' + u.compaction;
+    a.textContent = 'what it removed';
+  }
+
+  function blobLink(id, blob) {
+    if (!/^sha256:[0-9a-f]{64}$/.test(blob)) return;
+    var p = section(id).querySelector('p.blobs');
+    p.appendChild(document.createTextNode(' '));
+    var a = p.appendChild(document.createElement('a'));
+    a.className = 'blob';
+    a.href = 'ui/blobs/' + blob;
+    a.appendChild(document.createElement('code')).textContent = blob;
   }
 
   function update(u) {
@@ -152,25 +132,16 @@
     if (COLUMN[u.kind] === undefined) return;
     bump(r.cells[COLUMN[u.kind]]);
     if (u.kind === 'turn') return;
-    var c = chart(id);
-    if (u.window) c.window = u.window;
     if (u.kind === 'call') {
-      c.calls.push(u.promptTokens);
-      if (c.calls.length > MAX_CALLS) {
-        c.calls.shift();
-        c.marks.forEach(function (m) { m.at = Math.max(m.at - 1, 0); });
-      }
-      r.cells[2].textContent = c.window > 0
-        ? num(u.promptTokens) + ' / ' + num(c.window) + ' (' + Math.round(u.promptTokens * 100 / c.window) + '%)'
+      r.cells[2].textContent = u.window > 0
+        ? num(u.promptTokens) + ' / ' + num(u.window) + ' (' + Math.round(u.promptTokens * 100 / u.window) + '%)'
         : '-';
-    } else if (u.kind === 'compaction') {
-      var k = c.marks.filter(function (m) { return m.kind === 'compaction'; }).length;
-      c.marks.push({ kind: 'compaction', at: u.call, title: 'compaction ' + (k + 1), href: '#s-' + id + '-c' + k });
-      compactionRow(id, c, k, u);
-    } else {
-      c.marks.push({ kind: u.kind, at: u.call, title: LABELS[u.kind] + ' before call ' + (u.call + 1) });
+    } else if (u.kind === 'compaction' && u.compaction) {
+      compactionRow(id, u);
+    } else if (u.kind === 'cap' && u.blob) {
+      blobLink(id, u.blob);
     }
-    draw(c);
+    refresh(id);
   }
 
   function status() {

@@ -3,6 +3,8 @@ use serde_json::json;
 
 use super::*;
 
+const BLOB: &str = "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
+
 fn event(session: &str, kind: &str, data: serde_json::Value) -> EngineEvent {
     EngineEvent {
         kind: kind.to_string(),
@@ -32,7 +34,7 @@ fn call(d: &Dashboard, session: &str, turn: u64, prompt: u64, now: u64) {
         ),
         now,
     );
-    d.turn(session, "window", now);
+    d.turn(session, &format!("serve:{session}"), "window", now);
 }
 
 #[test]
@@ -43,11 +45,17 @@ fn conversations_are_listed_newest_first_with_their_calls_and_compactions() {
     call(&d, "new", 2, 900, 3_000);
     d.observe(
         "lcm",
+        &event("new", "prune", json!({"softTrimmed": 1})),
+        3_400,
+    );
+    d.observe(
+        "host",
         &event(
             "new",
             "compaction_end",
             json!({"reason": "budget", "compacted": true, "tokensBefore": 900,
-                   "tokensAfter": 150, "durationMs": 3, "summaryChars": 420}),
+                   "tokensAfter": 150, "durationMs": 3, "summaryChars": 420,
+                   "entryId": "e1", "firstKeptEntryId": "k1"}),
         ),
         3_500,
     );
@@ -72,9 +80,11 @@ fn conversations_are_listed_newest_first_with_their_calls_and_compactions() {
             tokens_before: Some(900),
             tokens_after: Some(150),
             summary_chars: Some(420),
+            entry_id: Some("e1".into()),
         }]
     );
-    let html = d.render(5_000);
+    assert_eq!(new.key.as_deref(), Some("serve:new"));
+    let html = d.render(5_000, &Panels::default());
     assert_eq!(html.matches("class=\"point\"").count(), 4);
     assert_eq!(html.matches("class=\"compaction\"").count(), 1);
     assert!(
@@ -82,6 +92,21 @@ fn conversations_are_listed_newest_first_with_their_calls_and_compactions() {
         "{html}"
     );
     assert!(html.find("href=\"#s-new\"") < html.find("href=\"#s-old\""));
+    assert!(
+        html.contains("href=\"ui/conversations/new/compactions/1\""),
+        "the marker and the row link to the detail page: {html}"
+    );
+    assert_eq!(
+        html.matches("href=\"ui/conversations/new/compactions/1\"")
+            .count(),
+        2,
+        "{html}"
+    );
+    // The chart served alone is the one on the page, with its namespace.
+    let svg = d.chart_svg("new").unwrap();
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert_eq!(svg.matches("class=\"point\"").count(), 3);
+    assert!(d.chart_svg("nobody").is_none());
 }
 
 #[test]
@@ -98,7 +123,7 @@ fn hostile_text_is_escaped_and_the_only_script_is_the_pages_own() {
         ),
         2,
     );
-    let html = d.render(3);
+    let html = d.render(3, &Panels::default());
     assert_eq!(
         html.matches("<script").count(),
         1,
@@ -108,7 +133,10 @@ fn hostile_text_is_escaped_and_the_only_script_is_the_pages_own() {
     assert!(!html.contains("<img"), "{html}");
     assert!(!html.contains("<b>blob"), "{html}");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"));
-    assert!(html.contains("&lt;b&gt;blob&lt;/b&gt;"));
+    assert!(
+        !html.contains("blob&lt;"),
+        "a blob that is not a reference is neither linked nor shown: {html}"
+    );
 }
 
 fn next(rx: &mut tokio::sync::broadcast::Receiver<Update>) -> Option<(String, bool)> {
@@ -143,8 +171,22 @@ fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
         2,
     );
     d.observe(
+        "host",
+        &event(
+            "s1",
+            "compaction_end",
+            json!({"reason": "overflow", "compacted": true, "tokensBefore": 640,
+                   "tokensAfter": 90, "durationMs": 3}),
+        ),
+        2,
+    );
+    d.observe(
         "lcm",
-        &event("s1", "ingest_cap", json!({"originalChars": 10})),
+        &event(
+            "s1",
+            "ingest_cap",
+            json!({"originalChars": 10, "blob": BLOB}),
+        ),
         3,
     );
     d.observe(
@@ -182,9 +224,13 @@ fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
     assert_eq!(
         data(&next(&mut rx).unwrap().0),
         json!({"conversation": "s1", "kind": "compaction", "call": 1, "window": 1000,
-               "engine": "lcm", "reason": "overflow", "tokensBefore": 640, "tokensAfter": 90})
+               "engine": "lcm", "reason": "overflow", "tokensBefore": 640, "tokensAfter": 90,
+               "compaction": 1}),
+        "one compaction: the engine's own copy of the host's event is not counted"
     );
-    assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "cap");
+    let cap = data(&next(&mut rx).unwrap().0);
+    assert_eq!(cap["kind"], "cap");
+    assert_eq!(cap["blob"], BLOB);
     assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "prune");
     assert_eq!(data(&next(&mut rx).unwrap().0)["kind"], "flush");
     let marks = &d.conversations()[0].marks[..2];
@@ -249,7 +295,7 @@ fn caps_prunes_and_flushes_are_markers_of_their_own_shape_with_a_title() {
         d.observe("lcm", &event("s", kind, data), 2);
     }
     call(&d, "s", 2, 200, 3);
-    let html = d.render(4);
+    let html = d.render(4, &Panels::default());
     let shape = |class: &str| {
         let start = html
             .find(&format!("<path class=\"{class}\" d=\"M"))
@@ -283,4 +329,134 @@ fn caps_prunes_and_flushes_are_markers_of_their_own_shape_with_a_title() {
     assert!(cap.0 != prune.0 && prune.0 != flush.0 && cap.0 != flush.0);
     assert!(html.contains("data-window=\"1000\""), "{html}");
     assert!(html.contains("data-t=\"200\""), "{html}");
+}
+
+#[test]
+fn only_valid_blob_references_are_kept_and_linked() {
+    assert_eq!(blob_reference(BLOB).as_deref(), Some(BLOB));
+    assert_eq!(
+        blob_reference(&BLOB.to_ascii_uppercase().replace("SHA256", "sha256")).as_deref(),
+        Some(BLOB),
+        "upper-case hex is the same blob"
+    );
+    for bad in [
+        "sha256:../../etc/passwd",
+        "sha256:2cf2",
+        "md5:2cf24dba5fb0a30e26e83b2ac5b9e29e",
+        &format!("{BLOB}/x"),
+        &format!("{BLOB}0"),
+        "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b982g",
+    ] {
+        assert_eq!(blob_reference(bad), None, "{bad}");
+    }
+    let d = Dashboard::default();
+    call(&d, "s", 1, 100, 1);
+    for blob in [BLOB, "sha256:\"><script>alert(1)</script>"] {
+        d.observe(
+            "legacy",
+            &event(
+                "s",
+                "ingest_cap",
+                json!({"originalChars": 10, "blob": blob}),
+            ),
+            2,
+        );
+    }
+    let v = d.conversation("s").unwrap();
+    assert_eq!(v.caps, 2);
+    assert_eq!(v.capped_blobs, [BLOB]);
+    let html = d.render(3, &Panels::default());
+    assert!(
+        html.contains(&format!(
+            "<a class=\"blob\" href=\"ui/blobs/{BLOB}\"><code>{BLOB}</code></a>"
+        )),
+        "{html}"
+    );
+    assert_eq!(html.matches("<script").count(), 1, "{html}");
+}
+
+#[test]
+fn the_panels_show_engine_health_memory_and_spend_escaped() {
+    use crate::engine::slot::{CallStats, Quarantine};
+    let d = Dashboard::default();
+    call(&d, "s", 1, 1_000_000, 1);
+    d.observe(
+        "host",
+        &event(
+            "s",
+            "memory_flush",
+            json!({"cycle": 1, "reason": "tokens", "note": "memory/<b>n</b>.md", "bytes": 120}),
+        ),
+        2_000,
+    );
+    let panels = Panels {
+        engine: Some(SlotHealth {
+            configured: "lcm".into(),
+            active: "legacy".into(),
+            quarantine: Some(Quarantine {
+                engine: "lcm".into(),
+                operation: "assemble".into(),
+                reason: "<script>boom</script>".into(),
+            }),
+            restarts: Some(3),
+            calls: vec![(
+                "legacy".into(),
+                "assemble".into(),
+                CallStats {
+                    calls: 2,
+                    failures: 0,
+                    total: Duration::from_millis(3),
+                    max: Duration::from_millis(2),
+                },
+            )],
+        }),
+        memory: Some(MemoryPanel {
+            configured: "memory-core".into(),
+            on: true,
+            quarantined: None,
+            status: Some(Ok(MemoryStatus {
+                backend: "sqlite".into(),
+                location: None,
+                files: 4,
+                chunks: 31,
+                mode: "keyword-only".into(),
+                provider: None,
+                model: None,
+                fallback: None,
+                dirty: false,
+                details: Vec::new(),
+            })),
+        }),
+        prices: Some(Prices {
+            input: 3.0,
+            output: 15.0,
+        }),
+    };
+    let html = d.render(4_000, &panels);
+    assert!(!html.contains("<script>boom"), "{html}");
+    assert!(
+        html.contains("quarantined</span> during assemble: &lt;script&gt;boom"),
+        "{html}"
+    );
+    assert!(html.contains("restarted 3 time(s)"), "{html}");
+    assert!(
+        html.contains("<td>legacy</td><td>assemble</td><td class=\"n\">2</td>"),
+        "{html}"
+    );
+    assert!(html.contains("1.5 ms"), "the mean call: {html}");
+    assert!(html.contains("index: 4 file(s), 31 passage(s)"), "{html}");
+    assert!(html.contains("flushes: 1; last 2s ago"), "{html}");
+    assert!(html.contains("memory/&lt;b&gt;n&lt;/b&gt;.md"), "{html}");
+    // A million prompt tokens and five answer tokens at $3 / $15 per million.
+    assert!(html.contains("<b id=\"spend-total\">$3.0001</b>"), "{html}");
+    assert!(html.contains("$3.0001 (1,000,005 tokens)"), "{html}");
+    let tokens_only = d.render(4_000, &Panels::default());
+    assert!(
+        !tokens_only.contains('$'),
+        "no prices, no dollars: {tokens_only}"
+    );
+    assert!(
+        tokens_only.contains("<td class=\"n spend\">1,000,005</td>"),
+        "{tokens_only}"
+    );
 }

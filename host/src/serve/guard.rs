@@ -309,7 +309,8 @@ fn with_error_body(wire: Wire, response: Response) -> Response {
     let message = if status == StatusCode::NOT_FOUND {
         "no such route; rampart serve answers POST /v1/chat/completions, /v1/responses, \
          /v1/messages, /v1/messages/count_tokens and GET /v1/models, /healthz, /metrics, /ui, \
-         /ui/events, /ui/app.js"
+         /ui/events, /ui/app.js, /ui/blobs/sha256:HEX, /ui/conversations/ID/chart and \
+         /ui/conversations/ID/compactions/N"
     } else {
         "this route does not take that method (see the Allow header)"
     };

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use rampart_sessions::store::shared::StoreHealth;
 
+use crate::engine::slot::{CallStats, SlotHealth};
+
 /// Upper bounds of the latency histogram, in seconds.
 const BUCKETS: [f64; 10] = [0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 30.0, 120.0];
 
@@ -218,9 +220,117 @@ pub fn render_store(health: &StoreHealth) -> String {
     out
 }
 
+/// A Prometheus label value: backslash, quote and newline escaped, so an engine id from the
+/// config cannot end the label or the line.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The context engine's health as metrics: whether the configured engine is quarantined, how
+/// often its process was restarted, and each engine's calls by operation (count, failures,
+/// time), from [`SlotHealth`], the figures `/ui` shows.
+pub fn render_engine(health: &SlotHealth) -> String {
+    let mut out = String::new();
+    let engine = label(&health.configured);
+    out.push_str(
+        "# HELP rampart_serve_engine_quarantined Whether the configured context engine was \
+         quarantined (1) and the built-in one serves instead.\n\
+         # TYPE rampart_serve_engine_quarantined gauge\n",
+    );
+    out.push_str(&format!(
+        "rampart_serve_engine_quarantined{{engine=\"{engine}\"}} {}\n",
+        u8::from(health.quarantine.is_some())
+    ));
+    if let Some(restarts) = health.restarts {
+        out.push_str(
+            "# HELP rampart_serve_engine_restarts_total Restarts of the context engine's \
+             process after it died.\n# TYPE rampart_serve_engine_restarts_total counter\n",
+        );
+        out.push_str(&format!(
+            "rampart_serve_engine_restarts_total{{engine=\"{engine}\"}} {restarts}\n"
+        ));
+    }
+    let families: [(&str, &str, &str, fn(&CallStats) -> String); 3] = [
+        (
+            "rampart_serve_engine_calls_total",
+            "counter",
+            "Context engine calls by engine and operation.",
+            |c| c.calls.to_string(),
+        ),
+        (
+            "rampart_serve_engine_call_failures_total",
+            "counter",
+            "Context engine calls that failed.",
+            |c| c.failures.to_string(),
+        ),
+        (
+            "rampart_serve_engine_call_seconds_total",
+            "counter",
+            "Time spent in context engine calls.",
+            |c| c.total.as_secs_f64().to_string(),
+        ),
+    ];
+    for (name, kind, help, value) in families {
+        if health.calls.is_empty() {
+            break;
+        }
+        out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
+        for (engine, op, stats) in &health.calls {
+            out.push_str(&format!(
+                "{name}{{engine=\"{}\",operation=\"{}\"}} {}\n",
+                label(engine),
+                label(op),
+                value(stats)
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn renders_the_engines_health_with_its_labels_escaped() {
+        let health = SlotHealth {
+            configured: "lcm\"x\ny".into(),
+            active: "legacy".into(),
+            quarantine: Some(crate::engine::slot::Quarantine {
+                engine: "lcm".into(),
+                operation: "assemble".into(),
+                reason: "panicked".into(),
+            }),
+            restarts: Some(2),
+            calls: vec![(
+                "legacy".into(),
+                "assemble".into(),
+                CallStats {
+                    calls: 4,
+                    failures: 1,
+                    total: Duration::from_millis(500),
+                    max: Duration::from_millis(300),
+                },
+            )],
+        };
+        let text = render_engine(&health);
+        assert!(
+            text.contains("rampart_serve_engine_quarantined{engine=\"lcm\\\"x\\ny\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("rampart_serve_engine_restarts_total{engine=\"lcm"));
+        assert!(text.contains(
+            "rampart_serve_engine_calls_total{engine=\"legacy\",operation=\"assemble\"} 4"
+        ));
+        assert!(text.contains(
+            "rampart_serve_engine_call_failures_total{engine=\"legacy\",operation=\"assemble\"} 1"
+        ));
+        assert!(text.contains("operation=\"assemble\"} 0.5"), "{text}");
+        assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 5);
+    }
 
     #[test]
     fn renders_the_stores_figures() {

@@ -8,6 +8,7 @@
 //! - [`conversations`]: which stored conversation a request continues, opened and held;
 //! - [`outbound`]: the answer and errors in the client's wire, JSON or stream;
 //! - [`metrics`]: `GET /metrics`;
+//! - [`dashboard`]: `GET /ui`, the live page, and [`compaction_page`], one compaction in detail;
 //! - [`not_forwarded`]: content a client sent that is not forwarded, counted and warned about;
 //! - [`guard`]: Host, Origin, token and body checks before any handler;
 //! - [`listener`]: the accept loop: bounded connections, header timeouts, a drain deadline;
@@ -17,6 +18,7 @@
 //! The README's `rampart serve` section describes the conversation rule, client set-up, and
 //! what a replica keeps in memory.
 
+pub mod compaction_page;
 pub mod conversations;
 pub mod dashboard;
 pub mod guard;

@@ -95,6 +95,10 @@ pub struct ServerState {
     /// Turned true when the server starts shutting down: ends the `/ui/events` streams, which
     /// would otherwise hold their connections to the drain deadline.
     stopping: tokio::sync::watch::Sender<bool>,
+    /// The originals of capped tool results, for `/ui/blobs/…` (`None`: the store keeps none).
+    blobs: Option<BlobStore>,
+    /// `serve --prices`: what `/ui` turns tokens into dollars with.
+    prices: Option<crate::replay::prices::Prices>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -146,6 +150,8 @@ impl ServerState {
         }
         Ok(Self {
             started_unix: now_unix_ms() / 1000,
+            blobs: store.blobs_dir().map(BlobStore::in_sessions_dir),
+            prices: None,
             dashboard,
             stopping: tokio::sync::watch::Sender::new(false),
             guard,
@@ -183,6 +189,12 @@ impl ServerState {
         self
     }
 
+    /// Prices for `/ui`'s spend in dollars (`rampart serve --prices FILE`).
+    pub fn with_prices(mut self, prices: Option<crate::replay::prices::Prices>) -> Self {
+        self.prices = prices;
+        self
+    }
+
     /// Stops the engine.
     pub fn shutdown(&self) {
         self.registry.stop();
@@ -204,6 +216,12 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/ui", get(ui))
         .route("/ui/events", get(ui_events))
         .route("/ui/app.js", get(ui_app))
+        .route("/ui/blobs/{reference}", get(ui_blob))
+        .route("/ui/conversations/{session}/chart", get(ui_chart))
+        .route(
+            "/ui/conversations/{session}/compactions/{number}",
+            get(ui_compaction),
+        )
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Host, Origin, token, content type and the body read: before any handler.
         .layer(axum::middleware::from_fn_with_state(
@@ -289,14 +307,40 @@ pub fn run_blocking(
 // Handlers
 // ---------------------------------------------------------------------------
 
-/// `GET /ui`: the live page ([`super::dashboard`]), behind the same guard as the API.
+/// `GET /ui`: the live page ([`super::dashboard`]), behind the same guard as the API. The
+/// memory engine's status is a call into it, so the page is built on the blocking pool.
 async fn ui(State(state): State<Arc<ServerState>>) -> Response {
     state.metrics.request("ui", 200);
-    let mut response = (
-        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-        state.dashboard.render(now_unix_ms()),
-    )
-        .into_response();
+    let built = Arc::clone(&state);
+    let page = tokio::task::spawn_blocking(move || {
+        let memory = &built.memory;
+        let panels = super::dashboard::Panels {
+            engine: Some(built.slot.health()),
+            memory: Some(super::dashboard::MemoryPanel {
+                configured: memory.configured_id().to_string(),
+                on: memory.is_on(),
+                quarantined: memory.quarantined(),
+                status: memory.is_on().then(|| memory.status()),
+            }),
+            prices: built.prices,
+        };
+        built.dashboard.render(now_unix_ms(), &panels)
+    })
+    .await;
+    match page {
+        Ok(page) => ui_answer(StatusCode::OK, "text/html; charset=utf-8", page),
+        Err(e) => ui_answer(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain; charset=utf-8",
+            format!("the page could not be built: {e}\n"),
+        ),
+    }
+}
+
+/// A `/ui` answer with the page's security headers.
+fn ui_answer(status: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Response {
+    let mut response =
+        (status, [(header::CONTENT_TYPE, content_type)], body.into()).into_response();
     for (name, value) in super::dashboard::SECURITY_HEADERS {
         response
             .headers_mut()
@@ -305,20 +349,166 @@ async fn ui(State(state): State<Arc<ServerState>>) -> Response {
     response
 }
 
+/// `GET /ui/blobs/sha256:<hex>`: the original of a capped tool result, as plain text the
+/// browser shows and never interprets (`nosniff`, the page's Content-Security-Policy, a
+/// sandbox). Only a blob reference is accepted (`sha256:` and 64 hex digits, checked before
+/// the store sees it), so no other file can be named; behind the same guard as the API.
+async fn ui_blob(
+    State(state): State<Arc<ServerState>>,
+    axum::extract::Path(reference): axum::extract::Path<String>,
+) -> Response {
+    let Some(reference) = super::dashboard::blob_reference(&reference) else {
+        state.metrics.request("ui_blob", 400);
+        return ui_answer(
+            StatusCode::BAD_REQUEST,
+            "text/plain; charset=utf-8",
+            "not a blob reference: /ui/blobs/ takes `sha256:` and 64 hex digits, as the page \
+             links them\n",
+        );
+    };
+    let Some(blobs) = state.blobs.clone() else {
+        state.metrics.request("ui_blob", 404);
+        return ui_answer(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            "this server's store keeps no blobs\n",
+        );
+    };
+    let wanted = reference.clone();
+    let read = tokio::task::spawn_blocking(move || blobs.get(&wanted)).await;
+    match read {
+        Ok(Ok(bytes)) => {
+            state.metrics.request("ui_blob", 200);
+            let mut response = ui_answer(StatusCode::OK, "text/plain; charset=utf-8", bytes);
+            let headers = response.headers_mut();
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static("default-src 'none'; sandbox"),
+            );
+            if let Ok(disposition) = HeaderValue::from_str(&format!(
+                "inline; filename=\"{}.txt\"",
+                reference.replace(':', "-")
+            )) {
+                headers.insert(header::CONTENT_DISPOSITION, disposition);
+            }
+            response
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(blob = %reference, error = %e, "a /ui/blobs request found no blob");
+            state.metrics.request("ui_blob", 404);
+            ui_answer(
+                StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                format!("no blob {reference} in this server's store\n"),
+            )
+        }
+        Err(e) => {
+            state.metrics.request("ui_blob", 500);
+            ui_answer(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain; charset=utf-8",
+                format!("the blob could not be read: {e}\n"),
+            )
+        }
+    }
+}
+
+/// `GET /ui/conversations/<session>/chart`: the conversation's chart as an SVG document, drawn
+/// by the same code as the page's ([`crate::chart`]); the page's script swaps it in as calls
+/// arrive.
+async fn ui_chart(
+    State(state): State<Arc<ServerState>>,
+    axum::extract::Path(session): axum::extract::Path<String>,
+) -> Response {
+    match state.dashboard.chart_svg(&session) {
+        Some(svg) => {
+            state.metrics.request("ui_chart", 200);
+            ui_answer(StatusCode::OK, "image/svg+xml; charset=utf-8", svg)
+        }
+        None => {
+            state.metrics.request("ui_chart", 404);
+            ui_answer(
+                StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                "no such conversation on this server's page\n",
+            )
+        }
+    }
+}
+
+/// `GET /ui/conversations/<session>/compactions/<n>`: what the conversation's `n`th compaction
+/// (as the page numbers them) removed, the summary it wrote, and the tokens before and after,
+/// read from the session in the store ([`super::compaction_page`]).
+async fn ui_compaction(
+    State(state): State<Arc<ServerState>>,
+    axum::extract::Path((session, number)): axum::extract::Path<(String, String)>,
+) -> Response {
+    let not_found = |state: &ServerState, what: &str| {
+        state.metrics.request("ui_compaction", 404);
+        ui_answer(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            format!("{what}\n"),
+        )
+    };
+    let Some(view) = state.dashboard.conversation(&session) else {
+        return not_found(&state, "no such conversation on this server's page");
+    };
+    let Some((n, mark)) = number
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .and_then(|n| Some((n, view.compactions.get(n - 1)?.clone())))
+    else {
+        return not_found(&state, "no such compaction in this conversation");
+    };
+    let facts = super::compaction_page::CompactionFacts {
+        session_id: view.session_id.clone(),
+        number: n,
+        reason: mark.reason.clone(),
+        before_call: mark.at_call + 1,
+        tokens_before: mark.tokens_before,
+        tokens_after: mark.tokens_after,
+    };
+    let store = Arc::clone(&state.store);
+    let key = view.key.clone();
+    let entry_id = mark.entry_id.clone();
+    let read = tokio::task::spawn_blocking(move || -> Result<_, String> {
+        let entry_id = entry_id.ok_or_else(|| {
+            "the engine kept its own record of this compaction (no entry in the session)"
+                .to_string()
+        })?;
+        let key = key.ok_or_else(|| {
+            "the conversation's turn has not finished yet; reload in a moment".to_string()
+        })?;
+        let entry = store
+            .get(&key)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("conversation `{key}` is no longer registered"))?;
+        let session = store
+            .open(&key, &entry, rampart_sessions::SessionOptions::default())
+            .map_err(|e| e.to_string())?;
+        super::compaction_page::CompactionRecord::from_tree(session.tree(), &entry_id)
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("the session could not be read: {e}")));
+    if let Err(why) = &read {
+        tracing::warn!(session = %view.session_id, compaction = n, reason = %why, "a compaction's record could not be read");
+    }
+    state.metrics.request("ui_compaction", 200);
+    let page = super::compaction_page::render(&facts, read.as_ref().map_err(String::as_str));
+    ui_answer(StatusCode::OK, "text/html; charset=utf-8", page)
+}
+
 /// `GET /ui/app.js`: the page's script, embedded in the binary ([`super::dashboard::APP_JS`]).
 async fn ui_app(State(state): State<Arc<ServerState>>) -> Response {
     state.metrics.request("ui_app", 200);
-    let mut response = (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+    ui_answer(
+        StatusCode::OK,
+        "text/javascript; charset=utf-8",
         super::dashboard::APP_JS,
     )
-        .into_response();
-    for (name, value) in super::dashboard::SECURITY_HEADERS {
-        response
-            .headers_mut()
-            .insert(name, HeaderValue::from_static(value));
-    }
-    response
 }
 
 /// `GET /ui/events`: the dashboard's updates as server-sent events, for the page's script
@@ -526,6 +716,7 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> R
         .metrics
         .render(state.admitted.load(Ordering::Relaxed), known);
     text.push_str(&state.not_forwarded.render());
+    text.push_str(&super::metrics::render_engine(&state.slot.health()));
     // The store's figures from the same check `/healthz` makes (a database round trip, on the
     // blocking pool).
     let store = Arc::clone(&state.store);
@@ -1379,9 +1570,12 @@ fn turn_in_lane(
         e => turn_failure(&e),
     })?;
     state.metrics.turn(upstream, report.compactions);
-    state
-        .dashboard
-        .turn(&session_id, state.slot.configured_id(), now_unix_ms());
+    state.dashboard.turn(
+        &session_id,
+        &conversation.key,
+        state.slot.configured_id(),
+        now_unix_ms(),
+    );
     let reply = match &*report.reply {
         AgentMessage::Assistant(a) => a.clone(),
         _ => {
