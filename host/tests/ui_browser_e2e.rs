@@ -1,8 +1,10 @@
 //! `GET /ui` in a real browser: Debian's headless Chromium reads the live page of a
 //! `rampart serve` while conversations run through it against the loopback model, and its
 //! DOM shows the conversation appear, its chart grow and a compaction with its tokens before
-//! and after; a screenshot of the page is saved under `target/ui-browser/`. A second test has the
-//! page's script hear a call on `/ui/events` and add its row and point without a reload.
+//! and after; the compaction's page shows the summary it wrote and what it removed, and a capped
+//! result's link opens its original; screenshots of the page and of the compaction's are saved
+//! under `target/ui-browser/`. A second test has the page's script hear a call on `/ui/events`,
+//! add its row and swap in the chart the server draws, without a reload.
 //!
 //! Without Chromium the test prints a `SKIPPED:` line and passes, unless
 //! `RAMPART_REQUIRE_BROWSER=1` (as `.ci/run` sets) makes a missing browser a failure.
@@ -139,18 +141,13 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
         "six turns, six answered calls: {dom}"
     );
     assert_eq!(dom.matches("class=\"compaction\"").count(), 1, "{dom}");
-    let anchor = dom
-        .split("<a href=\"#")
-        .nth(2)
-        .and_then(|rest| rest.split('"').next())
-        .expect("a compaction link")
-        .to_owned();
-    assert!(anchor.ends_with("-c0"), "{anchor}");
     let row = dom
-        .split(&format!("<tr id=\"{anchor}\">"))
+        .split("<tr id=\"s-")
         .nth(1)
         .and_then(|rest| rest.split("</tr>").next())
-        .expect("the compaction's row the marker links to");
+        .expect("the compaction's row");
+    let anchor = format!("s-{}", row.split('"').next().unwrap());
+    assert!(anchor.ends_with("-c0"), "{anchor}");
     let numbers: Vec<u64> = row
         .split("<td class=\"n\">")
         .skip(2)
@@ -178,16 +175,89 @@ fn the_live_page_shows_a_conversation_grow_and_compact_in_chromium() {
         "screenshot of /ui: {}",
         shot.canonicalize().unwrap().display()
     );
+
+    // Clicking the compaction (its marker and its row link to the same page): what it
+    // removed, the summary it wrote, the tokens before and after, read from the session.
+    let detail = dom
+        .split("<a class=\"detail\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the compaction's detail link")
+        .to_owned();
+    assert!(
+        dom.contains(&format!("<a href=\"{detail}\"><path class=\"compaction\"")),
+        "the chart's marker links to the detail page: {dom}"
+    );
+    let page_of_compaction = browse(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &format!("{}/{detail}", serve.base),
+    );
+    let summary = page_of_compaction
+        .split("<pre id=\"summary\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no summary: {page_of_compaction}"));
+    assert!(summary.contains("Part"), "the summary it wrote: {summary}");
+    assert!(
+        page_of_compaction.contains("<td>user</td><td>Part 0: lorem ipsum"),
+        "what it removed: {page_of_compaction}"
+    );
+    assert!(page_of_compaction.contains("id=\"tokens-before\""));
+    let shot = shots.join("compaction.png");
+    let _ = std::fs::remove_file(&shot);
+    browse(
+        &browser,
+        profile.path(),
+        &[&format!("--screenshot={}", shot.display())],
+        &format!("{}/{detail}", serve.base),
+    );
+    assert!(std::fs::read(&shot).unwrap().starts_with(b"\x89PNG"));
+
+    // A capped tool result: its link on the page opens the whole original.
+    let original = format!(
+        "{}MIDDLE-MARKER-4127{}",
+        "head of the build log\n".repeat(1_400),
+        "tail of the build log\n".repeat(1_400)
+    );
+    up.push(openai_text_stream("The build failed.", 14_000, 4));
+    serve.chat(&[
+        json!({"role": "user", "content": "Why did the build fail?"}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+            "type": "function", "function": {"name": "read", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_1", "content": original}),
+    ]);
+    let dom = browse(&browser, profile.path(), &["--dump-dom"], &page);
+    let blob = dom
+        .split("<a class=\"blob\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no blob link: {dom}"))
+        .to_owned();
+    assert!(blob.starts_with("ui/blobs/sha256:"), "{blob}");
+    let text = browse(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &format!("{}/{blob}", serve.base),
+    );
+    assert!(
+        text.contains("MIDDLE-MARKER-4127") && text.contains("tail of the build log"),
+        "the original, whole, as text: {}",
+        &text[..text.len().min(600)]
+    );
 }
 
-/// The `ui_events` requests `/metrics` has counted: the page's script has subscribed.
-fn subscriptions(base: &str) -> u64 {
+/// The requests to `endpoint` `/metrics` has counted (`ui_events`: the page's script has
+/// subscribed; `ui_chart`: it fetched a chart).
+fn requests(base: &str, endpoint: &str) -> u64 {
     let text = reqwest::blocking::get(format!("{base}/metrics"))
         .unwrap()
         .text()
         .unwrap();
     text.lines()
-        .filter(|l| l.contains("endpoint=\"ui_events\""))
+        .filter(|l| l.contains(&format!("endpoint=\"{endpoint}\"")))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }
@@ -220,7 +290,7 @@ fn the_pages_script_adds_a_call_it_hears_without_a_reload_in_chromium() {
         })
     };
     let mut waits = 0;
-    while subscriptions(&serve.base) == 0 {
+    while requests(&serve.base, "ui_events") == 0 {
         waits += 1;
         assert!(
             waits < 1200,
@@ -230,6 +300,13 @@ fn the_pages_script_adds_a_call_it_hears_without_a_reload_in_chromium() {
     }
     up.push(openai_text_stream("Noted.", 4321, 3));
     serve.chat(&[json!({"role": "user", "content": "Hello"})]);
+    // The script fetches the chart the server draws; the server stops once it has asked.
+    let mut waits = 0;
+    while requests(&serve.base, "ui_chart") == 0 {
+        waits += 1;
+        assert!(waits < 1200, "the page's script never fetched the chart");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     serve.terminate();
     let _ = serve.wait();
     let dom = reader.join().unwrap();

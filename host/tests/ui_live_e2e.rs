@@ -1,6 +1,9 @@
 //! `GET /ui/events` over a real socket: a subscriber hears the call a chat turn makes, the
 //! stream ends when the server is stopped (it must not hold the shutdown to the drain
-//! deadline), and a browser page from a foreign origin cannot subscribe.
+//! deadline), and a browser page from a foreign origin cannot subscribe. The page's other
+//! routes: a capped result's original under `/ui/blobs/` (and nothing else there), a
+//! compaction's detail page read from the session, escaped, and the engine's calls in
+//! `/metrics`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
@@ -8,7 +11,7 @@ use crate::common;
 use std::io::{BufRead, BufReader};
 use std::time::Duration;
 
-use common::loopback::{Loopback, openai_text_stream};
+use common::loopback::{Loopback, openai_overflow_error, openai_text_stream};
 use common::serve::ServeProcess;
 use serde_json::{Value, json};
 
@@ -143,4 +146,187 @@ fn a_foreign_origin_cannot_subscribe() {
             .and_then(|v| v.to_str().ok()),
         Some("text/event-stream")
     );
+}
+
+/// The config above, with compactions summarised by the simulator (no model call).
+fn compacting_config(url: &str) -> String {
+    format!(
+        "{}\n[agents.defaults.compaction]\nmodel = \"sim/default\"\n",
+        config(url)
+    )
+}
+
+fn get(url: &str) -> reqwest::blocking::Response {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+        .get(url)
+        .send()
+        .unwrap()
+}
+
+/// The first `href="PREFIX…"` on `page`, without its quotes.
+fn link(page: &str, prefix: &str) -> Option<String> {
+    let start = page.find(&format!("href=\"{prefix}"))? + 6;
+    Some(page[start..].split('"').next()?.to_owned())
+}
+
+#[test]
+fn a_capped_results_original_is_served_by_its_reference_and_nothing_else_is() {
+    let up = Loopback::start();
+    let serve = ServeProcess::start(&config(&up.url()));
+    // Above the cap of a 32,000-token window (0.3 of it, four characters a token): the
+    // stored result is cut in its middle, where this marker sits.
+    let original = format!(
+        "{}MIDDLE-MARKER-7731{}",
+        "head line of the tool output\n".repeat(1_000),
+        "tail line of the tool output\n".repeat(1_000)
+    );
+    up.push(openai_text_stream("Read it.", 12_000, 3));
+    serve.chat(&[
+        json!({"role": "user", "content": "Read the log."}),
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+            "type": "function", "function": {"name": "read", "arguments": "{}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_1", "content": original}),
+    ]);
+    let page = get(&format!("{}/ui", serve.base)).text().unwrap();
+    let href = link(&page, "ui/blobs/sha256:").unwrap_or_else(|| panic!("no blob link: {page}"));
+    let blob = get(&format!("{}/{href}", serve.base));
+    assert_eq!(blob.status().as_u16(), 200);
+    assert_eq!(blob.headers()["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(blob.headers()["x-content-type-options"], "nosniff");
+    assert!(
+        blob.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("sandbox")
+    );
+    assert_eq!(blob.text().unwrap(), original, "the whole original");
+
+    let zeros = format!("sha256:{}", "0".repeat(64));
+    for (path, status) in [
+        (zeros.as_str(), 404),
+        ("..%2F..%2Fconfig.toml", 400),
+        ("sha256:..%2F..%2Fplugins.toml", 400),
+        ("sha256%3A..%2Fblobs", 400),
+        (&format!("{zeros}%2F..")[..], 400),
+        ("sha256:abc", 400),
+    ] {
+        let r = get(&format!("{}/ui/blobs/{path}", serve.base));
+        assert_eq!(r.status().as_u16(), status, "{path}");
+        assert_eq!(r.headers()["content-type"], "text/plain; charset=utf-8");
+    }
+    // A path that leaves the route is the router's 404, never a file.
+    let r = get(&format!("{}/ui/blobs/../../plugins.toml", serve.base));
+    assert_ne!(r.status().as_u16(), 200);
+    let foreign = reqwest::blocking::Client::new()
+        .get(format!("{}/{href}", serve.base))
+        .header("origin", "https://evil.example")
+        .send()
+        .unwrap();
+    assert_eq!(foreign.status().as_u16(), 403, "the API's guard");
+}
+
+#[test]
+fn a_compactions_page_shows_what_it_removed_and_its_summary_escaped() {
+    let up = Loopback::start();
+    let serve = ServeProcess::start(&compacting_config(&up.url()));
+    let mut history = vec![json!({"role": "system", "content": "Be brief."})];
+    for n in 0..5u64 {
+        up.push(openai_text_stream(
+            &format!("Noted part {n}."),
+            2000 + 1500 * n,
+            4,
+        ));
+        history.push(json!({"role": "user", "content": format!(
+            "Part {n} <script>alert('part {n}')</script>: {}",
+            "lorem ipsum dolor sit amet ".repeat(220)
+        )}));
+        let v = serve.chat(&history);
+        history.push(v["choices"][0]["message"].clone());
+    }
+    up.push(openai_overflow_error(32_000, 40_000));
+    up.push(openai_text_stream("All parts summarised.", 3000, 5));
+    history.push(json!({"role": "user", "content": "Summarise all parts."}));
+    serve.chat(&history);
+
+    let page = get(&format!("{}/ui", serve.base)).text().unwrap();
+    let href = link(&page, "ui/conversations/")
+        .filter(|h| h.ends_with("/compactions/1"))
+        .unwrap_or_else(|| panic!("no compaction link: {page}"));
+    let detail = get(&format!("{}/{href}", serve.base));
+    assert_eq!(detail.status().as_u16(), 200);
+    assert_eq!(detail.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(
+        detail.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("script-src 'self'")
+    );
+    let html = detail.text().unwrap();
+    assert_eq!(html.matches("<script").count(), 0, "{html}");
+    let summary = html
+        .split("<pre id=\"summary\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no summary: {html}"));
+    assert!(summary.len() > 20, "{summary}");
+    assert!(
+        html.contains("<td>user</td><td>Part 0 &lt;script&gt;alert(&#39;part 0&#39;)&lt;/script&gt;: lorem ipsum"),
+        "the first part, removed, as text: {html}"
+    );
+    let number = |id: &str| -> u64 {
+        html.split(&format!("id=\"{id}\">"))
+            .nth(1)
+            .and_then(|rest| rest.split('<').next())
+            .and_then(|n| n.replace(',', "").parse().ok())
+            .unwrap_or_else(|| panic!("no {id}: {html}"))
+    };
+    assert!(number("tokens-before") > number("tokens-after"), "{html}");
+
+    let base = href.trim_end_matches("/compactions/1");
+    for missing in [
+        format!("{base}/compactions/2"),
+        format!("{base}/compactions/0"),
+        format!("{base}/compactions/x"),
+        "ui/conversations/nobody/compactions/1".to_string(),
+    ] {
+        let r = get(&format!("{}/{missing}", serve.base));
+        assert_eq!(r.status().as_u16(), 404, "{missing}");
+    }
+    let chart = get(&format!("{}/{base}/chart", serve.base));
+    assert_eq!(
+        chart.headers()["content-type"],
+        "image/svg+xml; charset=utf-8"
+    );
+    let svg = chart.text().unwrap();
+    assert!(
+        svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""),
+        "{svg}"
+    );
+    assert_eq!(svg.matches("class=\"point\"").count(), 6, "{svg}");
+    assert_eq!(
+        svg.matches("<path class=\"compaction\"").count(),
+        1,
+        "{svg}"
+    );
+
+    // The engine's calls, as the page's health panel counts them, in /metrics too.
+    let metrics = get(&format!("{}/metrics", serve.base)).text().unwrap();
+    let assembles: u64 = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with(
+                "rampart_serve_engine_calls_total{engine=\"legacy\",operation=\"assemble\"}",
+            )
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(assembles >= 6, "{metrics}");
+    assert!(
+        metrics.contains("rampart_serve_engine_quarantined{engine=\"legacy\"} 0"),
+        "{metrics}"
+    );
+    assert!(page.contains("<h2>Context engine</h2>"), "{page}");
 }

@@ -48,26 +48,29 @@
   }
 
   // Fetches the conversation's chart as the server draws it and puts it in place of the
-  // page's; updates arriving meanwhile are folded into one fetch.
+  // page's. One fetch per conversation at a time: updates arriving meanwhile ask for one more
+  // when it is done (no timer, so a page under a headless browser's virtual time draws too).
   function refresh(id) {
-    if (pending[id]) return;
-    pending[id] = true;
-    setTimeout(function () {
-      delete pending[id];
-      fetch(base(id) + '/chart', { credentials: 'same-origin', cache: 'no-store' })
-        .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
-        .then(function (text) {
-          var doc = new DOMParser().parseFromString(text, 'image/svg+xml');
-          var svg = doc.documentElement;
-          if (!svg || svg.nodeName !== 'svg') return;
-          var s = section(id);
-          var fresh = document.importNode(svg, true);
-          var old = s.querySelector('svg.chart');
-          if (old) s.replaceChild(fresh, old);
-          else s.insertBefore(fresh, s.querySelector('table.compactions'));
-        })
-        .catch(function () { /* the page still counts; a reload draws the chart */ });
-    }, 50);
+    if (pending[id]) { pending[id] = 'again'; return; }
+    pending[id] = 'fetching';
+    fetch(base(id) + '/chart', { credentials: 'same-origin', cache: 'no-store' })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (text) {
+        var doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+        var svg = doc.documentElement;
+        if (!svg || svg.nodeName !== 'svg') return;
+        var s = section(id);
+        var fresh = document.importNode(svg, true);
+        var old = s.querySelector('svg.chart');
+        if (old) s.replaceChild(fresh, old);
+        else s.insertBefore(fresh, s.querySelector('table.compactions'));
+      })
+      .catch(function () { /* the page still counts; a reload draws the chart */ })
+      .then(function () {
+        var again = pending[id] === 'again';
+        delete pending[id];
+        if (again) refresh(id);
+      });
   }
 
   function row(id, engine) {
