@@ -109,3 +109,28 @@ fn events_name_their_subject() {
         Subject::default()
     );
 }
+
+/// The compaction's entry is named only when the host appended one, so older readers and
+/// events files without it read the same.
+#[test]
+fn a_compaction_names_its_entry_only_when_there_is_one() {
+    let with = Event::CompactionEnd(CompactionEnd {
+        reason: "overflow".into(),
+        compacted: true,
+        entry_id: Some("a1b2c3d4".into()),
+        first_kept_entry_id: Some("0f0f0f0f".into()),
+        ..Default::default()
+    })
+    .envelope(None);
+    assert_eq!(with.data["entryId"], "a1b2c3d4");
+    assert_eq!(with.data["firstKeptEntryId"], "0f0f0f0f");
+    let without = Event::CompactionEnd(CompactionEnd::default()).envelope(None);
+    assert!(without.data.get("entryId").is_none(), "{}", without.data);
+    assert!(without.data.get("firstKeptEntryId").is_none());
+    // An older host's event (no such fields) still reads.
+    let old = serde_json::json!({"reason": "budget", "compacted": true, "durationMs": 3});
+    assert!(matches!(
+        Event::from_envelope("compaction_end", &old),
+        Some(Event::CompactionEnd(CompactionEnd { entry_id: None, .. }))
+    ));
+}

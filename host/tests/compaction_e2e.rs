@@ -116,6 +116,17 @@ fn an_overflow_compacts_with_the_embedded_summariser_and_the_retry_fits() {
     assert_eq!(entries.len(), 1);
     let (summary, first_kept) = &entries[0];
     assert!(w.session.entries().iter().any(|e| &e.id == first_kept));
+    // The event names that entry, so a reader (serve's /ui) finds it without the summary in
+    // the event.
+    assert_eq!(end.data["firstKeptEntryId"], first_kept.as_str());
+    let named = end.data["entryId"].as_str().unwrap();
+    assert!(
+        w.session
+            .entries()
+            .iter()
+            .any(|e| e.id == named && matches!(e.body, rampart_sessions::EntryBody::Compaction(_))),
+        "{named}"
+    );
     // The embedded summariser says what it is and keeps the planted identifiers.
     assert!(summary.to_lowercase().contains("extractive"), "{summary}");
     for id in [
