@@ -20,8 +20,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// `text` as one segment of a URL path: every byte but the unreserved ones (`A-Z a-z 0-9
-/// - . _ ~`) percent-encoded, so a session id holding `/`, `?`, `#` or `..` stays one
+/// `text` as one segment of a URL path: every byte but the unreserved ones (letters, digits
+/// and `-._~`) percent-encoded, so a session id holding `/`, `?`, `#` or `..` stays one
 /// segment naming itself (the router decodes it back).
 pub fn path_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

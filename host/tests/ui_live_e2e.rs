@@ -330,3 +330,43 @@ fn a_compactions_page_shows_what_it_removed_and_its_summary_escaped() {
     );
     assert!(page.contains("<h2>Context engine</h2>"), "{page}");
 }
+
+#[test]
+fn with_prices_the_page_shows_spend_in_dollars_and_a_bad_file_stops_the_start() {
+    let up = Loopback::start();
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.toml");
+    std::fs::write(&prices, "input = 3.0\noutput = 15.0\n").unwrap();
+    let serve =
+        ServeProcess::start_with_flags(&config(&up.url()), &["--prices", prices.to_str().unwrap()]);
+    up.push(openai_text_stream("Noted.", 1_000_000, 1_000));
+    serve.chat(&[json!({"role": "user", "content": "Hello"})]);
+    let page = get(&format!("{}/ui", serve.base)).text().unwrap();
+    // A million prompt tokens at $3 and a thousand answer tokens at $15 per million.
+    assert!(page.contains("<b id=\"spend-total\">$3.0150</b>"), "{page}");
+    assert!(page.contains("$3.0150 (1,001,000 tokens)"), "{page}");
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "input = \"cheap\"\n").unwrap();
+    let config_path = common::write_config(dir.path(), &config(&up.url()));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["--config", config_path.to_str().unwrap()])
+        .args(["--sessions-dir", dir.path().join("s").to_str().unwrap()])
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--prices",
+            bad.to_str().unwrap(),
+        ])
+        .env_remove("RAMPART_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml") && err.contains("`input` must be a number"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "it never listened");
+}

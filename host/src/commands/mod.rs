@@ -319,10 +319,12 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             let result = serve::serve(
                 config,
                 store,
-                url.as_deref(),
+                serve::ServeFlags {
+                    store_url: url.as_deref(),
+                    listen,
+                    prices: prices.as_deref(),
+                },
                 events,
-                listen,
-                prices.as_deref(),
                 out,
                 &mut std::io::stderr(),
             );

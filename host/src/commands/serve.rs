@@ -14,19 +14,33 @@ use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::serve::server::{ServerState, run_blocking};
 
+/// What `rampart serve`'s own flags say.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServeFlags<'a> {
+    /// `--store URL`: a PostgreSQL store in place of the sessions directory.
+    pub store_url: Option<&'a str>,
+    /// `--listen ADDR`, over `serve.listen`.
+    pub listen: Option<SocketAddr>,
+    /// `--prices FILE`: the live page's spend in dollars.
+    pub prices: Option<&'a std::path::Path>,
+}
+
 /// Runs the server on the sessions directory `store`, or on the PostgreSQL store that
 /// `store_url` (`--store`) or `serve.store.url` names (then `store` keeps only this machine's
 /// memory index and workspace).
 pub fn serve(
     config: Config,
     store: SessionStore,
-    store_url: Option<&str>,
+    flags: ServeFlags<'_>,
     events: EventSink,
-    listen: Option<SocketAddr>,
-    prices: Option<&std::path::Path>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
+    let ServeFlags {
+        store_url,
+        listen,
+        prices,
+    } = flags;
     let addr = match config.serve.bind_addr(listen) {
         Ok(addr) => addr,
         Err(e) => {

@@ -229,6 +229,14 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// One metric family of engine calls: name, type, help, and its value of a call's figures.
+type CallFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&CallStats) -> String,
+);
+
 /// The context engine's health as metrics: whether the configured engine is quarantined, how
 /// often its process was restarted, and each engine's calls by operation (count, failures,
 /// time), from [`SlotHealth`], the figures `/ui` shows.
@@ -253,7 +261,7 @@ pub fn render_engine(health: &SlotHealth) -> String {
             "rampart_serve_engine_restarts_total{{engine=\"{engine}\"}} {restarts}\n"
         ));
     }
-    let families: [(&str, &str, &str, fn(&CallStats) -> String); 3] = [
+    let families: [CallFamily; 3] = [
         (
             "rampart_serve_engine_calls_total",
             "counter",

@@ -21,16 +21,21 @@ impl ServeProcess {
     /// Starts `rampart serve --listen 127.0.0.1:0` with `config` (a plugins.toml body) and
     /// waits for the line that says where it listens.
     pub fn start(config: &str) -> Self {
-        Self::start_with(config, None)
+        Self::start_with(config, None, &[])
+    }
+
+    /// [`start`](Self::start) with more of `serve`'s flags (`--prices FILE`).
+    pub fn start_with_flags(config: &str, flags: &[&str]) -> Self {
+        Self::start_with(config, None, flags)
     }
 
     /// [`start`](Self::start) on the PostgreSQL store `url` (`--store URL`); its sessions
     /// directory then keeps only what is local to the process.
     pub fn start_on_store(config: &str, url: &str) -> Self {
-        Self::start_with(config, Some(url))
+        Self::start_with(config, Some(url), &[])
     }
 
-    fn start_with(config: &str, store: Option<&str>) -> Self {
+    fn start_with(config: &str, store: Option<&str>, flags: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config_path = super::write_config(dir.path(), config);
         let sessions = dir.path().join("sessions");
@@ -39,6 +44,7 @@ impl ServeProcess {
             .args(["--sessions-dir", sessions.to_str().unwrap()])
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(store.map(|url| ["--store", url]).into_iter().flatten())
+            .args(flags)
             .env_remove("RAMPART_CONFIG")
             .env("RUST_LOG", "warn")
             .current_dir(dir.path())
