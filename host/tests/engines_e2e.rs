@@ -226,6 +226,26 @@ fn panic_inside_assemble_quarantines_and_legacy_answers() {
         "{line}"
     );
     assert_eq!(slot.active().id(), "legacy");
+    // What /ui and /metrics show: the quarantine, and each engine's call.
+    let health = slot.health();
+    assert_eq!(health.configured, "fx-panic-assemble");
+    assert_eq!(health.active, "legacy");
+    assert_eq!(
+        health.quarantine.as_ref().map(|q| q.operation.as_str()),
+        Some("assemble")
+    );
+    let calls: Vec<(&str, &str, u64, u64)> = health
+        .calls
+        .iter()
+        .map(|(e, op, c)| (e.as_str(), op.as_str(), c.calls, c.failures))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("fx-panic-assemble", "assemble", 1, 1),
+            ("legacy", "assemble", 1, 0)
+        ]
+    );
 
     let required = slot_for(
         dir.path(),

@@ -512,6 +512,12 @@ fn deltas_cross_the_pipe_and_survive_a_restart() {
         "a turn of two messages sent {turn} bytes; the whole history was {after_first}"
     );
 
+    assert_eq!(child.restarts(), Some(0));
+    assert_eq!(
+        linked.restarts(),
+        None,
+        "an engine in the host has no process to restart"
+    );
     // SAFETY: a signal to the child this test started.
     let pid = child.child_pid().unwrap();
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
@@ -520,6 +526,7 @@ fn deltas_cross_the_pipe_and_survive_a_restart() {
     let expected = linked.call(assemble(grown.clone().into())).unwrap();
     assert_eq!(third.messages.to_vec(), expected.messages.to_vec());
     assert_ne!(child.child_pid(), Some(pid), "a new child serves");
+    assert_eq!(child.restarts(), Some(1), "counted for /ui and /metrics");
 }
 
 /// `engines list` says where the active engine's code runs: a library's in a child by default,

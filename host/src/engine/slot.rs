@@ -9,7 +9,7 @@
 //! `Unsupported` is not a failure: it means "use your default", and each caller knows its own.
 //! A cancelled call is not the engine's fault and never quarantines it.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -100,8 +100,9 @@ pub struct EngineSlot {
     /// The operations each engine (by id) answered `Unsupported`: optional payloads for them
     /// need not be built ([`EngineSlot::declined`]).
     declined: Mutex<std::collections::HashSet<(String, String)>>,
-    /// How each engine's calls went, by (engine, operation), since the slot was built.
-    calls: Mutex<BTreeMap<(String, String), CallStats>>,
+    /// How each engine's calls went, by engine then operation, since the slot was built
+    /// (looked up by `&str`, so counting a call allocates nothing after its first).
+    calls: Mutex<HashMap<String, HashMap<String, CallStats>>>,
 }
 
 /// How one engine's calls of one operation went: for `rampart serve`'s `/ui` and `/metrics`.
@@ -372,13 +373,17 @@ impl EngineSlot {
             SlotState::Quarantined(q) => Some(q),
             SlotState::Active => None,
         };
-        let calls = self
+        let mut calls: Vec<(String, String, CallStats)> = self
             .calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .map(|((engine, op), stats)| (engine.clone(), op.clone(), *stats))
+            .flat_map(|(engine, ops)| {
+                ops.iter()
+                    .map(move |(op, stats)| (engine.clone(), op.clone(), *stats))
+            })
             .collect();
+        calls.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         SlotHealth {
             configured: self.configured_id.clone(),
             active: self.active().id().to_string(),
@@ -391,11 +396,17 @@ impl EngineSlot {
     /// Counts one call of `operation` on `engine` that took `took`.
     fn record_call(&self, engine: &str, operation: &str, took: Duration, failed: bool) {
         let mut calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
-        let stats = match calls.get_mut(&(engine.to_string(), operation.to_string())) {
-            Some(stats) => stats,
-            None => calls
-                .entry((engine.to_string(), operation.to_string()))
-                .or_default(),
+        if !calls.contains_key(engine) {
+            calls.insert(engine.to_string(), HashMap::new());
+        }
+        let Some(ops) = calls.get_mut(engine) else {
+            return;
+        };
+        if !ops.contains_key(operation) {
+            ops.insert(operation.to_string(), CallStats::default());
+        }
+        let Some(stats) = ops.get_mut(operation) else {
+            return;
         };
         stats.calls += 1;
         stats.failures += u64::from(failed);

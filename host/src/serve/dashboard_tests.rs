@@ -460,3 +460,29 @@ fn the_panels_show_engine_health_memory_and_spend_escaped() {
         "{tokens_only}"
     );
 }
+
+#[test]
+fn markers_stay_on_their_calls_when_the_oldest_calls_are_dropped() {
+    let d = Dashboard::default();
+    for n in 0..(MAX_CALLS as u64 + 1) {
+        call(&d, "s", n + 1, 100 + n, n);
+    }
+    d.observe(
+        "legacy",
+        &event("s", "prune", json!({"softTrimmed": 1})),
+        9_000,
+    );
+    call(&d, "s", 9_999, 5_000, 9_001);
+    let v = d.conversation("s").unwrap();
+    assert_eq!(v.calls.len(), MAX_CALLS);
+    assert_eq!(v.dropped, 2);
+    assert_eq!(v.answered, MAX_CALLS as u64 + 2);
+    let chart = chart_of(&v);
+    assert_eq!(chart.calls[0].label, 3, "the first call kept is the third");
+    let prune = &chart.markers[0];
+    assert_eq!(prune.kind, MarkerKind::Prune);
+    // Before the last call: the last point on the chart, whatever was dropped.
+    assert_eq!(prune.at, MAX_CALLS - 1);
+    assert_eq!(chart.calls[prune.at].tokens, Some(5_000));
+    assert_eq!(prune.title, format!("prune before call {}", MAX_CALLS + 2));
+}
