@@ -223,6 +223,9 @@ pub struct Update {
     /// A capped result's original (`sha256:…`), when one was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
+    /// The conversation's spend as its table cell reads, after a call or a compaction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spend: Option<String>,
 }
 
 impl Update {
@@ -240,6 +243,7 @@ impl Update {
             summary_chars: None,
             compaction: None,
             blob: None,
+            spend: None,
         }
     }
 }
@@ -288,8 +292,6 @@ pub struct Panels {
     pub engine: Option<SlotHealth>,
     /// The memory slot.
     pub memory: Option<MemoryPanel>,
-    /// `serve --prices`: spend in dollars besides tokens.
-    pub prices: Option<Prices>,
 }
 
 /// The live state behind `/ui`, and the channel `/ui/events` subscribers hear its updates on.
@@ -297,6 +299,8 @@ pub struct Panels {
 pub struct Dashboard {
     conversations: Mutex<HashMap<String, ConversationView>>,
     flushes: Mutex<(u64, Option<LastFlush>)>,
+    /// `serve --prices`: spend in dollars besides tokens, on the page and in updates.
+    prices: std::sync::OnceLock<Prices>,
     updates: broadcast::Sender<Update>,
 }
 
@@ -313,8 +317,15 @@ impl Dashboard {
         Self {
             conversations: Mutex::default(),
             flushes: Mutex::default(),
+            prices: std::sync::OnceLock::new(),
             updates: broadcast::channel(buffer.max(1)).0,
         }
+    }
+
+    /// Shows spend in dollars at `prices` from now on (`serve --prices`; the first prices set
+    /// stay).
+    pub fn set_prices(&self, prices: Prices) {
+        let _ = self.prices.set(prices);
     }
 
     /// A receiver of every update from now on (see [`next_frame`]).
@@ -428,6 +439,9 @@ impl Dashboard {
             }
             _ => return,
         }
+        if matches!(update.kind, UpdateKind::Call | UpdateKind::Compaction) {
+            update.spend = Some(spend_text(&view.spend, self.prices.get()));
+        }
         // Sent under the lock, so subscribers hear updates in the order the page counts them.
         // No subscriber is no error.
         let _ = self.updates.send(update);
@@ -502,7 +516,7 @@ impl Dashboard {
             &self.flushes(),
             now_ms,
         ));
-        html.push_str(&spend_panel(&list, panels.prices.as_ref()));
+        html.push_str(&spend_panel(&list, self.prices.get()));
         html.push_str("</div>\n");
         html.push_str("<p class=\"legend\">Markers:");
         for (kind, label) in [
@@ -523,7 +537,7 @@ impl Dashboard {
             );
         }
         html.push_str("</p>\n");
-        let spend_header = if panels.prices.is_some() {
+        let spend_header = if self.prices.get().is_some() {
             "<th>spend</th>"
         } else {
             "<th>tokens spent</th>"
@@ -560,7 +574,7 @@ impl Dashboard {
                 v.prunes,
                 v.flushes,
                 now_ms.saturating_sub(v.last_ms) / 1000,
-                spend_text(&v.spend, panels.prices.as_ref()),
+                spend_text(&v.spend, self.prices.get()),
                 id = escape(&v.session_id),
                 anchor = escape(&path_segment(&v.session_id)),
             );

@@ -135,6 +135,7 @@
     if (COLUMN[u.kind] === undefined) return;
     bump(r.cells[COLUMN[u.kind]]);
     if (u.kind === 'turn') return;
+    if (u.spend !== undefined) r.cells[10].textContent = u.spend;
     if (u.kind === 'call') {
       r.cells[2].textContent = u.window > 0
         ? num(u.promptTokens) + ' / ' + num(u.window) + ' (' + Math.round(u.promptTokens * 100 / u.window) + '%)'

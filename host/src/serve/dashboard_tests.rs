@@ -214,7 +214,7 @@ fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
     assert_eq!(
         data(&text),
         json!({"conversation": "s1", "kind": "call", "call": 0, "promptTokens": 640,
-               "window": 1000, "engine": ""})
+               "window": 1000, "engine": "", "spend": "645"})
     );
     assert_eq!(
         data(&next(&mut rx).unwrap().0),
@@ -225,7 +225,7 @@ fn observed_calls_and_markers_reach_a_subscriber_as_update_events() {
         data(&next(&mut rx).unwrap().0),
         json!({"conversation": "s1", "kind": "compaction", "call": 1, "window": 1000,
                "engine": "lcm", "reason": "overflow", "tokensBefore": 640, "tokensAfter": 90,
-               "compaction": 1}),
+               "compaction": 1, "spend": "1,195"}),
         "one compaction: the engine's own copy of the host's event is not counted"
     );
     let cap = data(&next(&mut rx).unwrap().0);
@@ -427,11 +427,20 @@ fn the_panels_show_engine_health_memory_and_spend_escaped() {
                 details: Vec::new(),
             })),
         }),
-        prices: Some(Prices {
-            input: 3.0,
-            output: 15.0,
-        }),
     };
+    let tokens_only = d.render(4_000, &Panels::default());
+    assert!(
+        !tokens_only.contains('$'),
+        "no prices, no dollars: {tokens_only}"
+    );
+    assert!(
+        tokens_only.contains("<td class=\"n spend\">1,000,005</td>"),
+        "{tokens_only}"
+    );
+    d.set_prices(Prices {
+        input: 3.0,
+        output: 15.0,
+    });
     let html = d.render(4_000, &panels);
     assert!(!html.contains("<script>boom"), "{html}");
     assert!(
@@ -450,15 +459,11 @@ fn the_panels_show_engine_health_memory_and_spend_escaped() {
     // A million prompt tokens and five answer tokens at $3 / $15 per million.
     assert!(html.contains("<b id=\"spend-total\">$3.0001</b>"), "{html}");
     assert!(html.contains("$3.0001 (1,000,005 tokens)"), "{html}");
-    let tokens_only = d.render(4_000, &Panels::default());
-    assert!(
-        !tokens_only.contains('$'),
-        "no prices, no dollars: {tokens_only}"
-    );
-    assert!(
-        tokens_only.contains("<td class=\"n spend\">1,000,005</td>"),
-        "{tokens_only}"
-    );
+    // Updates carry the cell as the page reads it, so the script keeps it live.
+    let mut rx = d.subscribe();
+    call(&d, "s", 2, 1_000_000, 5_000);
+    let update = data(&next(&mut rx).unwrap().0);
+    assert_eq!(update["spend"], "$6.0001 (2,000,010 tokens)", "{update}");
 }
 
 #[test]

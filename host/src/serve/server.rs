@@ -97,8 +97,6 @@ pub struct ServerState {
     stopping: tokio::sync::watch::Sender<bool>,
     /// The originals of capped tool results, for `/ui/blobs/…` (`None`: the store keeps none).
     blobs: Option<BlobStore>,
-    /// `serve --prices`: what `/ui` turns tokens into dollars with.
-    prices: Option<crate::replay::prices::Prices>,
 }
 
 impl std::fmt::Debug for ServerState {
@@ -151,7 +149,6 @@ impl ServerState {
         Ok(Self {
             started_unix: now_unix_ms() / 1000,
             blobs: store.blobs_dir().map(BlobStore::in_sessions_dir),
-            prices: None,
             dashboard,
             stopping: tokio::sync::watch::Sender::new(false),
             guard,
@@ -190,8 +187,10 @@ impl ServerState {
     }
 
     /// Prices for `/ui`'s spend in dollars (`rampart serve --prices FILE`).
-    pub fn with_prices(mut self, prices: Option<crate::replay::prices::Prices>) -> Self {
-        self.prices = prices;
+    pub fn with_prices(self, prices: Option<crate::replay::prices::Prices>) -> Self {
+        if let Some(prices) = prices {
+            self.dashboard.set_prices(prices);
+        }
         self
     }
 
@@ -322,7 +321,6 @@ async fn ui(State(state): State<Arc<ServerState>>) -> Response {
                 quarantined: memory.quarantined(),
                 status: memory.is_on().then(|| memory.status()),
             }),
-            prices: built.prices,
         };
         built.dashboard.render(now_unix_ms(), &panels)
     })
