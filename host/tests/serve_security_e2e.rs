@@ -544,6 +544,19 @@ fn the_live_page_is_behind_the_same_guard_and_escapes_what_clients_send() {
         b"",
     );
     assert_eq!(status, 403);
+    // The page's other routes too: a blob, a chart, a compaction, without the token.
+    let blob = format!("/ui/blobs/sha256:{}", "ab".repeat(32));
+    for path in [
+        blob.as_str(),
+        "/ui/conversations/x/chart",
+        "/ui/conversations/x/compactions/1",
+    ] {
+        let (status, body) = serve.raw(
+            &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}"),
+            b"",
+        );
+        assert_eq!(status, 401, "{path}: {body}");
+    }
     // A client's hostile message, then the page: the turn is listed, nothing of it runs.
     up.push(openai_text_stream("hello", 5, 1));
     let hostile = serde_json::to_vec(&json!({"model": "gpt-up", "messages": [
