@@ -46,6 +46,10 @@ pub const MAX_CONVERSATIONS: usize = 200;
 /// Capped originals linked per conversation (the newest).
 pub const MAX_BLOBS: usize = 100;
 
+/// Calls a chart draws as points with their tooltip; past this it is the line alone (the dots
+/// would overlap, and the page of many long conversations would weigh tens of megabytes).
+pub const MAX_POINTS: usize = 500;
+
 /// The headers every `/ui` answer carries: only this server's own script and event stream,
 /// nothing loaded from elsewhere, no framing, no sniffing, no caching of a page that shows
 /// conversations.
@@ -907,7 +911,7 @@ pub fn chart_of(v: &ConversationView) -> Chart {
             .collect(),
         everything: Vec::new(),
         markers,
-        points: true,
+        points: v.calls.len() <= MAX_POINTS,
     }
 }
 

@@ -490,4 +490,9 @@ fn markers_stay_on_their_calls_when_the_oldest_calls_are_dropped() {
     assert_eq!(prune.at, MAX_CALLS - 1);
     assert_eq!(chart.calls[prune.at].tokens, Some(5_000));
     assert_eq!(prune.title, format!("prune before call {}", MAX_CALLS + 2));
+    // So many calls are a line: no dots, the page stays light.
+    assert!(!chart.points);
+    let svg = chart.render();
+    assert_eq!(svg.matches("class=\"point\"").count(), 0);
+    assert_eq!(svg.matches("class=\"tokens\"").count(), 1);
 }
