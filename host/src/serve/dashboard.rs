@@ -332,7 +332,7 @@ impl Dashboard {
         let _ = self.prices.set(prices);
     }
 
-    /// A receiver of every update from now on (see [`next_frame`]).
+    /// A receiver of every update from now on (see [`frame`] and [`event_stream`]).
     pub fn subscribe(&self) -> broadcast::Receiver<Update> {
         self.updates.subscribe()
     }
