@@ -451,6 +451,16 @@ impl Dashboard {
         let _ = self.updates.send(update);
     }
 
+    /// `session` is registered as `key` (said when a turn opens it, so a compaction's page can
+    /// read the session even when that turn fails).
+    pub fn name(&self, session: &str, key: &str, now_ms: u64) {
+        let mut map = self.map();
+        let view = entry(&mut map, session, now_ms);
+        if view.key.as_deref() != Some(key) {
+            view.key = Some(key.to_string());
+        }
+    }
+
     /// A turn of `session` (registered as `key`) was answered at `now_ms`; `engine` is the
     /// configured one, named even when it emits nothing.
     pub fn turn(&self, session: &str, key: &str, engine: &str, now_ms: u64) {

@@ -107,6 +107,12 @@ fn conversations_are_listed_newest_first_with_their_calls_and_compactions() {
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert_eq!(svg.matches("class=\"point\"").count(), 3);
     assert!(d.chart_svg("nobody").is_none());
+    // Named when a turn opens it, before any event.
+    d.name("opened", "serve:opened", 6_000);
+    assert_eq!(
+        d.conversation("opened").unwrap().key.as_deref(),
+        Some("serve:opened")
+    );
 }
 
 #[test]

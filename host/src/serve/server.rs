@@ -477,7 +477,9 @@ async fn ui_compaction(
                 .to_string()
         })?;
         let key = key.ok_or_else(|| {
-            "the conversation's turn has not finished yet; reload in a moment".to_string()
+            "this page does not know the conversation's registry key (it was not opened \
+             through this server)"
+                .to_string()
         })?;
         let entry = store
             .get(&key)
@@ -1485,6 +1487,9 @@ fn turn_in_lane(
         None => request.system.clone(),
     };
     let session_id = session.header().id.clone();
+    state
+        .dashboard
+        .name(&session_id, &conversation.key, now_unix_ms());
     let events = RunEvents::new(state.events.clone(), Some(session_id.clone()));
     let runner = Runner::new(
         config,
