@@ -47,7 +47,7 @@ pub fn specs() -> Vec<EngineTool> {
             name: GREP.into(),
             description: "Search this conversation's full history, including what was \
                 compacted into summaries (<summary id=\"sum_…\"> blocks): raw messages (ids \
-                `msg#N`) and summaries (ids `sum_…`), newest first, each with a short snippet. \
+                `msg#N`) and summaries (ids `sum_…`), newest first, each with a snippet where the words occur and its offset. \
                 Use it when a summary mentions something whose exact details (paths, numbers, \
                 ids, error text) you need. Then read a hit with lcm_describe or lcm_expand."
                 .into(),
@@ -65,13 +65,14 @@ pub fn specs() -> Vec<EngineTool> {
             name: DESCRIBE.into(),
             description: "Read one item of this conversation's history in full: a summary \
                 (`sum_…`: its text, time range, sources and the messages it stands for), a \
-                stored large output (`file_…`) or a raw message (`msg#N`). Text is cut at \
-                32 KiB."
+                stored large output (`file_…`) or a raw message (`msg#N`). Long text comes in pages \
+                of 32 KiB: pass a hit's offset, or the answer's nextOffset, to read on."
                 .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "description": "`sum_…`, `file_…` or `msg#N`, as lcm_grep or a summary names it."}
+                    "id": {"type": "string", "description": "`sum_…`, `file_…` or `msg#N`, as lcm_grep or a summary names it."},
+                    "offset": {"type": "integer", "minimum": 0, "description": "For a message or file: the byte to read from (a hit's offset, or the last answer's nextOffset). Default 0."}
                 },
                 "required": ["id"]
             }),
@@ -111,6 +112,8 @@ struct GrepArgs {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct DescribeArgs {
     id: String,
+    #[serde(default)]
+    offset: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -183,7 +186,7 @@ fn grep(store: &Store, conversation: i64, arguments: &Value) -> Result<Value, En
     let limit = a.limit.unwrap_or(GREP_DEFAULT_LIMIT);
     let hits = recall::search(store, conversation, &a.pattern, mode, limit)?;
     Ok(json!({
-        "hits": hits.iter().map(|h| json!({"id": h.id, "kind": h.label, "snippet": h.snippet})).collect::<Vec<_>>(),
+        "hits": hits.iter().map(|h| json!({"id": h.id, "kind": h.label, "snippet": h.snippet, "offset": h.offset})).collect::<Vec<_>>(),
         "count": hits.len(),
     }))
 }
@@ -200,9 +203,10 @@ fn describe(store: &Store, conversation: i64, arguments: &Value) -> Result<Value
         };
         return Ok(match message(store, conversation, message_id)? {
             Some((role, content)) => {
-                let (text, truncated) = cut(&content, DESCRIBE_MAX_BYTES);
-                json!({"id": id, "type": "message", "role": role, "content": text,
-                       "bytes": content.len(), "truncated": truncated})
+                let page = page(&content, a.offset.unwrap_or(0), DESCRIBE_MAX_BYTES);
+                json!({"id": id, "type": "message", "role": role, "content": page.text,
+                       "bytes": content.len(), "offset": page.start,
+                       "nextOffset": page.next, "truncated": page.next.is_some()})
             }
             None => not_found(id),
         });
@@ -214,16 +218,20 @@ fn describe(store: &Store, conversation: i64, arguments: &Value) -> Result<Value
         ));
     }
     Ok(
-        match recall::describe(store, conversation, id, DESCRIBE_MAX_BYTES)? {
+        match recall::describe(store, conversation, id, usize::MAX)? {
             None => not_found(id),
             Some(Description::File {
                 id,
                 tool_name,
                 byte_size,
                 content,
-                truncated,
-            }) => json!({"id": id, "type": "file", "tool": tool_name, "bytes": byte_size,
-                     "content": content, "truncated": truncated}),
+                truncated: _,
+            }) => {
+                let page = page(&content, a.offset.unwrap_or(0), DESCRIBE_MAX_BYTES);
+                json!({"id": id, "type": "file", "tool": tool_name, "bytes": byte_size,
+                       "content": page.text, "offset": page.start, "nextOffset": page.next,
+                       "truncated": page.next.is_some()})
+            }
             Some(Description::Summary {
                 row,
                 consumers,
@@ -302,12 +310,30 @@ fn message(
         .map_err(|e| db("read a message", e))
 }
 
-fn cut(text: &str, max: usize) -> (String, bool) {
-    let mut end = text.len().min(max);
+/// A page of a long text: what one `lcm_describe` returns.
+struct Page {
+    text: String,
+    /// Where it starts (the asked offset, moved back to a character boundary).
+    start: usize,
+    /// Where the next page starts, when there is more.
+    next: Option<usize>,
+}
+
+/// At most `max` bytes of `text` from `offset` (an offset past the end reads nothing).
+fn page(text: &str, offset: usize, max: usize) -> Page {
+    let mut start = offset.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let mut end = start.saturating_add(max).min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    (text[..end].to_owned(), end < text.len())
+    Page {
+        text: text[start..end].to_owned(),
+        start,
+        next: (end < text.len()).then_some(end),
+    }
 }
 
 #[cfg(test)]
