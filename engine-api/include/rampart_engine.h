@@ -106,7 +106,8 @@
  *               -> {"ok": true, "compacted": false}
  *   "dispose"   {} -> {}            (called once before `destroy`)
  *   and bootstrap, ingest_batch, maintain, after_turn, prepare_subagent_spawn,
- *   on_subagent_ended, memory.search/get/sync/status as in rampart_engine_api::protocol.
+ *   on_subagent_ended, memory.search/get/sync/status, and (API 1.2, with the
+ *   "engineTools" feature) tools.list/tools.call as in rampart_engine_api::protocol and ::tools.
  * A method the engine does not implement, including any name it does not know, must answer
  * RAMPART_UNSUPPORTED: the host then does its default. Parameters of the wrong shape answer
  * RAMPART_INVALID_PARAMS.

@@ -254,4 +254,29 @@ pub trait ContextEngine: Send + Sync + 'static {
             crate::protocol::method::MEMORY_STATUS,
         ))
     }
+
+    /// Engine tools (1.2): the tools offered to the model in this session. An engine that
+    /// overrides this announces [`crate::protocol::Feature::EngineTools`]. Unsupported by
+    /// default (the host then offers none).
+    fn tools_list(
+        &self,
+        _cx: &CallContext<'_>,
+        _params: crate::tools::ToolsListParams,
+    ) -> Result<crate::tools::ToolsListResult, EngineError> {
+        Err(EngineError::unsupported(
+            crate::protocol::method::TOOLS_LIST,
+        ))
+    }
+
+    /// Engine tools (1.2): answer one call of a tool [`Self::tools_list`] offered.
+    /// Unsupported by default.
+    fn tools_call(
+        &self,
+        _cx: &CallContext<'_>,
+        _params: crate::tools::ToolCallParams,
+    ) -> Result<crate::tools::ToolCallResult, EngineError> {
+        Err(EngineError::unsupported(
+            crate::protocol::method::TOOLS_CALL,
+        ))
+    }
 }

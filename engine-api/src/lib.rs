@@ -19,6 +19,7 @@
 //! - [`memory`]: what a memory engine answers (`plugins.slots.memory`);
 //! - [`host`]: [`Host`], the services an engine may call back;
 //! - [`tokens`]: the token estimate, and exact counts through the host;
+//! - [`tools`]: tools an engine offers the model, answered by the engine (1.2);
 //! - [`pairing`]: which messages must travel together ([`pairing::tool_units`]);
 //! - [`error`]: [`EngineError`] and its exhaustive [`ErrorKind`] classification;
 //! - [`ffi`]: the frozen abi_stable surface (hosts use it; engine authors never need to);
@@ -38,6 +39,7 @@ pub mod method;
 pub mod pairing;
 pub mod protocol;
 pub mod tokens;
+pub mod tools;
 
 /// The message model an engine reads and returns (the `rampart-message` crate).
 pub use rampart_message as message;

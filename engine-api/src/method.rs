@@ -132,6 +132,12 @@ methods! {
     /// A memory engine says what it holds. Its parameters are [`MemoryStatusParams`].
     MemoryStatus = MEMORY_STATUS: MemoryStatusParams
         => crate::memory::MemoryStatus, |e, cx, _p| e.memory_status(cx);
+    /// The tools an engine offers the model (API 1.2).
+    ToolsList = TOOLS_LIST: crate::tools::ToolsListParams
+        => crate::tools::ToolsListResult, |e, cx, p| e.tools_list(cx, p);
+    /// One call the model made of an engine tool (API 1.2).
+    ToolsCall = TOOLS_CALL: crate::tools::ToolCallParams
+        => crate::tools::ToolCallResult, |e, cx, p| e.tools_call(cx, p);
 }
 
 /// Parameters of `memory.status` (none; a type of its own so the method table can name it).

@@ -46,8 +46,13 @@ pub mod method {
     pub const MEMORY_SYNC: &str = "memory.sync";
     /// A memory engine: what it holds and how it searches.
     pub const MEMORY_STATUS: &str = "memory.status";
+    /// Engine tools (1.2): the tools the engine offers the model in a session.
+    pub const TOOLS_LIST: &str = "tools.list";
+    /// Engine tools (1.2): answer one call the model made of an engine tool.
+    pub const TOOLS_CALL: &str = "tools.call";
 
-    /// Every method, in the order of OpenClaw's interface (1.0), then the memory methods (1.1).
+    /// Every method, in the order of OpenClaw's interface (1.0), then the memory methods (1.1),
+    /// then the engine tools (1.2).
     pub const ALL: &[&str] = &[
         BOOTSTRAP,
         INGEST,
@@ -63,6 +68,8 @@ pub mod method {
         MEMORY_GET,
         MEMORY_SYNC,
         MEMORY_STATUS,
+        TOOLS_LIST,
+        TOOLS_CALL,
     ];
 }
 
@@ -139,6 +146,10 @@ pub enum Feature {
     /// Announced as a feature, not a new field of [`EngineInfo`], so that engines that build
     /// their info with a struct literal keep compiling against 1.1.
     MemoryEngine,
+    /// The engine offers the model tools of its own (API 1.2, see [`crate::tools`]): the host
+    /// asks `tools.list` and answers the model's calls of them through `tools.call`. A host
+    /// never calls either method on an engine that does not announce this.
+    EngineTools,
     /// A feature this build does not know; kept so a handshake never fails on novelty.
     #[serde(other)]
     Unknown,

@@ -11,6 +11,9 @@
 //! - `ingest` and `compact`: they answer, or say `unsupported`;
 //! - `unknown-method`: a method from a later version answers `unsupported`;
 //! - `invalid-params`: parameters of the wrong shape answer `invalid_params`;
+//! - `tools`: an engine that announces engine tools (API 1.2) lists tools a host can offer
+//!   (names of `[A-Za-z0-9_-]{1,64}`, object schemas, no name twice) and answers a call of a
+//!   name it did not list without failing; an engine that does not announce them passes;
 //! - `dispose`: the engine retires cleanly.
 //!
 //! A panic inside the engine becomes a failed check with the panic's text (`export_engine!`
@@ -31,8 +34,10 @@ use rampart_engine_api::ffi::{EngineModule_Ref, FfiEngineBox};
 use rampart_engine_api::method::Method;
 use rampart_engine_api::pairing::tool_units;
 use rampart_engine_api::protocol::{
-    AssembleParams, AssembleResult, CompactParams, EngineInfo, IngestParams, ProtocolInfo,
+    AssembleParams, AssembleResult, CompactParams, EngineInfo, Feature, IngestParams, ProtocolInfo,
 };
+use rampart_engine_api::tools::ToolsListResult;
+use rampart_engine_api::tools::{ToolCallParams, ToolCallResult, ToolsListParams};
 use rampart_engine_api::{AgentMessage, EngineError, EngineInit, ErrorKind, LogLevel, MessageList};
 
 use crate::{FakeHost, build};
@@ -199,9 +204,49 @@ pub fn run_on(engine: Result<&dyn Transport, String>) -> ConformanceReport {
         "invalid-params",
         expect_kind(invalid, ErrorKind::InvalidParams),
     );
+    report.record("tools", tools_contract(engine, info_features(engine)));
     let disposed = engine.dispose();
     report.record("dispose", disposed.map_err(|e| e.to_string()));
     report
+}
+
+/// Whether the engine announced engine tools (false when its info does not read: `info`
+/// already failed for that).
+fn info_features(engine: &dyn Transport) -> bool {
+    info(engine).is_ok_and(|i| i.protocol.supports(&Feature::EngineTools))
+}
+
+/// The `tools` check (see the module's list).
+fn tools_contract(engine: &dyn Transport, announced: bool) -> Result<(), String> {
+    if !announced {
+        return Ok(());
+    }
+    let listed = call::<ToolsListResult>(engine, Method::ToolsList, &ToolsListParams::default())
+        .map_err(|e| format!("tools.list: {e}"))?;
+    let mut seen = std::collections::HashSet::new();
+    for tool in &listed.tools {
+        if let Some(problem) = tool.problem() {
+            return Err(format!("tools.list: {problem}"));
+        }
+        if !seen.insert(tool.name.as_str()) {
+            return Err(format!("tools.list: `{}` is listed twice", tool.name));
+        }
+    }
+    let stray = ToolCallParams {
+        name: "conformance_tool_never_listed".into(),
+        call_id: "conformance_call".into(),
+        ..Default::default()
+    };
+    match call::<ToolCallResult>(engine, Method::ToolsCall, &stray) {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind, ErrorKind::Unsupported | ErrorKind::InvalidParams) => Ok(()),
+        Err(e) => Err(format!(
+            "tools.call of a tool it never listed failed with `{}` ({}); answer it as a tool \
+             error (`isError`) or `invalid_params`",
+            e.kind.as_str(),
+            e.message
+        )),
+    }
 }
 
 /// A history of user turns and tool-calling turns, the shape a real agent's has.

@@ -31,7 +31,7 @@ fn the_window_engine_conforms() {
     );
     assert!(report.passed(), "{report:#?}");
     assert_eq!(report.engine_id.as_deref(), Some("window"));
-    assert_eq!(report.checks.len(), 9);
+    assert_eq!(report.checks.len(), 10);
 }
 
 #[test]

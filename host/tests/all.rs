@@ -12,6 +12,7 @@ mod concurrency_e2e;
 mod config_e2e;
 mod context_show_e2e;
 mod damaged_library_e2e;
+mod engine_tools_e2e;
 mod engines_e2e;
 mod engines_safety_e2e;
 mod eval_e2e;

@@ -99,3 +99,57 @@ fn eval_compares_engines_across_windows_in_every_format() {
         "{row}"
     );
 }
+
+/// Issue 27, item 4: the "recoverable" column. The lossless engine keeps what it compacted and
+/// offers recall tools, so a probe built from the words around each lost fact brings back
+/// facts the final request no longer shows; legacy offers no recall tools of its own (only
+/// memory notes), so it recovers less. Measured without a model.
+#[test]
+fn eval_counts_what_the_engines_recall_tools_bring_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = common::config_for(
+        tmp.path(),
+        "lossless",
+        &fixture("rampart-lossless"),
+        &format!(
+            "[plugins.engines.lossless.config]\nstateDir = \"{}\"\n",
+            tmp.path().join("state").display()
+        ),
+    );
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-coding-b1809e0c.jsonl");
+    let out = rampart_in(
+        tmp.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "eval",
+            example.to_str().unwrap(),
+            "--engines",
+            "legacy,lossless",
+            "--windows",
+            "32000",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    let pct = |c: &Value, k: &str| c[k].as_f64().unwrap_or_else(|| panic!("{k}: {c}"));
+    let (legacy, lossless) = (&cells[0], &cells[1]);
+    assert_eq!(lossless["engine"], "lossless");
+    assert!(lossless["failure"].is_null(), "{lossless}");
+    assert!(pct(lossless, "recoverablePct") > 10.0, "{lossless}");
+    assert!(
+        pct(lossless, "recoverablePct") > pct(legacy, "recoverablePct"),
+        "{legacy}\n{lossless}"
+    );
+    // Never more than what was lost.
+    for c in cells {
+        assert!(
+            pct(c, "retentionPct") + pct(c, "recoverablePct") <= 100.0 + 1e-9,
+            "{c}"
+        );
+    }
+}

@@ -160,7 +160,7 @@ fn conforms(engine: EngineCommand) {
     let report = run_on(Ok(&Through(&handle)));
     assert!(report.passed(), "{report:#?}");
     assert_eq!(report.engine_id.as_deref(), Some("keep-last"));
-    assert_eq!(report.checks.len(), 9, "{report:#?}");
+    assert_eq!(report.checks.len(), 10, "{report:#?}");
 }
 
 #[test]

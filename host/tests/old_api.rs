@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rampart_engine_api::protocol::{AssembleParams, CompactParams, SessionRef};
+use rampart_engine_api::tools::ToolCallParams;
 use rampart_host::config;
 use rampart_host::engine::handle::EngineOrigin;
 use rampart_host::engine::services::EventSink;
@@ -112,4 +113,25 @@ fn an_engine_built_against_the_pre_split_api_loads_and_answers() {
         "{seen:?}"
     );
     assert_eq!(slot.state(), SlotState::Active);
+
+    // Engine tools (1.2) are never asked of an engine that did not announce them: it offers
+    // none, and a stray call of a tool name is answered to the model, not held against it.
+    assert!(slot.tools_list(session.clone()).unwrap().is_empty());
+    let answer = slot
+        .tools_call(ToolCallParams {
+            session: session.clone(),
+            name: "lcm_grep".into(),
+            arguments: serde_json::json!({"pattern": "x"}),
+            call_id: "c1".into(),
+        })
+        .unwrap();
+    assert!(
+        answer.is_error && answer.content.contains("not available"),
+        "{answer:?}"
+    );
+    assert_eq!(
+        slot.state(),
+        SlotState::Active,
+        "a 1.0 engine is not quarantined for 1.2"
+    );
 }

@@ -15,7 +15,7 @@
 //! Modules: [`config`] (settings), [`store`] (schema and migrations), [`conv`] (items and
 //! ingest), [`dag`] (tail, passes, sweeps), [`summarize`] (model, fallback, guards),
 //! [`render`] (how a summary is shown), [`assemble`] (budget), [`recall`] (search, describe,
-//! expand), [`text`] (helpers).
+//! expand), [`tools`] (the same as the model's `lcm_*` tools), [`text`] (helpers).
 
 pub mod assemble;
 pub mod config;
@@ -26,14 +26,16 @@ pub mod render;
 pub mod store;
 pub mod summarize;
 pub mod text;
+pub mod tools;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rampart_engine_api::protocol::{
     AfterTurnParams, AfterTurnResult, AssembleParams, AssembleResult, CompactParams, CompactResult,
-    CompactionOutcome, EngineInfo, IngestParams, IngestResult, ProtocolInfo,
+    CompactionOutcome, EngineInfo, Feature, IngestParams, IngestResult, ProtocolInfo,
 };
+use rampart_engine_api::tools::{ToolCallParams, ToolCallResult, ToolsListParams, ToolsListResult};
 use rampart_engine_api::{
     CallContext, ContextEngine, EngineError, EngineFactory, EngineInit, Host, LogLevel,
     SharedMessage,
@@ -211,7 +213,11 @@ impl ContextEngine for LosslessEngine {
             name: "Lossless (summary DAG)".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
             owns_compaction: true,
-            protocol: ProtocolInfo::default(),
+            // The recall tools (engine API 1.2): announced, so a 1.2 host offers them.
+            protocol: ProtocolInfo {
+                features: vec![Feature::EngineTools],
+                ..ProtocolInfo::default()
+            },
         }
     }
 
@@ -281,6 +287,30 @@ impl ContextEngine for LosslessEngine {
                     system_prompt_addition: None,
                 })
             },
+        )
+    }
+
+    /// The recall tools, in every session: the same three whether or not anything was
+    /// compacted yet, so the tool list (part of the cached prefix) never changes mid-session.
+    fn tools_list(
+        &self,
+        _cx: &CallContext<'_>,
+        _p: ToolsListParams,
+    ) -> Result<ToolsListResult, EngineError> {
+        Ok(ToolsListResult {
+            tools: tools::specs(),
+        })
+    }
+
+    fn tools_call(
+        &self,
+        _cx: &CallContext<'_>,
+        p: ToolCallParams,
+    ) -> Result<ToolCallResult, EngineError> {
+        self.with_conv(
+            &p.session.session_id,
+            p.session.session_key.as_deref(),
+            |store, conv, _state| tools::call(store, conv.id, &p.name, &p.arguments),
         )
     }
 

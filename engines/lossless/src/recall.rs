@@ -26,15 +26,71 @@ pub struct Hit {
     pub id: String,
     /// Role of a message, kind of a summary.
     pub label: String,
-    /// At most 200 characters around the start of the text.
+    /// About [`SNIPPET_CHARS`] characters around where the search terms occur together.
     pub snippet: String,
+    /// Byte offset in the item's text where the snippet starts: `lcm_describe` reads on from
+    /// there, so a long tool output is read where the match is, not from its start.
+    pub offset: usize,
 }
 
 /// The most hits a search returns.
 pub const MAX_LIMIT: usize = 200;
 
-fn snippet(text: &str) -> String {
-    text.chars().take(200).collect()
+/// Characters of text a hit shows.
+pub const SNIPPET_CHARS: usize = 240;
+
+/// How far apart (in bytes) terms may be to count as occurring together.
+const CLUSTER_BYTES: usize = 160;
+
+/// The snippet of `text` for `terms` (lowercase) and where it starts: the window around the
+/// place where the most distinct terms occur within [`CLUSTER_BYTES`] of each other (the
+/// earliest such place), or the start of the text when no term occurs.
+pub fn snippet(text: &str, terms: &[String]) -> (String, usize) {
+    let lower = text.to_ascii_lowercase();
+    let mut occurrences: Vec<(usize, usize)> = Vec::new();
+    for (t, term) in terms.iter().enumerate() {
+        if term.is_empty() {
+            continue;
+        }
+        occurrences.extend(
+            lower
+                .match_indices(term.as_str())
+                .take(1_000)
+                .map(|(i, _)| (i, t)),
+        );
+    }
+    occurrences.sort_unstable();
+    let mut best = (0usize, 0usize);
+    for (k, &(at, _)) in occurrences.iter().enumerate() {
+        let mut seen = vec![false; terms.len()];
+        for &(other, t) in &occurrences[k..] {
+            if other > at + CLUSTER_BYTES {
+                break;
+            }
+            seen[t] = true;
+        }
+        let distinct = seen.iter().filter(|s| **s).count();
+        if distinct > best.0 {
+            best = (distinct, at);
+        }
+    }
+    // Start a little before the match, on a character boundary.
+    let mut start = best.1.saturating_sub(SNIPPET_CHARS / 4);
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    (text[start..].chars().take(SNIPPET_CHARS).collect(), start)
+}
+
+/// The lowercase terms of `pattern` as [`search`] matches them in `mode`.
+fn terms(pattern: &str, mode: Mode) -> Vec<String> {
+    match mode {
+        Mode::FullText => pattern
+            .split_whitespace()
+            .map(|t| t.to_ascii_lowercase())
+            .collect(),
+        Mode::Substring => vec![pattern.to_ascii_lowercase()],
+    }
 }
 
 /// Finds messages and summaries of `conversation` matching `pattern`. A full-text pattern with
@@ -60,6 +116,7 @@ pub fn search(
         ));
     }
     let mut hits = Vec::new();
+    let terms = terms(pattern, mode);
     let conn = store.conn();
     match mode {
         Mode::FullText => {
@@ -87,10 +144,12 @@ pub fn search(
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
                 .query_map(params![query, conversation, limit as i64], |r| {
+                    let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
                     Ok(Hit {
                         id: format!("msg#{}", r.get::<_, i64>(0)?),
                         label: r.get(1)?,
-                        snippet: snippet(&r.get::<_, String>(2)?),
+                        snippet,
+                        offset,
                     })
                 })
                 .map_err(|e| db("search messages", e))?;
@@ -107,10 +166,12 @@ pub fn search(
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
                 .query_map(params![query, conversation, limit as i64], |r| {
+                    let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
                     Ok(Hit {
                         id: r.get(0)?,
                         label: r.get(1)?,
-                        snippet: snippet(&r.get::<_, String>(2)?),
+                        snippet,
+                        offset,
                     })
                 })
                 .map_err(|e| db("search summaries", e))?;
@@ -127,10 +188,12 @@ pub fn search(
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
                 .query_map(params![conversation, pattern, limit as i64], |r| {
+                    let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
                     Ok(Hit {
                         id: format!("msg#{}", r.get::<_, i64>(0)?),
                         label: r.get(1)?,
-                        snippet: snippet(&r.get::<_, String>(2)?),
+                        snippet,
+                        offset,
                     })
                 })
                 .map_err(|e| db("search messages", e))?;

@@ -154,11 +154,21 @@ pub fn show(
         None => None,
     };
 
-    // `rampart run` offers the memory tools when memory is on; shown as it would send them
-    // (assuming the memory engine loads: a failing one would be quarantined at run time).
+    let host = host(config, store, &events)?;
+    // `rampart run` offers the memory tools when memory is on, then the context engine's own
+    // tools (engine API 1.2); shown as it would send them (assuming the memory engine loads:
+    // a failing one would be quarantined at run time).
     if config.memory_engine != crate::config::MEMORY_OFF {
         settings.forwarded.tools = crate::memory::tools::tool_specs();
     }
+    let mut engine_session = crate::run::session_ref(&viewed.session);
+    engine_session.session_key = Some(key.clone());
+    settings.forwarded.tools.extend(
+        crate::run::host_tools::HostTools::none()
+            .with_engine(&host.slot, engine_session)
+            .without_client_tools(&settings.forwarded.tools)
+            .specs(),
+    );
     let assembler = PromptAssembler::new(config, store.dir());
     let built = assembler.build_for_run(&key, &settings);
     settings.system_prompt = Some(built.text.clone());
@@ -170,7 +180,6 @@ pub fn show(
         .collect();
     let model = settings.candidates.first().cloned();
 
-    let host = host(config, store, &events)?;
     let run_events = RunEvents::new(events.clone(), Some(viewed.session.header().id.clone()));
     let mut runner = Runner::new(
         config,

@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::engine::services::EventSink;
 use crate::prompt::PromptAssembler;
 use crate::run::RunSettings;
+use crate::run::host_tools::{HostTools, answer_host_tool_calls};
 
 /// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
 pub const DEFAULT_SESSION_KEY: &str = "main";
@@ -51,11 +52,14 @@ pub fn run_prompt(
         // The system prompt, built from the workspace for this session and model; a cut
         // workspace file is said in the user's message, which is what the warning is about.
         let mut settings = RunSettings::from_config(config)?;
-        if host.memory.is_on() {
-            // The model is offered the memory tools (and the prompt says how to use them);
-            // `rampart run` answers them itself.
-            settings.forwarded.tools = crate::memory::tools::tool_specs();
-        }
+        // The model is offered the memory tools (and the prompt says how to use them) and the
+        // context engine's own tools (engine API 1.2); `rampart run` answers them itself.
+        let mut engine_session = crate::run::session_ref(&session);
+        engine_session.session_key = Some(key.clone());
+        let host_tools = HostTools::none()
+            .with_memory(&host.memory)
+            .with_engine(&host.slot, engine_session);
+        settings.forwarded.tools = host_tools.specs();
         let assembler = PromptAssembler::new(config, store.dir());
         settings.system_prompt = Some(assembler.build_for_run(&key, &settings).text);
         // The built prompt's prefix is the same turn after turn: a provider with prompt-cache
@@ -80,13 +84,13 @@ pub fn run_prompt(
         } else {
             Some(AgentMessage::user_text(user_text, now_unix_ms()))
         };
-        // `rampart run` answers the model's memory-tool calls itself.
+        // `rampart run` answers the model's calls of the host's tools itself.
         let first = runner.run_turn(&mut session, user);
-        let result = crate::memory::tools::answer_memory_calls(
+        let result = answer_host_tool_calls(
             &mut runner,
             &mut session,
-            &host.memory,
-            &key,
+            &host_tools,
+            Some(&key),
             first,
             || {},
             None,

@@ -69,6 +69,7 @@ const SERVE_KEYS: &[&str] = &[
     "sideRequests",
     "systemPrompt",
     "memoryTools",
+    "engineTools",
     "allowedHosts",
     "allowedOrigins",
     "maxConnections",

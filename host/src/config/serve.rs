@@ -54,6 +54,11 @@ pub struct ServeSettings {
     /// the server, for clients that declare no tools of those names (default off: a client's
     /// tool list is its own unless it opts in, here or with `x-rampart-memory: on`).
     pub memory_tools: bool,
+    /// `engineTools`: offer the context engine's own tools (engine API 1.2; the lossless
+    /// engine's recall tools, say) to the model and answer them in the server, hidden from the
+    /// client (default on: an engine that keeps history out of the window needs them to bring
+    /// it back; a client turns them off per request with `x-rampart-engine-tools: off`).
+    pub engine_tools: bool,
     /// `allowedHosts`: host names (lowercase, no port) accepted in the `Host` header besides
     /// loopback addresses, `localhost` and the bound address; `"*"` accepts any. A foreign
     /// `Host` is how DNS rebinding lets a web page read the server's answers.
@@ -118,6 +123,7 @@ impl Default for ServeSettings {
             side_requests: SideRequestRule::default(),
             system_prompt: SystemPromptSource::default(),
             memory_tools: false,
+            engine_tools: true,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_connections: DEFAULT_MAX_CONNECTIONS,

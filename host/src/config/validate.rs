@@ -395,6 +395,11 @@ impl Validator<'_> {
         {
             serve.memory_tools = b;
         }
+        if let Some(v) = table.get("engineTools")
+            && let Some(b) = self.boolean("serve.engineTools", v)
+        {
+            serve.engine_tools = b;
+        }
         for (name, slot) in [
             ("headerTimeoutMs", &mut serve.header_timeout),
             ("bodyTimeoutMs", &mut serve.body_timeout),

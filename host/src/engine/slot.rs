@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 use rampart_engine_api::method::{Call, Method};
 use rampart_engine_api::protocol::{
     AfterTurnParams, AssembleParams, AssembleResult, BootstrapParams, BootstrapResult,
-    CompactParams, CompactResult, IngestBatchParams, IngestBatchResult, IngestParams, IngestResult,
-    MaintainParams, TranscriptRewriteResult,
+    CompactParams, CompactResult, Feature, IngestBatchParams, IngestBatchResult, IngestParams,
+    IngestResult, MaintainParams, SessionRef, TranscriptRewriteResult,
 };
+use rampart_engine_api::tools::{EngineTool, ToolCallParams, ToolCallResult, ToolsListParams};
 use rampart_engine_api::{EngineError, ErrorKind, Host, LogLevel};
 use rampart_legacy::{LEGACY_ID, LegacyEngine};
 
@@ -589,6 +590,60 @@ impl EngineSlot {
             model: None,
         })?;
         Ok(())
+    }
+
+    /// `tools.list` (engine API 1.2): the tools the active engine offers the model in this
+    /// session; none from an engine that did not announce [`Feature::EngineTools`] (it is
+    /// never asked) or answers `unsupported`. A tool that cannot be offered (a name outside the
+    /// providers' alphabet, parameters that are no schema object, a name listed twice) is left
+    /// out with a warning naming it, so one bad declaration does not cost the others.
+    pub fn tools_list(&self, session: SessionRef) -> Result<Vec<EngineTool>, SlotCallError> {
+        if !self
+            .active()
+            .info()
+            .protocol
+            .supports(&Feature::EngineTools)
+        {
+            return Ok(Vec::new());
+        }
+        let listed = self.call(ToolsListParams { session })?.unwrap_or_default();
+        let mut seen = std::collections::HashSet::new();
+        let mut tools = Vec::with_capacity(listed.tools.len());
+        for tool in listed.tools {
+            if let Some(problem) = tool.problem() {
+                tracing::warn!(engine = %self.active().id(), %problem, "engine tool not offered");
+            } else if !seen.insert(tool.name.clone()) {
+                tracing::warn!(engine = %self.active().id(), tool = %tool.name,
+                    "engine tool listed twice; the first is offered");
+            } else {
+                tools.push(tool);
+            }
+        }
+        Ok(tools)
+    }
+
+    /// `tools.call` (engine API 1.2): the engine's answer to one call the model made of one of
+    /// its tools. An engine that refuses the call's parameters answers the model with why (it
+    /// can call again); an engine that declines the method, or was quarantined since it
+    /// listed the tool, answers that the tool is not available. Other failures quarantine the
+    /// engine like any call (see [`EngineSlot::call_with`]).
+    pub fn tools_call(&self, params: ToolCallParams) -> Result<ToolCallResult, SlotCallError> {
+        let name = params.name.clone();
+        let answer = self.call_with(Method::ToolsCall.name(), |e| {
+            match e.call(params.clone()) {
+                // Parameters the engine cannot read are the model's mistake, not the
+                // engine's failure: said to the model, never a quarantine.
+                Err(err) if err.kind == ErrorKind::InvalidParams => {
+                    Ok(ToolCallResult::error(format!("{name}: {}", err.message)))
+                }
+                other => other,
+            }
+        })?;
+        Ok(answer.unwrap_or_else(|| {
+            ToolCallResult::error(format!(
+                "{name}: this tool is not available now (its engine does not answer it)"
+            ))
+        }))
     }
 
     /// Retires every engine at exit (never unloads).

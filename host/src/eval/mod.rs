@@ -5,9 +5,11 @@
 //! engines, no network) and reports what issue 14 asked to compare strategies by: peak and mean
 //! window use, compactions, prompt-cache breaks, input and compaction tokens per 100 calls,
 //! tokens saved net of the compaction spend, errors, and retention ([`retention`]): the share
-//! of the transcript's facts the last request could still see. A cell whose engine cannot load
+//! of the transcript's facts the last request could still see, and of those it lost, the
+//! share a recall probe brings back through the tools the engine and memory offer ([`recall`]). A cell whose engine cannot load
 //! is a row with its error, not a failed run.
 
+pub mod recall;
 pub mod retention;
 
 use std::fmt::Write as _;
@@ -62,6 +64,11 @@ pub struct Cell {
     /// pre-compaction memory flushes saved to memory notes, where `memory_search` finds them
     /// again (`None`: no facts, or memory off).
     pub recovered_from_memory_pct: Option<f64>,
+    /// Of the facts the last request lost, the share (of all facts, in percent) that a recall
+    /// probe brings back through the tools the cell offers the model: the engine's own (the
+    /// lossless engine's `lcm_grep`/`lcm_describe`) and the memory tools ([`recall`]). `None`:
+    /// no facts.
+    pub recoverable_pct: Option<f64>,
     /// Why the cell could not be run, when it could not.
     pub failure: Option<String>,
 }
@@ -194,6 +201,27 @@ fn run_cell(
             retention::recovered(&facts, &last_request, Some(&blobs), &outcome.memory_notes)
                 .map(|r| r * 100.0);
     }
+    // The lost facts, probed through the tools a run of this cell would offer the model.
+    let lost: Vec<(String, Option<String>)> = facts
+        .iter()
+        .zip(retention::kept(&facts, &last_request, Some(&blobs)))
+        .filter(|(_, kept)| !kept)
+        .map(|(fact, _)| {
+            let probe = recall::probe_words(fact, recorded.messages.iter().map(|m| &**m));
+            (fact.clone(), probe)
+        })
+        .collect();
+    let tools = crate::run::host_tools::HostTools::none();
+    let tools = match replayer.memory_slot() {
+        Some(memory) => tools.with_memory(memory),
+        None => tools,
+    };
+    let tools = tools.with_engine(replayer.engine_slot(), outcome.session.clone());
+    let found = recall::recoverable(&lost, &(tools, outcome.session.session_key.clone()))
+        .into_iter()
+        .filter(|f| *f)
+        .count();
+    cell.recoverable_pct = (!facts.is_empty()).then(|| found as f64 * 100.0 / facts.len() as f64);
     place.finish();
     Ok(())
 }
@@ -211,7 +239,7 @@ pub enum Format {
     Html,
 }
 
-const HEADERS: [&str; 15] = [
+const HEADERS: [&str; 16] = [
     "engine",
     "transcript",
     "window",
@@ -227,6 +255,7 @@ const HEADERS: [&str; 15] = [
     "errors",
     "retention %",
     "+ from memory %",
+    "+ recoverable %",
 ];
 
 /// A cell's columns as text; names and messages with their control characters escaped (a
@@ -261,6 +290,8 @@ fn cells_of(c: &Cell) -> Vec<String> {
         c.retention_pct
             .map_or("–".to_string(), |r| format!("{r:.1} ({} facts)", c.facts)),
         c.recovered_from_memory_pct
+            .map_or("–".to_string(), |r| format!("{r:.1}")),
+        c.recoverable_pct
             .map_or("–".to_string(), |r| format!("{r:.1}")),
     ]
 }

@@ -108,7 +108,7 @@ fn share(facts: &[String], count: usize) -> Option<f64> {
 }
 
 /// Whether each fact is in `request` or in a blob it names (each blob read once).
-fn kept(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> Vec<bool> {
+pub fn kept(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> Vec<bool> {
     if facts.is_empty() {
         return Vec::new();
     }

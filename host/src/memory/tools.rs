@@ -1,5 +1,6 @@
 //! The `memory_search` and `memory_get` tools: their schemas, as the model is offered them,
-//! and their calls, answered by the memory slot. The names and fields are OpenClaw's, so an
+//! and their calls, answered by the memory slot. The loop that answers them inside a turn is
+//! [`crate::run::host_tools`], shared with the engine's own tools. The names and fields are OpenClaw's, so an
 //! agent prompt written for OpenClaw reads the answers the same.
 
 use rampart_engine_api::memory::{MemoryGetParams, MemorySearchParams};
@@ -9,10 +10,6 @@ use super::slot::MemorySlot;
 use crate::providers::ToolSpec;
 
 pub use rampart_memory::tools::{MEMORY_GET, MEMORY_SEARCH};
-
-/// Model calls one turn makes at most while the model keeps calling memory tools: enough to
-/// search, read and answer a few times over, and a bound on a model that loops.
-pub const MAX_TOOL_STEPS: usize = 8;
 
 /// Whether `name` is one of the memory tools.
 pub fn is_memory_tool(name: &str) -> bool {
@@ -96,46 +93,6 @@ pub fn call_tool(
             .map(|v| v.to_string())
             .unwrap_or_else(|e| json!({"error": e.to_string()}).to_string()),
     )
-}
-
-/// The turn's answer `first`, then, while the model calls only memory tools (at most
-/// [`MAX_TOOL_STEPS`] model calls in all), their answers appended as tool results and the
-/// model called again. A call of any other tool ends the loop: the caller's client (or, for
-/// `rampart run`, the turn's end) deals with it. `before_answering` runs before each step is
-/// answered (serve drops the step's held stream); `mark`, when given, is set to `true` on
-/// each result (serve's [`crate::serve::history::SERVER_TOOL_MARK`]).
-pub fn answer_memory_calls(
-    runner: &mut crate::run::Runner<'_>,
-    session: &mut rampart_sessions::Session,
-    slot: &MemorySlot,
-    session_key: &str,
-    first: Result<crate::run::TurnReport, crate::run::TurnError>,
-    mut before_answering: impl FnMut(),
-    mark: Option<&str>,
-) -> Result<crate::run::TurnReport, crate::run::TurnError> {
-    use rampart_message::AgentMessage;
-    let mut result = first;
-    for _ in 1..MAX_TOOL_STEPS {
-        let Ok(report) = &result else { break };
-        let calls = super::flush::tool_calls(&report.reply);
-        if calls.is_empty() || !slot.is_on() || !calls.iter().all(|c| is_memory_tool(&c.name)) {
-            break;
-        }
-        before_answering();
-        for call in calls {
-            let text =
-                call_tool(slot, &call.name, &call.arguments, Some(session_key)).unwrap_or_default();
-            tracing::info!(tool = %call.name, call = %call.id, bytes = text.len(), "memory tool answered");
-            let now = rampart_sessions::store::now_unix_ms();
-            let mut answer = AgentMessage::tool_result(&call.id, &call.name, text, false, now);
-            if let (Some(mark), AgentMessage::ToolResult(r)) = (mark, &mut answer) {
-                r.extra.insert(mark.to_owned(), Value::Bool(true));
-            }
-            runner.append(session, answer)?;
-        }
-        result = runner.run_turn(session, None);
-    }
-    result
 }
 
 fn bad_arguments(tool: &str, e: &serde_json::Error, needs: &str) -> Value {

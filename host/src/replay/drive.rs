@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rampart_context::tokens::TokenCounter;
 use rampart_engine_api::AgentMessage;
-use rampart_engine_api::protocol::{PrepareSubagentSpawnParams, SubagentEndedParams};
+use rampart_engine_api::protocol::{PrepareSubagentSpawnParams, SessionRef, SubagentEndedParams};
 use rampart_message::wire::SharedMessage;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::import::subagents::Subagent;
@@ -129,6 +129,9 @@ pub struct Outcome {
     /// What the pre-compaction flushes wrote to the replay's scratch memory notes (empty with
     /// memory off, or when nothing was flushed).
     pub memory_notes: String,
+    /// The replayed session as an engine knows it (id, key, file): what `rampart eval` asks
+    /// the engine's recall tools about after the replay.
+    pub session: SessionRef,
 }
 
 /// The long-term memory of a replay: `memory-core` over a scratch workspace that only this
@@ -223,6 +226,17 @@ impl std::fmt::Debug for Replayer<'_> {
 }
 
 impl<'a> Replayer<'a> {
+    /// The engine slot the replay runs on: after a replay, the engine still holds what it
+    /// kept of the session, and `rampart eval` asks its tools about it.
+    pub fn engine_slot(&self) -> &EngineSlot {
+        &self.slot
+    }
+
+    /// The replay's scratch long-term memory, when memory is on.
+    pub fn memory_slot(&self) -> Option<&crate::memory::MemorySlot> {
+        self.memory.as_ref().map(|m| &m.slot)
+    }
+
     /// Builds the providers and resolves the engine for `config` (already a replay config),
     /// with blobs and `llm.complete` as a turn has them. Refuses a window the guard blocks.
     pub fn new(
@@ -477,7 +491,10 @@ impl<'a> Replayer<'a> {
         walk.summary.close(&walk.tally);
         walk.summary.timings.run_ms = walk.run_time.as_secs_f64() * 1e3;
         walk.summary.timings.output_ms = walk.output_time.as_secs_f64() * 1e3;
+        let mut session_ref = crate::run::session_ref(&session);
+        session_ref.session_key = Some(key.clone());
         Ok(Outcome {
+            session: session_ref,
             rows: walk.rows,
             summary: walk.summary,
             stopped,

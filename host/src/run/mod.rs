@@ -19,6 +19,7 @@
 pub mod answer_fit;
 pub mod events;
 pub mod flush;
+pub mod host_tools;
 pub mod llm;
 mod recovery;
 

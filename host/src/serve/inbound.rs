@@ -54,6 +54,9 @@ pub struct ClientRequest {
     /// The client asked the server to offer and answer the memory tools
     /// (`x-rampart-memory: on`); `serve.memoryTools` asks it for every client.
     pub memory_tools: bool,
+    /// Offer and answer the context engine's own tools (engine API 1.2): on unless
+    /// `serve.engineTools = false` or the client sends `x-rampart-engine-tools: off`.
+    pub engine_tools: bool,
     /// The body's top-level fields the engine does not manage (`temperature`, `thinking`,
     /// `reasoning`, `metadata`, …), forwarded upstream by the provider.
     pub fields: ClientFields,
@@ -155,6 +158,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         system_breakpoint,
         breakpoints,
         memory_tools: false,
+        engine_tools: false,
         fields: ClientFields::capture(
             match wire {
                 Wire::OpenAi => FieldsWire::Chat,

@@ -50,6 +50,7 @@ use crate::providers::{
     ProviderError, StreamDelta,
 };
 use crate::run::answer_fit::AnswerFit;
+use crate::run::host_tools::{HostTools, answer_host_tool_calls};
 use crate::run::llm::ProvidersLlm;
 use crate::run::{ModelSource, RegistryWrites, RunEvents, RunSettings, Runner, TurnError};
 
@@ -731,6 +732,22 @@ async fn metrics(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> R
         .into_response()
 }
 
+/// An on/off request header: `Some(true)` for `on`/`true`/`1`, `Some(false)` for
+/// `off`/`false`/`0`, `None` when absent or anything else.
+fn header_switch(headers: &HeaderMap, name: &str) -> Option<bool> {
+    let value = headers
+        .get(name)?
+        .to_str()
+        .ok()?
+        .trim()
+        .to_ascii_lowercase();
+    match value.as_str() {
+        "on" | "true" | "1" => Some(true),
+        "off" | "false" | "0" => Some(false),
+        _ => None,
+    }
+}
+
 /// `x-api-key` or `anthropic-version` means an Anthropic client.
 fn wire_of_headers(headers: &HeaderMap) -> Wire {
     if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
@@ -833,10 +850,10 @@ async fn conversation_request(
     request.not_forwarded.extend(responses_not_forwarded);
     report_not_forwarded(state, &identity, &request.not_forwarded);
     request.memory_tools = state.config.serve.memory_tools
-        || headers
-            .get("x-rampart-memory")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "on" | "true" | "1"));
+        || header_switch(&headers, "x-rampart-memory") == Some(true);
+    // The engine's tools are offered unless the server or the client turns them off.
+    request.engine_tools = state.config.serve.engine_tools
+        && header_switch(&headers, "x-rampart-engine-tools") != Some(false);
     // Admission: a bounded queue, never an unbounded one.
     if state.admitted.fetch_add(1, Ordering::AcqRel) >= state.limit {
         state.admitted.fetch_sub(1, Ordering::AcqRel);
@@ -1458,20 +1475,28 @@ fn turn_in_lane(
     settings.forwarded = forwarded;
     // A client's bound that leaves no room for the prompt is fitted to the window.
     settings.answer_fit = Some(fit.clone());
-    // The memory tools, answered here, for a client that opted in and declared none of its
-    // own by those names. Each model call's pieces are held until it is known whether it
-    // ends in memory calls (dropped: the server answers them) or is the answer (passed on).
-    let memory_steps = (request.memory_tools
-        && state.memory.is_on()
-        && !request
-            .tools
-            .iter()
-            .any(|t| crate::memory::tools::is_memory_tool(&t.name)))
-    .then(|| {
-        settings
-            .forwarded
-            .tools
-            .extend(crate::memory::tools::tool_specs());
+    // The host's tools, answered here and hidden from the client: the memory tools for a
+    // client that opted in, the context engine's own unless it opted out, never one of a name
+    // the client declares. Each model call's pieces are held until it is known whether it ends
+    // in such calls (dropped: the server answers them) or is the answer (passed on).
+    let mut engine_session = crate::run::session_ref(session);
+    engine_session.session_key = Some(conversation.key.clone());
+    let host_tools = {
+        let tools = HostTools::none();
+        let tools = if request.memory_tools {
+            tools.with_memory(&state.memory)
+        } else {
+            tools
+        };
+        let tools = if request.engine_tools {
+            tools.with_engine(&state.slot, engine_session)
+        } else {
+            tools
+        };
+        tools.without_client_tools(&request.tools)
+    };
+    let held_steps = (!host_tools.is_empty()).then(|| {
+        settings.forwarded.tools.extend(host_tools.specs());
         let held = StepBuffer::new(settings.forwarded.deltas.take());
         settings.forwarded.deltas = held.sink();
         held
@@ -1520,16 +1545,16 @@ fn turn_in_lane(
         .append_all(session, placement.unseen(&request.messages).to_vec())
         .map_err(|e| turn_failure(&e))?;
     let started = Instant::now();
-    let result = match &memory_steps {
+    let result = match &held_steps {
         Some(steps) => {
             // Results the client never sees are marked, so its next request, which lacks
             // them, still continues the conversation.
             let first = runner.run_turn(session, None);
-            let result = crate::memory::tools::answer_memory_calls(
+            let result = answer_host_tool_calls(
                 &mut runner,
                 session,
-                &state.memory,
-                &conversation.key,
+                &host_tools,
+                Some(&conversation.key),
                 first,
                 || steps.drop_step(),
                 Some(super::history::SERVER_TOOL_MARK),

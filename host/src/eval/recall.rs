@@ -1,0 +1,234 @@
+//! Recoverable retention: of the facts the final request lost, which ones the tools the host
+//! offers the model (the engine's recall tools, the memory tools) can bring back, measured
+//! without a model.
+//!
+//! The probe stands in for a model that remembers roughly what was said but not the detail:
+//! for each lost fact it takes up to [`PROBE_WORDS`] words from *around* the fact in the
+//! message it was mined from (never the fact, nor a word the fact contains), searches with
+//! them, and reads what the search names, within [`MAX_CALLS_PER_FACT`] tool calls and
+//! [`MAX_TOKENS_PER_FACT`] tokens of answers. The fact counts when a tool answer holds it.
+//!
+//! Which tools: `lcm_grep` then `lcm_describe` of its hits (the lossless engine), and
+//! `memory_search` then `memory_get` of its first hit (memory notes the flushes wrote). A
+//! fact is never "recovered" by a tool the cell's engine and memory do not offer.
+
+use std::collections::HashSet;
+
+use rampart_engine_api::AgentMessage;
+use serde_json::{Value, json};
+
+use crate::providers::text::{as_user_text, content_text};
+
+/// Words of context a probe searches with.
+pub const PROBE_WORDS: usize = 3;
+/// Tool calls the probe makes at most for one fact.
+pub const MAX_CALLS_PER_FACT: usize = 4;
+/// Tokens of tool answers the probe reads at most for one fact (bytes / 4).
+pub const MAX_TOKENS_PER_FACT: usize = 8_000;
+/// Bytes before a hit's offset the probe reads from (the fact may precede the words found).
+const READ_BEFORE_HIT: u64 = 512;
+/// How far from the fact (in bytes, each side) the probe's words may be.
+const CONTEXT_BYTES: usize = 160;
+
+/// Tools a probe can call: answered by name with JSON arguments; `None` when not offered.
+pub trait RecallTools {
+    /// Whether `name` is offered.
+    fn offers(&self, name: &str) -> bool;
+    /// The tool's answer text.
+    fn call(&self, name: &str, arguments: Value) -> Option<String>;
+}
+
+impl RecallTools for (crate::run::host_tools::HostTools<'_>, Option<String>) {
+    fn offers(&self, name: &str) -> bool {
+        self.0.answers(name)
+    }
+
+    fn call(&self, name: &str, arguments: Value) -> Option<String> {
+        let call = rampart_message::ToolCall {
+            id: "eval_probe".into(),
+            name: name.into(),
+            arguments,
+            thought_signature: None,
+            extra: Default::default(),
+        };
+        self.0
+            .answer(&call, self.1.as_deref())
+            .map(|(text, _)| text)
+    }
+}
+
+/// The probe words for `fact`: up to [`PROBE_WORDS`] words of four or more letters nearest to
+/// its first mention in a user or tool message, in text order, none of them a common word or
+/// a word the fact contains. `None` when the fact has no such context.
+pub fn probe_words<'a>(
+    fact: &str,
+    messages: impl IntoIterator<Item = &'a AgentMessage>,
+) -> Option<String> {
+    let text = messages.into_iter().find_map(|m| {
+        let text = match m {
+            AgentMessage::User(m) => content_text(&m.content),
+            AgentMessage::ToolResult(m) => content_text(&m.content),
+            AgentMessage::Assistant(_) => return None,
+            other => as_user_text(other).unwrap_or_default(),
+        };
+        text.contains(fact).then_some(text)
+    })?;
+    let at = text.find(fact)?;
+    let end = at + fact.len();
+    let fact_lower = fact.to_lowercase();
+    let mut candidates: Vec<(usize, usize, String)> = Vec::new();
+    let mut seen = HashSet::new();
+    let mut word_start = None;
+    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        if c.is_alphabetic() {
+            word_start.get_or_insert(i);
+            continue;
+        }
+        let Some(start) = word_start.take() else {
+            continue;
+        };
+        // Only whole words outside the fact, within reach of it.
+        let overlaps = start < end && i > at;
+        let distance = if i <= at {
+            at - i
+        } else {
+            start.saturating_sub(end)
+        };
+        let word = text[start..i].to_lowercase();
+        if overlaps
+            || distance > CONTEXT_BYTES
+            || word.chars().count() < 4
+            || fact_lower.contains(&word)
+            || STOP_WORDS.contains(&word.as_str())
+            || !seen.insert(word.clone())
+        {
+            continue;
+        }
+        candidates.push((distance, start, word));
+    }
+    candidates.sort();
+    candidates.truncate(PROBE_WORDS);
+    if candidates.is_empty() {
+        return None;
+    }
+    candidates.sort_by_key(|c| c.1);
+    Some(
+        candidates
+            .into_iter()
+            .map(|c| c.2)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// Whether each of `facts` (with its probe, `None` when it has none) is brought back by
+/// `tools` (see the module docs).
+pub fn recoverable(facts: &[(String, Option<String>)], tools: &dyn RecallTools) -> Vec<bool> {
+    facts
+        .iter()
+        .map(|(fact, probe)| probe.as_deref().is_some_and(|p| recover(fact, p, tools)))
+        .collect()
+}
+
+/// A probe's budget for one fact.
+struct Budget {
+    calls: usize,
+    tokens: usize,
+}
+
+impl Budget {
+    fn spend(&mut self, answer: &str) -> bool {
+        if self.calls == 0 || self.tokens == 0 {
+            return false;
+        }
+        self.calls -= 1;
+        self.tokens = self.tokens.saturating_sub(answer.len().div_ceil(4));
+        true
+    }
+}
+
+fn recover(fact: &str, probe: &str, tools: &dyn RecallTools) -> bool {
+    let mut budget = Budget {
+        calls: MAX_CALLS_PER_FACT,
+        tokens: MAX_TOKENS_PER_FACT,
+    };
+    let mut ask = |name: &str, args: Value| -> Option<String> {
+        if budget.calls == 0 || budget.tokens == 0 {
+            return None;
+        }
+        let answer = tools.call(name, args)?;
+        // The part of an answer past the budget is not read.
+        let readable = answer
+            .char_indices()
+            .take_while(|(i, _)| i / 4 < budget.tokens)
+            .last()
+            .map(|(i, c)| &answer[..i + c.len_utf8()])
+            .unwrap_or("")
+            .to_owned();
+        budget.spend(&answer);
+        Some(readable)
+    };
+    if tools.offers("lcm_grep")
+        && let Some(found) = ask(
+            "lcm_grep",
+            json!({"pattern": probe, "mode": "full_text", "limit": 5}),
+        )
+    {
+        if found.contains(fact) {
+            return true;
+        }
+        // Each hit is read from a little before where its words occur.
+        let hits: Vec<(String, u64)> = serde_json::from_str::<Value>(&found)
+            .ok()
+            .and_then(|v| v["hits"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|h| {
+                let id = h["id"].as_str()?.to_owned();
+                Some((id, h["offset"].as_u64().unwrap_or(0)))
+            })
+            .collect();
+        if tools.offers("lcm_describe") {
+            for (id, offset) in hits {
+                let args = json!({"id": id, "offset": offset.saturating_sub(READ_BEFORE_HIT)});
+                match ask("lcm_describe", args) {
+                    Some(text) if text.contains(fact) => return true,
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+        }
+    }
+    if tools.offers("memory_search")
+        && let Some(found) = ask("memory_search", json!({"query": probe}))
+    {
+        if found.contains(fact) {
+            return true;
+        }
+        let path = serde_json::from_str::<Value>(&found)
+            .ok()
+            .and_then(|v| v["results"][0]["path"].as_str().map(str::to_owned));
+        if let Some(path) = path
+            && tools.offers("memory_get")
+            && ask("memory_get", json!({"path": path})).is_some_and(|t| t.contains(fact))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Words too common to find anything by.
+const STOP_WORDS: &[&str] = &[
+    "about", "after", "also", "been", "before", "being", "below", "both", "could", "does", "done",
+    "each", "file", "files", "from", "have", "here", "into", "just", "like", "line", "lines",
+    "made", "make", "more", "most", "must", "need", "only", "other", "over", "same", "should",
+    "some", "such", "than", "that", "their", "them", "then", "there", "these", "they", "this",
+    "those", "true", "false", "null", "under", "upon", "very", "want", "were", "what", "when",
+    "where", "which", "while", "will", "with", "would", "your", "yours",
+];
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "recall_tests.rs"]
+mod tests;
