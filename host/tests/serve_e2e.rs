@@ -2245,6 +2245,41 @@ fn claude_codes_max_tokens_is_fitted_to_a_40k_window_and_the_client_told() {
     assert_eq!(header, format!("{granted}; requested=32000"));
 }
 
+/// An Anthropic client in front of an OpenAI upstream: its fields with no chat form are
+/// counted per field in `/metrics`, under their names when a wire defines them and as `other`
+/// otherwise, so a client sending hundreds of made-up fields cannot grow the label set.
+#[test]
+fn fields_with_no_upstream_form_are_counted_by_field_with_bounded_labels() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("Hi.", 5, 1));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let mut body = json!({"model": "gpt-up", "max_tokens": 100,
+        "context_management": {"edits": []},
+        "messages": [{"role": "user", "content": "hello"}]});
+    for i in 0..300 {
+        body[format!("made_up_field_{i}")] = json!(i);
+    }
+    let (status, answer) = serve.post("/v1/messages", &[], &body);
+    assert_eq!(status, 200, "{answer}");
+    let sent = &up.requests()[0].body;
+    assert!(sent.get("context_management").is_none() && sent.get("made_up_field_1").is_none());
+    let (_, metrics) = serve.get("/metrics");
+    let line = |field: &str| {
+        format!(
+            "rampart_serve_fields_not_forwarded_total{{field=\"{field}\",client_wire=\"anthropic\",upstream_wire=\"chat\"}}"
+        )
+    };
+    assert!(
+        metrics.contains(&format!("{} 1\n", line("context_management"))),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!("{} 300\n", line("other"))),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("made_up_field"), "{metrics}");
+}
+
 /// Claude Code's title call (a side request) asks 64,000 answer tokens of a 40,000-token model:
 /// it is fitted like a turn (the bound lowered to what fits beside its small prompt, the
 /// thinking budget below it) and the client is told; before, the upstream got 64,000 and
