@@ -2245,6 +2245,86 @@ fn claude_codes_max_tokens_is_fitted_to_a_40k_window_and_the_client_told() {
     assert_eq!(header, format!("{granted}; requested=32000"));
 }
 
+/// An Anthropic client in front of an OpenAI upstream: its fields with no chat form are
+/// counted per field in `/metrics`, under their names when a wire defines them and as `other`
+/// otherwise, so a client sending hundreds of made-up fields cannot grow the label set.
+#[test]
+fn fields_with_no_upstream_form_are_counted_by_field_with_bounded_labels() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("Hi.", 5, 1));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let mut body = json!({"model": "gpt-up", "max_tokens": 100,
+        "context_management": {"edits": []},
+        "messages": [{"role": "user", "content": "hello"}]});
+    for i in 0..300 {
+        body[format!("made_up_field_{i}")] = json!(i);
+    }
+    let (status, answer) = serve.post("/v1/messages", &[], &body);
+    assert_eq!(status, 200, "{answer}");
+    let sent = &up.requests()[0].body;
+    assert!(sent.get("context_management").is_none() && sent.get("made_up_field_1").is_none());
+    let (_, metrics) = serve.get("/metrics");
+    let line = |field: &str| {
+        format!(
+            "rampart_serve_fields_not_forwarded_total{{field=\"{field}\",client_wire=\"anthropic\",upstream_wire=\"chat\"}}"
+        )
+    };
+    assert!(
+        metrics.contains(&format!("{} 1\n", line("context_management"))),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!("{} 300\n", line("other"))),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("made_up_field"), "{metrics}");
+}
+
+/// Claude Code's title call (a side request) asks 64,000 answer tokens of a 40,000-token model:
+/// it is fitted like a turn (the bound lowered to what fits beside its small prompt, the
+/// thinking budget below it) and the client is told; before, the upstream got 64,000 and
+/// would refuse it.
+#[test]
+fn a_side_requests_max_tokens_is_fitted_to_the_window_too() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("{\"title\": \"Fix\"}", 10, 4));
+    let serve = Serve::start(&small_window_config(&up.url()));
+    let mut title = claude_code_body(
+        "55555555-5555-4555-8555-555555555555",
+        vec![json!({"role": "user", "content": "<session>\nFix it.\n</session>"})],
+    );
+    title["max_tokens"] = json!(64000);
+    title["tools"] = json!([]);
+    title["thinking"] = json!({"type": "enabled", "budget_tokens": 63_999});
+    title["output_config"] = json!({"format": {"type": "json_schema", "schema": {
+        "type": "object", "properties": {"title": {"type": "string"}}}}});
+    let (status, headers, text) = post_with_headers(&serve, &title);
+    assert_eq!(status, 200, "{text}");
+    let sent = up.requests();
+    assert_eq!(sent.len(), 1);
+    let granted = sent[0].body["max_tokens"].as_u64().unwrap();
+    assert!(
+        (4_096..40_000).contains(&granted),
+        "upstream was asked for {granted} answer tokens"
+    );
+    assert_eq!(
+        sent[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": granted - 1})
+    );
+    assert_eq!(
+        headers
+            .get("x-rampart-max-tokens")
+            .unwrap()
+            .to_str()
+            .unwrap(),
+        format!("{granted}; requested=64000")
+    );
+    assert!(
+        serve.keys().is_empty(),
+        "a side request touches no conversation"
+    );
+}
+
 #[test]
 fn a_prompt_that_leaves_no_room_for_the_floor_is_refused_in_the_clients_wire_with_proxy_words() {
     let up = Loopback::start();

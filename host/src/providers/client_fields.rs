@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 use serde_json::{Map, Value, json};
 
 /// The wire a request body is written in: the client's, or the upstream provider's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FieldsWire {
     /// Anthropic messages.
     Anthropic,
@@ -22,6 +22,15 @@ pub enum FieldsWire {
 }
 
 impl FieldsWire {
+    /// Its name in metrics labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            FieldsWire::Anthropic => "anthropic",
+            FieldsWire::Chat => "chat",
+            FieldsWire::Responses => "responses",
+        }
+    }
+
     /// The API family: Anthropic, or OpenAI (chat and Responses), which decides whether a
     /// client's headers are meant for an upstream.
     pub fn family(self) -> FieldsWire {
@@ -259,17 +268,112 @@ fn tool_choice_anthropic_to_chat(value: &Value) -> Option<(&'static str, Value)>
     Some(("tool_choice", choice))
 }
 
-/// Says, once per field and client wire in this process, at warn level, that a client field
-/// has no form in the upstream's wire and was not sent.
+/// Field names the not-forwarded counter and its warning keep by name: the fields the three
+/// wires define. Any other name is `other`: a client chooses its field names, and naming each
+/// would let it grow the counter's labels and the set of warned names without bound.
+const KNOWN_FIELDS: &[&str] = &[
+    "audio",
+    "background",
+    "container",
+    "context_management",
+    "conversation",
+    "frequency_penalty",
+    "include",
+    "inference_geo",
+    "logit_bias",
+    "logprobs",
+    "max_tool_calls",
+    "mcp_servers",
+    "metadata",
+    "modalities",
+    "n",
+    "output_config",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "previous_response_id",
+    "prompt",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "reasoning",
+    "reasoning.effort",
+    "reasoning.generate_summary",
+    "reasoning.summary",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "service_tier",
+    "stop",
+    "stop_sequences",
+    "store",
+    "temperature",
+    "text",
+    "text.format",
+    "text.verbosity",
+    "thinking",
+    "tool_choice",
+    "top_k",
+    "top_logprobs",
+    "top_p",
+    "truncation",
+    "user",
+    "verbosity",
+    "web_search_options",
+];
+
+/// How a dropped field is named in the counter: itself when known, else `other`.
+pub fn counted_name(field: &str) -> &'static str {
+    KNOWN_FIELDS
+        .iter()
+        .find(|k| **k == field)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// The client fields not forwarded in this process, by client wire, upstream wire and
+/// [`counted_name`]; what `rampart serve`'s `/metrics` reports as
+/// `rampart_serve_fields_not_forwarded_total`.
+pub type NotForwardedCounts =
+    std::collections::BTreeMap<(FieldsWire, FieldsWire, &'static str), u64>;
+
+fn dropped_counts() -> &'static Mutex<NotForwardedCounts> {
+    static COUNTS: OnceLock<Mutex<NotForwardedCounts>> = OnceLock::new();
+    COUNTS.get_or_init(Default::default)
+}
+
+/// A copy of the counts (see [`NotForwardedCounts`]).
+pub fn not_forwarded_counts() -> NotForwardedCounts {
+    dropped_counts()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
+
+/// Counts `fields` (dropped going from `from`'s wire to `to`'s) and says, once per counted
+/// name and client wire in this process, at warn level, that such a field has no form in the
+/// upstream's wire and was not sent. Bounded: unknown names are counted and warned as `other`.
 pub fn warn_not_forwarded(from: FieldsWire, to: FieldsWire, fields: &[String]) {
-    static WARNED: OnceLock<Mutex<HashSet<(FieldsWire, String)>>> = OnceLock::new();
-    let Ok(mut warned) = WARNED.get_or_init(Default::default).lock() else {
+    static WARNED: OnceLock<Mutex<HashSet<(FieldsWire, &'static str)>>> = OnceLock::new();
+    if fields.is_empty() {
         return;
-    };
+    }
+    {
+        let mut counts = dropped_counts().lock().unwrap_or_else(|p| p.into_inner());
+        for field in fields {
+            *counts.entry((from, to, counted_name(field))).or_default() += 1;
+        }
+    }
+    let mut warned = WARNED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     for field in fields {
-        if warned.insert((from, field.clone())) {
+        let name = counted_name(field);
+        if warned.insert((from, name)) {
             tracing::warn!(
-                field = %field, client_wire = ?from, upstream_wire = ?to,
+                field = %if name == "other" { "other (a field no wire defines; counted, not named again)" } else { name },
+                client_wire = ?from, upstream_wire = ?to,
                 "a client request field has no form in the upstream's wire; not forwarded"
             );
         }

@@ -110,7 +110,8 @@ impl AnswerFit {
         *self.last.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(super) fn record(&self, record: FitRecord) {
+    /// Keeps `record` as the last attempt's (the run loop's attempts, and serve's side requests).
+    pub(crate) fn record(&self, record: FitRecord) {
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(record);
     }
 }

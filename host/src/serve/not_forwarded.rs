@@ -80,8 +80,29 @@ impl NotForwardedLog {
         for (kind, n) in self.counts.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             out.push_str(&format!("{name}{{kind=\"{}\"}} {n}\n", kind.label()));
         }
+        out.push_str(&render_fields(
+            &crate::providers::client_fields::not_forwarded_counts(),
+        ));
         out
     }
+}
+
+/// The Prometheus text of the client fields not forwarded, by field (a known field's name, else
+/// `other`: the labels stay bounded whatever clients send) and by client and upstream wire.
+pub fn render_fields(counts: &crate::providers::client_fields::NotForwardedCounts) -> String {
+    let name = "rampart_serve_fields_not_forwarded_total";
+    let mut out = format!(
+        "# HELP {name} Client request fields with no form in the upstream's wire, not forwarded, by field.\n\
+         # TYPE {name} counter\n"
+    );
+    for ((from, to, field), n) in counts {
+        out.push_str(&format!(
+            "{name}{{field=\"{field}\",client_wire=\"{}\",upstream_wire=\"{}\"}} {n}\n",
+            from.label(),
+            to.label()
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -29,3 +29,24 @@ fn every_item_is_counted_and_each_kind_warned_once_per_conversation() {
     );
     assert!(!text.contains("server_tool\""));
 }
+
+/// A client chooses its field names: the counter names only the fields a wire defines and
+/// counts every other one as `other`, so its labels stay bounded whatever clients send.
+#[test]
+fn fields_not_forwarded_are_counted_by_known_name_or_as_other() {
+    use crate::providers::client_fields::{FieldsWire, NotForwardedCounts, counted_name};
+    assert_eq!(counted_name("thinking"), "thinking");
+    assert_eq!(counted_name("reasoning.summary"), "reasoning.summary");
+    assert_eq!(counted_name("x\"} 9\nevil_metric 1"), "other");
+    let mut counts = NotForwardedCounts::new();
+    counts.insert((FieldsWire::Anthropic, FieldsWire::Chat, "thinking"), 2);
+    counts.insert((FieldsWire::Anthropic, FieldsWire::Chat, "other"), 1_000);
+    let text = render_fields(&counts);
+    assert!(text.contains(
+        "rampart_serve_fields_not_forwarded_total{field=\"thinking\",client_wire=\"anthropic\",upstream_wire=\"chat\"} 2"
+    ));
+    assert!(text.contains(
+        "rampart_serve_fields_not_forwarded_total{field=\"other\",client_wire=\"anthropic\",upstream_wire=\"chat\"} 1000"
+    ));
+    assert_eq!(text.lines().count(), 4, "{text}");
+}

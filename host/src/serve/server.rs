@@ -908,7 +908,7 @@ async fn conversation_request(
         match identity {
             Identity::Side(reason) => {
                 tracing::debug!(?reason, model = %request.model, "side request");
-                side_request(&worker_state, request, forwarded)
+                side_request(&worker_state, request, forwarded, &worker_fit)
             }
             Identity::Conversation(client) => conversation_turn(
                 &worker_state,
@@ -1293,11 +1293,65 @@ fn route(config: &Config, model: &str) -> Result<Vec<ModelName>, Failure> {
         })
 }
 
+/// A side request's answer bound, fitted to the model's window like a turn's
+/// ([`crate::run::answer_fit::grant`], with the client's thinking budget kept below it): the
+/// bound sent, and `(granted, asked)` when it is lower than the client asked. The prompt is the
+/// estimate of its system text, messages and tools (a side request is small; the margin of the
+/// precheck's safety factor covers the estimate).
+fn fit_side_request(
+    state: &ServerState,
+    name: &ModelName,
+    system: Option<&str>,
+    messages: &[SharedMessage],
+    asked: Option<u64>,
+    forwarded: &mut Forwarded,
+    fit: &AnswerFit,
+) -> (Option<u64>, Option<(u64, u64)>) {
+    let Some(asked) = asked else {
+        return (None, None);
+    };
+    let window = crate::models::resolve_window(&state.config, name, Default::default()).tokens;
+    if window == 0 {
+        return (Some(asked), None);
+    }
+    use rampart_engine_api::tokens::{CHARS_PER_TOKEN, estimate_string_chars};
+    let text_tokens = |text: &str| estimate_string_chars(text).div_ceil(CHARS_PER_TOKEN);
+    let prompt = system.map_or(0, text_tokens)
+        + messages
+            .iter()
+            .map(|m| rampart_engine_api::tokens::estimate_message_tokens(m))
+            .sum::<u64>()
+        + forwarded
+            .tools
+            .iter()
+            .map(|t| text_tokens(&t.counted_text()))
+            .sum::<u64>();
+    let granted = crate::run::answer_fit::grant(window, asked, fit.floor, prompt);
+    // Recorded as a turn's fit is, for a streamed answer's header.
+    fit.record(crate::run::answer_fit::FitRecord {
+        prompt_tokens: prompt,
+        window,
+        requested: Some(asked),
+        granted: Some(granted),
+        floor: fit.floor,
+    });
+    if granted >= asked {
+        return (Some(asked), None);
+    }
+    if let Some(fields) = forwarded.client_fields.as_mut() {
+        crate::run::answer_fit::fit_thinking(fields, granted);
+    }
+    tracing::info!(model = %name, window, prompt_tokens = prompt, requested = asked, granted,
+        "side request: the client's max_tokens leaves no room for the prompt; asking for what fits");
+    (Some(granted), Some((granted, asked)))
+}
+
 /// A side request: straight to the model, no conversation, no engine.
 fn side_request(
     state: &ServerState,
     request: ClientRequest,
     forwarded: Forwarded,
+    fit: &AnswerFit,
 ) -> Result<Answer, Failure> {
     let name = route(&state.config, &request.model)?
         .into_iter()
@@ -1313,14 +1367,27 @@ fn side_request(
         .providers
         .resolve(&name)
         .map_err(|e| turn_failure(&e))?;
+    let messages: Vec<SharedMessage> = request.messages.iter().cloned().map(Arc::new).collect();
+    // A bound the window cannot hold beside the prompt is fitted as a turn's is (Claude Code
+    // asks 32,000 answer tokens of a 16,000-token local model for its title call too).
+    let mut forwarded = forwarded;
+    let (max_tokens, lowered) = fit_side_request(
+        state,
+        &name,
+        request.system.as_deref(),
+        &messages,
+        request.max_tokens,
+        &mut forwarded,
+        fit,
+    );
     let started = Instant::now();
     let answer = resolved
         .provider
         .complete(&ModelRequest {
             model: name.model.clone(),
             system: request.system.clone(),
-            messages: request.messages.iter().cloned().map(Arc::new).collect(),
-            max_tokens: request.max_tokens,
+            messages,
+            max_tokens,
             deadline: None,
             forwarded,
         })
@@ -1332,7 +1399,7 @@ fn side_request(
         stream: request.stream,
         include_usage: request.include_usage,
         reply: answer.message,
-        lowered: None,
+        lowered,
     })
 }
 
