@@ -1,4 +1,4 @@
-//! The `rampart sessions` commands on a PostgreSQL store: list, show, export, import and
+//! The `rampart sessions` commands on a PostgreSQL store: list, show, export, import, blob and
 //! doctor, doing what they do on a sessions directory.
 //!
 //! A session in the database is its pi JSONL log, the bytes a session file would hold. So
@@ -20,6 +20,9 @@ use rampart_store_postgres::{Imported, PgStore};
 use super::sessions::{self, SessionsCommand};
 use super::sessions_doctor::recovered_key;
 use super::sessions_import::import_into;
+use rampart_sessions::blobs::{BlobMedium, FileBlobs};
+
+use super::sessions_migrate::copy_blobs;
 use crate::blobs::BlobStore;
 use crate::output_file::Inputs;
 use crate::terminal::escape;
@@ -55,6 +58,17 @@ pub fn run(
                 out,
             )
         }
+        SessionsCommand::Blob {
+            reference,
+            out: target,
+        } => sessions::print_blob(
+            &BlobStore::on(std::sync::Arc::new(store.blob_medium())),
+            &reference,
+            &Inputs::new(),
+            target.as_deref(),
+            overwrite,
+            out,
+        ),
         SessionsCommand::Import { file, key } => import(store, &file, key.as_deref(), out, err),
         SessionsCommand::Doctor { relink } => doctor(store, relink, out),
         SessionsCommand::Migrate { .. } => anyhow::bail!(
@@ -167,17 +181,6 @@ fn import(
             return Ok(1);
         }
     };
-    let blobs = BlobStore::in_sessions_dir(staging.dir());
-    if std::fs::read_dir(blobs.dir()).is_ok_and(|mut d| d.next().is_some()) {
-        writeln!(
-            err,
-            "error: {} holds content too long for one session line, which is kept in a blob \
-             store; a PostgreSQL store has none yet, so nothing was imported. Import it into a \
-             sessions directory (--sessions-dir DIR) instead",
-            escape(&file.display().to_string())
-        )?;
-        return Ok(1);
-    }
     for o in &outcomes {
         if store.get(&o.key)?.is_some() {
             writeln!(
@@ -189,6 +192,32 @@ fn import(
             )?;
             return Ok(1);
         }
+    }
+    // The originals the import shortened go in first: a session line never names a blob the
+    // store does not have.
+    let copied = copy_blobs(
+        &FileBlobs::in_sessions_dir(staging.dir()),
+        &store.blob_medium(),
+    )?;
+    if !copied.failed.is_empty() {
+        for (reference, e) in &copied.failed {
+            writeln!(err, "error: blob `{reference}`: {e}")?;
+        }
+        writeln!(
+            err,
+            "error: the originals above could not be stored in {}, so no session naming them \
+             was imported; fix the cause and import again",
+            place(store)
+        )?;
+        return Ok(1);
+    }
+    if copied.copied > 0 {
+        writeln!(
+            out,
+            "stored {} blobs (originals of shortened content) in {}",
+            copied.copied,
+            place(store)
+        )?;
     }
     for o in &outcomes {
         let entry = staging
@@ -284,9 +313,10 @@ fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<
     if problems == 0 {
         writeln!(
             out,
-            "ok: {} sessions registered in {}{}",
+            "ok: {} sessions registered in {}, {} blobs{}",
             store.count()?,
             place(store),
+            store.blob_medium().list()?.len(),
             if relinked > 0 {
                 format!(", {relinked} relinked")
             } else {

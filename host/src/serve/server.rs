@@ -117,7 +117,7 @@ impl ServerState {
     ) -> anyhow::Result<Self> {
         let providers = Arc::new(Providers::from_config(&config)?);
         let resources = HostResources {
-            blobs: store.blobs_dir().map(BlobStore::in_sessions_dir),
+            blobs: store.blobs().map(BlobStore::on),
             llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
             ..Default::default()
         };
@@ -126,7 +126,7 @@ impl ServerState {
         // The workspace sits beside the sessions directory unless the config names it.
         let prompt = (serve.system_prompt != SystemPromptSource::Client).then(|| {
             let sessions_dir = store
-                .blobs_dir()
+                .local_dir()
                 .map(std::path::Path::to_path_buf)
                 .or_else(rampart_sessions::store::default_sessions_dir)
                 .unwrap_or_else(|| std::path::PathBuf::from("sessions"));
@@ -1304,7 +1304,7 @@ fn turn_in_lane(
         settings,
         events,
     )
-    .with_blobs_in(state.store.blobs_dir())
+    .with_blobs_in(state.store.as_ref())
     .with_registry(
         state.store.as_ref(),
         conversation.key.clone(),
