@@ -6,6 +6,7 @@ against an upstream that answers at once (`host/examples/instant_upstream.rs`).
     python3 host/benches/serve_store_load.py                # from the repository root
     python3 host/benches/serve_store_load.py --quick        # smoke run, not figures
     python3 host/benches/serve_store_load.py --no-build     # use the binaries in target/
+    python3 host/benches/serve_store_load.py --target-dir target/bench   # a separate build
     python3 host/benches/serve_store_load.py --store postgres://postgres@127.0.0.1:5432/postgres
 
 It reuses `serve_load.py` (its client, conversations, wrk script and tables); `--store` names
@@ -52,6 +53,9 @@ def parse_args():
     parser.add_argument("--no-build", action="store_true",
                         help="do not run cargo; use the binaries already in target/")
     parser.add_argument("--debug", action="store_true", help="measure the debug build")
+    parser.add_argument("--target-dir", metavar="DIR", default=os.path.join(sl.ROOT, "target"),
+                        help="cargo's target directory to build into and run from (a release "
+                             "build kept apart from the debug one: CARGO_TARGET_DIR)")
     parser.add_argument("--store", metavar="URL", default=DEFAULT_ADMIN,
                         help="a PostgreSQL maintenance database on the server to measure "
                              "(databases are created and dropped there)")
@@ -138,10 +142,11 @@ def wrk_sum(target, path, body_path, script, seconds):
 def main():
     args = parse_args()
     profile = "debug" if args.debug else "release"
-    rampart = os.path.join(sl.ROOT, "target", profile, "rampart")
-    upstream_bin = os.path.join(sl.ROOT, "target", profile, "examples", "instant_upstream")
+    rampart = os.path.join(args.target_dir, profile, "rampart")
+    upstream_bin = os.path.join(args.target_dir, profile, "examples", "instant_upstream")
     sl.ensure_wrk()
     if not args.no_build:
+        os.environ["CARGO_TARGET_DIR"] = args.target_dir
         sl.build(profile)
     psql(args.store, "SELECT 1")
     sizes = [2_000] if args.quick else [2_000, 50_000]
