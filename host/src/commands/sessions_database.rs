@@ -19,7 +19,7 @@ use rampart_store_postgres::{Imported, PgStore};
 
 use super::sessions::{self, SessionsCommand};
 use super::sessions_doctor::recovered_key;
-use super::sessions_import::import_into;
+use super::sessions_import::import_into_with;
 use rampart_sessions::blobs::{BlobMedium, FileBlobs};
 
 use super::sessions_migrate::copy_blobs;
@@ -69,7 +69,14 @@ pub fn run(
             overwrite,
             out,
         ),
-        SessionsCommand::Import { file, key } => import(store, &file, key.as_deref(), out, err),
+        SessionsCommand::Import { file, key } => import(
+            store,
+            &file,
+            key.as_deref(),
+            rampart_sessions::load::DEFAULT_MAX_LINE_BYTES,
+            out,
+            err,
+        ),
         SessionsCommand::Doctor { relink } => doctor(store, relink, out),
         SessionsCommand::Migrate { .. } => anyhow::bail!(
             "sessions migrate names its stores with --from and --to; drop --store (and any \
@@ -163,10 +170,13 @@ fn find(store: &PgStore, id: &str) -> anyhow::Result<Option<(String, SessionEntr
 /// `sessions import` into the database: the importers write into a scratch sessions
 /// directory, then each session goes in with its entry. Every key is checked free before
 /// anything is written, and the write itself never replaces a key another writer took since.
-fn import(
+/// Lines longer than `max_line_bytes` are shortened with their content kept as blobs, which
+/// are stored in the database before the sessions naming them (tests pass a small limit).
+pub(crate) fn import(
     store: &PgStore,
     file: &Path,
     key: Option<&str>,
+    max_line_bytes: usize,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
@@ -174,7 +184,7 @@ fn import(
         .prefix("rampart-import-")
         .tempdir()?;
     let staging = SessionStore::open(scratch.path())?;
-    let outcomes = match import_into(&staging, file, key) {
+    let outcomes = match import_into_with(&staging, file, key, max_line_bytes) {
         Ok(o) => o,
         Err(e) => {
             writeln!(err, "error: {e}")?;
@@ -333,3 +343,8 @@ fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<
     }
     Ok(1)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "sessions_database_tests.rs"]
+mod tests;
