@@ -1538,6 +1538,10 @@ fn turn_failure(e: &TurnError) -> Failure {
         TurnError::Persist(crate::persist::PersistError::Session(s)) if s.is_unavailable() => {
             store_unavailable(e)
         }
+        // The database keeping the blobs did not answer: as unavailable as the session's.
+        TurnError::Persist(crate::persist::PersistError::Blob(b)) if b.is_unavailable() => {
+            store_unavailable(e)
+        }
         TurnError::Persist(_) | TurnError::CompactionFailed { .. } => Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorKind::Server,
@@ -1658,3 +1662,8 @@ fn json_response(status: StatusCode, body: Value) -> Response {
 fn error_response(wire: Wire, status: StatusCode, kind: ErrorKind, message: &str) -> Response {
     json_response(status, outbound::error_body(wire, kind, message))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "server_tests.rs"]
+mod tests;
