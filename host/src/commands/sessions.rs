@@ -159,6 +159,7 @@ pub fn run(
                 &inputs,
                 target.as_deref(),
                 overwrite,
+                std::io::IsTerminal::is_terminal(&std::io::stdout()),
                 out,
             )
         }
@@ -166,13 +167,17 @@ pub fn run(
 }
 
 /// `sessions blob`: the bytes of `reference` in `blobs`, to `out` or to the file `target`
-/// (an output file: never one of `inputs`, an existing one only with `overwrite`).
+/// (an output file: never one of `inputs`, an existing one only with `overwrite`). A blob is a
+/// tool's output, written by whatever the tool read: when `out` is a terminal
+/// (`to_terminal`), its control characters are shown escaped rather than obeyed; piped or
+/// written to a file, the bytes are exactly the blob's.
 pub fn print_blob(
     blobs: &BlobStore,
     reference: &str,
     inputs: &Inputs,
     target: Option<&Path>,
     overwrite: bool,
+    to_terminal: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<i32> {
     let bytes = blobs.get(reference)?;
@@ -184,6 +189,12 @@ pub fn print_blob(
                 escape(&path.display().to_string()),
                 bytes.len()
             );
+        }
+        None if to_terminal => {
+            out.write_all(
+                crate::terminal::escape_text(&String::from_utf8_lossy(&bytes)).as_bytes(),
+            )?;
+            out.flush()?;
         }
         None => {
             out.write_all(&bytes)?;

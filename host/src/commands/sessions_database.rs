@@ -67,6 +67,7 @@ pub fn run(
             &Inputs::new(),
             target.as_deref(),
             overwrite,
+            std::io::IsTerminal::is_terminal(&std::io::stdout()),
             out,
         ),
         SessionsCommand::Import { file, key } => import(
