@@ -517,3 +517,73 @@ fn a_missing_blob_is_named_by_sessions_blob() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("64 hex digits"), "{text}");
 }
+
+/// `sessions doctor` names a blob a session refers to that its store lacks (a directory copied
+/// without `blobs/`, then migrated), on the directory and on the database alike; once the blob
+/// is there, both are fine.
+#[test]
+fn doctor_names_a_blob_a_session_refers_to_that_the_store_lacks() {
+    use rampart_host::blobs::BlobStore;
+
+    let Some(db) = TestDatabase::create("doctor blobs") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let store = SessionStore::open(&sessions).unwrap();
+    store
+        .create(
+            &mut |_| "agent:capped".to_owned(),
+            SessionHeader::new("/w"),
+            EntryFields::new(),
+        )
+        .unwrap();
+    let original = b"the whole output of the tool".repeat(100);
+    let reference = rampart_sessions::blobs::BlobRef::of(&original).to_string();
+    let entry = SharedStore::get(&store, "agent:capped").unwrap().unwrap();
+    let mut session =
+        SharedStore::open(&store, "agent:capped", &entry, SessionOptions::default()).unwrap();
+    session
+        .append_message(AgentMessage::user_text(
+            format!("the head [... 2700 more characters truncated; full output: {reference}]"),
+            1,
+        ))
+        .unwrap();
+    session.sync().unwrap();
+    drop(session);
+    let dir_arg = sessions.to_str().unwrap();
+
+    let out = common::rampart(&["--sessions-dir", dir_arg, "sessions", "doctor"]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("missing blob") && text.contains(&reference),
+        "{text}"
+    );
+
+    let (ok, text) = migrate(dir_arg, db.url());
+    assert!(ok, "{text}");
+    let out = common::rampart(&["sessions", "--store", db.url(), "doctor"]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("missing blob") && text.contains(&reference) && text.contains(db.name()),
+        "{text}"
+    );
+
+    // The blob restored in the directory and migrated again: both stores are whole.
+    BlobStore::in_sessions_dir(&sessions)
+        .put(&original)
+        .unwrap();
+    let out = common::rampart(&["--sessions-dir", dir_arg, "sessions", "doctor"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let (ok, text) = migrate(dir_arg, db.url());
+    assert!(ok && text.contains("blobs: 1 copied"), "{text}");
+    let out = common::rampart(&["sessions", "--store", db.url(), "doctor"]);
+    let text = common::text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("ok: 1 sessions registered") && text.contains("1 blobs"),
+        "{text}"
+    );
+}

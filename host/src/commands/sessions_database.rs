@@ -18,7 +18,7 @@ use rampart_sessions::{LoadOptions, parse_bytes};
 use rampart_store_postgres::{Imported, PgStore};
 
 use super::sessions::{self, SessionsCommand};
-use super::sessions_doctor::recovered_key;
+use super::sessions_doctor::{recovered_key, report_missing_blobs};
 use super::sessions_import::import_into_with;
 use rampart_sessions::blobs::{BlobMedium, FileBlobs};
 
@@ -252,9 +252,10 @@ pub(crate) fn import(
     Ok(0)
 }
 
-/// `sessions doctor` on the database: entries whose log is missing, and logs no entry names
-/// (a replica killed between writing a session and registering it). `--relink` registers
-/// each readable orphan as `recovered:<session id>`; nothing is deleted or rewritten.
+/// `sessions doctor` on the database: entries whose log is missing, blobs a session names that
+/// the store lacks, and logs no entry names (a replica killed between writing a session and
+/// registering it). `--relink` registers each readable orphan as `recovered:<session id>`;
+/// nothing is deleted or rewritten.
 fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut problems = 0usize;
     for (key, session_id) in store.keys_without_log()? {
@@ -267,6 +268,12 @@ fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<
             escape(&session_id),
             place(store)
         )?;
+    }
+    let blobs = store.blob_medium();
+    for (key, entry) in store.family("", None)? {
+        if let Some(bytes) = store.log_bytes(&entry.session_id)? {
+            problems += report_missing_blobs(&key, &bytes, &blobs, out)?;
+        }
     }
     let orphans = store.unregistered_logs()?;
     let mut relinked = 0usize;
