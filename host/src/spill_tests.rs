@@ -83,5 +83,5 @@ fn messages_that_fit_are_left_alone_and_thinking_is_never_cut() {
             .is_none(),
         "signed thinking stays as the provider sent it"
     );
-    assert!(!blobs.dir().exists(), "nothing was stored");
+    assert!(!blobs.place().exists(), "nothing was stored");
 }

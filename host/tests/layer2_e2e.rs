@@ -157,7 +157,7 @@ fn small_results_and_other_messages_pass_untouched() {
     let small = Arc::new(AgentMessage::tool_result("c", "read", "tiny", false, 0));
     let p = ingest_and_append(&slot, &mut session, small.clone(), None).unwrap();
     assert!(!p.replaced);
-    assert!(!blobs.dir().exists(), "no blob for a result that fits");
+    assert!(!blobs.place().exists(), "no blob for a result that fits");
 }
 
 #[test]

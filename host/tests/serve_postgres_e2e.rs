@@ -427,3 +427,106 @@ fn store_settings_are_checked_and_never_echo_a_password() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("--sessions-dir"), "{text}");
 }
+
+/// A tool result too large for the window, sent to one replica, is capped there with its
+/// original stored in the database: the other replica continues the conversation (the re-sent
+/// full result matches the capped one), the original reads back whole from the store and
+/// through `rampart sessions blob`, and no replica wrote a blob file of its own.
+#[test]
+fn a_capped_tool_results_original_is_kept_in_the_database_for_every_replica() {
+    use common::loopback::openai_tool_call_stream;
+    use rampart_sessions::blobs::BlobRef;
+
+    let Some(db) = TestDatabase::create("serve blobs on postgres") else {
+        return;
+    };
+    let up = common::loopback::Loopback::start();
+    up.push(openai_tool_call_stream(
+        "call_big",
+        "read",
+        r#"{"path":"big.log"}"#,
+    ));
+    up.push(openai_text_stream("The log is long.", 9000, 5));
+    up.push(openai_text_stream("Nothing else.", 9000, 3));
+    let config =
+        upstream_config(&up.url()).replace("contextWindow = 128000", "contextWindow = 32000");
+    let first = Serve::start(&config, db.url());
+    let second = Serve::start(&config, db.url());
+    let tools = json!([{"type": "function", "function": {"name": "read", "description": "Read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]);
+    let ask = |serve: &Serve, history: &Vec<Value>| {
+        let response = Serve::client()
+            .post(format!("{}/v1/chat/completions", serve.base))
+            .json(&json!({"model": "gpt-up", "messages": history, "tools": tools}))
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().unwrap();
+        assert_eq!(status, 200, "{body}");
+        body["choices"][0]["message"].clone()
+    };
+    let big: String = (0..12_000).map(|i| format!("log line {i}\n")).collect();
+    let mut history = vec![json!({"role": "user", "content": "Read big.log"})];
+    history.push(ask(&first, &history));
+    history.push(json!({"role": "tool", "tool_call_id": "call_big", "content": big}));
+    history.push(ask(&second, &history));
+    history.push(json!({"role": "user", "content": "Anything else?"}));
+    history.push(ask(&first, &history));
+
+    // Upstream never saw the whole result, from either replica.
+    for request in &up.requests()[1..] {
+        let tool = request.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .unwrap();
+        assert!(tool["content"].as_str().unwrap().len() < big.len() / 2);
+    }
+    // One conversation, the capped result stored once, naming its blob.
+    let key = the_conversation(&db);
+    let store = db.store().unwrap();
+    let entry = store.get(&key).unwrap().unwrap();
+    let session = store.open(&key, &entry, SessionOptions::default()).unwrap();
+    let results: Vec<String> = session
+        .entries()
+        .iter()
+        .filter_map(|e| match e.body.message() {
+            Some(AgentMessage::ToolResult(r)) => Some(r.content.joined_text()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results.len(),
+        1,
+        "the re-sent full result matched the capped one"
+    );
+    let reference = BlobRef::of(big.as_bytes());
+    assert!(
+        results[0].len() < big.len() && results[0].contains(&reference.to_string()),
+        "the capped result names its blob: {}",
+        &results[0][results[0].len().saturating_sub(300)..]
+    );
+    // The original, whole, from the database (what any replica reads).
+    let blobs = store.blobs().expect("the database keeps blobs");
+    assert_eq!(blobs.get(&reference).unwrap(), big.as_bytes());
+    assert_eq!(blobs.list().unwrap(), vec![reference.clone()]);
+    let out = common::rampart(&[
+        "sessions",
+        "--store",
+        db.url(),
+        "blob",
+        &reference.to_string(),
+    ]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(
+        out.stdout == big.as_bytes(),
+        "`sessions blob` printed other bytes"
+    );
+    for serve in [&first, &second] {
+        assert!(
+            !serve.sessions.join("blobs").exists(),
+            "a replica kept a blob on its own disk"
+        );
+    }
+}

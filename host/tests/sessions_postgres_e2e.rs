@@ -413,3 +413,177 @@ fn a_claude_code_import_with_subagents_goes_into_the_database() {
         assert!(loaded.tree.len() > 5, "{key}");
     }
 }
+
+#[test]
+fn migrate_carries_blobs_both_ways_and_reports_a_damaged_one() {
+    use rampart_host::blobs::BlobStore;
+    use rampart_sessions::blobs::{Blob, BlobMedium, BlobRef};
+
+    let Some(db) = TestDatabase::create("migrate blobs") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let original = sessions_dir(&dir.path().join("before"));
+    let before = original.dir().to_str().unwrap().to_owned();
+    // The original of a capped tool result, kept beside the sessions; binary bytes included.
+    let output: Vec<u8> = b"the whole tool output\n"
+        .repeat(5000)
+        .into_iter()
+        .chain([0u8, 0xff, 0xfe])
+        .collect();
+    let on_disk = BlobStore::in_sessions_dir(original.dir())
+        .put(&output)
+        .unwrap();
+
+    let (ok, text) = migrate(&before, db.url());
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("migrated 2 sessions") && text.contains("blobs: 1 copied, 0 already there"),
+        "{text}"
+    );
+    let database = db.store().unwrap();
+    let reference = BlobRef::parse(&on_disk).unwrap();
+    assert!(database.blob_medium().get(&reference).unwrap() == output);
+    // A person reads it from the database with `sessions blob`.
+    let out = common::rampart(&["sessions", "--store", db.url(), "blob", &on_disk]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert!(out.stdout == output, "`sessions blob` printed other bytes");
+
+    // A blob a replica stored in the database only comes back to a directory too.
+    let served = b"stored by a replica".to_vec();
+    let served_ref = BlobRef::of(&served);
+    database
+        .blob_medium()
+        .put(Blob::new(&served_ref, &served))
+        .unwrap();
+    let after = dir.path().join("after");
+    let (ok, text) = migrate(db.url(), after.to_str().unwrap());
+    assert!(ok, "{text}");
+    assert!(text.contains("blobs: 2 copied, 0 already there"), "{text}");
+    let back = BlobStore::in_sessions_dir(&after);
+    assert!(back.get(&on_disk).unwrap() == output);
+    assert_eq!(back.get(&served_ref.to_string()).unwrap(), served);
+    let out = common::rampart(&[
+        "--sessions-dir",
+        after.to_str().unwrap(),
+        "sessions",
+        "blob",
+        &served_ref.to_string(),
+    ]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    assert_eq!(out.stdout, served);
+
+    // Again: nothing copied twice.
+    let (ok, text) = migrate(&before, db.url());
+    assert!(ok, "{text}");
+    assert!(text.contains("blobs: 0 copied, 1 already there"), "{text}");
+
+    // A blob file changed by hand is named and not copied; the command fails, the rest goes.
+    let damaged = BlobStore::in_sessions_dir(original.dir())
+        .put(b"will be damaged")
+        .unwrap();
+    let file = BlobStore::in_sessions_dir(original.dir())
+        .path_of(&damaged)
+        .unwrap()
+        .unwrap();
+    std::fs::write(&file, b"changed by hand").unwrap();
+    let (ok, text) = migrate(&before, db.url());
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(&damaged) && text.contains("changed or damaged"),
+        "{text}"
+    );
+    assert!(
+        !database
+            .blob_medium()
+            .contains(&BlobRef::parse(&damaged).unwrap())
+            .unwrap()
+    );
+}
+
+#[test]
+fn a_missing_blob_is_named_by_sessions_blob() {
+    let Some(db) = TestDatabase::create("sessions blob missing") else {
+        return;
+    };
+    drop(db.store().unwrap());
+    let absent = rampart_sessions::blobs::BlobRef::of(b"never stored").to_string();
+    let out = common::rampart(&["sessions", "--store", db.url(), "blob", &absent]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains(&absent) && text.contains(db.name()), "{text}");
+    let out = common::rampart(&["sessions", "--store", db.url(), "blob", "sha256:12"]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("64 hex digits"), "{text}");
+}
+
+/// `sessions doctor` names a blob a session refers to that its store lacks (a directory copied
+/// without `blobs/`, then migrated), on the directory and on the database alike; once the blob
+/// is there, both are fine.
+#[test]
+fn doctor_names_a_blob_a_session_refers_to_that_the_store_lacks() {
+    use rampart_host::blobs::BlobStore;
+
+    let Some(db) = TestDatabase::create("doctor blobs") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let store = SessionStore::open(&sessions).unwrap();
+    store
+        .create(
+            &mut |_| "agent:capped".to_owned(),
+            SessionHeader::new("/w"),
+            EntryFields::new(),
+        )
+        .unwrap();
+    let original = b"the whole output of the tool".repeat(100);
+    let reference = rampart_sessions::blobs::BlobRef::of(&original).to_string();
+    let entry = SharedStore::get(&store, "agent:capped").unwrap().unwrap();
+    let mut session =
+        SharedStore::open(&store, "agent:capped", &entry, SessionOptions::default()).unwrap();
+    session
+        .append_message(AgentMessage::user_text(
+            format!("the head [... 2700 more characters truncated; full output: {reference}]"),
+            1,
+        ))
+        .unwrap();
+    session.sync().unwrap();
+    drop(session);
+    let dir_arg = sessions.to_str().unwrap();
+
+    let out = common::rampart(&["--sessions-dir", dir_arg, "sessions", "doctor"]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("missing blob") && text.contains(&reference),
+        "{text}"
+    );
+
+    let (ok, text) = migrate(dir_arg, db.url());
+    assert!(ok, "{text}");
+    let out = common::rampart(&["sessions", "--store", db.url(), "doctor"]);
+    let text = common::text(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("missing blob") && text.contains(&reference) && text.contains(db.name()),
+        "{text}"
+    );
+
+    // The blob restored in the directory and migrated again: both stores are whole.
+    BlobStore::in_sessions_dir(&sessions)
+        .put(&original)
+        .unwrap();
+    let out = common::rampart(&["--sessions-dir", dir_arg, "sessions", "doctor"]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let (ok, text) = migrate(dir_arg, db.url());
+    assert!(ok && text.contains("blobs: 1 copied"), "{text}");
+    let out = common::rampart(&["sessions", "--store", db.url(), "doctor"]);
+    let text = common::text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("ok: 1 sessions registered") && text.contains("1 blobs"),
+        "{text}"
+    );
+}

@@ -14,6 +14,8 @@
 //! - [`fold`]: per-turn figures of the active branch, kept up to date as it grows;
 //! - [`session`]: a session opened for appending, with catch-up, fsync policy and rewrites;
 //! - [`medium`]: where its lines are kept (a file, memory, a shared store);
+//! - [`blobs`]: the full originals of shortened content, by content hash (a directory, a
+//!   shared store);
 //! - [`store`]: the registry, and [`store::shared`], what server replicas share;
 //! - [`lock`]: the cross-process write lock;
 //! - [`migrate`]: v1/v2 → v3;
@@ -35,6 +37,7 @@
 //! - **Loads are parallel and streaming.** The file is read in chunks and parsed on one thread
 //!   per core; the raw bytes are never held next to the parsed tree (see [`load`]).
 
+pub mod blobs;
 pub mod branch_stream;
 pub mod context;
 pub mod entry;

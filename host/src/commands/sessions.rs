@@ -1,4 +1,4 @@
-//! The `rampart sessions …` commands: list, show, import, export, doctor, migrate; and how a
+//! The `rampart sessions …` commands: list, show, import, export, doctor, migrate, blob; and how a
 //! command finds a session by key, id or path. Each works on a sessions directory (here) or on
 //! a PostgreSQL store ([`super::sessions_database`]); [`super::sessions_store`] decides which.
 
@@ -21,6 +21,7 @@ use serde::{Serialize, Serializer};
 
 use super::markdown::to_markdown;
 use super::sessions_import::import_into;
+use crate::blobs::BlobStore;
 use crate::output_file::{Inputs, OutputFile};
 use crate::providers::openai::wire::to_openai_messages;
 use crate::providers::text::as_user_text;
@@ -97,6 +98,16 @@ pub enum SessionsCommand {
         #[arg(long, value_name = "DIR|URL")]
         to: String,
     },
+    /// Print a blob: the full original of a capped tool result or of a shortened message,
+    /// named `blob sha256:…` in the shortened text. Reads the store's blobs (a directory's
+    /// `blobs/`, or the database replicas share).
+    Blob {
+        /// The blob's reference, `sha256:` and 64 hex digits.
+        reference: String,
+        /// Write here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Export a session.
     Export {
         /// A registry key, a session id, or a session file.
@@ -136,7 +147,61 @@ pub fn run(
         SessionsCommand::Migrate { from, to } => {
             super::sessions_migrate::migrate(&from, &to, None, out, err)
         }
+        SessionsCommand::Blob {
+            reference,
+            out: target,
+        } => {
+            let mut inputs = Inputs::new();
+            inputs.store(store.dir());
+            print_blob(
+                &BlobStore::in_sessions_dir(store.dir()),
+                &reference,
+                &inputs,
+                target.as_deref(),
+                overwrite,
+                std::io::IsTerminal::is_terminal(&std::io::stdout()),
+                out,
+            )
+        }
     }
+}
+
+/// `sessions blob`: the bytes of `reference` in `blobs`, to `out` or to the file `target`
+/// (an output file: never one of `inputs`, an existing one only with `overwrite`). A blob is a
+/// tool's output, written by whatever the tool read: when `out` is a terminal
+/// (`to_terminal`), its control characters are shown escaped rather than obeyed; piped or
+/// written to a file, the bytes are exactly the blob's.
+pub fn print_blob(
+    blobs: &BlobStore,
+    reference: &str,
+    inputs: &Inputs,
+    target: Option<&Path>,
+    overwrite: bool,
+    to_terminal: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let bytes = blobs.get(reference)?;
+    match target {
+        Some(path) => {
+            OutputFile::create("--out", path, inputs, overwrite)?.write_whole(&bytes)?;
+            eprintln!(
+                "wrote {} ({} bytes)",
+                escape(&path.display().to_string()),
+                bytes.len()
+            );
+        }
+        None if to_terminal => {
+            out.write_all(
+                crate::terminal::escape_text(&String::from_utf8_lossy(&bytes)).as_bytes(),
+            )?;
+            out.flush()?;
+        }
+        None => {
+            out.write_all(&bytes)?;
+            out.flush()?;
+        }
+    }
+    Ok(0)
 }
 
 /// A session found by key, id or path: its registry key (when it has one) and its file.
@@ -204,7 +269,11 @@ impl SessionsCommand {
             Self::Import { .. } => true,
             Self::Doctor { relink } => *relink,
             // Its stores are its arguments, opened by the command itself.
-            Self::List | Self::Show { .. } | Self::Export { .. } | Self::Migrate { .. } => false,
+            Self::List
+            | Self::Show { .. }
+            | Self::Export { .. }
+            | Self::Blob { .. }
+            | Self::Migrate { .. } => false,
         }
     }
 }

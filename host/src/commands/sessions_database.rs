@@ -1,4 +1,4 @@
-//! The `rampart sessions` commands on a PostgreSQL store: list, show, export, import and
+//! The `rampart sessions` commands on a PostgreSQL store: list, show, export, import, blob and
 //! doctor, doing what they do on a sessions directory.
 //!
 //! A session in the database is its pi JSONL log, the bytes a session file would hold. So
@@ -18,8 +18,11 @@ use rampart_sessions::{LoadOptions, parse_bytes};
 use rampart_store_postgres::{Imported, PgStore};
 
 use super::sessions::{self, SessionsCommand};
-use super::sessions_doctor::recovered_key;
-use super::sessions_import::import_into;
+use super::sessions_doctor::{recovered_key, report_missing_blobs};
+use super::sessions_import::import_into_with;
+use rampart_sessions::blobs::{BlobMedium, FileBlobs};
+
+use super::sessions_migrate::copy_blobs;
 use crate::blobs::BlobStore;
 use crate::output_file::Inputs;
 use crate::terminal::escape;
@@ -55,7 +58,26 @@ pub fn run(
                 out,
             )
         }
-        SessionsCommand::Import { file, key } => import(store, &file, key.as_deref(), out, err),
+        SessionsCommand::Blob {
+            reference,
+            out: target,
+        } => sessions::print_blob(
+            &BlobStore::on(std::sync::Arc::new(store.blob_medium())),
+            &reference,
+            &Inputs::new(),
+            target.as_deref(),
+            overwrite,
+            std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            out,
+        ),
+        SessionsCommand::Import { file, key } => import(
+            store,
+            &file,
+            key.as_deref(),
+            rampart_sessions::load::DEFAULT_MAX_LINE_BYTES,
+            out,
+            err,
+        ),
         SessionsCommand::Doctor { relink } => doctor(store, relink, out),
         SessionsCommand::Migrate { .. } => anyhow::bail!(
             "sessions migrate names its stores with --from and --to; drop --store (and any \
@@ -149,10 +171,13 @@ fn find(store: &PgStore, id: &str) -> anyhow::Result<Option<(String, SessionEntr
 /// `sessions import` into the database: the importers write into a scratch sessions
 /// directory, then each session goes in with its entry. Every key is checked free before
 /// anything is written, and the write itself never replaces a key another writer took since.
-fn import(
+/// Lines longer than `max_line_bytes` are shortened with their content kept as blobs, which
+/// are stored in the database before the sessions naming them (tests pass a small limit).
+pub(crate) fn import(
     store: &PgStore,
     file: &Path,
     key: Option<&str>,
+    max_line_bytes: usize,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
@@ -160,24 +185,13 @@ fn import(
         .prefix("rampart-import-")
         .tempdir()?;
     let staging = SessionStore::open(scratch.path())?;
-    let outcomes = match import_into(&staging, file, key) {
+    let outcomes = match import_into_with(&staging, file, key, max_line_bytes) {
         Ok(o) => o,
         Err(e) => {
             writeln!(err, "error: {e}")?;
             return Ok(1);
         }
     };
-    let blobs = BlobStore::in_sessions_dir(staging.dir());
-    if std::fs::read_dir(blobs.dir()).is_ok_and(|mut d| d.next().is_some()) {
-        writeln!(
-            err,
-            "error: {} holds content too long for one session line, which is kept in a blob \
-             store; a PostgreSQL store has none yet, so nothing was imported. Import it into a \
-             sessions directory (--sessions-dir DIR) instead",
-            escape(&file.display().to_string())
-        )?;
-        return Ok(1);
-    }
     for o in &outcomes {
         if store.get(&o.key)?.is_some() {
             writeln!(
@@ -189,6 +203,32 @@ fn import(
             )?;
             return Ok(1);
         }
+    }
+    // The originals the import shortened go in first: a session line never names a blob the
+    // store does not have.
+    let copied = copy_blobs(
+        &FileBlobs::in_sessions_dir(staging.dir()),
+        &store.blob_medium(),
+    )?;
+    if !copied.failed.is_empty() {
+        for (reference, e) in &copied.failed {
+            writeln!(err, "error: blob `{reference}`: {e}")?;
+        }
+        writeln!(
+            err,
+            "error: the originals above could not be stored in {}, so no session naming them \
+             was imported; fix the cause and import again",
+            place(store)
+        )?;
+        return Ok(1);
+    }
+    if copied.copied > 0 {
+        writeln!(
+            out,
+            "stored {} blobs (originals of shortened content) in {}",
+            copied.copied,
+            place(store)
+        )?;
     }
     for o in &outcomes {
         let entry = staging
@@ -212,9 +252,10 @@ fn import(
     Ok(0)
 }
 
-/// `sessions doctor` on the database: entries whose log is missing, and logs no entry names
-/// (a replica killed between writing a session and registering it). `--relink` registers
-/// each readable orphan as `recovered:<session id>`; nothing is deleted or rewritten.
+/// `sessions doctor` on the database: entries whose log is missing, blobs a session names that
+/// the store lacks, and logs no entry names (a replica killed between writing a session and
+/// registering it). `--relink` registers each readable orphan as `recovered:<session id>`;
+/// nothing is deleted or rewritten.
 fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<i32> {
     let mut problems = 0usize;
     for (key, session_id) in store.keys_without_log()? {
@@ -227,6 +268,12 @@ fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<
             escape(&session_id),
             place(store)
         )?;
+    }
+    let blobs = store.blob_medium();
+    for (key, entry) in store.family("", None)? {
+        if let Some(bytes) = store.log_bytes(&entry.session_id)? {
+            problems += report_missing_blobs(&key, &bytes, &blobs, out)?;
+        }
     }
     let orphans = store.unregistered_logs()?;
     let mut relinked = 0usize;
@@ -284,9 +331,10 @@ fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<
     if problems == 0 {
         writeln!(
             out,
-            "ok: {} sessions registered in {}{}",
+            "ok: {} sessions registered in {}, {} blobs{}",
             store.count()?,
             place(store),
+            store.blob_medium().list()?.len(),
             if relinked > 0 {
                 format!(", {relinked} relinked")
             } else {
@@ -303,3 +351,8 @@ fn doctor(store: &PgStore, relink: bool, out: &mut dyn Write) -> anyhow::Result<
     }
     Ok(1)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "sessions_database_tests.rs"]
+mod tests;

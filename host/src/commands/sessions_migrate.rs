@@ -1,5 +1,7 @@
 //! `rampart sessions migrate --from DIR --to postgres://…` (and back): every registered session
-//! and its registry entry, copied between a sessions directory and a PostgreSQL store.
+//! and its registry entry, and every blob (the originals of shortened content), copied between
+//! a sessions directory and a PostgreSQL store. Blobs go first, each checked against its hash,
+//! so a copied session never names a blob the destination lacks.
 //!
 //! pi JSONL is the interchange format: a session's bytes are copied as they are (a v1/v2 file
 //! is written as v3 first, as opening it would), so a session read on either side is the same
@@ -12,6 +14,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use rampart_sessions::blobs::{Blob, BlobError, BlobMedium, BlobRef, FileBlobs};
 use rampart_sessions::store::shared::SharedStore;
 use rampart_sessions::store::{SessionEntry, SessionStore};
 use rampart_sessions::{LoadOptions, parse_bytes, save_session};
@@ -23,6 +26,68 @@ struct Tally {
     copied: usize,
     already_there: usize,
     failed: usize,
+}
+
+/// What [`copy_blobs`] did.
+#[derive(Debug, Default)]
+pub struct BlobTally {
+    /// Blobs written to the destination.
+    pub copied: usize,
+    /// Blobs the destination had already.
+    pub already_there: usize,
+    /// Blobs that could not be copied, each with why (named on the command's error output).
+    pub failed: Vec<(BlobRef, BlobError)>,
+}
+
+/// Copies every blob of `from` that `to` lacks, each checked against its name on the way (a
+/// damaged source blob is reported, never copied). Blobs are immutable, so one already in
+/// `to` is left as it is. Fails only when `from` cannot be listed.
+pub fn copy_blobs(from: &dyn BlobMedium, to: &dyn BlobMedium) -> Result<BlobTally, BlobError> {
+    let mut tally = BlobTally::default();
+    for reference in from.list()? {
+        let copied = to.contains(&reference).and_then(|there| {
+            if there {
+                return Ok(false);
+            }
+            let bytes = from.get(&reference)?;
+            to.put(Blob::checked(&reference, &bytes, from.describe())?)?;
+            Ok(true)
+        });
+        match copied {
+            Ok(true) => tally.copied += 1,
+            Ok(false) => tally.already_there += 1,
+            Err(e) => tally.failed.push((reference, e)),
+        }
+    }
+    tracing::debug!(
+        from = %from.describe().display(),
+        to = %to.describe().display(),
+        copied = tally.copied,
+        already_there = tally.already_there,
+        failed = tally.failed.len(),
+        "blobs copied"
+    );
+    Ok(tally)
+}
+
+/// Copies the blobs (before the sessions, so no copied line names a blob the destination
+/// lacks), naming each failure on `err`; returns the closing line's part and the failures.
+fn migrate_blobs(
+    from: &dyn BlobMedium,
+    to: &dyn BlobMedium,
+    err: &mut dyn Write,
+) -> anyhow::Result<(String, usize)> {
+    let tally = copy_blobs(from, to)?;
+    for (reference, e) in &tally.failed {
+        writeln!(err, "error: blob `{reference}`: {e}")?;
+    }
+    Ok((
+        format!(
+            "; blobs: {} copied, {} already there",
+            tally.copied, tally.already_there
+        ),
+        tally.failed.len(),
+    ))
 }
 
 /// Runs `sessions migrate` (see the module docs). Exit code 1 when a session could not be
@@ -54,29 +119,41 @@ pub fn migrate(
             }
             let source = SessionStore::open_read_only(dir)?;
             let target = database(to, true)?;
-            let tally = into_database(&source, &target, err)?;
+            let (blobs, blobs_failed) = migrate_blobs(
+                &FileBlobs::in_sessions_dir(source.dir()),
+                &target.blob_medium(),
+                err,
+            )?;
+            let mut tally = into_database(&source, &target, err)?;
             writeln!(
                 out,
-                "migrated {} sessions from {} to {}; {} already there (left as they were)",
+                "migrated {} sessions from {} to {}; {} already there (left as they were){blobs}",
                 tally.copied,
                 dir.display(),
                 target.name().display(),
                 tally.already_there
             )?;
+            tally.failed += blobs_failed;
             tally
         }
         (true, false) => {
             let source = database(from, false)?;
             let target = SessionStore::open(to)?;
-            let tally = out_of_database(&source, &target, err)?;
+            let (blobs, blobs_failed) = migrate_blobs(
+                &source.blob_medium(),
+                &FileBlobs::in_sessions_dir(target.dir()),
+                err,
+            )?;
+            let mut tally = out_of_database(&source, &target, err)?;
             writeln!(
                 out,
-                "migrated {} sessions from {} to {}; {} already there (left as they were)",
+                "migrated {} sessions from {} to {}; {} already there (left as they were){blobs}",
                 tally.copied,
                 source.name().display(),
                 target.dir().display(),
                 tally.already_there
             )?;
+            tally.failed += blobs_failed;
             tally
         }
         _ => bail!(
@@ -88,8 +165,8 @@ pub fn migrate(
     if tally.failed > 0 {
         writeln!(
             err,
-            "{} sessions were not migrated (see above); fix them and run the command again: \
-             what was copied is kept",
+            "{} sessions or blobs were not migrated (see above); fix them and run the command \
+             again: what was copied is kept",
             tally.failed
         )?;
         return Ok(1);

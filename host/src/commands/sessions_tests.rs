@@ -90,3 +90,53 @@ proptest! {
         }
     }
 }
+
+/// `sessions blob` on a terminal shows a tool output's escape sequences escaped; piped, or to
+/// `--out`, it gives the bytes exactly (refusing to replace a file without `--overwrite`).
+#[test]
+fn a_blob_is_escaped_on_a_terminal_and_exact_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::in_sessions_dir(dir.path());
+    let bytes = b"line one\n\x1b]0;owned\x07\x1b[31mred\ttab\n";
+    let reference = blobs.put(bytes).unwrap();
+    let inputs = Inputs::new();
+
+    let mut shown = Vec::new();
+    print_blob(&blobs, &reference, &inputs, None, false, true, &mut shown).unwrap();
+    let shown = String::from_utf8(shown).unwrap();
+    assert!(
+        !shown.contains('\x1b') && !shown.contains('\x07'),
+        "{shown:?}"
+    );
+    assert!(shown.contains("\\x1b[31mred\ttab\n"), "{shown:?}");
+
+    let mut piped = Vec::new();
+    print_blob(&blobs, &reference, &inputs, None, false, false, &mut piped).unwrap();
+    assert_eq!(piped, bytes);
+
+    let file = dir.path().join("out.txt");
+    print_blob(
+        &blobs,
+        &reference,
+        &inputs,
+        Some(&file),
+        false,
+        true,
+        &mut Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    let again = print_blob(
+        &blobs,
+        &reference,
+        &inputs,
+        Some(&file),
+        false,
+        true,
+        &mut Vec::new(),
+    );
+    assert!(
+        again.is_err(),
+        "an existing --out file is not replaced without --overwrite"
+    );
+}

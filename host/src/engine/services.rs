@@ -292,8 +292,8 @@ impl HostApi for HostServices {
                 let Some(blobs) = &self.blobs else {
                     return Err(EngineError::new(
                         ErrorKind::Unsupported,
-                        "this host has no blob store (no sessions directory); keep the original \
-                         yourself or do not shorten",
+                        "this host has no blob store (its session store keeps none); keep the \
+                         original yourself or do not shorten",
                     ));
                 };
                 let request: BlobPutRequest = serde_json::from_str(payload_json)

@@ -629,9 +629,13 @@ impl<'a> Runner<'a> {
         self
     }
 
-    /// [`with_blobs`](Self::with_blobs) in a store's blob directory, when it has one.
-    pub fn with_blobs_in(mut self, sessions_dir: Option<&std::path::Path>) -> Self {
-        self.blobs = sessions_dir.map(BlobStore::in_sessions_dir);
+    /// [`with_blobs`](Self::with_blobs) on `store`'s blobs (a directory, or the database every
+    /// replica shares), when it keeps any.
+    pub fn with_blobs_in(
+        mut self,
+        store: &dyn rampart_sessions::store::shared::SharedStore,
+    ) -> Self {
+        self.blobs = store.blobs().map(BlobStore::on);
         self
     }
 

@@ -120,7 +120,7 @@ impl ServerState {
     ) -> anyhow::Result<Self> {
         let providers = Arc::new(Providers::from_config(&config)?);
         let resources = HostResources {
-            blobs: store.blobs_dir().map(BlobStore::in_sessions_dir),
+            blobs: store.blobs().map(BlobStore::on),
             llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
             ..Default::default()
         };
@@ -129,7 +129,7 @@ impl ServerState {
         // The workspace sits beside the sessions directory unless the config names it.
         let prompt = (serve.system_prompt != SystemPromptSource::Client).then(|| {
             let sessions_dir = store
-                .blobs_dir()
+                .local_dir()
                 .map(std::path::Path::to_path_buf)
                 .or_else(rampart_sessions::store::default_sessions_dir)
                 .unwrap_or_else(|| std::path::PathBuf::from("sessions"));
@@ -1590,7 +1590,7 @@ fn turn_in_lane(
         settings,
         events,
     )
-    .with_blobs_in(state.store.blobs_dir())
+    .with_blobs_in(state.store.as_ref())
     .with_registry(
         state.store.as_ref(),
         conversation.key.clone(),
@@ -1827,6 +1827,10 @@ fn turn_failure(e: &TurnError) -> Failure {
         TurnError::Persist(crate::persist::PersistError::Session(s)) if s.is_unavailable() => {
             store_unavailable(e)
         }
+        // The database keeping the blobs did not answer: as unavailable as the session's.
+        TurnError::Persist(crate::persist::PersistError::Blob(b)) if b.is_unavailable() => {
+            store_unavailable(e)
+        }
         TurnError::Persist(_) | TurnError::CompactionFailed { .. } => Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorKind::Server,
@@ -1947,3 +1951,8 @@ fn json_response(status: StatusCode, body: Value) -> Response {
 fn error_response(wire: Wire, status: StatusCode, kind: ErrorKind, message: &str) -> Response {
     json_response(status, outbound::error_body(wire, kind, message))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "server_tests.rs"]
+mod tests;

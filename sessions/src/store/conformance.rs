@@ -42,6 +42,7 @@ macro_rules! shared_store_conformance {
             family_is_newest_first_and_exact_by_key,
             entries_keep_fields_they_do_not_know,
             a_store_in_use_reports_itself_reachable,
+            blobs_stored_through_one_handle_are_read_through_another,
         );
     };
     (@checks $fixture:path; $($check:ident),* $(,)?) => {
@@ -412,4 +413,23 @@ pub fn a_store_in_use_reports_itself_reachable(handles: Handles<'_>) {
         ["files", "memory", "postgres"].contains(&health.backend),
         "{health:?}"
     );
+}
+
+/// A blob one handle stores (a capped original), another handle reads, when the store keeps
+/// blobs at all.
+pub fn blobs_stored_through_one_handle_are_read_through_another(handles: Handles<'_>) {
+    let (writer, reader) = (handles(), handles());
+    let (Some(put), Some(get)) = (writer.blobs(), reader.blobs()) else {
+        assert!(
+            writer.blobs().is_none() && reader.blobs().is_none(),
+            "every handle of one store keeps blobs, or none does"
+        );
+        return;
+    };
+    let bytes = b"the whole tool output".repeat(1000);
+    let reference = crate::blobs::BlobRef::of(&bytes);
+    put.put(crate::blobs::Blob::new(&reference, &bytes))
+        .unwrap();
+    assert!(get.get(&reference).unwrap() == bytes);
+    assert!(get.list().unwrap().contains(&reference));
 }

@@ -9,7 +9,8 @@
 //! - [`MemoryStore`] keeps both in this process's memory; tests run two server states against
 //!   one to prove that nothing a replica needs is kept outside the store;
 //! - a database store (PostgreSQL rows with advisory locks) implements the same six methods,
-//!   with sessions on its own [`SessionMedium`](crate::medium::SessionMedium).
+//!   with sessions on its own [`SessionMedium`](crate::medium::SessionMedium) and blobs on its
+//!   own [`BlobMedium`].
 //!
 //! What the trait promises, whatever the backend:
 //! - [`create`](SharedStore::create) is create-if-absent and atomic across every process
@@ -17,7 +18,9 @@
 //! - [`open`](SharedStore::open) gives a [`Session`] whose write lock
 //!   ([`Session::hold`]) excludes every other process sharing the store, and whose appends the
 //!   others read when they next take the lock;
-//! - [`record`](SharedStore::record) applies registry changes to the newest entry, in order.
+//! - [`record`](SharedStore::record) applies registry changes to the newest entry, in order;
+//! - [`blobs`](SharedStore::blobs), when there, reads on every handle what any handle stored
+//!   (checked by [`crate::blobs::conformance`]).
 #![warn(missing_docs)]
 
 use std::collections::BTreeMap;
@@ -31,6 +34,7 @@ use super::{
     RegistryChange, SessionEntry, SessionMap, SessionStore, StoreError, apply_change,
     normalize_key, now_unix_ms,
 };
+use crate::blobs::{BlobMedium, FileBlobs};
 use crate::entry::SessionHeader;
 use crate::medium::MemoryMedium;
 use crate::{Session, SessionError, SessionOptions};
@@ -140,9 +144,16 @@ pub trait SharedStore: Send + Sync + Debug {
         keep_checkpoints: usize,
     ) -> Result<Option<SessionEntry>, StoreError>;
 
-    /// Where originals too large for a session line are kept (content-addressed, immutable, so
-    /// any shared directory or object store serves), when the store has such a place.
-    fn blobs_dir(&self) -> Option<&Path>;
+    /// Where the originals of shortened content are kept (content-addressed and immutable):
+    /// every process sharing the store reads what another stored. `None` when the store keeps
+    /// none; then nothing is shortened, since an original that cannot be kept is never
+    /// dropped.
+    fn blobs(&self) -> Option<Arc<dyn BlobMedium>>;
+
+    /// The directory of this machine the store lives in, when it has one (a sessions
+    /// directory): what a server puts beside it by default (the agent's workspace). `None` for
+    /// a database.
+    fn local_dir(&self) -> Option<&Path>;
 
     /// [`record`](Self::record) for several entries at once; a store that can, writes them in
     /// one go. Keys no longer registered are skipped.
@@ -251,7 +262,11 @@ impl SharedStore for SessionStore {
         SessionStore::record(self, key, changes, keep_checkpoints)
     }
 
-    fn blobs_dir(&self) -> Option<&Path> {
+    fn blobs(&self) -> Option<Arc<dyn BlobMedium>> {
+        Some(Arc::new(FileBlobs::in_sessions_dir(self.dir())))
+    }
+
+    fn local_dir(&self) -> Option<&Path> {
         Some(self.dir())
     }
 
@@ -305,11 +320,12 @@ struct MemoryRegistry {
 }
 
 impl MemoryStore {
-    /// An empty store; originals too large for a line go to `blobs` when given.
-    pub fn new(blobs: Option<PathBuf>) -> Self {
+    /// An empty store; with `sessions_dir`, originals too large for a line go to its `blobs/`
+    /// and it is the directory a server puts the workspace beside.
+    pub fn new(sessions_dir: Option<PathBuf>) -> Self {
         Self {
             inner: Arc::default(),
-            blobs,
+            blobs: sessions_dir,
         }
     }
 
@@ -435,7 +451,13 @@ impl SharedStore for MemoryStore {
         Ok(Some(entry.clone()))
     }
 
-    fn blobs_dir(&self) -> Option<&Path> {
+    fn blobs(&self) -> Option<Arc<dyn BlobMedium>> {
+        self.blobs
+            .as_deref()
+            .map(|dir| Arc::new(FileBlobs::in_sessions_dir(dir)) as Arc<dyn BlobMedium>)
+    }
+
+    fn local_dir(&self) -> Option<&Path> {
         self.blobs.as_deref()
     }
 }

@@ -12,6 +12,8 @@
 //! - the registry (`registry.rs`): the six methods of `SharedStore`, each one statement or
 //!   one transaction;
 //! - [`medium`]: a session's log and its advisory write lock;
+//! - the blobs (`blobs.rs`, [`PgBlobs`]): the originals of capped tool results, one row per
+//!   content hash, so any replica reads what another stored;
 //! - whole sessions in and out as JSONL (`transfer.rs`), for `rampart sessions migrate`;
 //! - what `rampart sessions doctor` finds: logs no entry names, entries without a log
 //!   (`audit.rs`);
@@ -31,6 +33,7 @@
 //! database over a private network or a tunnel.
 
 mod audit;
+mod blobs;
 mod bridge;
 pub mod error;
 pub mod medium;
@@ -41,12 +44,13 @@ mod schema;
 pub mod testing;
 mod transfer;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 pub use audit::UnregisteredLog;
+pub use blobs::PgBlobs;
 pub use error::PgStoreError;
 pub use medium::PgMedium;
 pub use options::{PgStoreOptions, is_postgres_url};
@@ -59,7 +63,6 @@ use bridge::{Db, connection};
 #[derive(Debug, Clone)]
 pub struct PgStore {
     db: Arc<Db>,
-    blobs: Option<PathBuf>,
 }
 
 pub use rampart_sessions::store::shared::{PoolFigures, StoreCounters};
@@ -131,10 +134,7 @@ impl PgStore {
             lock_connections = options.lock_connections,
             "opened the PostgreSQL session store"
         );
-        Ok(Self {
-            db,
-            blobs: options.blobs_dir.clone(),
-        })
+        Ok(Self { db })
     }
 
     /// What errors and logs call the store (`postgres://USER@HOST:PORT/DATABASE`).

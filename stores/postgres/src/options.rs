@@ -83,10 +83,6 @@ pub struct PgStoreOptions {
     pub connect_timeout: Duration,
     /// How long one operation may take (see [`DEFAULT_OPERATION_TIMEOUT`]).
     pub operation_timeout: Duration,
-    /// A directory every replica reaches for the originals too long for a session line
-    /// ([`rampart_sessions::store::shared::SharedStore::blobs_dir`]); none by default, and
-    /// then such originals are not kept.
-    pub blobs_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for PgStoreOptions {
@@ -165,7 +161,6 @@ impl PgStoreOptions {
             lock_connections: DEFAULT_POOL_SIZE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
-            blobs_dir: None,
         })
     }
 

@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 
+use rampart_sessions::blobs::BlobMedium;
 use rampart_sessions::entry::SessionHeader;
 use rampart_sessions::store::shared::{EntryFields, PickKey, SharedStore, StoreHealth};
 use rampart_sessions::store::{
@@ -412,8 +413,14 @@ impl SharedStore for PgStore {
         }
     }
 
-    fn blobs_dir(&self) -> Option<&Path> {
-        self.blobs.as_deref()
+    /// `rampart_blobs`, shared by every replica ([`crate::PgBlobs`]).
+    fn blobs(&self) -> Option<Arc<dyn BlobMedium>> {
+        Some(Arc::new(self.blob_medium()))
+    }
+
+    /// None: the store lives in the database, not in a directory of this machine.
+    fn local_dir(&self) -> Option<&Path> {
+        None
     }
 
     /// One transaction for the whole batch, keys locked in key order.

@@ -72,6 +72,24 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             );
         "#,
     },
+    Migration {
+        version: 3,
+        description: "blobs, the originals of shortened content, by content hash",
+        // A blob is named by the SHA-256 of its bytes (64 lowercase hex digits, as its
+        // `sha256:` reference writes it). The check makes the database itself refuse bytes
+        // under another blob's name, so no writer (nor a row copied in by hand) can make a
+        // reference read other content; the primary key makes a second store of the same
+        // bytes a no-op (`ON CONFLICT DO NOTHING`).
+        sql: r#"
+            CREATE TABLE rampart_blobs (
+                hash text COLLATE "C" PRIMARY KEY,
+                bytes bytea NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                CHECK (hash ~ '^[0-9a-f]{64}$'),
+                CHECK (hash = encode(sha256(bytes), 'hex'))
+            );
+        "#,
+    },
 ];
 
 /// The newest version this build knows.

@@ -12,7 +12,7 @@ fn an_empty_database_is_migrated_to_the_latest_version() {
     };
     let store = db.store().unwrap();
     assert_eq!(store.schema_version().unwrap(), latest());
-    assert!(latest() >= 2);
+    assert!(latest() >= 3);
     // Every version is recorded once, and opening again applies nothing.
     drop(store);
     let again = db.store().unwrap();
@@ -40,10 +40,33 @@ fn a_database_at_the_previous_version_is_migrated_and_keeps_its_rows() {
           '{\"sessionId\":\"old-session\",\"updatedAt\":5,\"label\":\"kept\"}')",
     )
     .unwrap();
+    // A session log of the previous version (one append), kept through the migration.
+    db.execute(
+        "INSERT INTO rampart_logs (session_id) VALUES ('old-session'); \
+         INSERT INTO rampart_lines (log, start_offset, end_offset, bytes) \
+         SELECT id, 0, 6, 'line\n\n'::bytea FROM rampart_logs WHERE session_id = 'old-session'",
+    )
+    .unwrap();
     let store = db.store().unwrap();
     assert_eq!(store.schema_version().unwrap(), latest());
     let entry = store.get("agent:old").unwrap().unwrap();
     assert_eq!(entry.extra.get("label"), Some(&serde_json::json!("kept")));
+    assert_eq!(
+        store.log_bytes("old-session").unwrap().as_deref(),
+        Some(&b"line\n\n"[..])
+    );
+    // Version 3's blobs work on the migrated database.
+    let blobs = store.blobs().expect("the database keeps blobs");
+    let reference = rampart_sessions::blobs::BlobRef::of(b"an original");
+    assert!(
+        blobs
+            .put(rampart_sessions::blobs::Blob::new(
+                &reference,
+                b"an original"
+            ))
+            .unwrap()
+    );
+    assert_eq!(blobs.get(&reference).unwrap(), b"an original");
     // The new version's tables work.
     let (key, created) = store
         .create(

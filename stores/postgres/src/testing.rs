@@ -55,7 +55,14 @@ fn admin(url: &str, sql: String) -> Result<(), String> {
                     }
                 })?;
             let driver = tokio::spawn(connection);
-            let result = client.batch_execute(&sql).await.map_err(|e| e.to_string());
+            // The database's own message (which constraint, which object), not only "db error".
+            let result = client
+                .batch_execute(&sql)
+                .await
+                .map_err(|e| match e.as_db_error() {
+                    Some(db) => format!("{e}: {}", db.message()),
+                    None => e.to_string(),
+                });
             drop(client);
             let _ = driver.await;
             result
