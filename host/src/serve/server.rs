@@ -149,7 +149,7 @@ impl ServerState {
         }
         Ok(Self {
             started_unix: now_unix_ms() / 1000,
-            blobs: store.blobs_dir().map(BlobStore::in_sessions_dir),
+            blobs: store.blobs().map(BlobStore::on),
             dashboard,
             stopping: tokio::sync::watch::Sender::new(false),
             guard,
