@@ -517,3 +517,107 @@ fn an_executable_whose_handshake_fails_the_checks_is_refused_with_one_line() {
         contained(&out, "load", &causes);
     }
 }
+
+/// Engine tools (API 1.2) through the pipe: a Python engine announces `engineTools`, lists a
+/// tool and answers its calls; it passes the conformance run's `tools` check, and `rampart run`
+/// offers its tool to the model and hands the engine's answer back as the tool's result. The
+/// protocol document is all such an engine was written from.
+#[test]
+fn an_executable_engine_offers_tools_and_answers_them_through_the_pipe() {
+    use crate::common::loopback::{Loopback, openai_text_stream, openai_tool_call_stream};
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("tooly.py");
+    std::fs::write(
+        &script,
+        format!(
+            r#"import json, os, sys
+sys.path.insert(0, {examples:?})
+from keep_last import read_frame, write_frame, assemble
+TOOL = {{"name": "lookup_note", "description": "Look up a note by its key.",
+        "parameters": {{"type": "object", "properties": {{"key": {{"type": "string"}}}}, "required": ["key"]}}}}
+NOTES = {{"deploy": "the deploy key sits at vault path secret/quartz-17"}}
+out = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)
+pipe = sys.stdin.buffer
+read_frame(pipe)
+info = {{"id": "keep-last", "name": "Keep last N", "version": "0.1.0",
+        "protocol": {{"protocol": "rampart-engine", "version": "1.2.0", "features": [{{"name": "engineTools"}}]}}}}
+write_frame(out, {{"type": "ready", "version": 1, "features": ["shutdown"], "engine": {{"Ok": info}}}})
+while (frame := read_frame(pipe)) is not None:
+    if frame.get("type") == "shutdown":
+        write_frame(out, {{"type": "reply", "id": frame["id"], "result": {{"ok": "{{}}"}}}})
+        break
+    if frame.get("type") != "call":
+        continue
+    method, params = frame["method"], json.loads(frame["payload"])
+    if method == "assemble" and isinstance(params.get("messages"), list):
+        result = {{"ok": json.dumps(assemble(50, params))}}
+    elif method == "tools.list":
+        result = {{"ok": json.dumps({{"tools": [TOOL]}})}}
+    elif method == "tools.call" and params.get("name") == "lookup_note":
+        key = (params.get("arguments") or {{}}).get("key")
+        result = {{"ok": json.dumps({{"content": NOTES.get(key, "no note " + repr(key)), "isError": key not in NOTES}})}}
+    elif method in ("assemble", "tools.call"):
+        result = {{"err": {{"kind": 2, "message": method + ": parameters not understood", "details": None}}}}
+    else:
+        result = {{"err": {{"kind": 1, "message": "unsupported: " + method, "details": None}}}}
+    write_frame(out, {{"type": "reply", "id": frame["id"], "result": result}})
+"#,
+            examples = examples().join("python").display().to_string()
+        ),
+    )
+    .unwrap();
+
+    // The conformance run through the pipe, its `tools` check included.
+    let handle = load_executable(
+        request("keep-last", Duration::from_secs(10)),
+        command(python, &[&script]),
+        ProcessSettings::default(),
+    )
+    .unwrap();
+    let report = run_on(Ok(&Through(&handle)));
+    assert!(report.passed(), "{report:#?}");
+    assert!(report.checks.iter().any(|c| c.name == "tools"));
+
+    // `rampart run`: the model calls the engine's tool and reads its answer.
+    let up = Loopback::start();
+    up.push(openai_tool_call_stream(
+        "call_n1",
+        "lookup_note",
+        r#"{"key":"deploy"}"#,
+    ));
+    up.push(openai_text_stream("It is at secret/quartz-17.", 40, 6));
+    let cfg = write_config(
+        dir.path(),
+        &format!(
+            "[plugins]\ncallTimeoutMs = 5000\nloadTimeoutMs = 5000\n[plugins.slots]\n\
+             contextEngine = \"keep-last\"\nmemory = \"none\"\n[plugins.engines.keep-last]\n\
+             command = [\"{python}\", \"tooly.py\"]\n{}",
+            crate::common::serve::upstream_config(&up.url())
+        ),
+    );
+    let out = run_in(dir.path(), &cfg, &["run", "Where is the deploy key?"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(!all.contains(QUARANTINED), "{all}");
+    let requests = up.requests();
+    assert_eq!(requests.len(), 2, "{all}");
+    let first: serde_json::Value = serde_json::from_str(&requests[0].raw_body).unwrap();
+    assert_eq!(
+        first["tools"][0]["function"]["name"], "lookup_note",
+        "{first}"
+    );
+    let second: serde_json::Value = serde_json::from_str(&requests[1].raw_body).unwrap();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(result["role"], "tool");
+    assert_eq!(
+        result["content"],
+        "the deploy key sits at vault path secret/quartz-17"
+    );
+}
