@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 
 use crate::common::loopback::{Loopback, openai_text_stream, openai_tool_call_stream};
 use crate::common::serve::{ServeProcess, upstream_config};
-use crate::common::{fixture, text, write_config};
+use crate::common::{fixture, last_message, text, write_config};
 use serde_json::{Value, json};
 
 /// The `[plugins]` tables selecting the lossless cdylib with its state under `state`.
@@ -53,6 +53,20 @@ fn tool_names(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A loopback model scripted for a recall: "Noted." to the fact, then an `lcm_grep` call for
+/// it, then the answer that uses what the search found.
+fn recalling_model() -> Loopback {
+    let up = Loopback::start();
+    up.push(openai_text_stream("Noted.", 40, 2));
+    up.push(openai_tool_call_stream(
+        "call_g1",
+        "lcm_grep",
+        r#"{"pattern":"quartz-17"}"#,
+    ));
+    up.push(openai_text_stream("It is under secret/quartz-17.", 80, 8));
+    up
+}
+
 fn body(recorded: &crate::common::loopback::Recorded) -> Value {
     serde_json::from_str(&recorded.raw_body).unwrap()
 }
@@ -62,14 +76,7 @@ fn body(recorded: &crate::common::loopback::Recorded) -> Value {
 #[test]
 fn rampart_run_offers_the_engines_tools_and_answers_them() {
     let dir = tempfile::tempdir().unwrap();
-    let up = Loopback::start();
-    up.push(openai_text_stream("Noted.", 40, 2));
-    up.push(openai_tool_call_stream(
-        "call_g1",
-        "lcm_grep",
-        r#"{"pattern":"quartz-17"}"#,
-    ));
-    up.push(openai_text_stream("It is under secret/quartz-17.", 80, 8));
+    let up = recalling_model();
     write_config(
         dir.path(),
         &format!(
@@ -102,8 +109,7 @@ fn rampart_run_offers_the_engines_tools_and_answers_them() {
             "every request offers the same tools (a stable prefix)"
         );
     }
-    let last = body(&requests[2]);
-    let result = last["messages"].as_array().unwrap().last().unwrap().clone();
+    let result = last_message(&body(&requests[2]));
     assert_eq!(result["role"], "tool");
     assert_eq!(result["tool_call_id"], "call_g1");
     let answer: Value = serde_json::from_str(result["content"].as_str().unwrap()).unwrap();
@@ -156,14 +162,7 @@ fn post(serve: &ServeProcess, headers: &[(&str, &str)], request: &Value) -> (u16
 #[test]
 fn serve_answers_engine_tools_hidden_from_the_client() {
     let state = tempfile::tempdir().unwrap();
-    let up = Loopback::start();
-    up.push(openai_text_stream("Noted.", 40, 2));
-    up.push(openai_tool_call_stream(
-        "call_g1",
-        "lcm_grep",
-        r#"{"pattern":"quartz-17"}"#,
-    ));
-    up.push(openai_text_stream("It is under secret/quartz-17.", 80, 8));
+    let up = recalling_model();
     up.push(openai_text_stream("You are welcome.", 90, 4));
     up.push(openai_text_stream("Plain.", 10, 1));
     up.push(openai_tool_call_stream(
@@ -207,13 +206,7 @@ fn serve_answers_engine_tools_hidden_from_the_client() {
         tool_names(&body(&requests[0])),
         ["lcm_grep", "lcm_describe", "lcm_expand"]
     );
-    let third = body(&requests[2]);
-    let result = third["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let result = last_message(&body(&requests[2]));
     assert_eq!(result["role"], "tool");
     assert!(
         result["content"]

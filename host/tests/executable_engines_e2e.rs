@@ -609,12 +609,7 @@ while (frame := read_frame(pipe)) is not None:
         "{first}"
     );
     let second: serde_json::Value = serde_json::from_str(&requests[1].raw_body).unwrap();
-    let result = second["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let result = common::last_message(&second);
     assert_eq!(result["role"], "tool");
     assert_eq!(
         result["content"],

@@ -195,3 +195,12 @@ pub fn text_of(message: &serde_json::Value) -> String {
         _ => String::new(),
     }
 }
+
+/// The last message of a request body as the upstream received it (`messages`' last entry).
+pub fn last_message(body: &serde_json::Value) -> serde_json::Value {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_else(|| panic!("no messages in {body}"))
+}
