@@ -121,6 +121,8 @@
  *   "tokens.count"  {"tokenizer": "" (the chat model's) or "o200k_base", "messages": [msg...]}
  *                   -> {"counts": [N, ...], "exact": true, "tokenizer": "o200k_base"}
  *   "clock.now"     {} -> {"unixMs": N}
+ *   "state.dir"     {} -> {"path": "...", "scratch": false}   (API 1.2: a directory for this
+ *                   engine's own state; scratch (a replay) means use it even over your config)
  *   "events.emit", "session.read", "session.rewrite" as in rampart_engine_api::host::service.
  * Logging is the table's `log` function, not a service.
  * A service the host does not know answers RAMPART_UNSUPPORTED.

@@ -1,7 +1,7 @@
 //! [`Host`]: the services an engine may call back into.
 //!
 //! The typed methods here are thin: each is one named JSON call (`events.emit`, `llm.complete`,
-//! `session.read`, `session.rewrite`, `clock.now`, `blobs.put`, `tokens.count`) over [`HostApi::call`], so the set can grow in
+//! `session.read`, `session.rewrite`, `clock.now`, `blobs.put`, `tokens.count`, `state.dir`) over [`HostApi::call`], so the set can grow in
 //! any 1.x host without touching the frozen ABI. A host that does not offer a service answers
 //! `unsupported`, and the typed method reports that as an error the engine can act on.
 
@@ -31,6 +31,10 @@ pub mod service {
     /// Count messages with a tokenizer the host has (exact BPE counts included), so an engine
     /// needs no vocabulary of its own.
     pub const TOKENS_COUNT: &str = "tokens.count";
+    /// The directory the host gives this engine for state it derives from sessions (API 1.2):
+    /// beside the sessions for `rampart run` and `serve`, a scratch directory for `replay` and
+    /// `eval`, so a replay never writes into the state of real conversations.
+    pub const STATE_DIR: &str = "state.dir";
 }
 
 /// Severity of a log line, shared by both sides of the ABI.
@@ -176,6 +180,17 @@ impl Host {
         self.call(service::TOKENS_COUNT, request)
     }
 
+    /// The directory the host gives this engine for its state (see [`StateDir`]); `None` when
+    /// the host gives none (a host before 1.2, or one whose sessions live in a database), and
+    /// the engine then uses its own configuration or default.
+    pub fn state_dir(&self) -> Result<Option<StateDir>, EngineError> {
+        match self.call::<_, StateDir>(service::STATE_DIR, &serde_json::Value::Null) {
+            Ok(dir) => Ok(Some(dir)),
+            Err(e) if e.kind == ErrorKind::Unsupported => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The host's clock in Unix milliseconds. Falls back to the system clock when the host does
     /// not offer one, because every host has a clock.
     pub fn now_ms(&self) -> u64 {
@@ -210,6 +225,19 @@ pub struct BlobRef {
     pub reference: String,
     /// Bytes stored.
     pub bytes: u64,
+}
+
+/// Answer of `state.dir`: a directory that exists, owned by the host's user, for this engine
+/// alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StateDir {
+    /// The directory.
+    pub path: String,
+    /// True when it is scratch (a replay or an eval, removed when it ends): keep state there
+    /// even when your configuration names another place, so a replay never writes into the
+    /// state of real conversations. False: prefer a place the user configured.
+    pub scratch: bool,
 }
 
 /// Answer of `clock.now`.

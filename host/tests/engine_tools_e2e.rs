@@ -14,15 +14,18 @@ use crate::common::serve::{ServeProcess, upstream_config};
 use crate::common::{fixture, last_message, text, write_config};
 use serde_json::{Value, json};
 
-/// The `[plugins]` tables selecting the lossless cdylib with its state under `state`.
-fn lossless_plugins(state: &Path) -> String {
+/// The `[plugins]` tables selecting the lossless cdylib, with its state under `state` when
+/// given (else where the host's `state.dir` puts it).
+fn lossless_plugins(state: Option<&Path>) -> String {
+    let state = state
+        .map(|s| format!("stateDir = \"{}\"\n", s.display()))
+        .unwrap_or_default();
     format!(
         "[plugins]\ncallTimeoutMs = 20000\nloadTimeoutMs = 20000\n[plugins.slots]\n\
          contextEngine = \"lossless\"\nmemory = \"none\"\n[plugins.engines.lossless]\n\
-         path = \"{}\"\n[plugins.engines.lossless.config]\nstateDir = \"{}\"\n\
+         path = \"{}\"\n[plugins.engines.lossless.config]\n{state}\
          summarizer = \"extractive\"\n",
         fixture("rampart-lossless").display(),
-        state.display()
     )
 }
 
@@ -81,7 +84,7 @@ fn rampart_run_offers_the_engines_tools_and_answers_them() {
         dir.path(),
         &format!(
             "{}\n{}",
-            lossless_plugins(&dir.path().join("state")),
+            lossless_plugins(Some(&dir.path().join("state"))),
             upstream_config(&up.url())
         ),
     );
@@ -119,6 +122,8 @@ fn rampart_run_offers_the_engines_tools_and_answers_them() {
             .any(|h| h["snippet"].as_str().unwrap().contains("secret/quartz-17")),
         "{answer}"
     );
+    // The user's configured `stateDir` holds the database (it wins over the host's place).
+    assert!(dir.path().join("state").join("main.sqlite").is_file());
 }
 
 /// With the legacy engine (no engine tools) and no memory, `rampart run` offers no tools.
@@ -161,7 +166,6 @@ fn post(serve: &ServeProcess, headers: &[(&str, &str)], request: &Value) -> (u16
 /// a client's own `lcm_grep` is the client's, so the model's call of it reaches the client.
 #[test]
 fn serve_answers_engine_tools_hidden_from_the_client() {
-    let state = tempfile::tempdir().unwrap();
     let up = recalling_model();
     up.push(openai_text_stream("You are welcome.", 90, 4));
     up.push(openai_text_stream("Plain.", 10, 1));
@@ -172,7 +176,7 @@ fn serve_answers_engine_tools_hidden_from_the_client() {
     ));
     let serve = ServeProcess::start(&format!(
         "{}\n{}",
-        lossless_plugins(state.path()),
+        lossless_plugins(None),
         upstream_config(&up.url())
     ));
     let session = [("x-rampart-session", "tools")];
@@ -284,4 +288,11 @@ fn serve_answers_engine_tools_hidden_from_the_client() {
         sixth["tools"][0]["function"]["description"],
         "the client's own"
     );
+    // No `stateDir` configured: the database is beside the sessions (`state.dir`).
+    let database = serve
+        .sessions
+        .join("engines")
+        .join("lossless")
+        .join("main.sqlite");
+    assert!(database.is_file(), "{}", database.display());
 }

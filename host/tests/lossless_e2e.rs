@@ -1,7 +1,8 @@
 //! The lossless engine (`engines/lossless`) as a third party ships it: its cdylib named in
 //! plugins.toml, loaded in a child process (the default) and in the host
 //! (`isolation = "inprocess"`), replaying the coding example at a 32k window. Both must run to
-//! the end, keep their SQLite state in the configured `stateDir`, and send the same requests.
+//! the end, keep their SQLite state in the replay's scratch state directory (never the
+//! configured `stateDir` of real conversations), and send the same requests.
 //! And every call is answered at 32k (issue 27's target): the fresh tail keeps a whole user turn,
 //! and a long tool loop inside one turn once overflowed the window from call 45 on (9 of 53
 //! calls failed) until overflow recovery learned to summarise inside it.
@@ -29,9 +30,12 @@ fn replay(isolation: &str, label: &str) -> (Value, Vec<u8>) {
         ),
     );
     let out_file = dir.path().join("requests.jsonl");
+    let sessions = dir.path().join("replayed");
     let out = rampart(&[
         "--config",
         cfg.to_str().unwrap(),
+        "--sessions-dir",
+        sessions.to_str().unwrap(),
         "replay",
         transcript.to_str().unwrap(),
         "--window",
@@ -46,13 +50,22 @@ fn replay(isolation: &str, label: &str) -> (Value, Vec<u8>) {
     let report: Value = serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("{label}: not JSON ({e}): {stdout}"));
     let summary = report["summary"].clone();
-    let databases: Vec<_> = std::fs::read_dir(&state)
-        .unwrap_or_else(|e| panic!("{label}: no state directory {}: {e}", state.display()))
+    // The engine kept its database in the replay's scratch state (`state.dir`), beside the
+    // replayed sessions; the configured `stateDir`, where real conversations' state lives, was
+    // never written.
+    let scratch = sessions.join("replay-state").join("lossless");
+    let databases: Vec<_> = std::fs::read_dir(&scratch)
+        .unwrap_or_else(|e| panic!("{label}: no state directory {}: {e}", scratch.display()))
         .filter_map(Result::ok)
         .filter(|e| e.path().extension().is_some_and(|x| x == "sqlite"))
         .collect();
     assert_eq!(databases.len(), 1, "{label}: {databases:?}");
     assert!(databases[0].metadata().unwrap().len() > 0, "{label}");
+    assert!(
+        !state.exists(),
+        "{label}: a replay wrote into the configured stateDir {}",
+        state.display()
+    );
     (summary, std::fs::read(&out_file).unwrap())
 }
 

@@ -149,7 +149,8 @@ impl Config {
         Ok(())
     }
 
-    /// The state directory in effect: the configured one, else the user's state directory.
+    /// The state directory in effect: the configured one (or the host's, see
+    /// [`state_dir_in_effect`]), else the user's state directory.
     pub fn resolved_state_dir(&self) -> Result<PathBuf, EngineError> {
         if let Some(dir) = &self.state_dir {
             return Ok(dir.clone());
@@ -192,3 +193,24 @@ impl Config {
 fn invalid(message: String) -> EngineError {
     EngineError::new(ErrorKind::InvalidParams, message)
 }
+/// Where the databases go, given the configured `stateDir` and the directory the host offers
+/// (`state.dir`, API 1.2): a scratch directory (a replay, an eval) always wins, so a replay
+/// never writes into the databases of real conversations; otherwise the configured place, then
+/// the host's (beside the sessions the state is derived from), then none (the user's state
+/// directory, [`Config::resolved_state_dir`]).
+pub fn state_dir_in_effect(
+    configured: Option<PathBuf>,
+    host: Option<rampart_engine_api::host::StateDir>,
+) -> Option<PathBuf> {
+    match (configured, host) {
+        (_, Some(given)) if given.scratch => Some(PathBuf::from(given.path)),
+        (Some(configured), _) => Some(configured),
+        (None, Some(given)) => Some(PathBuf::from(given.path)),
+        (None, None) => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "config_tests.rs"]
+mod tests;

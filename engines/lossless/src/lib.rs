@@ -200,7 +200,8 @@ impl LosslessEngine {
 
 impl EngineFactory for LosslessEngine {
     fn create(init: EngineInit, host: Host) -> Result<Self, EngineError> {
-        let config = Config::from_json(&init.config)?;
+        let mut config = Config::from_json(&init.config)?;
+        config.state_dir = config::state_dir_in_effect(config.state_dir.take(), host.state_dir()?);
         config.resolved_state_dir()?;
         Ok(Self::new(config, Some(host)))
     }

@@ -129,6 +129,8 @@ pub(super) fn host_with_memory(
     let resources = HostResources {
         blobs: Some(BlobStore::in_sessions_dir(store.dir())),
         llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+        // An engine's derived state follows the sessions it is derived from.
+        state_root: Some((store.dir().join("engines"), false)),
         ..Default::default()
     };
     let slot = EngineSlot::resolve_full(config, events, &resources)?;

@@ -7,6 +7,7 @@
 //! silent no-op.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rampart_context::events::DURATION_FIELD;
@@ -183,6 +184,9 @@ pub struct HostServices {
     llm: Option<Arc<dyn LlmService>>,
     /// What `tokens.count` uses when the engine names no tokenizer: the chat model's.
     count_mode: CountMode,
+    /// The root under which `state.dir` gives each engine its directory, and whether it is
+    /// scratch.
+    state_root: Option<(PathBuf, bool)>,
 }
 
 impl std::fmt::Debug for HostServices {
@@ -204,7 +208,15 @@ impl HostServices {
             blobs: None,
             llm: None,
             count_mode: CountMode::Estimate,
+            state_root: None,
         }
+    }
+
+    /// Offers `state.dir`: `<root>/<engine id>`, created owner-only when asked for; `scratch`
+    /// for a replay's or an eval's root.
+    pub fn with_state_root(mut self, root: PathBuf, scratch: bool) -> Self {
+        self.state_root = Some((root, scratch));
+        self
     }
 
     /// Counts `tokens.count` requests that name no tokenizer with `mode` (the chat model's).
@@ -304,6 +316,42 @@ impl HostApi for HostServices {
                 serde_json::to_string(&BlobRef {
                     reference,
                     bytes: request.content.len() as u64,
+                })
+                .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
+            }
+            service::STATE_DIR => {
+                let Some((root, scratch)) = &self.state_root else {
+                    return Err(EngineError::new(
+                        ErrorKind::Unsupported,
+                        "this host gives no state directory here (its sessions are in a \
+                         database); use your configured or default place",
+                    ));
+                };
+                // The id is the configured one, checked by the config reader; a separator or
+                // `..` in it would still never leave the root.
+                let safe = !self.engine_id.is_empty()
+                    && !self.engine_id.contains(['/', '\\'])
+                    && self.engine_id != ".."
+                    && self.engine_id != ".";
+                if !safe {
+                    return Err(EngineError::new(
+                        ErrorKind::Host,
+                        format!("engine id `{}` cannot name a directory", self.engine_id),
+                    ));
+                }
+                let dir = root.join(&self.engine_id);
+                rampart_sessions::create_private_dir_all(&dir).map_err(|e| {
+                    EngineError::new(
+                        ErrorKind::Host,
+                        format!(
+                            "cannot create the engine's state directory `{}`: {e}",
+                            dir.display()
+                        ),
+                    )
+                })?;
+                serde_json::to_string(&rampart_engine_api::host::StateDir {
+                    path: dir.display().to_string(),
+                    scratch: *scratch,
                 })
                 .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
             }

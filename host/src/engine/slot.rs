@@ -178,6 +178,8 @@ pub struct HostResources {
     pub llm: Option<Arc<dyn crate::engine::services::LlmService>>,
     /// The chat model's tokenizer, for `tokens.count` requests that name none.
     pub count_mode: rampart_context::tokens::CountMode,
+    /// The root of the engines' state directories (`state.dir`), and whether it is scratch.
+    pub state_root: Option<(std::path::PathBuf, bool)>,
 }
 
 impl HostResources {
@@ -189,6 +191,9 @@ impl HostResources {
         }
         if let Some(llm) = &self.llm {
             services = services.with_llm(Arc::clone(llm));
+        }
+        if let Some((root, scratch)) = &self.state_root {
+            services = services.with_state_root(root.clone(), *scratch);
         }
         services
     }

@@ -264,6 +264,10 @@ impl<'a> Replayer<'a> {
             blobs: Some(BlobStore::in_sessions_dir(&place.dir)),
             llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
             count_mode: profile.tokenizer,
+            // Engines keep what they derive from the replay's sessions beside them, as scratch
+            // (`replay-state/`, never the `engines/` a run keeps beside real sessions):
+            // a replay never writes into the state of the user's real conversations.
+            state_root: Some((place.dir.join("replay-state"), true)),
         };
         let slot = match engine {
             EngineChoice::Configured => EngineSlot::resolve_full(config, &events, &resources)?,

@@ -122,6 +122,8 @@ impl ServerState {
         let resources = HostResources {
             blobs: store.blobs().map(BlobStore::on),
             llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+            // Beside a sessions directory; none on a database (replicas do not share a disk).
+            state_root: store.local_dir().map(|dir| (dir.join("engines"), false)),
             ..Default::default()
         };
         let slot = EngineSlot::resolve_full(&config, &events, &resources)?;
