@@ -12,8 +12,9 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct Config {
-    /// Directory holding one SQLite database per agent. Default: `$XDG_STATE_HOME/rampart/lossless`
-    /// or `~/.local/state/rampart/lossless`.
+    /// Directory holding one SQLite database per agent. Default: the host's `state.dir`
+    /// (beside the sessions), else `$XDG_STATE_HOME/rampart/lossless` or
+    /// `~/.local/state/rampart/lossless`; a replay's scratch `state.dir` wins over it.
     pub state_dir: Option<PathBuf>,
     /// Fraction of the token budget above which a sweep runs (strictly above).
     pub context_threshold: f64,
