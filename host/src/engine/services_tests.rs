@@ -44,3 +44,34 @@ fn tokens_count_answers_with_the_named_tokenizer() {
     let chat = services.with_count_mode(CountMode::for_model("gpt-4o"));
     assert_eq!(count(&chat, "", &text).counts, exact.counts);
 }
+
+/// `state.dir` gives each engine its own directory under the root, created owner-only, says
+/// whether it is scratch, and is `unsupported` where the host gives none.
+#[test]
+fn state_dir_gives_each_engine_its_own_directory() {
+    use rampart_engine_api::host::StateDir;
+    let root = tempfile::tempdir().unwrap();
+    let ask = |services: &HostServices| services.call("state.dir", "null");
+    let services = HostServices::new("lossless", EventSink::tracing_only())
+        .with_state_root(root.path().join("engines"), false);
+    let answer: StateDir = serde_json::from_str(&ask(&services).unwrap()).unwrap();
+    let dir = root.path().join("engines").join("lossless");
+    assert_eq!(answer.path, dir.display().to_string());
+    assert!(!answer.scratch);
+    assert!(dir.is_dir());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(
+            mode, 0o700,
+            "owner-only, as the sessions whose content it derives from"
+        );
+    }
+    let scratch = HostServices::new("lossless", EventSink::tracing_only())
+        .with_state_root(root.path().join("replay-state"), true);
+    let answer: StateDir = serde_json::from_str(&ask(&scratch).unwrap()).unwrap();
+    assert!(answer.scratch);
+    let none = HostServices::new("lossless", EventSink::tracing_only());
+    assert_eq!(ask(&none).unwrap_err().kind, ErrorKind::Unsupported);
+}
