@@ -121,6 +121,8 @@
  *   "tokens.count"  {"tokenizer": "" (the chat model's) or "o200k_base", "messages": [msg...]}
  *                   -> {"counts": [N, ...], "exact": true, "tokenizer": "o200k_base"}
  *   "clock.now"     {} -> {"unixMs": N}
+ *   "blobs.get"     {"reference": "sha256:<64 hex>"} -> {"content": "...", "bytes": N}
+ *                   (API 1.2; a capped tool result names its original in extra.rampartOriginal)
  *   "state.dir"     {} -> {"path": "...", "scratch": false}   (API 1.2: a directory for this
  *                   engine's own state; scratch (a replay) means use it even over your config)
  *   "events.emit", "session.read", "session.rewrite" as in rampart_engine_api::host::service.

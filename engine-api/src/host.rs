@@ -1,7 +1,7 @@
 //! [`Host`]: the services an engine may call back into.
 //!
 //! The typed methods here are thin: each is one named JSON call (`events.emit`, `llm.complete`,
-//! `session.read`, `session.rewrite`, `clock.now`, `blobs.put`, `tokens.count`, `state.dir`) over [`HostApi::call`], so the set can grow in
+//! `session.read`, `session.rewrite`, `clock.now`, `blobs.put`, `blobs.get`, `tokens.count`, `state.dir`) over [`HostApi::call`], so the set can grow in
 //! any 1.x host without touching the frozen ABI. A host that does not offer a service answers
 //! `unsupported`, and the typed method reports that as an error the engine can act on.
 
@@ -31,6 +31,9 @@ pub mod service {
     /// Count messages with a tokenizer the host has (exact BPE counts included), so an engine
     /// needs no vocabulary of its own.
     pub const TOKENS_COUNT: &str = "tokens.count";
+    /// Read a blob back by its reference (API 1.2): the full original of a result the host
+    /// capped (named by [`crate::message::ORIGINAL_BLOB_KEY`]) or one the engine stored.
+    pub const BLOBS_GET: &str = "blobs.get";
     /// The directory the host gives this engine for state it derives from sessions (API 1.2):
     /// beside the sessions for `rampart run` and `serve`, a scratch directory for `replay` and
     /// `eval`, so a replay never writes into the state of real conversations.
@@ -170,6 +173,19 @@ impl Host {
         self.call(service::BLOBS_PUT, request)
     }
 
+    /// Reads a blob back (see [`service::BLOBS_GET`]); `Ok(None)` when the host offers no blob
+    /// store (a host before 1.2 included).
+    pub fn get_blob(&self, reference: &str) -> Result<Option<BlobContent>, EngineError> {
+        let request = BlobGetRequest {
+            reference: reference.to_owned(),
+        };
+        match self.call::<_, BlobContent>(service::BLOBS_GET, &request) {
+            Ok(content) => Ok(Some(content)),
+            Err(e) if e.kind == ErrorKind::Unsupported => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Counts each message with the tokenizer named in the request (see
     /// [`crate::tokens::TokenCountRequest`]). A host before 1.1 answers `unsupported`; the
     /// engine then estimates with [`crate::tokens::estimate_message_tokens`].
@@ -224,6 +240,24 @@ pub struct BlobRef {
     /// The reference, `sha256:<64 hex digits>`.
     pub reference: String,
     /// Bytes stored.
+    pub bytes: u64,
+}
+
+/// Parameters of `blobs.get`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BlobGetRequest {
+    /// `sha256:` and 64 hex digits.
+    pub reference: String,
+}
+
+/// Answer of `blobs.get`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BlobContent {
+    /// The blob as text (bytes that are not UTF-8 replaced by U+FFFD).
+    pub content: String,
+    /// Its size in bytes.
     pub bytes: u64,
 }
 

@@ -183,8 +183,25 @@ impl SessionWriter {
         let out = self
             .guard
             .on_message_with_ref((*message).clone(), reference.as_deref());
+        let capped_call = match (&*message, &reference) {
+            (AgentMessage::ToolResult(r), Some(_)) => Some(r.tool_call_id.clone()),
+            _ => None,
+        };
         out.messages
             .into_iter()
+            .map(|mut m| {
+                // The capped result names its original's blob in a field of its own.
+                if let (AgentMessage::ToolResult(r), Some(call), Some(blob)) =
+                    (&mut m, &capped_call, &reference)
+                    && &r.tool_call_id == call
+                {
+                    r.extra.insert(
+                        rampart_message::ORIGINAL_BLOB_KEY.to_owned(),
+                        serde_json::Value::String(blob.clone()),
+                    );
+                }
+                m
+            })
             .map(|m| self.fit_line(session, m))
             .collect()
     }

@@ -143,6 +143,11 @@ fn a_5mb_tool_result_is_capped_and_its_original_kept_byte_for_byte() {
         unreachable!()
     };
     assert_eq!(r.tool_call_id, "call_1");
+    // And the result names its original in a field of its own, for engines to read back.
+    assert_eq!(
+        r.extra.get(rampart_message::ORIGINAL_BLOB_KEY),
+        Some(&serde_json::Value::String(reference.clone()))
+    );
 }
 
 #[test]
@@ -158,6 +163,18 @@ fn small_results_and_other_messages_pass_untouched() {
     let p = ingest_and_append(&slot, &mut session, small.clone(), None).unwrap();
     assert!(!p.replaced);
     assert!(!blobs.place().exists(), "no blob for a result that fits");
+    let stored = session
+        .tree()
+        .get(&p.entry_id)
+        .unwrap()
+        .body
+        .message()
+        .unwrap()
+        .clone();
+    let AgentMessage::ToolResult(r) = &stored else {
+        unreachable!()
+    };
+    assert!(r.extra.get(rampart_message::ORIGINAL_BLOB_KEY).is_none());
 }
 
 #[test]

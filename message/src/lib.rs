@@ -15,4 +15,10 @@ pub mod model;
 pub mod wire;
 
 pub use model::*;
+
+/// The `extra` key of a tool result the host capped, naming the blob that keeps its full
+/// original (`sha256:<hex>`). Why a field and not only the notice in the text: an engine that
+/// keeps every message (the lossless engine) reads the original back through the host's
+/// `blobs.get` service, and a fact crosses a boundary typed, never as text to parse back.
+pub const ORIGINAL_BLOB_KEY: &str = "rampartOriginal";
 pub use wire::{MessageList, SharedMessage};

@@ -189,7 +189,7 @@ impl ContextEngine for LegacyEngine {
                 return Ok(IngestResult::default());
             }
         };
-        let Some((capped, report)) = cap_at_ingest(
+        let Some((mut capped, report)) = cap_at_ingest(
             &message,
             window,
             self.tool_result_max_chars,
@@ -197,6 +197,14 @@ impl ContextEngine for LegacyEngine {
         ) else {
             return Ok(IngestResult::default());
         };
+        // The capped result names its original in a field of its own, not only in its notice:
+        // an engine that keeps every message reads it back with `blobs.get`.
+        if let rampart_engine_api::AgentMessage::ToolResult(r) = &mut capped {
+            r.extra.insert(
+                rampart_engine_api::message::ORIGINAL_BLOB_KEY.to_owned(),
+                serde_json::Value::String(reference.clone()),
+            );
+        }
         cx.host().log(
             LogLevel::Info,
             "rampart::legacy",

@@ -194,6 +194,7 @@ pub fn reconcile(
     messages: &[SharedMessage],
     large_tool_output_tokens: u64,
     now_ms: u64,
+    original: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Reconciled, EngineError> {
     let mut out = Reconciled::default();
     let n = conv.stored as usize;
@@ -223,7 +224,12 @@ pub fn reconcile(
     for (ordinal, (seq, message)) in (first_ordinal..).zip(messages.iter().enumerate().skip(start))
     {
         let (hash, json) = identity(message)?;
-        let text = flat_text(message);
+        // A result the host capped is stored with its full original (read back from the
+        // host's blob store) as its text: what recall searches and describes. The message as
+        // the session has it stays in `raw_json`, which is what assembly sends.
+        let text = capped_original(message)
+            .and_then(|reference| original(&reference))
+            .unwrap_or_else(|| flat_text(message));
         let tokens = estimate_message_tokens(message);
         let created = message.timestamp().unwrap_or(now_ms) as i64;
         let large = match &**message {
@@ -306,6 +312,18 @@ pub fn reconcile(
     }
     tx.commit().map_err(|e| db("commit ingest", e))?;
     Ok(out)
+}
+
+/// The blob reference of a tool result the host capped ([`rampart_engine_api::message::ORIGINAL_BLOB_KEY`]).
+pub fn capped_original(message: &AgentMessage) -> Option<String> {
+    match message {
+        AgentMessage::ToolResult(r) => r
+            .extra
+            .get(rampart_engine_api::message::ORIGINAL_BLOB_KEY)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned),
+        _ => None,
+    }
 }
 
 /// The flat text of a message (text blocks, tool calls as `name(args)`; thinking left out,

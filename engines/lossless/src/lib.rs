@@ -110,6 +110,23 @@ impl LosslessEngine {
         self.host.as_ref().map(|h| h.now_ms()).unwrap_or(0)
     }
 
+    /// The full original of a capped tool result, from the host's blob store; `None` when
+    /// the host has none (or is older), and the capped text is kept instead.
+    fn original(&self, reference: &str) -> Option<String> {
+        let host = self.host.as_ref()?;
+        match host.get_blob(reference) {
+            Ok(found) => found.map(|b| b.content),
+            Err(e) => {
+                self.log(
+                    LogLevel::Warn,
+                    "a capped result's original could not be read; its capped text is kept",
+                    serde_json::json!({"reference": reference, "error": e.to_string()}),
+                );
+                None
+            }
+        }
+    }
+
     fn log(&self, level: LogLevel, message: &str, fields: serde_json::Value) {
         if let Some(host) = &self.host {
             host.log(level, "rampart_lossless", message, &fields);
@@ -243,7 +260,8 @@ impl ContextEngine for LosslessEngine {
             &p.session.session_id,
             p.session.session_key.as_deref(),
             |store, conv, state| {
-                let done = conv::reconcile(store, conv, &p.messages, large, now)?;
+                let done =
+                    conv::reconcile(store, conv, &p.messages, large, now, &|r| self.original(r))?;
                 if done.rebuilt {
                     self.log(
                         LogLevel::Warn,
@@ -358,7 +376,7 @@ impl ContextEngine for LosslessEngine {
             p.session.session_key.as_deref(),
             |store, conv, state| {
                 if !p.messages.is_empty() {
-                    conv::reconcile(store, conv, &p.messages, large, now)?;
+                    conv::reconcile(store, conv, &p.messages, large, now, &|r| self.original(r))?;
                 }
                 let before = conv.stored_tokens();
                 let observed = p

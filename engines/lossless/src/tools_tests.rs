@@ -278,3 +278,71 @@ fn another_conversations_history_is_out_of_scope() {
     assert_eq!(found["count"], 0, "{found}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A tool result the host capped names its original's blob; the engine stores the original
+/// (read back through the host) as the text recall searches, while the message it sends stays
+/// the capped one. What was cut out of the window is found and read whole.
+#[test]
+fn a_capped_results_original_is_what_recall_finds() {
+    use rampart_engine_api::message::ORIGINAL_BLOB_KEY;
+    let dir = temp("capped");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir), &host);
+    let original = format!(
+        "{}\nFATAL: quota exceeded on volume vol-7731 while writing\n{}",
+        "ok line\n".repeat(200),
+        "ok line\n".repeat(200)
+    );
+    let mut capped = AgentMessage::tool_result(
+        "c1",
+        "exec",
+        "ok line\n[... 3000 more characters truncated; full output: blob sha256:aa]",
+        false,
+        1_700_000_000_000,
+    );
+    if let AgentMessage::ToolResult(r) = &mut capped {
+        r.extra.insert(ORIGINAL_BLOB_KEY.into(), json!("sha256:aa"));
+    }
+    let messages: Vec<SharedMessage> = vec![
+        Arc::new(AgentMessage::user_text("run the job", 1_700_000_000_000)),
+        Arc::new(build::assistant_calls(&[(
+            "c1",
+            "exec",
+            json!({"cmd": "job"}),
+        )])),
+        Arc::new(capped),
+    ];
+    let asked = std::cell::RefCell::new(Vec::new());
+    h.engine()
+        .with_conv("s1", None, |store, conv, _| {
+            crate::conv::reconcile(store, conv, &messages, 8_000, 0, &|r| {
+                asked.borrow_mut().push(r.to_owned());
+                Some(original.clone())
+            })
+        })
+        .unwrap();
+    assert_eq!(asked.borrow().as_slice(), ["sha256:aa"]);
+    let found = answer(&call(
+        &h,
+        "s1",
+        "lcm_grep",
+        json!({"pattern": "quota exceeded volume"}),
+    ));
+    let hit = &found["hits"][0];
+    assert!(
+        hit["snippet"].as_str().unwrap().contains("vol-7731"),
+        "{found}"
+    );
+    let read = answer(&call(&h, "s1", "lcm_describe", json!({"id": hit["id"]})));
+    assert_eq!(read["bytes"], original.len(), "{read}");
+    // Assembly still sends the message as the session has it.
+    let mut p = AssembleParams {
+        messages: MessageList::from(messages.clone()),
+        token_budget: Some(100_000),
+        ..Default::default()
+    };
+    session(&mut p.session, "s1");
+    let out: Value = h.call(method::ASSEMBLE, &p).unwrap();
+    assert!(!out.to_string().contains("vol-7731"), "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -355,6 +355,29 @@ impl HostApi for HostServices {
                 })
                 .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
             }
+            service::BLOBS_GET => {
+                let Some(blobs) = &self.blobs else {
+                    return Err(EngineError::new(
+                        ErrorKind::Unsupported,
+                        "this host has no blob store here",
+                    ));
+                };
+                let request: rampart_engine_api::host::BlobGetRequest =
+                    serde_json::from_str(payload_json)
+                        .map_err(|e| EngineError::invalid_params(method, e))?;
+                let bytes = blobs.get(&request.reference).map_err(|e| match e {
+                    crate::blobs::BlobError::BadName(_)
+                    | crate::blobs::BlobError::Missing { .. } => {
+                        EngineError::invalid_params(method, e.to_string())
+                    }
+                    other => EngineError::new(ErrorKind::Host, other.to_string()),
+                })?;
+                serde_json::to_string(&rampart_engine_api::host::BlobContent {
+                    bytes: bytes.len() as u64,
+                    content: String::from_utf8_lossy(&bytes).into_owned(),
+                })
+                .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))
+            }
             service::TOKENS_COUNT => {
                 let request: TokenCountRequest = serde_json::from_str(payload_json)
                     .map_err(|e| EngineError::invalid_params(method, e))?;

@@ -75,3 +75,39 @@ fn state_dir_gives_each_engine_its_own_directory() {
     let none = HostServices::new("lossless", EventSink::tracing_only());
     assert_eq!(ask(&none).unwrap_err().kind, ErrorKind::Unsupported);
 }
+
+/// `blobs.get` reads back what `blobs.put` (or the host's cap) stored; a missing or malformed
+/// reference is the engine's mistake (`invalid_params`), not a host failure.
+#[test]
+fn blobs_get_reads_back_a_blob_and_names_a_bad_reference() {
+    use rampart_engine_api::host::BlobContent;
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = crate::blobs::BlobStore::in_sessions_dir(dir.path());
+    let reference = blobs.put("the whole original\n".as_bytes()).unwrap();
+    let services = HostServices::new("lossless", EventSink::tracing_only()).with_blobs(blobs);
+    let ask = |r: &str| {
+        services.call(
+            "blobs.get",
+            &serde_json::json!({"reference": r}).to_string(),
+        )
+    };
+    let got: BlobContent = serde_json::from_str(&ask(&reference).unwrap()).unwrap();
+    assert_eq!(got.content, "the whole original\n");
+    assert_eq!(got.bytes, 19);
+    let missing = format!("sha256:{}", "0".repeat(64));
+    assert_eq!(ask(&missing).unwrap_err().kind, ErrorKind::InvalidParams);
+    assert_eq!(
+        ask("../../etc/passwd").unwrap_err().kind,
+        ErrorKind::InvalidParams
+    );
+    let none = HostServices::new("lossless", EventSink::tracing_only());
+    assert_eq!(
+        none.call(
+            "blobs.get",
+            &serde_json::json!({"reference": reference}).to_string()
+        )
+        .unwrap_err()
+        .kind,
+        ErrorKind::Unsupported
+    );
+}
