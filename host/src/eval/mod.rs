@@ -165,7 +165,7 @@ fn run_cell(
         Ok(())
     })?;
     let last_request = last_request
-        .map(|r| serde_json::to_string(&r))
+        .map(|r| serde_json::to_string(&retention::as_sent(r)))
         .transpose()?
         .unwrap_or_default();
     let blobs = BlobStore::in_sessions_dir(&place.dir);

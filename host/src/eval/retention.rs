@@ -128,6 +128,24 @@ pub fn kept(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> Vec<b
         .collect()
 }
 
+/// `request` without the links to capped results' originals
+/// ([`rampart_message::ORIGINAL_BLOB_KEY`]): they never reach the model, so a blob counts as
+/// one the request names only when the text the model reads (the cap's notice) names it.
+pub fn as_sent(mut request: crate::run::RequestRecord) -> crate::run::RequestRecord {
+    for message in &mut request.messages {
+        if let AgentMessage::ToolResult(r) = &**message
+            && r.extra.contains_key(rampart_message::ORIGINAL_BLOB_KEY)
+        {
+            let mut plain = (**message).clone();
+            if let AgentMessage::ToolResult(r) = &mut plain {
+                r.extra.remove(rampart_message::ORIGINAL_BLOB_KEY);
+            }
+            *message = std::sync::Arc::new(plain);
+        }
+    }
+    request
+}
+
 /// The `sha256:<hex>` blob references in `text`.
 fn blob_refs(text: &str) -> impl Iterator<Item = String> + '_ {
     static BLOB: OnceLock<Option<Regex>> = OnceLock::new();
@@ -140,6 +158,46 @@ fn blob_refs(text: &str) -> impl Iterator<Item = String> + '_ {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// A capped result's link to its original never reaches the model: a blob counts as named
+    /// by the request only through the notice the model reads.
+    #[test]
+    fn the_link_to_an_original_does_not_count_as_the_model_seeing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = BlobStore::in_sessions_dir(dir.path());
+        let reference = blobs.put(b"the port is 48213").unwrap();
+        let mut result = AgentMessage::tool_result("c", "exec", "[... cut]", false, 1);
+        if let AgentMessage::ToolResult(r) = &mut result {
+            r.extra.insert(
+                rampart_message::ORIGINAL_BLOB_KEY.into(),
+                serde_json::Value::String(reference.clone()),
+            );
+        }
+        let request = |m: AgentMessage| crate::run::RequestRecord {
+            turn: 1,
+            attempt: 1,
+            model: crate::config::ModelName::new("sim", "m"),
+            window: 1_000,
+            prompt_tokens: 1,
+            system: None,
+            messages: vec![std::sync::Arc::new(m)],
+            wire: None,
+        };
+        let facts = vec!["48213".to_string()];
+        let raw = serde_json::to_string(&request(result.clone())).unwrap();
+        assert!(raw.contains(&reference), "the record does carry the link");
+        let sent = serde_json::to_string(&as_sent(request(result))).unwrap();
+        assert_eq!(kept(&facts, &sent, Some(&blobs)), [false]);
+        let named = AgentMessage::tool_result(
+            "c",
+            "exec",
+            format!("[... cut; full output: {reference}]"),
+            false,
+            1,
+        );
+        let sent = serde_json::to_string(&as_sent(request(named))).unwrap();
+        assert_eq!(kept(&facts, &sent, Some(&blobs)), [true]);
+    }
 
     #[test]
     fn every_pattern_compiles() {
