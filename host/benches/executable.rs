@@ -12,14 +12,12 @@
 //! An engine whose runtime is missing is left out with a line saying so. Numbers go in
 //! BENCHMARKS.md.
 
-use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rampart_engine_api::MessageList;
 use rampart_host::config::{EngineCommand, ProcessSettings};
 use rampart_host::engine::handle::EngineHandle;
 use rampart_host::engine::loader::{
@@ -28,7 +26,7 @@ use rampart_host::engine::loader::{
 use rampart_host::engine::services::{EventSink, HostServices};
 
 mod common;
-use common::{message, params};
+use common::growing;
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/engines")
@@ -109,30 +107,6 @@ fn start(engine: &EngineCommand) -> EngineHandle {
         ProcessSettings::default(),
     )
     .expect("start the executable engine")
-}
-
-/// Times `assemble` on a history of `n` messages that grows by two messages per call, as the
-/// isolation bench does.
-fn growing(engine: &EngineHandle, n: usize, iters: u64) -> Duration {
-    let base: Vec<_> = (0..n).map(message).collect();
-    let mut history = base.clone();
-    engine
-        .call(params(history.clone().into()))
-        .expect("assemble");
-    let mut total = Duration::ZERO;
-    for turn in 0..iters {
-        if turn > 0 && turn % 200 == 0 {
-            history.truncate(n);
-        }
-        let next = history.len();
-        history.push(message(next));
-        history.push(message(next + 1));
-        let list: MessageList = history.clone().into();
-        let start = Instant::now();
-        black_box(engine.call(params(list)).expect("assemble"));
-        total += start.elapsed();
-    }
-    total
 }
 
 fn assemble(c: &mut Criterion) {

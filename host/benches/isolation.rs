@@ -6,17 +6,15 @@
 //!
 //! Run with `cargo bench -p rampart-host --bench isolation`. Numbers go in BENCHMARKS.md.
 
-use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rampart_engine_api::MessageList;
 use rampart_host::config::ProcessSettings;
 use rampart_host::engine::handle::EngineHandle;
 use rampart_host::engine::loader::{LoadRequest, load_engine, load_engine_in_child};
 
 mod common;
-use common::{message, params, window_library, window_request};
+use common::{growing, window_library, window_request};
 
 fn request() -> LoadRequest {
     window_request(window_library())
@@ -25,34 +23,6 @@ fn request() -> LoadRequest {
 fn in_child() -> EngineHandle {
     rampart_host::engine::process::set_engine_host_exe(env!("CARGO_BIN_EXE_rampart").into());
     load_engine_in_child(request(), ProcessSettings::default()).expect("start the child")
-}
-
-/// Times `assemble` on a history of `n` messages that grows by two messages per call. Every
-/// 200 turns the history goes back to `n` messages, outside the timing, and the engine is
-/// shown it once (untimed) so the next timed call is again a turn, not a first sight.
-fn growing(engine: &EngineHandle, n: usize, iters: u64) -> Duration {
-    let base: Vec<_> = (0..n).map(message).collect();
-    let mut history = base.clone();
-    engine
-        .call(params(history.clone().into()))
-        .expect("assemble");
-    let mut total = Duration::ZERO;
-    for turn in 0..iters {
-        if turn > 0 && turn % 200 == 0 {
-            history.truncate(n);
-            engine
-                .call(params(history.clone().into()))
-                .expect("assemble");
-        }
-        let next = history.len();
-        history.push(message(next));
-        history.push(message(next + 1));
-        let list: MessageList = history.clone().into();
-        let start = Instant::now();
-        black_box(engine.call(params(list)).expect("assemble"));
-        total += start.elapsed();
-    }
-    total
 }
 
 fn assemble_roundtrip(c: &mut Criterion) {

@@ -72,10 +72,21 @@ fn of(dir: &Path, pid: u32) -> Vec<String> {
         .collect()
 }
 
-/// Waits until `child` has both its scratch directories.
+/// Waits until `child` has both its scratch directories, each with its marker: a directory
+/// whose marker is not written yet is (by design) never swept, so killing the child between
+/// the two would leave one behind and the test would judge a race, not the sweep.
 fn wait_for_scratch(dir: &Path, child: &mut Child) {
     let started = Instant::now();
-    while of(dir, child.id()).len() < 2 {
+    let ready = |names: Vec<String>| {
+        names.len() == 2
+            && names.iter().all(|n| {
+                dir.join("tmp")
+                    .join(n)
+                    .join(rampart_host::scratch::MARKER)
+                    .is_file()
+            })
+    };
+    while !ready(of(dir, child.id())) {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the replay ended ({status}) before its scratch directories were seen");
         }

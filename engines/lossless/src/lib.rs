@@ -326,6 +326,11 @@ impl ContextEngine for LosslessEngine {
         _cx: &CallContext<'_>,
         p: ToolCallParams,
     ) -> Result<ToolCallResult, EngineError> {
+        // A name that is none of the tools is answered without opening (or creating) the
+        // session's conversation.
+        if !tools::specs().iter().any(|t| t.name == p.name) {
+            return tools::call_unknown(&p.name);
+        }
         self.with_conv(
             &p.session.session_id,
             p.session.session_key.as_deref(),

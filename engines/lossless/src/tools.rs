@@ -140,11 +140,7 @@ pub fn call(
         GREP => grep(store, conversation, arguments),
         DESCRIBE => describe(store, conversation, arguments),
         EXPAND => expand(store, conversation, arguments),
-        other => {
-            return Ok(ToolCallResult::error(format!(
-                "`{other}` is not a tool of the lossless engine (it has {GREP}, {DESCRIBE} and {EXPAND})"
-            )));
-        }
+        other => return call_unknown(other),
     };
     match answer {
         Ok(value) => Ok(ToolCallResult::text(value.to_string())),
@@ -154,6 +150,13 @@ pub fn call(
         }
         Err(e) => Err(e),
     }
+}
+
+/// The answer to a call of a tool this engine does not have: what it has instead.
+pub fn call_unknown(name: &str) -> Result<ToolCallResult, EngineError> {
+    Ok(ToolCallResult::error(format!(
+        "`{name}` is not a tool of the lossless engine (it has {GREP}, {DESCRIBE} and {EXPAND})"
+    )))
 }
 
 fn args<T: for<'de> Deserialize<'de>>(tool: &str, arguments: &Value) -> Result<T, EngineError> {

@@ -2,12 +2,14 @@
 //! loaded, and a coding-agent-like history to assemble.
 #![allow(dead_code, clippy::expect_used)]
 
+use std::hint::black_box;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rampart_engine_api::protocol::{AssembleParams, SessionRef};
 use rampart_engine_api::{AgentMessage, MessageList};
+use rampart_host::engine::handle::EngineHandle;
 use rampart_host::engine::loader::LoadRequest;
 use rampart_host::engine::services::{EventSink, HostServices};
 
@@ -102,4 +104,32 @@ pub fn params(messages: MessageList) -> AssembleParams {
         token_budget: Some(20_000),
         ..Default::default()
     }
+}
+
+/// Times `assemble` on a history of `n` messages that grows by two messages per call. Every
+/// 200 turns the history goes back to `n` messages, outside the timing, and the engine is
+/// shown it once (untimed) so the next timed call is again a turn, not a first sight.
+pub fn growing(engine: &EngineHandle, n: usize, iters: u64) -> Duration {
+    let base: Vec<_> = (0..n).map(message).collect();
+    let mut history = base.clone();
+    engine
+        .call(params(history.clone().into()))
+        .expect("assemble");
+    let mut total = Duration::ZERO;
+    for turn in 0..iters {
+        if turn > 0 && turn % 200 == 0 {
+            history.truncate(n);
+            engine
+                .call(params(history.clone().into()))
+                .expect("assemble");
+        }
+        let next = history.len();
+        history.push(message(next));
+        history.push(message(next + 1));
+        let list: MessageList = history.clone().into();
+        let start = Instant::now();
+        black_box(engine.call(params(list)).expect("assemble"));
+        total += start.elapsed();
+    }
+    total
 }

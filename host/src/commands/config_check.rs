@@ -68,22 +68,17 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
         }
         // An executable engine: start it as the slot would, to prove it answers the handshake.
         if let Some(command) = config.engines.get(&id).and_then(|e| e.command.as_ref()) {
-            match check_in_child(&config, &id, &events) {
-                Ok(info) => writeln!(
-                    out,
-                    "engine {id}: command `{command}` ({} {}, API {}){}",
-                    info.name,
-                    info.version,
-                    info.protocol.version,
-                    if required { " (required)" } else { "" }
-                )?,
-                Err(why) => {
-                    failures += 1;
-                    writeln!(
-                        out,
-                        "error: engine {id}: command `{command}` cannot be started: {why}"
-                    )?;
-                }
+            let shown = format!("command `{command}`");
+            if !started_in_child(
+                out,
+                &config,
+                &id,
+                &events,
+                required,
+                (&shown, &shown),
+                "started",
+            )? {
+                failures += 1;
             }
             continue;
         }
@@ -117,25 +112,21 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
             }
             // The file looks sound: load it in a child (whose crash costs only the child) to
             // prove it loads, as the slot will, rather than say "ok" of a library that cannot.
-            Ok(Some(path)) => match check_in_child(&config, &id, &events) {
-                Ok(info) => writeln!(
+            Ok(Some(path)) => {
+                let shown = path.display().to_string();
+                let quoted = format!("`{shown}`");
+                if !started_in_child(
                     out,
-                    "engine {id}: {} ({} {}, API {}){}",
-                    path.display(),
-                    info.name,
-                    info.version,
-                    info.protocol.version,
-                    if required { " (required)" } else { "" }
-                )?,
-                Err(why) => {
+                    &config,
+                    &id,
+                    &events,
+                    required,
+                    (&shown, &quoted),
+                    "loaded",
+                )? {
                     failures += 1;
-                    writeln!(
-                        out,
-                        "error: engine {id}: `{}` cannot be loaded: {why}",
-                        path.display()
-                    )?;
                 }
-            },
+            }
             Err(e) => {
                 failures += 1;
                 writeln!(out, "error: {e}")?;
@@ -147,5 +138,39 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
         Ok(0)
     } else {
         Ok(1)
+    }
+}
+
+/// Starts engine `id` in a child as the slot would and writes one line either way: its name,
+/// version and API, or why it could not be `failed_to` ("started", "loaded"). `shown` names the
+/// engine in the line that says it works and in the error. Whether it started.
+fn started_in_child(
+    out: &mut dyn Write,
+    config: &config::Config,
+    id: &str,
+    events: &EventSink,
+    required: bool,
+    (shown, in_error): (&str, &str),
+    failed_to: &str,
+) -> std::io::Result<bool> {
+    match check_in_child(config, id, events) {
+        Ok(info) => {
+            writeln!(
+                out,
+                "engine {id}: {shown} ({} {}, API {}){}",
+                info.name,
+                info.version,
+                info.protocol.version,
+                if required { " (required)" } else { "" }
+            )?;
+            Ok(true)
+        }
+        Err(why) => {
+            writeln!(
+                out,
+                "error: engine {id}: {in_error} cannot be {failed_to}: {why}"
+            )?;
+            Ok(false)
+        }
     }
 }

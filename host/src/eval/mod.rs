@@ -194,18 +194,18 @@ fn run_cell(
     cell.net_tokens_saved = s.net_tokens_saved;
     cell.errors = s.errors;
     cell.facts = facts.len();
-    cell.retention_pct =
-        retention::retained(&facts, &last_request, Some(&blobs)).map(|r| r * 100.0);
+    // The request and the blobs it names are read once for every figure below.
+    let kept = retention::kept(&facts, &last_request, Some(&blobs));
+    cell.retention_pct = retention::retained_of(&facts, &kept).map(|r| r * 100.0);
     if !outcome.memory_notes.is_empty() {
         cell.recovered_from_memory_pct =
-            retention::recovered(&facts, &last_request, Some(&blobs), &outcome.memory_notes)
-                .map(|r| r * 100.0);
+            retention::recovered_of(&facts, &kept, &outcome.memory_notes).map(|r| r * 100.0);
     }
     // The lost facts, probed through the tools a run of this cell would offer the model.
     let lost: Vec<(String, Option<String>)> = facts
         .iter()
-        .zip(retention::kept(&facts, &last_request, Some(&blobs)))
-        .filter(|(_, kept)| !kept)
+        .zip(&kept)
+        .filter(|(_, kept)| !**kept)
         .map(|(fact, _)| {
             let probe = recall::probe_words(fact, recorded.messages.iter().map(|m| &**m));
             (fact.clone(), probe)

@@ -80,10 +80,13 @@ pub fn mine<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Vec<Str
 /// The share of `facts` that `request` (the final request's text: system prompt and messages
 /// as JSON) holds, or that a blob it names holds. `None` when there are no facts.
 pub fn retained(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> Option<f64> {
-    share(
-        facts,
-        kept(facts, request, blobs).iter().filter(|k| **k).count(),
-    )
+    retained_of(facts, &kept(facts, request, blobs))
+}
+
+/// [`retained`] from `kept` (see [`kept`]), so a caller that needs it for several figures reads
+/// the request and its blobs once.
+pub fn retained_of(facts: &[String], kept: &[bool]) -> Option<f64> {
+    share(facts, kept.iter().filter(|k| **k).count())
 }
 
 /// The share of `facts` that `request` lost (see [`retained`]) and `notes` (the memory notes
@@ -95,10 +98,15 @@ pub fn recovered(
     blobs: Option<&BlobStore>,
     notes: &str,
 ) -> Option<f64> {
+    recovered_of(facts, &kept(facts, request, blobs), notes)
+}
+
+/// [`recovered`] from `kept` (see [`retained_of`]).
+pub fn recovered_of(facts: &[String], kept: &[bool], notes: &str) -> Option<f64> {
     let found = facts
         .iter()
-        .zip(kept(facts, request, blobs))
-        .filter(|(fact, kept)| !kept && notes.contains(fact.as_str()))
+        .zip(kept)
+        .filter(|(fact, kept)| !**kept && notes.contains(fact.as_str()))
         .count();
     share(facts, found)
 }

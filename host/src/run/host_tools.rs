@@ -46,6 +46,8 @@ impl<'a> HostTools<'a> {
     pub fn with_memory(mut self, slot: &'a MemorySlot) -> Self {
         if slot.is_on() {
             self.memory = Some(slot);
+            // The memory tools win a name both offer, whichever was added first.
+            self.engine_tools.retain(|t| !is_memory_tool(&t.name));
         }
         self
     }
