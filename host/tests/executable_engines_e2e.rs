@@ -616,3 +616,62 @@ while (frame := read_frame(pipe)) is not None:
         "the deploy key sits at vault path secret/quartz-17"
     );
 }
+
+/// `after_turn` is told the same token budget `assemble` was (the prompt budget, not the
+/// window), and what the turn's request held by the host's count (`runtimeContext.promptTokens`,
+/// the system prompt and tool schemas included): an engine that sweeps at a share of its budget
+/// (the lossless engine) otherwise compares against a number 60 % too large at a 32k window and
+/// sweeps only after the precheck has had to act.
+#[test]
+fn after_turn_gets_the_budget_assemble_got_and_the_requests_count() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("seen.jsonl");
+    std::fs::write(
+        dir.path().join("recording.py"),
+        format!(
+            r#"import json, sys
+sys.path.insert(0, {examples:?})
+import keep_last
+inner = keep_last.read_frame
+def read_frame(pipe):
+    frame = inner(pipe)
+    if frame and frame.get("type") == "call" and frame["method"] in ("assemble", "after_turn"):
+        params = json.loads(frame["payload"])
+        with open({log:?}, "a") as f:
+            f.write(json.dumps({{"method": frame["method"], "tokenBudget": params.get("tokenBudget"),
+                                 "runtimeContext": params.get("runtimeContext")}}) + "\n")
+    return frame
+keep_last.read_frame = read_frame
+keep_last.main()
+"#,
+            examples = examples().join("python").display().to_string(),
+            log = log.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let cfg = config(dir.path(), &format!("[\"{python}\", \"recording.py\"]"), "");
+    let out = run_in(dir.path(), &cfg, &["run", "hello there"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let seen: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let budget_of = |method: &str| {
+        seen.iter()
+            .find(|v| v["method"] == method)
+            .unwrap_or_else(|| panic!("no {method} call: {seen:?}"))["tokenBudget"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(budget_of("after_turn"), budget_of("assemble"), "{seen:?}");
+    let after = seen.iter().find(|v| v["method"] == "after_turn").unwrap();
+    assert!(
+        after["runtimeContext"]["promptTokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{seen:?}"
+    );
+}

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use rampart_engine_api::host::StateDir;
 
-use super::state_dir_in_effect;
+use super::{Config, state_dir_in_effect};
 
 fn given(path: &str, scratch: bool) -> Option<StateDir> {
     Some(StateDir {
@@ -34,4 +34,19 @@ fn a_scratch_directory_wins_so_a_replay_never_writes_into_real_state() {
         None,
         "an older host: the default"
     );
+}
+
+/// A sweep target outside (0, 1] is refused with its key, not clamped.
+#[test]
+fn a_sweep_target_out_of_range_is_refused_with_its_key() {
+    for bad in [0.0, -0.5, 1.5] {
+        let err = Config::from_json(&serde_json::json!({"sweepTarget": bad})).unwrap_err();
+        assert!(err.message.contains("sweepTarget"), "{}", err.message);
+    }
+    let ok = Config::from_json(&serde_json::json!({"sweepTarget": 0.3})).unwrap();
+    assert_eq!(ok.sweep_target_tokens(10_000), 3_000);
+    // Never above the threshold, whatever the two settings say.
+    let high = Config::from_json(&serde_json::json!({"sweepTarget": 1.0, "contextThreshold": 0.5}))
+        .unwrap();
+    assert_eq!(high.sweep_target_tokens(10_000), 5_000);
 }

@@ -195,6 +195,10 @@ pub struct Sweep<'a> {
     /// Under overflow pressure: the tail is at most this many tokens
     /// ([`pressed_tail_start`]); `None` for the ordinary fresh tail.
     pub pressed_tail: Option<u64>,
+    /// The summary-prefix size condensation works down to; `None` for
+    /// [`Config::summary_prefix_target`] (a sweep that must leave room, after a turn whose
+    /// tail kept the context over the threshold, asks for less).
+    pub prefix_target: Option<u64>,
 }
 
 impl Sweep<'_> {
@@ -242,7 +246,9 @@ impl Sweep<'_> {
             passes += 1;
             out.leaves += 1;
         }
-        let target = self.config.summary_prefix_target(budget);
+        let target = self
+            .prefix_target
+            .unwrap_or_else(|| self.config.summary_prefix_target(budget));
         let min_tokens = self
             .config
             .condensed_target_tokens

@@ -190,6 +190,7 @@ impl LosslessEngine {
         let SweepBounds {
             budget,
             pressed_tail,
+            prefix_target,
         } = bounds;
         let cancelled = || cx.is_cancelled();
         let outcome = Sweep {
@@ -202,6 +203,7 @@ impl LosslessEngine {
             now_ms: self.now(),
             cancelled: &cancelled,
             pressed_tail,
+            prefix_target,
         }
         .run(budget)?;
         if let Some(why) = &outcome.stopped {
@@ -352,12 +354,42 @@ impl ContextEngine for LosslessEngine {
             &session,
             p.session.session_key.as_deref(),
             |store, conv, state| {
-                if conv.stored_tokens() > self.config.threshold_tokens(budget) {
-                    let bounds = SweepBounds {
+                // lossless-claw's trigger: the stored count or what the host saw the request
+                // hold (system prompt and tool schemas included), whichever is larger.
+                let observed = p
+                    .runtime_context
+                    .get("promptTokens")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(0);
+                if conv.stored_tokens().max(observed) <= self.config.threshold_tokens(budget) {
+                    return Ok(AfterTurnResult {});
+                }
+                let ordinary = SweepBounds::ordinary(budget);
+                let swept = self.sweep(cx, &session, store, conv, state, ordinary)?;
+                // Still over the sweep target: the fresh tail is most of the context (a long
+                // tool loop in one user turn, or a tail of 64 messages in a small window).
+                // Summarise its older part now, once, down to the target, rather than sweep
+                // again at the next turn's crossing or let the assembler drop the oldest item
+                // from the front of every request (each a prompt-cache break).
+                let target = self.config.sweep_target_tokens(budget);
+                if swept.stopped.is_none()
+                    && target < self.config.threshold_tokens(budget)
+                    && conv.stored_tokens() > target
+                {
+                    let half = (target / 2).max(1);
+                    let pressed = SweepBounds {
                         budget,
-                        pressed_tail: None,
+                        pressed_tail: Some(half),
+                        prefix_target: Some(half),
                     };
-                    self.sweep(cx, &session, store, conv, state, bounds)?;
+                    let round = self.sweep(cx, &session, store, conv, state, pressed)?;
+                    self.log(
+                        LogLevel::Debug,
+                        "a sweep left the context over its target; the older part of the fresh tail \
+                         was summarised down to it",
+                        serde_json::json!({"session": session, "before": round.tokens_before,
+                            "after": round.tokens_after, "target": target}),
+                    );
                 }
                 Ok(AfterTurnResult {})
             },
@@ -411,6 +443,7 @@ impl ContextEngine for LosslessEngine {
                     let bounds = SweepBounds {
                         budget,
                         pressed_tail,
+                        prefix_target: None,
                     };
                     let round = self.sweep(cx, &session, store, conv, state, bounds)?;
                     leaves += round.leaves;
@@ -459,6 +492,18 @@ impl ContextEngine for LosslessEngine {
 struct SweepBounds {
     budget: u64,
     pressed_tail: Option<u64>,
+    prefix_target: Option<u64>,
+}
+
+impl SweepBounds {
+    /// lossless-claw's sweep: the ordinary fresh tail, the configured summary-prefix target.
+    fn ordinary(budget: u64) -> Self {
+        Self {
+            budget,
+            pressed_tail: None,
+            prefix_target: None,
+        }
+    }
 }
 
 rampart_engine_api::export_engine!(LosslessEngine);

@@ -74,7 +74,8 @@ fn is_summary(m: &AgentMessage) -> bool {
 fn a_sweep_past_the_threshold_summarises_outside_the_tail_and_keeps_every_message() {
     let dir = temp("sweep");
     let host = FakeHost::new();
-    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    // lossless-claw's sweep: the fresh tail is never summarised outside overflow recovery.
+    let h = Harness::new(engine(&dir, serde_json::json!({"sweepTarget": 1.0})), &host);
     let msgs = history(20);
     let first = assemble(&h, &msgs, 100_000);
     assert_eq!(first.messages.len(), 40, "under budget every message goes");
@@ -134,7 +135,7 @@ fn a_sweep_past_the_threshold_summarises_outside_the_tail_and_keeps_every_messag
 fn a_leaf_records_its_sources_time_range_and_tokens() {
     let dir = temp("leaf");
     let host = FakeHost::new();
-    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let h = Harness::new(engine(&dir, serde_json::json!({"sweepTarget": 1.0})), &host);
     let msgs = history(10);
     assemble(&h, &msgs, 100_000);
     after_turn(&h, 1_000);
@@ -403,5 +404,153 @@ fn the_threshold_is_strict() {
     assert_eq!(count(), 0);
     after_turn(&h, stored * 2 - 2);
     assert!(count() > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A tool loop: one user message, then `steps` calls each answered by a result of about
+/// `result_words` words.
+fn tool_loop(steps: usize, result_words: usize) -> Vec<SharedMessage> {
+    let mut out: Vec<SharedMessage> = vec![Arc::new(AgentMessage::user_text(
+        "fix the build".to_string(),
+        1_700_000_000_000,
+    ))];
+    for i in 0..steps {
+        let id = format!("call_{i}");
+        out.push(Arc::new(build::assistant_calls(&[(
+            &id,
+            "read",
+            serde_json::json!({"path": format!("src/file_{i}.rs")}),
+        )])));
+        out.push(Arc::new(build::tool_result(
+            &id,
+            "read",
+            format!("contents of file {i}: {}", "line ".repeat(result_words)),
+        )));
+    }
+    out
+}
+
+fn after_turn_seeing(h: &Harness<LosslessEngine>, budget: u64, prompt_tokens: u64) {
+    let mut p = AfterTurnParams {
+        token_budget: Some(budget),
+        runtime_context: serde_json::json!({"promptTokens": prompt_tokens}),
+        ..Default::default()
+    };
+    p.session.session_id = "s1".into();
+    let _: serde_json::Value = h.call(method::AFTER_TURN, &p).unwrap();
+}
+
+/// A long tool loop in one user turn keeps the whole turn in the fresh tail. Past the
+/// threshold, the sweep summarises the older part of that turn down to `sweepTarget` once;
+/// the next turns only append, so the request's prefix (the provider's prompt cache) holds
+/// until the next crossing, instead of the assembler dropping an item from the front of
+/// every request.
+#[test]
+fn a_long_tool_loop_is_swept_down_to_the_target_once_and_the_prefix_then_holds() {
+    let dir = temp("loop");
+    let host = FakeHost::new();
+    let budget = 4_000;
+    let h = Harness::new(
+        engine(&dir, serde_json::json!({"freshTailCount": 64})),
+        &host,
+    );
+    let stored = |h: &Harness<LosslessEngine>| {
+        h.engine()
+            .with_conv("s1", None, |_, c, _| Ok(c.stored_tokens()))
+            .unwrap()
+    };
+    // Grow the loop a step at a time, as a replay does, until the threshold is crossed.
+    let all = tool_loop(120, 60);
+    let mut upto = 3;
+    let mut swept_at = None;
+    while upto <= all.len() {
+        let out = assemble(&h, &all[..upto], budget);
+        let before = stored(&h);
+        after_turn(&h, budget);
+        if stored(&h) < before {
+            swept_at = Some((upto, out.estimated_tokens));
+            break;
+        }
+        upto += 2;
+    }
+    let (upto, _) = swept_at.expect("the loop never crossed the threshold");
+    let config = h.engine().config().clone();
+    assert!(
+        stored(&h) <= config.sweep_target_tokens(budget) + 200,
+        "the sweep left {} tokens, over the target {}",
+        stored(&h),
+        config.sweep_target_tokens(budget)
+    );
+    // The next turns append: every request starts with the previous request's messages.
+    let mut previous = assemble(&h, &all[..upto], budget).messages;
+    let mut appended = 0;
+    let mut next = upto + 2;
+    while next <= all.len() {
+        let out = assemble(&h, &all[..next], budget);
+        after_turn(&h, budget);
+        if out.messages.len() < previous.len() || out.messages[..previous.len()] != previous[..] {
+            break;
+        }
+        appended += 1;
+        previous = out.messages;
+        next += 2;
+    }
+    assert!(
+        appended >= 3,
+        "the prefix changed after {appended} appended turns: the sweep left no room"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With `sweepTarget = 1` (lossless-claw's behaviour) the fresh tail is never summarised by
+/// a routine sweep, however far over the threshold it keeps the context.
+#[test]
+fn with_sweep_target_one_the_tail_stays_verbatim() {
+    let dir = temp("target1");
+    let host = FakeHost::new();
+    let h = Harness::new(
+        engine(
+            &dir,
+            serde_json::json!({"freshTailCount": 64, "sweepTarget": 1.0}),
+        ),
+        &host,
+    );
+    let all = tool_loop(20, 60);
+    assemble(&h, &all, 2_000);
+    after_turn(&h, 2_000);
+    let out = assemble(&h, &all, 2_000);
+    assert!(!out.messages.iter().any(|m| is_summary(m)));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// lossless-claw's trigger counts what the host saw the request hold (system prompt and
+/// tool schemas too), not only the engine's own messages.
+#[test]
+fn the_hosts_prompt_count_can_trigger_the_sweep() {
+    let dir = temp("observed");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let msgs = history(10);
+    assemble(&h, &msgs, 100_000);
+    let stored = h
+        .engine()
+        .with_conv("s1", None, |_, c, _| Ok(c.stored_tokens()))
+        .unwrap();
+    let summaries = |h: &Harness<LosslessEngine>| {
+        h.engine()
+            .with_conv("s1", None, |store, _, _| {
+                Ok(store
+                    .conn()
+                    .query_row("SELECT count(*) FROM summaries", [], |r| r.get::<_, i64>(0))
+                    .unwrap())
+            })
+            .unwrap()
+    };
+    // A budget whose threshold the messages alone stay under.
+    let budget = stored * 2;
+    after_turn_seeing(&h, budget, stored);
+    assert_eq!(summaries(&h), 0);
+    after_turn_seeing(&h, budget, budget);
+    assert!(summaries(&h) > 0, "a request at the budget did not sweep");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1460,8 +1460,16 @@ impl<'a> Runner<'a> {
             pre_prompt_message_count: pre_prompt,
             auto_compaction_summary: None,
             is_heartbeat: false,
-            token_budget: Some(window),
-            runtime_context: json!({}),
+            // The budget `assemble` was given, not the window: an engine that sweeps at a share
+            // of it (the lossless engine's threshold) must compare against what requests may
+            // hold, or it sweeps only after the precheck has already had to act.
+            token_budget: Some(
+                self.compaction_budget(window, self.output_cap(&recovery::model_name(model))),
+            ),
+            // What the turn's request held by the host's count (the provider's usage when it
+            // answered): an engine knows only its messages, not the system prompt and tool
+            // schemas around them.
+            runtime_context: json!({ "promptTokens": prompt_tokens }),
         }) {
             // The answer is on disk either way; a required engine still stops the run.
             if let SlotCallError::Required(failed) = e {

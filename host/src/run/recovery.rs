@@ -41,7 +41,7 @@ impl std::fmt::Display for CompactFailure {
     }
 }
 
-fn model_name(model: &ModelRef) -> ModelName {
+pub(super) fn model_name(model: &ModelRef) -> ModelName {
     ModelName::new(model.provider.clone(), model.id.clone())
 }
 
