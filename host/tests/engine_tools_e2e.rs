@@ -288,6 +288,24 @@ fn serve_answers_engine_tools_hidden_from_the_client() {
         sixth["tools"][0]["function"]["description"],
         "the client's own"
     );
+    // The engine was asked for its tools once per conversation, not once per request: three
+    // requests in `tools`, none with the opt-out, one in `own`.
+    let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "rampart_serve_engine_calls_total{engine=\"lossless\",operation=\"tools.list\"} 2\n"
+        ),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("tools."))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
     // No `stateDir` configured: the database is beside the sessions (`state.dir`).
     let database = serve
         .sessions

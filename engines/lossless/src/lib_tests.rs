@@ -141,9 +141,20 @@ fn a_leaf_records_its_sources_time_range_and_tokens() {
     after_turn(&h, 1_000);
     h.engine()
         .with_conv("s1", None, |store, conv, _| {
-            let ItemRef::Summary { id, .. } = &conv.items[0].what else {
+            let ItemRef::Summary { .. } = &conv.items[0].what else {
                 panic!("the first item is not a summary: {:?}", conv.items[0])
             };
+            // The oldest leaf (it may sit under a condensed node by now).
+            let id: String = store
+                .conn()
+                .query_row(
+                    "SELECT summary_id FROM summaries WHERE conversation_id = ?1 AND depth = 0 \
+                     ORDER BY rowid LIMIT 1",
+                    [conv.id],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let id = &id;
             let Some(Description::Summary {
                 row, message_ids, ..
             }) = describe(store, conv.id, id, 1_000).unwrap()
@@ -451,7 +462,10 @@ fn a_long_tool_loop_is_swept_down_to_the_target_once_and_the_prefix_then_holds()
     let host = FakeHost::new();
     let budget = 4_000;
     let h = Harness::new(
-        engine(&dir, serde_json::json!({"freshTailCount": 64})),
+        engine(
+            &dir,
+            serde_json::json!({"freshTailCount": 64, "leafChunkTokens": 2_000}),
+        ),
         &host,
     );
     let stored = |h: &Harness<LosslessEngine>| {

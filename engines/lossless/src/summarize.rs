@@ -411,18 +411,47 @@ pub fn extractive(config: &Config, request: &Request<'_>, input_tokens: u64) -> 
     let mut out = String::new();
     let mut left_out = 0usize;
     for segment in request.segments {
-        let first = segment
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        let line = sanitize(cut_to_tokens(first, 60));
-        if text_tokens(&out) + text_tokens(&line) + 1 > target {
-            left_out += 1;
-            continue;
+        // A segment opens with its `[time role]` header; the excerpt is the first line of
+        // what was said (a summary that kept only headers would say nothing).
+        let mut lines = segment.lines().map(str::trim).filter(|l| !l.is_empty());
+        let header = lines.next().unwrap_or("");
+        let (header, first) = if header.starts_with('[') && header.ends_with(']') {
+            (header, lines.next().unwrap_or(""))
+        } else {
+            ("", header)
+        };
+        let excerpt = sanitize(cut_to_tokens(first, 60));
+        // The identifiers the rest of the segment holds: paths, URLs, hashes, numbers.
+        let ids: Vec<&str> = crate::text::identifiers(segment, EXTRACTIVE_IDS_PER_SEGMENT)
+            .into_iter()
+            .filter(|id| !excerpt.contains(id) && !header.contains(id))
+            .collect();
+        let role = header
+            .trim_matches(['[', ']'])
+            .rsplit(' ')
+            .next()
+            .unwrap_or("");
+        let plain = if role.is_empty() {
+            excerpt.clone()
+        } else {
+            format!("{role}: {excerpt}")
+        };
+        let with_ids = if ids.is_empty() {
+            plain.clone()
+        } else {
+            format!("{plain} [refs: {}]", ids.join(" "))
+        };
+        let used = text_tokens(&out);
+        let line = [with_ids, plain]
+            .into_iter()
+            .find(|line| used + text_tokens(line) < target);
+        match line {
+            Some(line) => {
+                out.push_str(&line);
+                out.push('\n');
+            }
+            None => left_out += 1,
         }
-        out.push_str(&line);
-        out.push('\n');
     }
     out.push_str(&format!(
         "{FOOTER} the full text of {} segments ({left_out} not excerpted).",
@@ -434,6 +463,9 @@ pub fn extractive(config: &Config, request: &Request<'_>, input_tokens: u64) -> 
         model: String::new(),
     }
 }
+
+/// Identifiers the extractive summary lists per segment at most.
+const EXTRACTIVE_IDS_PER_SEGMENT: usize = 16;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -177,3 +177,29 @@ fn a_host_without_a_model_gets_an_extractive_summary() {
     assert!(w.content.starts_with("line 0"));
     assert!(w.content.contains(FOOTER));
 }
+
+/// The extractive summary (the simulator's, and a host without a model) excerpts what each
+/// message said, not its `[time role]` header, and lists the identifiers the rest of the
+/// message held, so a path or a port read in a tool output is still in the window after the
+/// message is summarised.
+#[test]
+fn the_extractive_summary_keeps_what_was_said_and_its_identifiers() {
+    let segments = vec![
+        "[2026-02-01T10:00Z user]\nPlease deploy the service.\nThe config is in /etc/svc/app.toml."
+            .to_string(),
+        format!(
+            "[2026-02-01T10:01Z toolResult]\nlisting done\n{}\nbuild 9f8e7d6c5b listening on 8443",
+            "filler line\n".repeat(200)
+        ),
+    ];
+    let input = segments.iter().map(|s| text_tokens(s)).sum();
+    let written = extractive(&Config::default(), &request(&segments, 0), input);
+    let text = &written.content;
+    assert!(text.contains("user: Please deploy the service."), "{text}");
+    assert!(text.contains("toolResult: listing done"), "{text}");
+    for id in ["/etc/svc/app.toml", "9f8e7d6c5b", "8443"] {
+        assert!(text.contains(id), "{id} lost: {text}");
+    }
+    assert!(!text.contains("[2026-02-01T10:00Z user]"), "{text}");
+    assert!(text_tokens(text) < input / 2, "it still compresses: {text}");
+}

@@ -90,6 +90,80 @@ pub fn xml_escape(text: &str) -> String {
     out
 }
 
+/// The opaque identifiers in `text`, in order of first appearance, at most `limit`: URLs,
+/// paths of two or more segments, UUIDs, hashes (seven or more hex digits with both a digit and
+/// a letter) and numbers of four or more digits. These are what a model cannot rebuild once a
+/// summary has dropped them (a later answer needs the exact path, port or commit), so the
+/// extractive summary lists them beside each excerpt. Plain scanning, no regex crate: the
+/// engine keeps to its few dependencies.
+pub fn identifiers(text: &str, limit: usize) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    let is_break = |c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                '"' | '\''
+                    | '`'
+                    | '<'
+                    | '>'
+                    | '('
+                    | ')'
+                    | '['
+                    | ']'
+                    | '{'
+                    | '}'
+                    | ','
+                    | ';'
+                    | '|'
+                    | '*'
+            )
+    };
+    for word in text.split(is_break) {
+        if out.len() >= limit {
+            break;
+        }
+        let word = word.trim_end_matches(['.', ':', '!', '?']);
+        if word.starts_with("http://") || word.starts_with("https://") {
+            push_unique(&mut out, word);
+            continue;
+        }
+        // `key=value`, `file.rs:120`: the parts are the candidates.
+        for part in word.split(['=', ':']) {
+            let part = part
+                .trim_end_matches(['.', '!', '?'])
+                .trim_start_matches(['.', '~']);
+            if out.len() < limit && is_identifier(part) {
+                push_unique(&mut out, part);
+            }
+        }
+    }
+    out
+}
+
+fn push_unique<'a>(out: &mut Vec<&'a str>, item: &'a str) {
+    if !out.contains(&item) {
+        out.push(item);
+    }
+}
+
+fn is_identifier(part: &str) -> bool {
+    let path_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/');
+    if part.contains('/') && part.chars().all(path_char) {
+        return part.split('/').filter(|s| !s.is_empty()).count() >= 2;
+    }
+    let hex = part.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    if hex && part.len() == 36 && part.matches('-').count() == 4 {
+        return true; // a UUID
+    }
+    if part.len() >= 4 && part.chars().all(|c| c.is_ascii_digit()) {
+        return true;
+    }
+    part.len() >= 7
+        && part.chars().all(|c| c.is_ascii_hexdigit())
+        && part.chars().any(|c| c.is_ascii_digit())
+        && part.chars().any(|c| c.is_ascii_alphabetic())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "text_tests.rs"]

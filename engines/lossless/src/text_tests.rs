@@ -21,3 +21,26 @@ fn hashes_are_stable_and_separate_their_parts() {
     assert_eq!(hash_hex(&[b"ab", b"c"]), hash_hex(&[b"ab", b"c"]));
     assert_ne!(hash_hex(&[b"ab", b"c"]), hash_hex(&[b"a", b"bc"]));
 }
+
+/// What the extractive summary keeps beside each excerpt: what eval counts as facts, and
+/// not ordinary words, short hex words or single-segment names.
+#[test]
+fn identifiers_are_paths_urls_hashes_uuids_and_long_numbers() {
+    let text = "Read /srv/app/config.yaml and https://example.com/a/b?x=1, then port=8443. \
+                Commit 3f9c2ab1 (not 'beef' or 'cafe'), id 123e4567-e89b-12d3-a456-426614174000, \
+                line src/main.rs:1204; plain words, v2, 42 and README stay out.";
+    assert_eq!(
+        identifiers(text, 16),
+        [
+            "/srv/app/config.yaml",
+            "https://example.com/a/b?x=1",
+            "8443",
+            "3f9c2ab1",
+            "123e4567-e89b-12d3-a456-426614174000",
+            "src/main.rs",
+            "1204",
+        ]
+    );
+    assert_eq!(identifiers(text, 2).len(), 2, "the limit holds");
+    assert_eq!(identifiers("same 12345 and 12345 again", 16), ["12345"]);
+}

@@ -104,7 +104,20 @@ pub struct EngineSlot {
     /// How each engine's calls went, by engine then operation, since the slot was built
     /// (looked up by `&str`, so counting a call allocates nothing after its first).
     calls: Mutex<HashMap<String, HashMap<String, CallStats>>>,
+    /// The tools each engine listed for each session, by (engine id, session id): asked once
+    /// per session, not once per request. Why: engines are told to keep the list the same from
+    /// turn to turn (it is part of the cached prompt prefix), and `rampart serve` builds a turn
+    /// per request, so without this every request paid a round trip to the engine (a pipe
+    /// round trip for a child) for the same answer. Bounded by [`LISTED_TOOLS_CAP`].
+    listed_tools: Mutex<HashMap<EngineSession, Arc<Vec<EngineTool>>>>,
 }
+
+/// (engine id, session id): whose tools [`EngineSlot`] remembers.
+type EngineSession = (String, String);
+
+/// Sessions whose engine tools [`EngineSlot`] remembers; past it the memory starts over (an
+/// engine is asked again, which is only slower).
+pub const LISTED_TOOLS_CAP: usize = 4_096;
 
 /// How one engine's calls of one operation went: for `rampart serve`'s `/ui` and `/metrics`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -301,6 +314,7 @@ impl EngineSlot {
             quarantine: Mutex::new(None),
             declined: Mutex::default(),
             calls: Mutex::default(),
+            listed_tools: Mutex::default(),
         };
         if id == LEGACY_ID {
             if let Some(path) = config.engines.get(LEGACY_ID).and_then(|e| e.path.as_ref()) {
@@ -598,8 +612,8 @@ impl EngineSlot {
     }
 
     /// `tools.list` (engine API 1.2): the tools the active engine offers the model in this
-    /// session; none from an engine that did not announce [`Feature::EngineTools`] (it is
-    /// never asked) or answers `unsupported`. A tool that cannot be offered (a name outside the
+    /// session, asked once per session and remembered; none from an engine that did not
+    /// announce [`Feature::EngineTools`] (it is never asked) or answers `unsupported`. A tool that cannot be offered (a name outside the
     /// providers' alphabet, parameters that are no schema object, a name listed twice) is left
     /// out with a warning naming it, so one bad declaration does not cost the others.
     pub fn tools_list(&self, session: SessionRef) -> Result<Vec<EngineTool>, SlotCallError> {
@@ -610,6 +624,15 @@ impl EngineSlot {
             .supports(&Feature::EngineTools)
         {
             return Ok(Vec::new());
+        }
+        let key = (self.active().id().to_string(), session.session_id.clone());
+        if let Some(tools) = self
+            .listed_tools
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(tools.as_ref().clone());
         }
         let listed = self.call(ToolsListParams { session })?.unwrap_or_default();
         let mut seen = std::collections::HashSet::new();
@@ -623,6 +646,16 @@ impl EngineSlot {
             } else {
                 tools.push(tool);
             }
+        }
+        // Remembered only while the engine that listed them still serves (a quarantine in
+        // between hands the slot to legacy, whose id differs).
+        if self.active().id() == key.0
+            && let Ok(mut listed) = self.listed_tools.lock()
+        {
+            if listed.len() >= LISTED_TOOLS_CAP {
+                listed.clear();
+            }
+            listed.insert(key, Arc::new(tools.clone()));
         }
         Ok(tools)
     }
