@@ -59,6 +59,9 @@ pub struct Config {
     /// Tool outputs above this many tokens are stored aside and referenced by id in summaries.
     /// Lower than lossless-claw's 25,000 because tool-heavy sessions otherwise stay raw (§6.17).
     pub large_tool_output_tokens: u64,
+    /// `<file>` blocks in user messages above this many tokens are stored aside and sent as a
+    /// reference with an outline (lossless-claw's 25,000).
+    pub large_file_threshold_tokens: u64,
     /// Budget assumed when the host states none.
     pub default_token_budget: u64,
     /// `host` (the host's `llm.complete`, extractive when it has no model) or `extractive`.
@@ -101,6 +104,7 @@ impl Default for Config {
             summary_max_overage_factor: 3,
             fallback_max_tokens: 512,
             large_tool_output_tokens: 8_000,
+            large_file_threshold_tokens: 25_000,
             default_token_budget: 128_000,
             summarizer: "host".into(),
             summary_model: String::new(),

@@ -8,6 +8,8 @@
 use rampart_engine_api::message::{Content, ContentBlock};
 use rampart_engine_api::tokens::estimate_message_tokens;
 use rampart_engine_api::{AgentMessage, EngineError, SharedMessage};
+use std::collections::HashMap;
+
 use rusqlite::params;
 
 use crate::store::{Store, db};
@@ -77,6 +79,19 @@ pub struct Conv {
     pub stored: u64,
     /// Identity hash of the newest stored message, the anchor checked on every turn.
     pub last_hash: Option<u64>,
+    /// User messages sent with their large `<file>` blocks replaced by references
+    /// ([`crate::files`]), by position in the branch; every other message is sent as the
+    /// session has it.
+    pub replaced: HashMap<u64, SharedMessage>,
+}
+
+/// The sizes above which content is stored aside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    /// A tool output (`largeToolOutputTokens`).
+    pub tool_output: u64,
+    /// A `<file>` block in a user message (`largeFileThresholdTokens`).
+    pub file: u64,
 }
 
 impl Conv {
@@ -103,7 +118,7 @@ pub fn identity(message: &AgentMessage) -> Result<(u64, String), EngineError> {
 }
 
 /// Loads a conversation's items from the database.
-pub fn load(store: &Store, id: i64, agent: &str) -> Result<Conv, EngineError> {
+pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, EngineError> {
     let conn = store.conn();
     let mut stmt = conn
         .prepare(
@@ -128,15 +143,21 @@ pub fn load(store: &Store, id: i64, agent: &str) -> Result<Conv, EngineError> {
         })
         .map_err(|e| db("load items", e))?;
     let mut items = Vec::new();
+    let mut replaced = HashMap::new();
     for row in rows {
         let (mid, seq, raw, tokens, sid, depth) = row.map_err(|e| db("read an item", e))?;
         match (mid, sid) {
             (Some(mid), _) => {
-                let role = raw
+                let message = raw
                     .as_deref()
-                    .and_then(|r| serde_json::from_str::<AgentMessage>(r).ok())
-                    .map(|m| role_of(&m))
-                    .unwrap_or(Role::Other);
+                    .and_then(|r| serde_json::from_str::<AgentMessage>(r).ok());
+                let role = message.as_ref().map(role_of).unwrap_or(Role::Other);
+                if let Some((sent, _)) = message
+                    .as_ref()
+                    .and_then(|m| crate::files::referenced(m, id, sizes.file))
+                {
+                    replaced.insert(seq.unwrap_or(0) as u64, sent);
+                }
                 items.push(Item {
                     what: ItemRef::Message {
                         seq: seq.unwrap_or(0) as u64,
@@ -172,6 +193,7 @@ pub fn load(store: &Store, id: i64, agent: &str) -> Result<Conv, EngineError> {
         items,
         stored: last.as_ref().map(|(s, _)| *s as u64 + 1).unwrap_or(0),
         last_hash: last.and_then(|(_, h)| u64::from_str_radix(&h, 16).ok()),
+        replaced,
     })
 }
 
@@ -192,7 +214,7 @@ pub fn reconcile(
     store: &mut Store,
     conv: &mut Conv,
     messages: &[SharedMessage],
-    large_tool_output_tokens: u64,
+    sizes: Sizes,
     now_ms: u64,
     original: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Reconciled, EngineError> {
@@ -208,6 +230,7 @@ pub fn reconcile(
     if !agrees {
         store.clear_conversation(conv.id)?;
         conv.items.clear();
+        conv.replaced.clear();
         conv.stored = 0;
         conv.last_hash = None;
         out.rebuilt = true;
@@ -230,10 +253,36 @@ pub fn reconcile(
         let text = capped_original(message)
             .and_then(|reference| original(&reference))
             .unwrap_or_else(|| flat_text(message));
-        let tokens = estimate_message_tokens(message);
+        let files = crate::files::referenced(message, conv.id, sizes.file);
+        // A message sent with its files as references costs what is sent.
+        let tokens = estimate_message_tokens(files.as_ref().map_or(&**message, |(sent, _)| sent));
         let created = message.timestamp().unwrap_or(now_ms) as i64;
+        if let Some((_, blocks)) = &files {
+            for block in blocks {
+                tx.execute(
+                    "INSERT OR IGNORE INTO large_files (file_id, conversation_id, tool_name, \
+                     tool_call_id, byte_size, line_count, content, created_at, file_name, \
+                     mime_type) VALUES (?1, ?2, '', '', ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![
+                        block.id,
+                        conv.id,
+                        block.content.len() as i64,
+                        block.content.lines().count() as i64,
+                        block.content,
+                        created,
+                        block.name,
+                        block.mime
+                    ],
+                )
+                .map_err(|e| db("store a large file", e))?;
+            }
+        }
         let large = match &**message {
-            AgentMessage::ToolResult(t) if text_tokens(&text) > large_tool_output_tokens => {
+            _ if files.is_some() => files
+                .as_ref()
+                .and_then(|(_, b)| b.first())
+                .map(|b| b.id.clone()),
+            AgentMessage::ToolResult(t) if text_tokens(&text) > sizes.tool_output => {
                 let file_id = format!(
                     "file_{}",
                     hash_hex(&[
@@ -306,6 +355,9 @@ pub fn reconcile(
             tokens,
             role: role_of(message),
         });
+        if let Some((sent, _)) = files {
+            conv.replaced.insert(seq as u64, sent);
+        }
         conv.stored = seq as u64 + 1;
         conv.last_hash = Some(hash);
         out.appended += 1;

@@ -8,7 +8,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use rampart_engine_api::{EngineError, Host};
+use rampart_engine_api::{AgentMessage, EngineError, Host};
 use rusqlite::params;
 
 use crate::config::Config;
@@ -371,6 +371,33 @@ impl Sweep<'_> {
                 latest = latest.max(created as u64);
                 source_tokens += tokens as u64;
                 let body = match file {
+                    // A user message's stored files: summarised from what the model was sent
+                    // (the references and outlines), never the bytes themselves.
+                    Some(_) if role == "user" => {
+                        let message: Option<AgentMessage> = self
+                            .store
+                            .conn()
+                            .query_row(
+                                "SELECT raw_json FROM messages WHERE message_id = ?1",
+                                [id],
+                                |r| r.get::<_, String>(0),
+                            )
+                            .ok()
+                            .and_then(|raw| serde_json::from_str(&raw).ok());
+                        message
+                            .as_ref()
+                            .and_then(|m| {
+                                crate::files::referenced(
+                                    m,
+                                    self.conv.id,
+                                    self.config.large_file_threshold_tokens,
+                                )
+                            })
+                            .map(|(sent, _)| crate::conv::flat_text(&sent))
+                            .unwrap_or_else(|| {
+                                crate::text::cut_to_tokens(&content, 500).to_string()
+                            })
+                    }
                     Some(file) => format!(
                         "[Tool output {file} | tool={} | {} bytes, stored aside]\n{}",
                         tool.unwrap_or_default(),

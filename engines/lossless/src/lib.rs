@@ -21,6 +21,7 @@ pub mod assemble;
 pub mod config;
 pub mod conv;
 pub mod dag;
+pub mod files;
 pub mod recall;
 pub mod render;
 pub mod store;
@@ -106,6 +107,13 @@ impl LosslessEngine {
             .map_err(|_| EngineError::engine("the lossless engine's state lock was poisoned"))
     }
 
+    fn sizes(&self) -> conv::Sizes {
+        conv::Sizes {
+            tool_output: self.config.large_tool_output_tokens,
+            file: self.config.large_file_threshold_tokens,
+        }
+    }
+
     fn now(&self) -> u64 {
         self.host.as_ref().map(|h| h.now_ms()).unwrap_or(0)
     }
@@ -167,7 +175,7 @@ impl LosslessEngine {
             Some(c) if c.agent == agent => Ok(c),
             _ => store
                 .conversation(session_id, now)
-                .and_then(|id| conv::load(&store, id, &agent)),
+                .and_then(|id| conv::load(&store, id, &agent, self.sizes())),
         };
         let result = conv.and_then(|mut conv| {
             let r = f(&mut store, &mut conv, &mut state);
@@ -257,13 +265,13 @@ impl ContextEngine for LosslessEngine {
     ) -> Result<AssembleResult, EngineError> {
         let budget = p.token_budget.unwrap_or(self.config.default_token_budget);
         let now = self.now();
-        let large = self.config.large_tool_output_tokens;
+        let sizes = self.sizes();
         self.with_conv(
             &p.session.session_id,
             p.session.session_key.as_deref(),
             |store, conv, state| {
                 let done =
-                    conv::reconcile(store, conv, &p.messages, large, now, &|r| self.original(r))?;
+                    conv::reconcile(store, conv, &p.messages, sizes, now, &|r| self.original(r))?;
                 if done.rebuilt {
                     self.log(
                         LogLevel::Warn,
@@ -280,7 +288,11 @@ impl ContextEngine for LosslessEngine {
                 let mut out = Vec::with_capacity(conv.items.len() - first);
                 for item in &conv.items[first..] {
                     match &item.what {
-                        ItemRef::Message { seq, .. } => match p.messages.get(*seq as usize) {
+                        ItemRef::Message { seq, .. } => match conv
+                            .replaced
+                            .get(seq)
+                            .or_else(|| p.messages.get(*seq as usize))
+                        {
                             Some(m) => out.push(m.clone()),
                             None => {
                                 return Err(db(
@@ -406,14 +418,14 @@ impl ContextEngine for LosslessEngine {
             .or(p.model.as_ref().and_then(|m| m.context_window))
             .unwrap_or(self.config.default_token_budget);
         let now = self.now();
-        let large = self.config.large_tool_output_tokens;
+        let sizes = self.sizes();
         let session = p.session.session_id.clone();
         self.with_conv(
             &session,
             p.session.session_key.as_deref(),
             |store, conv, state| {
                 if !p.messages.is_empty() {
-                    conv::reconcile(store, conv, &p.messages, large, now, &|r| self.original(r))?;
+                    conv::reconcile(store, conv, &p.messages, sizes, now, &|r| self.original(r))?;
                 }
                 let before = conv.stored_tokens();
                 let observed = p

@@ -568,3 +568,70 @@ fn the_hosts_prompt_count_can_trigger_the_sweep() {
     assert!(summaries(&h) > 0, "a request at the budget did not sweep");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// §8.18: a 30k-token `<file name="x.csv">` block in a user message is stored aside (a
+/// `large_files` row with its name) and the model is sent a `[LCM File: file_… | x.csv | …]`
+/// reference with an outline, also after the engine restarts; `lcm_describe` reads the file
+/// back at most 32 KiB at a time; the session's own message is untouched.
+#[test]
+fn a_large_file_in_a_user_message_is_stored_aside_and_sent_as_a_reference() {
+    let dir = temp("file");
+    let host = FakeHost::new();
+    let mut body = String::from("id,name,score\n");
+    for i in 0..10_000 {
+        body.push_str(&format!("{i},name-{i},{}.5\n", i % 97));
+    }
+    let message: SharedMessage = Arc::new(AgentMessage::user_text(
+        format!("<file name=\"x.csv\">\n{body}</file>\nSum the scores."),
+        1_700_000_000_000,
+    ));
+    let answer: SharedMessage = Arc::new(build::assistant_text("The sum is 48,500."));
+    let msgs = vec![message.clone(), answer];
+    let original = serde_json::to_string(&*message).unwrap();
+    for round in 0..2 {
+        // The second round is a new engine over the same database: the replacement holds.
+        let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+        let out = assemble(&h, &msgs, 100_000);
+        let sent = crate::conv::flat_text(&out.messages[0]);
+        assert!(
+            sent.starts_with("[LCM File: file_"),
+            "round {round}: {sent}"
+        );
+        assert!(sent.contains(" | x.csv | text/csv | "), "{sent}");
+        assert!(!sent.contains("5000,name-5000"), "the bytes stay out");
+        assert!(out.estimated_tokens < 2_000, "{}", out.estimated_tokens);
+        assert_eq!(serde_json::to_string(&*msgs[0]).unwrap(), original);
+        let id = sent["[LCM File: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_string();
+        h.engine()
+            .with_conv("s1", None, |store, conv, _| {
+                let name: String = store
+                    .conn()
+                    .query_row(
+                        "SELECT file_name FROM large_files WHERE file_id = ?1",
+                        [&id],
+                        |r| r.get(0),
+                    )
+                    .unwrap();
+                assert_eq!(name, "x.csv");
+                let answer = crate::tools::call(
+                    store,
+                    conv.id,
+                    "lcm_describe",
+                    &serde_json::json!({"id": id}),
+                )
+                .unwrap();
+                let value: serde_json::Value = serde_json::from_str(&answer.content).unwrap();
+                assert_eq!(value["name"], "x.csv");
+                assert_eq!(value["truncated"], true);
+                let content = value["content"].as_str().unwrap();
+                assert!(content.len() <= 32_768 && content.starts_with("id,name,score"));
+                Ok(())
+            })
+            .unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

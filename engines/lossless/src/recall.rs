@@ -218,12 +218,14 @@ pub enum Description {
         /// Messages of a leaf, in order.
         message_ids: Vec<i64>,
     },
-    /// A large tool output stored aside.
+    /// A large tool output, or a large file of a user message, stored aside.
     File {
         /// `file_…`.
         id: String,
-        /// The tool that produced it.
+        /// The tool that produced it (empty for a user's file).
         tool_name: String,
+        /// A user's file: its name and MIME type (`None` for a tool output).
+        file: Option<(String, String)>,
         /// Its size.
         byte_size: u64,
         /// The content, cut at `max_bytes` on a char boundary.
@@ -243,15 +245,16 @@ pub fn describe(
 ) -> Result<Option<Description>, EngineError> {
     let conn = store.conn();
     if id.starts_with("file_") {
-        let row: Option<(String, i64, String)> = conn
+        type FileRow = (String, i64, String, Option<String>, Option<String>);
+        let row: Option<FileRow> = conn
             .query_row(
-                "SELECT tool_name, byte_size, content FROM large_files \
+                "SELECT tool_name, byte_size, content, file_name, mime_type FROM large_files \
                  WHERE file_id = ?1 AND conversation_id = ?2",
                 params![id, conversation],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .ok();
-        return Ok(row.map(|(tool_name, byte_size, content)| {
+        return Ok(row.map(|(tool_name, byte_size, content, name, mime)| {
             let mut cut = content.len().min(max_bytes);
             while !content.is_char_boundary(cut) {
                 cut -= 1;
@@ -259,6 +262,7 @@ pub fn describe(
             Description::File {
                 id: id.to_string(),
                 tool_name,
+                file: name.zip(mime),
                 byte_size: byte_size as u64,
                 truncated: cut < content.len(),
                 content: content[..cut].to_string(),

@@ -11,10 +11,11 @@ use rampart_engine_api::{EngineError, ErrorKind};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The schema version this build writes; migrations bring older files up to it.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration steps, index `i` takes a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE conversations (
     conversation_id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL UNIQUE,
@@ -94,7 +95,12 @@ CREATE TABLE large_files (
 );
 CREATE VIRTUAL TABLE messages_fts USING fts5(content, tokenize = 'porter unicode61');
 CREATE VIRTUAL TABLE summaries_fts USING fts5(summary_id UNINDEXED, content, tokenize = 'porter unicode61');
-"#];
+"#,
+    r#"
+ALTER TABLE large_files ADD COLUMN file_name TEXT;
+ALTER TABLE large_files ADD COLUMN mime_type TEXT;
+"#,
+];
 
 /// A database error, named by what was being done.
 pub fn db(what: &str, e: impl std::fmt::Display) -> EngineError {

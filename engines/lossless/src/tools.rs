@@ -226,14 +226,23 @@ fn describe(store: &Store, conversation: i64, arguments: &Value) -> Result<Value
             Some(Description::File {
                 id,
                 tool_name,
+                file,
                 byte_size,
                 content,
                 truncated: _,
             }) => {
                 let page = page(&content, a.offset.unwrap_or(0), DESCRIBE_MAX_BYTES);
-                json!({"id": id, "type": "file", "tool": tool_name, "bytes": byte_size,
+                let mut out = json!({"id": id, "type": "file", "bytes": byte_size,
                        "content": page.text, "offset": page.start, "nextOffset": page.next,
-                       "truncated": page.next.is_some()})
+                       "truncated": page.next.is_some()});
+                match file {
+                    Some((name, mime)) => {
+                        out["name"] = json!(name);
+                        out["mime"] = json!(mime);
+                    }
+                    None => out["tool"] = json!(tool_name),
+                }
+                out
             }
             Some(Description::Summary {
                 row,

@@ -315,10 +315,20 @@ fn a_capped_results_original_is_what_recall_finds() {
     let asked = std::cell::RefCell::new(Vec::new());
     h.engine()
         .with_conv("s1", None, |store, conv, _| {
-            crate::conv::reconcile(store, conv, &messages, 8_000, 0, &|r| {
-                asked.borrow_mut().push(r.to_owned());
-                Some(original.clone())
-            })
+            crate::conv::reconcile(
+                store,
+                conv,
+                &messages,
+                crate::conv::Sizes {
+                    tool_output: 8_000,
+                    file: 25_000,
+                },
+                0,
+                &|r| {
+                    asked.borrow_mut().push(r.to_owned());
+                    Some(original.clone())
+                },
+            )
         })
         .unwrap();
     assert_eq!(asked.borrow().as_slice(), ["sha256:aa"]);
