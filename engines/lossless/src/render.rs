@@ -131,3 +131,8 @@ pub fn render(row: &SummaryRow) -> AgentMessage {
 pub fn rendered_tokens(store: &Store, id: &str) -> Result<u64, EngineError> {
     Ok(estimate_message_tokens(&render(&summary(store, id)?)))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "render_tests.rs"]
+mod tests;
