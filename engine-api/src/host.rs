@@ -318,6 +318,13 @@ pub struct LlmRequest {
     /// running.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The session the completion is for (API 1.2, additive): the host answers with that
+    /// conversation's credential when it has one (`rampart serve`: the key the conversation's
+    /// client presented, per `serve.engineCredentials`), so an engine's summaries are billed
+    /// and authorised like the conversation they serve. `None` from older engines: the
+    /// provider's own key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
 }
 
 /// The host model's answer.

@@ -2420,3 +2420,86 @@ fn a_model_whose_window_is_too_small_is_refused_with_advice_for_a_proxys_client(
     );
     assert!(up.requests().is_empty());
 }
+
+/// The engine's compaction summaries for a conversation go upstream with the key that
+/// conversation's client presented (`serve.engineCredentials = "client"`, the default), not
+/// keyless (which the provider refused with 401, and the compaction fell back to an extract);
+/// with `"provider"` they go with the provider's own key only, never the client's.
+#[test]
+fn the_engines_summaries_go_with_the_clients_key_unless_configured_otherwise() {
+    for mode in ["client", "provider"] {
+        let up = Loopback::start();
+        let serve = Serve::start(&format!(
+            "[serve]\nengineCredentials = \"{mode}\"\n{}",
+            openai_config(&up.url(), "")
+                .replace("contextWindow = 128000", "contextWindow = 32000")
+                .replace("model = \"sim/default\"", "model = \"up/gpt-up\"")
+        ));
+        let key = [("authorization", "Bearer sk-client-7")];
+        let mut history = vec![json!({"role": "system", "content": "Be brief."})];
+        for turn in 0..5 {
+            up.push(openai_text_stream(&format!("Noted part {turn}."), 2000, 4));
+            history.push(json!({"role": "user", "content": format!("Part {turn}: {}", "lorem ipsum dolor sit amet ".repeat(220))}));
+            let (status, v) = serve.post(
+                "/v1/chat/completions",
+                &key,
+                &json!({"model": "gpt-up", "messages": history}),
+            );
+            assert_eq!(status, 200, "{v}");
+            history.push(v["choices"][0]["message"].clone());
+        }
+        let before = up.requests().len();
+        up.push(openai_overflow_error(32_000, 40_000));
+        for _ in 0..4 {
+            up.push(openai_text_stream(
+                "SUMMARY-FROM-UPSTREAM: five parts noted.",
+                3000,
+                9,
+            ));
+        }
+        history.push(json!({"role": "user", "content": "Summarise all parts."}));
+        let (status, v) = serve.post(
+            "/v1/chat/completions",
+            &key,
+            &json!({"model": "gpt-up", "messages": history}),
+        );
+        assert_eq!(status, 200, "{mode}: {v}");
+        let sent = up.requests();
+        let summaries: Vec<_> = sent[before..]
+            .iter()
+            .filter(|r| r.body.to_string().contains("Part 0: lorem"))
+            .filter(|r| !r.body.to_string().contains("Summarise all parts."))
+            .collect();
+        assert!(!summaries.is_empty(), "{mode}: no summary request upstream");
+        let authorization = |r: &crate::common::loopback::Recorded| {
+            r.headers
+                .iter()
+                .find(|(n, _)| n == "authorization")
+                .map(|(_, v)| v.clone())
+        };
+        for summary in &summaries {
+            match mode {
+                "client" => assert_eq!(
+                    authorization(summary).as_deref(),
+                    Some("Bearer sk-client-7"),
+                    "the summary went with the client's key"
+                ),
+                _ => assert_eq!(authorization(summary), None, "never the client's key"),
+            }
+        }
+        let keys = serve.keys();
+        let session = serve.session(&keys[0]);
+        let compaction = session
+            .entries()
+            .iter()
+            .find_map(|e| match &e.body {
+                rampart_sessions::entry::EntryBody::Compaction(c) => Some(c.summary.clone()),
+                _ => None,
+            })
+            .expect("a compaction");
+        assert!(
+            compaction.contains("SUMMARY-FROM-UPSTREAM"),
+            "{mode}: the model's summary, not an extract: {compaction}"
+        );
+    }
+}

@@ -88,6 +88,7 @@ fn summarizer_for(host: &Host, p: &CompactParams) -> Option<HostSummarizer> {
         host: host.clone(),
         model: format!("{}/{}", m.provider, m.id),
         window: m.context_window.unwrap_or(200_000),
+        session_id: Some(p.session.session_id.clone()).filter(|s| !s.is_empty()),
     })
 }
 
@@ -475,6 +476,8 @@ struct HostSummarizer {
     host: Host,
     model: String,
     window: u64,
+    /// The session compacted: the host answers with its conversation's credential.
+    session_id: Option<String>,
 }
 
 impl Summarizer for HostSummarizer {
@@ -493,6 +496,7 @@ impl Summarizer for HostSummarizer {
             max_tokens: Some(request.max_tokens),
             model: Some(self.model.clone()),
             timeout_ms,
+            session_id: self.session_id.clone(),
         };
         match self.host.llm_complete(&llm) {
             Ok(answer) => Ok(answer.text),
@@ -673,6 +677,7 @@ mod tests {
             host: Host::new(Arc::new(ModelError(error))),
             model: "p/m".into(),
             window: 128_000,
+            session_id: None,
         };
         let control = rampart_context::compaction::summarizer::Control::new();
         let request = SummaryRequest {

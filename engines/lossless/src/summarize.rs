@@ -266,6 +266,7 @@ fn call(
         max_tokens: Some(target * 2),
         model: (!config.summary_model.is_empty()).then(|| config.summary_model.clone()),
         timeout_ms: Some(config.summary_timeout_ms),
+        session_id: Some(request.session.to_string()),
     })?;
     Ok((answer.text, answer.model))
 }

@@ -70,6 +70,7 @@ const SERVE_KEYS: &[&str] = &[
     "systemPrompt",
     "memoryTools",
     "engineTools",
+    "engineCredentials",
     "allowedHosts",
     "allowedOrigins",
     "maxConnections",

@@ -663,6 +663,35 @@ fn serve_system_prompt_and_memory_tools() {
     assert!(e.to_string().contains("\"merge\""), "{e}");
 }
 
+/// `serve.engineCredentials`: the client's key by default; a value outside the three is
+/// refused with its key and the choices.
+#[test]
+fn serve_engine_credentials() {
+    use crate::config::serve::EngineCredentials;
+    assert_eq!(
+        parse("", &file()).unwrap().serve.engine_credentials,
+        EngineCredentials::Client
+    );
+    for (value, mode) in [
+        ("client", EngineCredentials::Client),
+        ("provider", EngineCredentials::Provider),
+        ("none", EngineCredentials::None),
+    ] {
+        let c = parse(
+            &format!("[serve]\nengineCredentials = \"{value}\"\n"),
+            &file(),
+        )
+        .unwrap();
+        assert_eq!(c.serve.engine_credentials, mode);
+    }
+    let e = err("[serve]\nengineCredentials = \"sometimes\"\n");
+    let text = e.to_string();
+    assert!(
+        text.contains("serve.engineCredentials") && text.contains("\"provider\""),
+        "{text}"
+    );
+}
+
 /// A config of many engine tables is read in time linear in its size: the position lookups
 /// (one per key) read each byte of the file a bounded number of times, not once per key
 /// before it (which made 20,000 tables take seconds).

@@ -59,6 +59,9 @@ pub struct ServeSettings {
     /// client (default on: an engine that keeps history out of the window needs them to bring
     /// it back; a client turns them off per request with `x-rampart-engine-tools: off`).
     pub engine_tools: bool,
+    /// `engineCredentials`: whose key the context engine's own model calls for a conversation
+    /// (compaction summaries, prepared compactions) go upstream with ([`EngineCredentials`]).
+    pub engine_credentials: EngineCredentials,
     /// `allowedHosts`: host names (lowercase, no port) accepted in the `Host` header besides
     /// loopback addresses, `localhost` and the bound address; `"*"` accepts any. A foreign
     /// `Host` is how DNS rebinding lets a web page read the server's answers.
@@ -101,6 +104,24 @@ pub struct StoreSettings {
     pub lock_connections: Option<usize>,
 }
 
+/// Whose key the context engine's model calls for a conversation use (`serve.engineCredentials`).
+///
+/// Why the client's by default: a proxy's users bring their own keys, and the server often has
+/// none; summaries sent without one were refused (401) and the compaction fell back to an
+/// extract, after a second and a half of failed calls. The memory flush already went with the
+/// client's key: one rule for every call made on a conversation's behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineCredentials {
+    /// `"client"`: the key the conversation's client presented on its latest request (the
+    /// provider's own `apiKeyEnv` when it has one wins, as for the client's own requests).
+    #[default]
+    Client,
+    /// `"provider"`: only the provider's `apiKeyEnv`; a client's key never pays for them.
+    Provider,
+    /// `"none"`: the engine may not call a model; it summarises without one (an extract).
+    None,
+}
+
 /// Whose system prompt `rampart serve` sends upstream (`serve.systemPrompt`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SystemPromptSource {
@@ -124,6 +145,7 @@ impl Default for ServeSettings {
             system_prompt: SystemPromptSource::default(),
             memory_tools: false,
             engine_tools: true,
+            engine_credentials: EngineCredentials::Client,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_connections: DEFAULT_MAX_CONNECTIONS,

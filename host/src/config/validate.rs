@@ -400,6 +400,22 @@ impl Validator<'_> {
         {
             serve.engine_tools = b;
         }
+        if let Some(v) = table.get("engineCredentials")
+            && let Some(s) = self.string("serve.engineCredentials", v)
+        {
+            match s.trim() {
+                "client" => serve.engine_credentials = serve::EngineCredentials::Client,
+                "provider" => serve.engine_credentials = serve::EngineCredentials::Provider,
+                "none" => serve.engine_credentials = serve::EngineCredentials::None,
+                _ => self.invalid(
+                    "serve.engineCredentials",
+                    v.span(),
+                    describe(v.get_ref()),
+                    "\"client\" (the key the conversation's client presented), \"provider\" (the \
+                     provider's apiKeyEnv only) or \"none\" (no model calls by the engine)",
+                ),
+            }
+        }
         for (name, slot) in [
             ("headerTimeoutMs", &mut serve.header_timeout),
             ("bodyTimeoutMs", &mut serve.body_timeout),

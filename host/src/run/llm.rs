@@ -4,7 +4,8 @@
 //! Why the host answers rather than the engine calling a provider itself: keys, base URLs,
 //! retries and timeouts live in one config, and an engine in a library never sees a key.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rampart_engine_api::host::{LlmFailure, LlmRequest, LlmResponse};
@@ -13,20 +14,97 @@ use rampart_engine_api::{EngineError, ErrorKind};
 use rampart_message::ContentBlock;
 
 use super::ModelSource;
+use crate::config::serve::EngineCredentials;
 use crate::config::{Config, ModelName};
 use crate::engine::services::LlmService;
 use crate::providers::registry::Providers;
-use crate::providers::{ApiKind, ModelRequest, ProviderError, ProviderErrorKind};
+use crate::providers::{
+    ApiKind, ClientCredential, Forwarded, ModelRequest, ProviderError, ProviderErrorKind,
+};
 
 /// Answers `llm.complete` with the model the request names.
 pub struct ProvidersLlm {
     providers: Arc<Providers>,
+    credentials: Option<Arc<EngineCredentialBook>>,
 }
 
 impl ProvidersLlm {
-    /// A service over `providers`.
+    /// A service over `providers`, with the providers' own keys.
     pub fn new(providers: Arc<Providers>) -> Self {
-        Self { providers }
+        Self {
+            providers,
+            credentials: None,
+        }
+    }
+
+    /// Answers each request with the credential `book` holds for its session
+    /// (`rampart serve`, [`EngineCredentials`]).
+    pub fn with_credentials(mut self, book: Arc<EngineCredentialBook>) -> Self {
+        self.credentials = Some(book);
+        self
+    }
+}
+
+/// Sessions whose client credential [`EngineCredentialBook`] keeps; past it the book starts
+/// over (an engine call then goes with the provider's key until the client's next request).
+pub const CREDENTIAL_BOOK_CAP: usize = 4_096;
+
+/// The credential each conversation's client presented last, for the engine's model calls on
+/// that conversation's behalf (`serve.engineCredentials`). In memory only, never written:
+/// a key lives as long as the server that received it.
+#[derive(Debug)]
+pub struct EngineCredentialBook {
+    mode: EngineCredentials,
+    keys: Mutex<HashMap<String, ClientCredential>>,
+}
+
+impl EngineCredentialBook {
+    /// A book under `mode`.
+    pub fn new(mode: EngineCredentials) -> Self {
+        Self {
+            mode,
+            keys: Mutex::default(),
+        }
+    }
+
+    /// Records what the client of `session_id` presented on its latest request (only under
+    /// `"client"`; a request without a key forgets the last one).
+    pub fn remember(&self, session_id: &str, credential: Option<&ClientCredential>) {
+        if self.mode != EngineCredentials::Client {
+            return;
+        }
+        let Ok(mut keys) = self.keys.lock() else {
+            return;
+        };
+        match credential {
+            Some(c) => {
+                if keys.len() >= CREDENTIAL_BOOK_CAP && !keys.contains_key(session_id) {
+                    keys.clear();
+                }
+                keys.insert(session_id.to_string(), c.clone());
+            }
+            None => {
+                keys.remove(session_id);
+            }
+        }
+    }
+
+    /// The credential an engine call for `session_id` goes with (`None`: the provider's own
+    /// key); an error under `"none"`, which the engine answers by summarising without a model.
+    pub fn for_session(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Option<ClientCredential>, EngineError> {
+        match self.mode {
+            EngineCredentials::None => Err(EngineError::new(
+                ErrorKind::Unsupported,
+                "serve.engineCredentials = \"none\": the context engine may not call a model; \
+                 it summarises without one",
+            )),
+            EngineCredentials::Provider => Ok(None),
+            EngineCredentials::Client => Ok(session_id
+                .and_then(|id| self.keys.lock().ok().and_then(|keys| keys.get(id).cloned()))),
+        }
     }
 }
 
@@ -51,6 +129,10 @@ impl LlmService for ProvidersLlm {
             .providers
             .resolve(&name)
             .map_err(|e| EngineError::new(ErrorKind::Host, e.to_string()))?;
+        let credential = match &self.credentials {
+            Some(book) => book.for_session(request.session_id.as_deref())?,
+            None => None,
+        };
         let started = Instant::now();
         let model_request = ModelRequest {
             model: name.model.clone(),
@@ -60,7 +142,10 @@ impl LlmService for ProvidersLlm {
             deadline: request
                 .timeout_ms
                 .map(|ms| started + Duration::from_millis(ms)),
-            forwarded: Default::default(),
+            forwarded: Forwarded {
+                credential,
+                ..Default::default()
+            },
         };
         let response = resolved
             .provider
@@ -168,3 +253,8 @@ pub fn compaction_model(
         context_window: Some(window.tokens),
     }))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "llm_tests.rs"]
+mod tests;

@@ -51,7 +51,7 @@ use crate::providers::{
 };
 use crate::run::answer_fit::AnswerFit;
 use crate::run::host_tools::{HostTools, answer_host_tool_calls};
-use crate::run::llm::ProvidersLlm;
+use crate::run::llm::{EngineCredentialBook, ProvidersLlm};
 use crate::run::{ModelSource, RegistryWrites, RunEvents, RunSettings, Runner, TurnError};
 
 /// The largest request body accepted (a long agent history with images).
@@ -70,6 +70,8 @@ pub struct ServerState {
     events: EventSink,
     providers: Arc<Providers>,
     slot: EngineSlot,
+    /// What each conversation's client presented, for the engine's model calls on its behalf.
+    engine_credentials: Arc<EngineCredentialBook>,
     lanes: Lanes,
     admitted: AtomicUsize,
     limit: usize,
@@ -119,9 +121,13 @@ impl ServerState {
         events: EventSink,
     ) -> anyhow::Result<Self> {
         let providers = Arc::new(Providers::from_config(&config)?);
+        let credentials = Arc::new(EngineCredentialBook::new(config.serve.engine_credentials));
         let resources = HostResources {
             blobs: store.blobs().map(BlobStore::on),
-            llm: Some(Arc::new(ProvidersLlm::new(Arc::clone(&providers)))),
+            llm: Some(Arc::new(
+                ProvidersLlm::new(Arc::clone(&providers))
+                    .with_credentials(Arc::clone(&credentials)),
+            )),
             // Beside a sessions directory; none on a database (replicas do not share a disk).
             state_root: store.local_dir().map(|dir| (dir.join("engines"), false)),
             ..Default::default()
@@ -150,6 +156,7 @@ impl ServerState {
             tracing::warn!("the event sink already has a tap: /ui will show no conversations");
         }
         Ok(Self {
+            engine_credentials: credentials,
             started_unix: now_unix_ms() / 1000,
             blobs: store.blobs().map(BlobStore::on),
             dashboard,
@@ -1581,6 +1588,11 @@ fn turn_in_lane(
         None => request.system.clone(),
     };
     let session_id = session.header().id.clone();
+    // The engine's model calls for this conversation go with what its client presented
+    // (`serve.engineCredentials`).
+    state
+        .engine_credentials
+        .remember(&session_id, settings.forwarded.credential.as_ref());
     state
         .dashboard
         .name(&session_id, &conversation.key, now_unix_ms());
