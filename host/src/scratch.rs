@@ -152,13 +152,15 @@ impl Drop for ScratchDir {
 
 /// Creates the directory `path`, readable by its owner only (it holds conversations).
 pub fn private_dir(path: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
+        std::fs::DirBuilder::new().mode(0o700).create(path)
     }
-    builder.create(path)
+    // Windows: a new directory inherits its parent's ACL; the user's temporary directory is
+    // already private to the user.
+    #[cfg(not(unix))]
+    std::fs::DirBuilder::new().create(path)
 }
 
 fn rand_u32() -> u32 {
