@@ -69,6 +69,20 @@ pub fn protocol_stdout() -> std::io::Result<File> {
     }
 }
 
+/// Whether a process with `pid` exists (a live process of another user counts), for the sweep
+/// of scratch directories whose owner died ([`crate::scratch::sweep_stale`]).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 checks for existence and permission only; nothing is sent.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// Runs in the forked child before exec: dies with the host, then takes its rlimits.
 fn child_setup(parent: u32, limits: ProcessLimits) -> std::io::Result<()> {
     // SAFETY: async-signal-safe system calls on the child's own process state.

@@ -8,13 +8,21 @@
 //!   key with [`LIMITS_ABSENT`] rather than run an engine unlimited that was meant to be limited.
 //! * Signals: a crashed child ends with an NTSTATUS exception code as its exit code, which
 //!   [`abnormal_end`] names for the common crashes.
+//! * Whether a process is alive (the scratch sweep): `OpenProcess` and its exit code
+//!   ([`process_alive`]), where Unix sends signal 0.
 
 use std::fs::File;
 use std::os::windows::io::AsHandle;
 use std::process::{Command, ExitStatus};
 
+use windows_sys::Win32::Foundation::{
+    CloseHandle, ERROR_INVALID_PARAMETER, GetLastError, STILL_ACTIVE,
+};
 use windows_sys::Win32::System::Console::{
     GetStdHandle, STD_ERROR_HANDLE, STD_OUTPUT_HANDLE, SetStdHandle,
+};
+use windows_sys::Win32::System::Threading::{
+    GetExitCodeProcess, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
 };
 
 use crate::config::ProcessLimits;
@@ -74,4 +82,28 @@ pub fn protocol_stdout() -> std::io::Result<File> {
         }
     }
     Ok(File::from(protocol))
+}
+
+/// Whether a process with `pid` exists (one of another user counts: access denied means it
+/// exists), for the sweep of scratch directories whose owner died
+/// ([`crate::scratch::sweep_stale`]). When unsure, alive: a directory is never swept wrongly.
+pub fn process_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return true;
+    }
+    // SAFETY: OpenProcess returns a handle this function closes, or null; GetExitCodeProcess
+    // writes one u32 it is given.
+    unsafe {
+        let process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid);
+        if process.is_null() {
+            // No such process is ERROR_INVALID_PARAMETER; anything else (access denied) exists.
+            return GetLastError() != ERROR_INVALID_PARAMETER;
+        }
+        let mut code = 0u32;
+        let read = GetExitCodeProcess(process, &mut code);
+        CloseHandle(process);
+        // An exited process whose handle someone still holds can be opened: its exit code
+        // says it ended.
+        read == 0 || code == STILL_ACTIVE as u32
+    }
 }
