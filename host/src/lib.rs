@@ -13,6 +13,7 @@ pub mod memory;
 pub mod models;
 pub mod output_file;
 pub mod persist;
+pub mod platform;
 pub mod prompt;
 pub mod prose;
 pub mod providers;

@@ -152,13 +152,15 @@ impl Drop for ScratchDir {
 
 /// Creates the directory `path`, readable by its owner only (it holds conversations).
 pub fn private_dir(path: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
     #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
+        std::fs::DirBuilder::new().mode(0o700).create(path)
     }
-    builder.create(path)
+    // Windows: a new directory inherits its parent's ACL; the user's temporary directory is
+    // already private to the user.
+    #[cfg(not(unix))]
+    std::fs::DirBuilder::new().create(path)
 }
 
 fn rand_u32() -> u32 {
@@ -194,26 +196,6 @@ pub fn owner_pid(name: &str) -> Option<u32> {
     None
 }
 
-/// Whether a process with `pid` exists (a live process of another user counts).
-#[cfg(unix)]
-fn alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return true;
-    };
-    if pid <= 0 {
-        return true;
-    }
-    // SAFETY: signal 0 checks for existence and permission only; nothing is sent.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-}
-
-#[cfg(not(unix))]
-fn alive(_: u32) -> bool {
-    // No cheap check: never sweep.
-    true
-}
-
 /// Removes the scratch directories in the system's temporary directory whose owner died
 /// without removing them; returns how many. Errors are logged, never fatal: a sweep is
 /// housekeeping.
@@ -232,7 +214,7 @@ pub fn sweep_stale_in(dir: &Path) -> usize {
         let Some(pid) = name.to_str().and_then(owner_pid) else {
             continue;
         };
-        if pid == std::process::id() || alive(pid) {
+        if pid == std::process::id() || crate::platform::process_alive(pid) {
             continue;
         }
         let path = entry.path();

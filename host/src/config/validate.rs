@@ -897,6 +897,10 @@ impl Validator<'_> {
         let Some(t) = self.table(key, value) else {
             return limits;
         };
+        if let Some(why) = crate::platform::LIMITS_ABSENT {
+            self.invalid(key, value.span(), describe(value.get_ref()), why);
+            return limits;
+        }
         self.check_keys(key, t, LIMITS_KEYS);
         if let Some(v) = t.get("memoryMb") {
             // Below 64 MiB the child cannot map the rampart binary and its threads.

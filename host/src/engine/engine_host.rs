@@ -18,7 +18,6 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
-use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
@@ -39,7 +38,7 @@ type Out = Arc<Mutex<BufWriter<File>>>;
 /// Serves one engine over stdin and stdout until the host closes stdin or asks it to shut down.
 /// Returns the process's exit code.
 pub fn serve() -> i32 {
-    let out = match protocol_stdout() {
+    let out = match crate::platform::protocol_stdout() {
         Ok(file) => Arc::new(Mutex::new(BufWriter::new(file))),
         Err(e) => {
             log_line(
@@ -144,22 +143,6 @@ pub fn serve() -> i32 {
         }
     }
     0
-}
-
-/// The protocol's stream: a duplicate of fd 1, after which fd 1 is pointed at stderr.
-fn protocol_stdout() -> std::io::Result<File> {
-    // SAFETY: plain descriptor calls on descriptors this process owns; `dup` returns a new
-    // descriptor nothing else refers to, which the `File` then owns.
-    unsafe {
-        let fd = libc::dup(1);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::dup2(2, 1) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(File::from_raw_fd(fd))
-    }
 }
 
 fn load_request(hello: &Hello, services: Arc<ProxyHost>) -> LoadRequest {

@@ -11,11 +11,11 @@
 //! panic (or restarts the child first, under `restart = { max, within }`).
 //!
 //! A child never outlives the host: it is started with `PR_SET_PDEATHSIG` (Linux), and it exits
-//! when its stdin ends, which the kernel closes when the host dies.
+//! when its stdin ends, which the kernel closes when the host dies. What differs on Windows
+//! (no rlimits, no signals) lives in [`crate::platform`].
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, BufWriter};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rampart_engine_api::{EngineError, EngineInfo, ErrorKind, HostApi, LogLevel};
 
-use crate::config::{EngineCommand, ProcessLimits, ProcessSettings};
+use crate::config::{EngineCommand, ProcessSettings};
 use crate::engine::pipe::{
     FEATURES, Frame, Hello, LogLine, Outcome, PIPE_VERSION, PipeError, feature, read_frame,
     shared_features, write_frame,
@@ -362,13 +362,8 @@ impl Running {
             // limit that reservation, not the engine, would be what runs out.
             command.env("MALLOC_ARENA_MAX", "2");
         }
-        let limits = spec.settings.limits;
-        let parent = std::process::id();
-        // SAFETY: the closure runs in the forked child before exec and only makes
-        // async-signal-safe system calls (prctl, getppid, setrlimit, _exit).
-        unsafe {
-            command.pre_exec(move || child_setup(parent, limits));
-        }
+        crate::platform::confine_child(&mut command, spec.settings.limits)
+            .map_err(|source| spawn_error(exe.clone(), source))?;
         let mut child = spawn_from_a_lasting_thread(command)
             .map_err(|source| spawn_error(exe.clone(), source))?;
         let pid = child.id();
@@ -714,76 +709,13 @@ fn forward_stderr(
 
 /// The one phrase that says how a child ended.
 pub fn describe_status(status: ExitStatus) -> String {
-    if let Some(signal) = status.signal() {
-        let (name, why) = match signal {
-            libc::SIGSEGV => ("SIGSEGV", ": a segmentation fault"),
-            libc::SIGABRT => (
-                "SIGABRT",
-                ": an abort (a Rust abort, a failed allocation, a stack overflow)",
-            ),
-            libc::SIGKILL => (
-                "SIGKILL",
-                ": killed (the out-of-memory killer, the cpuSeconds hard limit, or kill -9)",
-            ),
-            libc::SIGXCPU => ("SIGXCPU", ": past limits.cpuSeconds"),
-            libc::SIGBUS => ("SIGBUS", ": a bus error"),
-            libc::SIGILL => ("SIGILL", ": an illegal instruction"),
-            libc::SIGFPE => ("SIGFPE", ": an arithmetic fault"),
-            libc::SIGTERM => ("SIGTERM", ""),
-            libc::SIGTRAP => ("SIGTRAP", ""),
-            _ => ("", ""),
-        };
-        if name.is_empty() {
-            format!("killed by signal {signal}")
-        } else {
-            format!("killed by signal {signal} ({name}{why})")
-        }
-    } else {
-        match status.code() {
-            Some(code) => format!("exited with status {code}"),
-            None => "ended without a status".to_string(),
-        }
+    if let Some(phrase) = crate::platform::abnormal_end(&status) {
+        return phrase;
     }
-}
-
-/// Runs in the forked child before exec: dies with the host, then takes its rlimits.
-fn child_setup(parent: u32, limits: ProcessLimits) -> std::io::Result<()> {
-    // SAFETY: async-signal-safe system calls on the child's own process state.
-    unsafe {
-        #[cfg(target_os = "linux")]
-        {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The host may have died between fork and prctl; then nobody would signal us.
-            if libc::getppid() as u32 != parent {
-                libc::_exit(1);
-            }
-        }
-        if let Some(mb) = limits.memory_mb {
-            let bytes = mb.saturating_mul(1 << 20) as libc::rlim_t;
-            let limit = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: bytes,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        if let Some(seconds) = limits.cpu_seconds {
-            // Soft: SIGXCPU; one second later, hard: SIGKILL.
-            let limit = libc::rlimit {
-                rlim_cur: seconds as libc::rlim_t,
-                rlim_max: seconds.saturating_add(1) as libc::rlim_t,
-            };
-            if libc::setrlimit(libc::RLIMIT_CPU, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
+    match status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => "ended without a status".to_string(),
     }
-    // `parent` is only read on Linux.
-    let _ = parent;
-    Ok(())
 }
 
 /// Spawns `command` from one thread that lives as long as the host.

@@ -139,10 +139,12 @@ pub struct Outcome {
 /// searched) without touching the user's own memory files. Keyword-only unless a local model
 /// is configured: a replay sends nothing over the network.
 pub struct ReplayMemory {
+    /// Declared (so dropped) before `dir`: its index and locks are open files in `dir`, which
+    /// Windows will not delete while they are open ("sharing violation").
+    slot: crate::memory::MemorySlot,
     /// `rampart-replay-memory-<pid>-…`, removed at the end, on a signal, or by the next
     /// start's sweep (see [`crate::scratch`]).
     dir: crate::scratch::ScratchDir,
-    slot: crate::memory::MemorySlot,
 }
 
 impl ReplayMemory {
