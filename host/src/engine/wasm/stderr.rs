@@ -12,7 +12,7 @@ use rampart_engine_api::HostApi;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 
-use super::record_stderr_line;
+use crate::engine::process::record_stderr_line;
 
 /// Longest partial line kept while waiting for its newline; longer is recorded as it stands.
 const MAX_LINE: usize = 64 * 1024;
