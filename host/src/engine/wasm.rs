@@ -518,3 +518,7 @@ fn with_last_words(why: String, last_words: &Mutex<VecDeque<String>>) -> String 
         format!("{why}; its last words on stderr: {}", words.join(" | "))
     }
 }
+
+#[cfg(test)]
+#[path = "wasm_tests.rs"]
+mod tests;

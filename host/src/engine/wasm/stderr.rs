@@ -47,7 +47,7 @@ impl LineSink {
     }
 
     /// Appends `bytes` and records every line they complete.
-    fn take(&self, bytes: &[u8]) {
+    pub(super) fn take(&self, bytes: &[u8]) {
         let inner = &self.inner;
         let mut lines = Vec::new();
         {
