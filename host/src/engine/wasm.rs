@@ -32,7 +32,6 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::config::WasmSettings;
 use crate::engine::pipe::{Hello, PIPE_VERSION};
-use crate::engine::process::record_stderr_line;
 
 mod bindings {
     //! The host's side of `engine-api/wit/engine.wit`, generated at build time.
