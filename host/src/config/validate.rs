@@ -856,7 +856,9 @@ impl Validator<'_> {
         match place {
             Where::Host => Isolation::InProcess,
             Where::Wasm => {
+                // Beside a `command`, the command's own error says what is wrong.
                 if table.get("path").is_none()
+                    && table.get("command").is_none()
                     && let Some(v) = table.get("isolation")
                 {
                     self.invalid(
