@@ -52,3 +52,5 @@ mod soak_e2e;
 mod store_safety;
 mod ui_browser_e2e;
 mod ui_live_e2e;
+#[cfg(feature = "wasm")]
+mod wasm_engines_e2e;

@@ -100,6 +100,28 @@ fn config_check(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
                     path.display()
                 )?;
             }
+            // A WebAssembly component is not mapped as a library: it is compiled and started
+            // confined, as the slot starts it.
+            Ok(Some(path))
+                if config
+                    .engines
+                    .get(&id)
+                    .is_some_and(|e| matches!(e.isolation, config::Isolation::Wasm(_))) =>
+            {
+                let shown = format!("{} (wasm)", path.display());
+                let quoted = format!("`{}`", path.display());
+                if !started_in_child(
+                    out,
+                    &config,
+                    &id,
+                    &events,
+                    required,
+                    (&shown, &quoted),
+                    "started",
+                )? {
+                    failures += 1;
+                }
+            }
             // A file whose headers claim more than it holds would kill a command that maps it;
             // reading its headers runs none of its code.
             Ok(Some(path)) if let Err(damage) = crate::engine::library_file::check(&path) => {

@@ -21,7 +21,7 @@ pub enum EnginesCommand {
     /// Load a library (or start an executable engine) and report its id, version and API
     /// version, or exactly why it cannot load.
     Check {
-        /// The library file (.so, .dylib or .dll).
+        /// The library file (.so, .dylib or .dll), or a WebAssembly component (.wasm).
         #[arg(required_unless_present = "command")]
         path: Option<PathBuf>,
         /// An executable engine instead of a library: the program and its arguments, as in
@@ -161,6 +161,11 @@ fn engines_list(explicit: Option<PathBuf>, out: &mut dyn Write) -> anyhow::Resul
 
 fn engines_check(path: &std::path::Path, out: &mut dyn Write) -> anyhow::Result<i32> {
     let request = check_request(path.to_path_buf());
+    // A component runs confined in the host, as the slot runs it (nothing granted).
+    if crate::engine::loader::is_wasm_path(path) {
+        let loaded = crate::engine::loader::load_wasm(request, config::WasmSettings::default());
+        return report_check(loaded, &path.display().to_string(), out);
+    }
     // In a child, as the slot loads a library: corrupt code or a constructor that exits
     // takes down the child, and the error says how it died.
     let loaded = load_engine_in_child(request, crate::config::ProcessSettings::default());
@@ -213,7 +218,7 @@ fn report_check(
         Ok(handle) => {
             let info = handle.info().clone();
             let file = match handle.origin() {
-                EngineOrigin::Library(p) => p.display().to_string(),
+                EngineOrigin::Library(p) | EngineOrigin::Wasm(p) => p.display().to_string(),
                 EngineOrigin::Command(_) | EngineOrigin::BuiltIn => shown.to_string(),
             };
             writeln!(out, "ok: {file}")?;

@@ -99,7 +99,9 @@ const ENGINE_KEYS: &[&str] = &[
     "isolation",
     "restart",
     "limits",
+    "wasm",
 ];
+const WASM_KEYS: &[&str] = &["dir", "memoryMb"];
 const RESTART_KEYS: &[&str] = &["max", "within"];
 const LIMITS_KEYS: &[&str] = &["memoryMb", "cpuSeconds"];
 
@@ -318,6 +320,42 @@ pub enum Isolation {
     /// `"process"`: loaded by a child `rampart engine-host`, spoken to over a pipe. Any death
     /// of the child becomes a quarantine (or a restart).
     Process(ProcessSettings),
+    /// `"wasm"`: `path` is a WebAssembly component (`engine-api/wit/engine.wit`) run by wasmtime
+    /// in the host's process, with no file system unless `wasm.dir` grants one, no network, the
+    /// call's deadline and a memory cap. A trap, an overrun or the cap is a quarantine. Needs a
+    /// host built with the `wasm` feature.
+    Wasm(WasmSettings),
+}
+
+/// Default `wasm.memoryMb`: enough for an engine holding a long history as JSON several times
+/// over, small enough that a runaway allocation stops long before it troubles the host.
+pub const DEFAULT_WASM_MEMORY_MB: u64 = 256;
+
+/// Largest `wasm.memoryMb`: a 32-bit WebAssembly memory cannot grow past 4 GiB.
+pub const MAX_WASM_MEMORY_MB: u64 = 4096;
+
+/// How a WebAssembly engine is confined (`plugins.engines.<id>.wasm = { dir, memoryMb }`).
+///
+/// Why: a component can only touch what the host hands it, so the configuration is the whole
+/// list of what it may touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WasmSettings {
+    /// `wasm.dir`: a directory the engine may read and write, resolved against the config
+    /// file's directory and seen by the engine at the same absolute path; `None` grants no file
+    /// system at all.
+    pub dir: Option<PathBuf>,
+    /// `wasm.memoryMb`: the most linear memory the engine may grow to, in MiB; a `memory.grow`
+    /// past it traps.
+    pub memory_mb: u64,
+}
+
+impl Default for WasmSettings {
+    fn default() -> Self {
+        Self {
+            dir: None,
+            memory_mb: DEFAULT_WASM_MEMORY_MB,
+        }
+    }
 }
 
 /// The default for a library: its own process. Measured (BENCHMARKS.md, issue 18), a child costs

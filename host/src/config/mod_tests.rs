@@ -143,7 +143,7 @@ fn unknown_key_in_engine() {
     assert_eq!(
         e.to_string(),
         "/etc/rampart/plugins.toml:7:1: unknown key `plugins.engines.window.requird`; \
-         allowed keys here: path, command, required, config, isolation, restart, limits. Fix the key or \
+         allowed keys here: path, command, required, config, isolation, restart, limits, wasm. Fix the key or \
          remove it."
     );
 }
@@ -783,4 +783,89 @@ fn a_bad_engine_command_is_a_located_error() {
     }
     let e = err("[plugins.engines.legacy]\ncommand = [\"python3\"]\n");
     assert!(e.to_string().contains("built into the host"), "{e}");
+}
+
+#[cfg(feature = "wasm")]
+#[test]
+fn wasm_isolation_is_read_once_into_types() {
+    let c = parse(
+        "[plugins.engines.w]\npath = \"w.wasm\"\nisolation = \"wasm\"\n",
+        &file(),
+    )
+    .unwrap();
+    assert_eq!(
+        c.engines["w"].isolation,
+        Isolation::Wasm(WasmSettings::default()),
+        "nothing granted, 256 MiB"
+    );
+    assert_eq!(WasmSettings::default().memory_mb, DEFAULT_WASM_MEMORY_MB);
+    let c = parse(
+        "[plugins.engines.w]\npath = \"w.wasm\"\nisolation = \"wasm\"\n\
+         wasm = { dir = \"state\", memoryMb = 64 }\n",
+        &file(),
+    )
+    .unwrap();
+    assert_eq!(
+        c.engines["w"].isolation,
+        Isolation::Wasm(WasmSettings {
+            dir: Some(PathBuf::from("/etc/rampart/state")),
+            memory_mb: 64,
+        }),
+        "the directory is resolved against plugins.toml's"
+    );
+}
+
+#[cfg(feature = "wasm")]
+#[test]
+fn wasm_isolation_errors_are_located() {
+    let cases = [
+        (
+            "[plugins.engines.w]\nisolation = \"wasm\"\n",
+            "isolation = \"wasm\" without a `path`",
+        ),
+        (
+            "[plugins.engines.w]\npath = \"w.wasm\"\nisolation = \"wasm\"\nwasm = { memoryMb = 0 }\n",
+            "4:21: invalid value for `plugins.engines.w.wasm.memoryMb`",
+        ),
+        (
+            "[plugins.engines.w]\npath = \"w.wasm\"\nisolation = \"wasm\"\nwasm = { memoryMb = 5000 }\n",
+            "an integer from 1 to 4096 (MiB)",
+        ),
+        (
+            "[plugins.engines.w]\npath = \"w.wasm\"\nisolation = \"wasm\"\nwasm = { net = true }\n",
+            "unknown key `plugins.engines.w.wasm.net`",
+        ),
+        (
+            "[plugins.engines.w]\npath = \"w.so\"\nwasm = { memoryMb = 64 }\n",
+            "a `wasm` table for an engine that is not WebAssembly",
+        ),
+        (
+            "[plugins.engines.w]\npath = \"w.wasm\"\nisolation = \"wasm\"\nlimits = { memoryMb = 64 }\n",
+            "`limits` of an engine that is not a child process",
+        ),
+        (
+            "[plugins.engines.w]\ncommand = [\"x\"]\nisolation = \"wasm\"\n",
+            "always runs in its own process",
+        ),
+        (
+            "[plugins.engines.legacy]\nisolation = \"wasm\"\n",
+            "the built-in engine is part of the host",
+        ),
+    ];
+    for (text, expected) in cases {
+        let e = err(text).to_string();
+        assert!(e.contains(expected), "{text}: {e}");
+    }
+}
+
+#[cfg(not(feature = "wasm"))]
+#[test]
+fn wasm_isolation_without_the_feature_says_how_to_build_it() {
+    let e = err("[plugins.engines.w]\npath = \"w.wasm\"\nisolation = \"wasm\"\n").to_string();
+    assert!(
+        e.contains("3:13: invalid value for `plugins.engines.w.isolation`")
+            && e.contains("built without WebAssembly engines")
+            && e.contains("--features wasm"),
+        "{e}"
+    );
 }

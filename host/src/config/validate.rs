@@ -747,7 +747,7 @@ impl Validator<'_> {
         }
         entry.isolation = self.isolation(&prefix, table, id.get_ref() == BUILTIN_ENGINE_ID);
         if entry.command.is_some()
-            && entry.isolation == Isolation::InProcess
+            && matches!(entry.isolation, Isolation::InProcess | Isolation::Wasm(_))
             && let Some(v) = table.get("isolation")
         {
             self.invalid(
@@ -811,52 +811,121 @@ impl Validator<'_> {
         })
     }
 
-    /// `isolation`, and the `restart` and `limits` that only a child process can have.
+    /// `isolation`, the `restart` and `limits` that only a child process can have, and the
+    /// `wasm` table that only a WebAssembly engine can.
     fn isolation(&mut self, prefix: &str, table: &DeTable<'_>, built_in: bool) -> Isolation {
+        #[derive(PartialEq)]
+        enum Where {
+            Host,
+            Child,
+            Wasm,
+        }
         let key = format!("{prefix}.isolation");
-        let mut process = !built_in;
+        let mut place = if built_in { Where::Host } else { Where::Child };
         if let Some(v) = table.get("isolation")
             && let Some(s) = self.string(&key, v)
         {
             match s {
-                "inprocess" => process = false,
-                "process" if built_in => self.invalid(
+                "inprocess" => place = Where::Host,
+                "process" | "wasm" if built_in => self.invalid(
                     &key,
                     v.span(),
                     describe(v.get_ref()),
                     "\"inprocess\": the built-in engine is part of the host and always runs in \
                      its process",
                 ),
-                "process" => process = true,
+                "process" => place = Where::Child,
+                "wasm" if !cfg!(feature = "wasm") => self.invalid(
+                    &key,
+                    v.span(),
+                    describe(v.get_ref()),
+                    "\"process\" or \"inprocess\": this rampart was built without WebAssembly \
+                     engines; rebuild it with `cargo build --release --features wasm` to run a \
+                     .wasm engine",
+                ),
+                "wasm" => place = Where::Wasm,
                 _ => self.invalid(
                     &key,
                     v.span(),
                     describe(v.get_ref()),
-                    "\"process\" (the default) or \"inprocess\"",
+                    "\"process\" (the default), \"inprocess\" or \"wasm\"",
                 ),
             }
         }
-        let mut settings = ProcessSettings::default();
         for (name, value) in table.iter() {
             let name = name.get_ref().as_ref();
-            if !process && (name == "restart" || name == "limits") {
-                let found = format!("`{name}` of an engine in the host's process");
+            if place != Where::Child && (name == "restart" || name == "limits") {
+                let found = format!("`{name}` of an engine that is not a child process");
                 let allowed = "`restart` and `limits` only with isolation = \"process\" (the \
                                default for a library): an engine in the host's process cannot \
-                               be restarted or limited";
+                               be restarted or limited; a wasm engine is limited by `wasm = { \
+                               memoryMb }` and the call deadline";
                 self.invalid(&format!("{prefix}.{name}"), value.span(), found, allowed);
             }
+            if place != Where::Wasm && name == "wasm" {
+                let found = "a `wasm` table for an engine that is not WebAssembly".to_string();
+                let allowed = "`wasm = { dir, memoryMb }` only with isolation = \"wasm\" and \
+                               `path` naming a .wasm component";
+                self.invalid(&format!("{prefix}.wasm"), value.span(), found, allowed);
+            }
         }
-        if !process {
-            return Isolation::InProcess;
+        match place {
+            Where::Host => Isolation::InProcess,
+            Where::Wasm => {
+                // Beside a `command`, the command's own error says what is wrong.
+                if table.get("path").is_none()
+                    && table.get("command").is_none()
+                    && let Some(v) = table.get("isolation")
+                {
+                    self.invalid(
+                        &key,
+                        v.span(),
+                        "isolation = \"wasm\" without a `path`".to_string(),
+                        "`path = \"engine.wasm\"` naming the WebAssembly component beside it",
+                    );
+                }
+                let settings = match table.get("wasm") {
+                    Some(v) => self.wasm(&format!("{prefix}.wasm"), v),
+                    None => WasmSettings::default(),
+                };
+                Isolation::Wasm(settings)
+            }
+            Where::Child => {
+                let mut settings = ProcessSettings::default();
+                if let Some(v) = table.get("restart") {
+                    settings.restart = self.restart(&format!("{prefix}.restart"), v);
+                }
+                if let Some(v) = table.get("limits") {
+                    settings.limits = self.limits(&format!("{prefix}.limits"), v);
+                }
+                Isolation::Process(settings)
+            }
         }
-        if let Some(v) = table.get("restart") {
-            settings.restart = self.restart(&format!("{prefix}.restart"), v);
+    }
+
+    /// `wasm = { dir = "state", memoryMb = 256 }`.
+    fn wasm(&mut self, key: &str, value: &SpannedValue<'_>) -> WasmSettings {
+        let mut settings = WasmSettings::default();
+        let Some(t) = self.table(key, value) else {
+            return settings;
+        };
+        self.check_keys(key, t, WASM_KEYS);
+        if let Some(v) = t.get("dir") {
+            settings.dir = self.path(&format!("{key}.dir"), v);
         }
-        if let Some(v) = table.get("limits") {
-            settings.limits = self.limits(&format!("{prefix}.limits"), v);
+        if let Some(v) = t.get("memoryMb") {
+            let allowed = format!("an integer from 1 to {MAX_WASM_MEMORY_MB} (MiB)");
+            if let Some(mb) = self.bounded(
+                &format!("{key}.memoryMb"),
+                v,
+                1,
+                MAX_WASM_MEMORY_MB,
+                &allowed,
+            ) {
+                settings.memory_mb = mb;
+            }
         }
-        Isolation::Process(settings)
+        settings
     }
 
     fn restart(&mut self, key: &str, value: &SpannedValue<'_>) -> Option<RestartPolicy> {

@@ -32,6 +32,8 @@ pub enum EngineOrigin {
     Library(PathBuf),
     /// An executable that speaks the engine protocol (`command` in plugins.toml).
     Command(crate::config::EngineCommand),
+    /// A WebAssembly component run by wasmtime in the host (`isolation = "wasm"`).
+    Wasm(PathBuf),
 }
 
 impl std::fmt::Display for EngineOrigin {
@@ -40,6 +42,7 @@ impl std::fmt::Display for EngineOrigin {
             EngineOrigin::BuiltIn => f.write_str("built in"),
             EngineOrigin::Library(p) => write!(f, "{}", p.display()),
             EngineOrigin::Command(c) => write!(f, "command `{c}`"),
+            EngineOrigin::Wasm(p) => write!(f, "{} (wasm)", p.display()),
         }
     }
 }
@@ -62,6 +65,22 @@ enum Backend {
         child: Arc<ChildEngine>,
         table: Option<Arc<Mutex<HostTable>>>,
     },
+    /// A WebAssembly component in the host (`isolation = "wasm"`): the same JSON as over the
+    /// pipe, through `engine-api/wit/engine.wit`; the call runs on the caller's thread and the
+    /// epoch deadline stops it.
+    #[cfg(feature = "wasm")]
+    Wasm {
+        engine: Arc<crate::engine::wasm::WasmEngine>,
+        table: Option<Arc<Mutex<HostTable>>>,
+    },
+}
+
+impl Backend {
+    /// Whether calls run on a worker thread of the engine's own: only for code that cannot be
+    /// interrupted (an engine linked in or loaded as a library).
+    fn needs_worker(&self) -> bool {
+        matches!(self, Backend::Linked { .. } | Backend::Library { .. })
+    }
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -128,11 +147,29 @@ impl EngineHandle {
         Self::new(info, origin, backend, call_timeout)
     }
 
+    /// Wraps a WebAssembly engine past its handshake; `info` is its verified self-description.
+    #[cfg(feature = "wasm")]
+    pub(crate) fn wasm(
+        engine: crate::engine::wasm::WasmEngine,
+        info: EngineInfo,
+        path: PathBuf,
+        call_timeout: Duration,
+    ) -> Self {
+        let table = message_table(&info);
+        let backend = Backend::Wasm {
+            engine: Arc::new(engine),
+            table,
+        };
+        Self::new(info, EngineOrigin::Wasm(path), backend, call_timeout)
+    }
+
     /// Whether message lists cross to this engine as deltas against a table it keeps
     /// (`Feature::MessageRefs`), rather than as plain JSON arrays of messages.
     pub fn speaks_message_refs(&self) -> bool {
         match &self.backend {
             Backend::Library { table, .. } | Backend::Process { table, .. } => table.is_some(),
+            #[cfg(feature = "wasm")]
+            Backend::Wasm { table, .. } => table.is_some(),
             Backend::Linked { .. } => false,
         }
     }
@@ -172,8 +209,9 @@ impl EngineHandle {
         let (tx, rx) = mpsc::channel::<Job>();
         let name = format!("rampart-engine-{}", info.id);
         // An engine in a child needs no worker: its calls wait on the pipe with the deadline,
-        // and a child that overruns it is killed, so nothing is left running.
-        if !matches!(backend, Backend::Process { .. }) {
+        // and a child that overruns it is killed, so nothing is left running. Nor does a
+        // WebAssembly engine: the epoch deadline interrupts it on the caller's thread.
+        if backend.needs_worker() {
             // If the thread cannot be spawned, every call reports it (the channel is closed).
             let _ = std::thread::Builder::new().name(name).spawn(move || {
                 while let Ok(job) = rx.recv() {
@@ -318,6 +356,11 @@ impl EngineHandle {
                 let transport = |payload: String| child.call(method_name, &payload, timeout);
                 call_encoded(method_name, &params, table.as_deref(), transport)
             }
+            #[cfg(feature = "wasm")]
+            Backend::Wasm { engine, table } => {
+                let transport = |payload: String| engine.call(method_name, &payload, timeout);
+                call_encoded(method_name, &params, table.as_deref(), transport)
+            }
         }
     }
 
@@ -340,6 +383,8 @@ impl EngineHandle {
         let (m, p) = (method_name.to_string(), payload.to_string());
         match &self.backend {
             Backend::Process { child, .. } => child.call(method_name, payload, timeout),
+            #[cfg(feature = "wasm")]
+            Backend::Wasm { engine, .. } => engine.call(method_name, payload, timeout),
             Backend::Linked { engine, host } => {
                 let (engine, host) = (engine.clone(), host.clone());
                 self.run_within(method_name, timeout, move |ctx| {
@@ -396,6 +441,8 @@ impl EngineHandle {
                 })
             }
             Backend::Process { child, .. } => child.shutdown(self.call_timeout),
+            #[cfg(feature = "wasm")]
+            Backend::Wasm { engine, .. } => engine.shutdown(self.call_timeout),
         }
     }
 }

@@ -143,6 +143,20 @@ pub enum LoadError {
     /// The loader in the engine's child process refused the library; its message, as it reads.
     #[error("{0}")]
     InChild(String),
+    /// A WebAssembly engine (`isolation = "wasm"`) could not be compiled, instantiated, or
+    /// failed its handshake; the message names the file and the cause.
+    #[error("{0}")]
+    Wasm(String),
+    /// `isolation = "wasm"` (or a `.wasm` file) on a host built without the `wasm` feature.
+    #[error(
+        "`{}` is a WebAssembly engine, but this rampart was built without the `wasm` feature; \
+         rebuild it with `cargo build --release --features wasm`",
+        path.display()
+    )]
+    WasmNotBuilt {
+        /// The component.
+        path: PathBuf,
+    },
     /// Loading, checking and constructing took longer than `plugins.loadTimeoutMs`.
     #[error(
         "loading `{}` did not finish within {} ms (plugins.loadTimeoutMs); the library stays \
@@ -302,6 +316,57 @@ pub fn load_executable(
     ))
 }
 
+/// Whether `path` names a WebAssembly component (`.wasm`), which `engines check` runs as
+/// `isolation = "wasm"` rather than as a library.
+pub fn is_wasm_path(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("wasm"))
+}
+
+/// Compiles and instantiates the WebAssembly component of `req.path` (`isolation = "wasm"`)
+/// with what `settings` grants, and checks its handshake as a library's is checked.
+pub fn load_wasm(
+    req: LoadRequest,
+    settings: crate::config::WasmSettings,
+) -> Result<EngineHandle, LoadError> {
+    if !req.path.exists() {
+        return Err(LoadError::Missing { path: req.path });
+    }
+    if !req.path.is_file() {
+        return Err(LoadError::NotAFile { path: req.path });
+    }
+    #[cfg(feature = "wasm")]
+    {
+        use crate::engine::wasm::{WasmEngine, WasmSpec};
+        let spec = WasmSpec {
+            id: req.id.clone(),
+            verify_id: req.verify_id,
+            path: req.path.clone(),
+            config: req.config,
+            services: req.services,
+            load_timeout: req.load_timeout,
+            call_timeout: req.call_timeout,
+            max_log_level: req.max_log_level,
+            settings,
+        };
+        let (engine, info) =
+            WasmEngine::start(&spec).map_err(|e| LoadError::Wasm(e.to_string()))?;
+        let info = match check_info(&req.path, info, req.verify_id.then_some(req.id.as_str())) {
+            Ok(info) => info,
+            Err(e) => {
+                let _ = engine.shutdown(Duration::from_millis(100));
+                return Err(e);
+            }
+        };
+        Ok(EngineHandle::wasm(engine, info, req.path, req.call_timeout))
+    }
+    #[cfg(not(feature = "wasm"))]
+    {
+        let _ = settings;
+        Err(LoadError::WasmNotBuilt { path: req.path })
+    }
+}
+
 /// Reads a library's header without constructing an engine. Runs no engine code beyond the
 /// library's static constructors (which `dlopen` always runs).
 pub fn inspect_library(path: &Path) -> Result<LibraryFacts, LoadError> {
@@ -451,7 +516,7 @@ fn handshake(
 
 /// The handshake's checks on what an engine says about itself: a compatible protocol, a
 /// non-empty id and name, and the configured id. The same for a library and an executable.
-fn check_info(
+pub(crate) fn check_info(
     path: &Path,
     info: EngineInfo,
     expected_id: Option<&str>,

@@ -12,6 +12,9 @@
 //!   (`isolation = "process"`): the host's side, the frames on the pipe, the child's side. An
 //!   executable engine (`command = [...]`) is a child that speaks the pipe itself
 //!   (docs/engine-protocol.md).
+//! - [`wasm`] (the `wasm` feature): an engine that is a WebAssembly component
+//!   (`isolation = "wasm"`), run by wasmtime in the host with nothing granted but what the
+//!   configuration says.
 
 pub mod engine_host;
 pub mod handle;
@@ -21,3 +24,5 @@ pub mod pipe;
 pub mod process;
 pub mod services;
 pub mod slot;
+#[cfg(feature = "wasm")]
+pub mod wasm;

@@ -680,30 +680,41 @@ fn forward_stderr(
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let text = String::from_utf8_lossy(&buf);
-        let line = text.trim();
-        if line.is_empty() {
-            continue;
+        record_stderr_line(&String::from_utf8_lossy(&buf), id, services, last_words);
+    }
+}
+
+/// Records one line an engine wrote to stderr (a child's, or a WebAssembly engine's): a log
+/// line under the engine's id at its level, anything else a warning, kept among the engine's
+/// last words (the last [`LAST_WORDS`]) for the line that reports its end.
+pub(crate) fn record_stderr_line(
+    text: &str,
+    id: &str,
+    services: &dyn HostApi,
+    last_words: &Mutex<VecDeque<String>>,
+) {
+    let line = text.trim();
+    if line.is_empty() {
+        return;
+    }
+    if let Ok(log) = serde_json::from_str::<LogLine>(line)
+        && let Some(level) = log.level()
+    {
+        let fields = if log.fields.is_null() {
+            String::new()
+        } else {
+            log.fields.to_string()
+        };
+        services.log(level, &log.target, &log.text(), &fields);
+        return;
+    }
+    let shown: String = line.chars().take(300).collect();
+    tracing::warn!(target: "rampart::engine", engine = id, "engine process stderr: {shown}");
+    if let Ok(mut words) = last_words.lock() {
+        if words.len() == LAST_WORDS {
+            words.pop_front();
         }
-        if let Ok(log) = serde_json::from_str::<LogLine>(line)
-            && let Some(level) = log.level()
-        {
-            let fields = if log.fields.is_null() {
-                String::new()
-            } else {
-                log.fields.to_string()
-            };
-            services.log(level, &log.target, &log.text(), &fields);
-            continue;
-        }
-        let shown: String = line.chars().take(300).collect();
-        tracing::warn!(target: "rampart::engine", engine = id, "engine process stderr: {shown}");
-        if let Ok(mut words) = last_words.lock() {
-            if words.len() == LAST_WORDS {
-                words.pop_front();
-            }
-            words.push_back(shown);
-        }
+        words.push_back(shown);
     }
 }
 

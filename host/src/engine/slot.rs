@@ -27,7 +27,9 @@ use crate::blobs::BlobStore;
 use crate::config::Config;
 use crate::config::{EngineCommand, Isolation};
 use crate::engine::handle::EngineHandle;
-use crate::engine::loader::{LoadRequest, load_engine, load_engine_in_child, load_executable};
+use crate::engine::loader::{
+    LoadRequest, load_engine, load_engine_in_child, load_executable, load_wasm,
+};
 use crate::engine::services::{EventSink, HostServices};
 
 /// A quarantine: which engine failed, in which operation, and why.
@@ -727,6 +729,8 @@ pub(crate) fn resolve_and_load(
         }
         (Isolation::Process(settings), None) => load_engine_in_child(request, settings),
         (Isolation::InProcess, None) => load_engine(request),
+        // The validator refuses `isolation = "wasm"` beside a command.
+        (Isolation::Wasm(settings), _) => load_wasm(request, settings),
     };
     loaded.map_err(|e| ("load", e.to_string()))
 }
@@ -782,6 +786,13 @@ pub fn check_in_child(
     let settings = match isolation {
         Isolation::Process(settings) => settings,
         Isolation::InProcess => crate::config::ProcessSettings::default(),
+        // Confined already: run where the slot runs it.
+        Isolation::Wasm(wasm) => {
+            let handle = load_wasm(request, wasm).map_err(|e| e.to_string())?;
+            let info = handle.info().clone();
+            let _ = handle.shutdown();
+            return Ok(info);
+        }
     };
     let handle = match command {
         Some(command) => load_executable(request, command, settings),
