@@ -94,6 +94,10 @@ fn executables() -> Vec<(&'static str, EngineCommand)> {
         "python",
         command("python3", &examples().join("python/keep_last.py")),
     ));
+    out.push((
+        "python_deltas",
+        command("python3", &examples().join("python/keep_last_deltas.py")),
+    ));
     if let Some(js) = node_script() {
         out.push(("node", command("node", &js)));
     }

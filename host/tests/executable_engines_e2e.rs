@@ -675,3 +675,117 @@ keep_last.main()
         "{seen:?}"
     );
 }
+
+/// The Python example that speaks deltas (`messageRefs`, docs/engine-protocol.md 4.1) passes
+/// the conformance run through its pipe, and answers what keep_last.py answers.
+#[test]
+fn the_python_deltas_example_passes_the_conformance_run_through_its_pipe() {
+    let Some(python) = python() else { return };
+    let handle = load_executable(
+        request("keep-last", Duration::from_secs(10)),
+        command(python, &[&examples().join("python/keep_last_deltas.py")]),
+        ProcessSettings::default(),
+    )
+    .unwrap();
+    assert!(handle.speaks_message_refs());
+    // A growing history, as turns send it: the same six newest each time, as deltas.
+    for n in [20, 22, 30] {
+        let history = common::history(n);
+        let out = handle
+            .call(AssembleParams {
+                messages: history.clone(),
+                token_budget: Some(100_000),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(
+            &out.messages[..],
+            &history[n - 6..],
+            "the newest six of {n}"
+        );
+    }
+    let report = run_on(Ok(&Through(&handle)));
+    assert!(report.passed(), "{report:#?}");
+    assert_eq!(report.checks.len(), 10, "{report:#?}");
+}
+
+/// Selected in plugins.toml, the deltas example replays the main job exactly as keep_last.py
+/// does, and after the first turns it is sent only what is new: its `assemble` requests are
+/// deltas against the list it kept, even though it declines `after_turn` and `maintain` every
+/// turn (the host used to forget the kept list on any declined call and resend everything).
+#[test]
+fn the_deltas_example_is_sent_only_what_is_new_and_replays_like_the_plain_one() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("frames.jsonl");
+    std::fs::write(
+        dir.path().join("watched.py"),
+        format!(
+            r#"import json, sys
+sys.path.insert(0, {examples:?})
+import keep_last_deltas
+inner = keep_last_deltas.read_frame
+def read_frame(pipe):
+    frame = inner(pipe)
+    if frame and frame.get("type") == "call":
+        messages = json.loads(frame["payload"]).get("messages")
+        with open({log:?}, "a") as f:
+            f.write(json.dumps({{"method": frame["method"],
+                                 "delta": isinstance(messages, dict) and "base" in messages,
+                                 "bytes": len(frame["payload"])}}) + "\n")
+    return frame
+keep_last_deltas.read_frame = read_frame
+keep_last_deltas.main()
+"#,
+            examples = examples().join("python").display().to_string(),
+            log = log.display().to_string(),
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        examples().join("python/keep_last.py"),
+        dir.path().join("keep_last.py"),
+    )
+    .unwrap();
+    let transcript = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/sessions/openclaw-main-3479d118.jsonl");
+    let replay = |script: &str| {
+        let cfg = config(dir.path(), &format!("[\"{python}\", \"{script}\"]"), "");
+        let out = run_in(
+            dir.path(),
+            &cfg,
+            &[
+                "replay",
+                transcript.to_str().unwrap(),
+                "--window",
+                "32000",
+                "--json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut summary = v["summary"].clone();
+        summary.as_object_mut().unwrap().remove("engine");
+        summary.as_object_mut().unwrap().remove("servedBy");
+        (summary, v["rows"].clone())
+    };
+    let plain = replay("keep_last.py");
+    let deltas = replay("watched.py");
+    assert_eq!(plain, deltas, "the same replay through either engine");
+    let frames: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let assembles: Vec<_> = frames
+        .iter()
+        .filter(|f| f["method"] == "assemble")
+        .collect();
+    let as_deltas = assembles.iter().filter(|f| f["delta"] == true).count();
+    assert!(assembles.len() > 500, "{}", assembles.len());
+    assert!(
+        as_deltas * 10 >= assembles.len() * 9,
+        "{as_deltas} of {} assemble requests were deltas",
+        assembles.len()
+    );
+}

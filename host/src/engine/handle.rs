@@ -508,6 +508,12 @@ fn call_library<P: Serialize, R: DeserializeOwned>(
         .and_then(|answer| with_host_table(table, || decode(answer.as_str())));
     match &result {
         Ok(_) => table.commit(),
+        // An engine that declines a method has read the request (the Rust SDK decodes before
+        // it dispatches; an executable that speaks deltas reads every list it is sent): it
+        // holds the request's list. Forgetting here sent the whole history again after every
+        // turn's `after_turn` and `maintain` that a simple engine declines. Should it not hold
+        // the list after all, the next delta is refused as stale and goes again in full.
+        Err(e) if e.kind == ErrorKind::Unsupported => table.commit(),
         Err(_) => table.forget(),
     }
     result
