@@ -75,9 +75,11 @@
  *    "ownsCompaction": false,
  *    "protocol": {"protocol": "rampart-engine", "version": "1.0.0", "features": []}}
  *   `id` must be the id plugins.toml loads the engine under. `protocol.version` is the engine
- *   API version the engine was written against; its major must be 1. Do not announce the
- *   feature {"name": "messageRefs"}: with it, message lists cross as deltas by id, a form this
- *   header does not describe. Without it, every list is a plain JSON array of messages.
+ *   API version the engine was written against; its major must be 1. Without the feature
+ *   {"name": "messageRefs"} every message list is a plain JSON array of messages; with it,
+ *   lists cross as deltas against the list the engine kept from its last call (docs/
+ *   engine-protocol.md, section 4.1: the same JSON an executable reads). Announce it only if
+ *   the engine reads that form.
  *
  * init_json, passed to `create` (EngineInit):
  *   {"engineId": "keep-last", "config": { ...the engine's plugins.toml config table... },

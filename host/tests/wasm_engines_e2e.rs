@@ -126,21 +126,28 @@ fn the_wasm_example_passes_the_conformance_run() {
     .unwrap();
     assert_eq!(handle.origin(), &EngineOrigin::Wasm(wasm.clone()));
     assert_eq!(handle.child_pid(), None, "it runs in the host's process");
-    assert!(!handle.speaks_message_refs(), "plain JSON arrays");
-    let history = common::history(20);
-    let out = handle
-        .call(AssembleParams {
-            messages: history.clone(),
-            token_budget: Some(100_000),
-            ..Default::default()
-        })
-        .unwrap();
-    assert_eq!(out.messages.len(), 6, "keep = 6");
-    assert_eq!(
-        &out.messages[..],
-        &history[14..],
-        "the newest six, unchanged"
+    assert!(
+        handle.speaks_message_refs(),
+        "lists cross as deltas (messageRefs)"
     );
+    // A growing history, as turns send it: after the first call only the new messages cross,
+    // and the answer is a run of the call's own list.
+    for n in [20, 22, 30] {
+        let history = common::history(n);
+        let out = handle
+            .call(AssembleParams {
+                messages: history.clone(),
+                token_budget: Some(100_000),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(out.messages.len(), 6, "keep = 6");
+        assert_eq!(
+            &out.messages[..],
+            &history[n - 6..],
+            "the newest six of {n}, unchanged"
+        );
+    }
     let report = run_on(Ok(&Through(&handle)));
     assert!(report.passed(), "{report:#?}");
     assert_eq!(report.engine_id.as_deref(), Some("keep-last"));

@@ -2,8 +2,9 @@
 //! newest whole units (an assistant's tool calls with their results) of at most `keep`
 //! messages (`[plugins.engines.keep-last.config] keep = 50`); every other method answers
 //! `unsupported` and the host does its default. The same behaviour as
-//! `examples/engines/python/keep_last.py`, through the world `engine-api/wit/engine.wit`
-//! instead of frames on a pipe.
+//! `examples/engines/python/keep_last_deltas.py`, through the world `engine-api/wit/engine.wit`
+//! instead of frames on a pipe; message lists arrive as deltas (`messageRefs`, protocol 4.1),
+//! so a turn costs the new messages, not the history.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -36,10 +37,25 @@ struct Config {
     keep: Option<usize>,
 }
 
+/// Any method's parameters: only the message list matters here.
 #[derive(Deserialize)]
-struct AssembleParams<'a> {
+struct Params<'a> {
     #[serde(default, borrow)]
-    messages: Vec<&'a RawValue>,
+    messages: Option<&'a RawValue>,
+}
+
+/// A message list as the host sends it to an engine that announced `messageRefs`
+/// (docs/engine-protocol.md, section 4.1): a delta against the list kept from the last call.
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, rename = "gen")]
+    generation: Option<u64>,
+    #[serde(default)]
+    base: Option<u64>,
+    #[serde(default)]
+    keep: usize,
+    #[serde(default, borrow)]
+    items: Vec<&'a RawValue>,
 }
 
 /// The fields of a message that decide its unit.
@@ -50,9 +66,21 @@ struct Head {
     role: String,
     #[serde(default)]
     content: Option<serde_json::Value>,
-    #[serde(default)]
-    tool_call_id: Option<String>,
 }
+
+/// The list of the last call, kept under the number the host gave it, each message as the
+/// JSON it came as.
+struct Kept {
+    generation: u64,
+    messages: Vec<String>,
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Marker of a stale base: the host then sends the list again in full.
+const STALE: &str = "unknown base message list";
 
 fn error(kind: u32, message: String) -> EngineError {
     EngineError {
@@ -62,61 +90,111 @@ fn error(kind: u32, message: String) -> EngineError {
     }
 }
 
-/// Where each unit starts: a tool call is never separated from the results answering it.
-fn unit_starts(heads: &[Head]) -> Vec<usize> {
-    let mut starts = Vec::new();
-    let mut i = 0;
-    while i < heads.len() {
-        starts.push(i);
-        let calls: Vec<&str> = match (&heads[i].role[..], &heads[i].content) {
-            ("assistant", Some(serde_json::Value::Array(blocks))) => blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(|t| t.as_str()) == Some("toolCall"))
-                .filter_map(|b| b.get("id").and_then(|id| id.as_str()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        i += 1;
-        while !calls.is_empty()
-            && i < heads.len()
-            && heads[i]
-                .tool_call_id
-                .as_deref()
-                .is_some_and(|id| calls.contains(&id))
-        {
-            i += 1;
-        }
+/// The call's message list, and whether it came as a delta (then the answer is one too).
+fn resolve(method: &str, payload: &str) -> Result<(Vec<String>, bool), EngineError> {
+    let bad = |e: String| error(INVALID_PARAMS, format!("{method}: {e}"));
+    let params: Params<'_> = serde_json::from_str(payload).map_err(|e| bad(e.to_string()))?;
+    let Some(raw) = params.messages else {
+        return Ok((Vec::new(), false));
+    };
+    if raw.get().starts_with('[') {
+        let list: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
+        return Ok((list.iter().map(|m| m.get().to_owned()).collect(), false));
     }
-    starts
+    let delta: Delta<'_> = serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
+    KEPT.with(|kept| {
+        let mut kept = kept.borrow_mut();
+        let mut base = match (delta.base, kept.take()) {
+            (None, _) => Vec::new(),
+            (Some(b), Some(k)) if k.generation == b => k.messages,
+            (Some(b), other) => {
+                *kept = other;
+                return Err(bad(format!("{STALE} {b}")));
+            }
+        };
+        if delta.keep > base.len() {
+            return Err(bad(format!("{STALE}: keeps {} of {}", delta.keep, base.len())));
+        }
+        let runs = delta.items.iter().any(|i| i.get().starts_with('['));
+        let mut out = if runs { base[..delta.keep].to_vec() } else { base.split_off(0) };
+        out.truncate(delta.keep);
+        for item in &delta.items {
+            if item.get().starts_with('[') {
+                let (start, len): (usize, usize) =
+                    serde_json::from_str(item.get()).map_err(|e| bad(e.to_string()))?;
+                let run = base
+                    .get(start..start.saturating_add(len))
+                    .ok_or_else(|| bad(format!("{STALE}: run {start}+{len}")))?;
+                out.extend_from_slice(run);
+            } else {
+                out.push(item.get().to_owned());
+            }
+        }
+        if let Some(generation) = delta.generation {
+            *kept = Some(Kept {
+                generation,
+                messages: out.clone(),
+            });
+        }
+        Ok((out, true))
+    })
 }
 
-fn assemble(payload: &str) -> Result<String, EngineError> {
-    let params: AssembleParams<'_> = serde_json::from_str(payload)
-        .map_err(|e| error(INVALID_PARAMS, format!("assemble: {e}")))?;
-    let heads = params
-        .messages
-        .iter()
-        .map(|m| serde_json::from_str::<Head>(m.get()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| error(INVALID_PARAMS, format!("assemble: a message: {e}")))?;
-    let keep = KEEP.load(Ordering::Relaxed);
-    let total = heads.len();
-    let mut start = total;
-    for s in unit_starts(&heads).into_iter().rev() {
-        if total - s > keep {
+fn has_calls(message: &str) -> bool {
+    let head: Head = serde_json::from_str(message).unwrap_or_default();
+    head.role == "assistant"
+        && matches!(&head.content, Some(serde_json::Value::Array(blocks))
+            if blocks.iter().any(|b| b.get("type").and_then(|t| t.as_str()) == Some("toolCall")))
+}
+
+fn is_result(message: &str) -> bool {
+    serde_json::from_str::<Head>(message).is_ok_and(|h| h.role == "toolResult")
+}
+
+/// The start of the newest whole units of at most `keep` messages, walking back from the end
+/// only as far as that: a tool call stays with the results after it.
+fn first_kept(messages: &[String], keep: usize) -> usize {
+    let (mut start, mut i) = (messages.len(), messages.len());
+    while i > 0 {
+        let mut j = i - 1;
+        if is_result(&messages[j]) {
+            let mut k = j;
+            while k > 0 && is_result(&messages[k - 1]) {
+                k -= 1;
+            }
+            if k > 0 && has_calls(&messages[k - 1]) {
+                j = k - 1;
+            }
+        }
+        if messages.len() - j > keep {
             break;
         }
-        start = s;
+        start = j;
+        i = j;
+    }
+    start
+}
+
+fn assemble(messages: &[String], as_delta: bool) -> String {
+    let start = first_kept(messages, KEEP.load(Ordering::Relaxed));
+    if as_delta {
+        // A run of the call's own list: nothing to copy however long the history is.
+        let n = messages.len() - start;
+        return if n == 0 {
+            "{\"messages\":{\"keep\":0,\"items\":[]}}".to_owned()
+        } else {
+            format!("{{\"messages\":{{\"keep\":0,\"items\":[[{start},{n}]]}}}}")
+        };
     }
     let mut out = String::from("{\"messages\":[");
-    for (n, m) in params.messages[start..].iter().enumerate() {
+    for (n, m) in messages[start..].iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
-        out.push_str(m.get());
+        out.push_str(m);
     }
     out.push_str("]}");
-    Ok(out)
+    out
 }
 
 struct KeepLast;
@@ -130,15 +208,21 @@ impl Guest for KeepLast {
             "id": "keep-last",
             "name": "Keep last N",
             "version": "0.1.0",
-            "protocol": {"protocol": "rampart-engine", "version": "1.1.0", "features": []},
+            // Message lists as deltas: a turn sends only the new messages.
+            "protocol": {"protocol": "rampart-engine", "version": "1.1.0",
+                         "features": [{"name": "messageRefs"}]},
         })
         .to_string())
     }
 
     fn call(method: String, payload: String) -> Result<String, EngineError> {
+        if method == "dispose" {
+            return Ok("{}".into());
+        }
+        // Every call's list is read, answered or not: the next delta is relative to it.
+        let (messages, as_delta) = resolve(&method, &payload)?;
         match method.as_str() {
-            "assemble" => assemble(&payload),
-            "dispose" => Ok("{}".into()),
+            "assemble" => Ok(assemble(&messages, as_delta)),
             other => Err(error(
                 UNSUPPORTED,
                 format!("keep-last does not implement `{other}`"),
