@@ -524,3 +524,51 @@ fn the_header_and_the_hosts_mirror_agree_on_the_layout() {
     }
     assert_eq!(printed.len(), fields.len());
 }
+
+/// The C example announces `messageRefs` and reads the delta form (protocol 4.1): as a
+/// history grows turn by turn it is sent only the new messages and answers with a run of
+/// them, in the host's process and in a child, and keeps answering right.
+#[test]
+fn the_c_example_is_sent_deltas_and_keeps_answering_right_as_the_history_grows() {
+    use rampart_engine_api::protocol::{AssembleParams, AssembleResult};
+    let (cc, source, _) = EXAMPLES[0];
+    let Some(cc) = compiler(cc) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let lib = build(cc, source, &[], dir.path(), "keep_last");
+    let config = serde_json::json!({"keep": 6});
+    let engines = [
+        load_engine(request(&lib, config.clone())).unwrap(),
+        load_engine_in_child(request(&lib, config), Default::default()).unwrap(),
+    ];
+    for engine in engines {
+        assert!(
+            engine.speaks_message_refs(),
+            "{source} announces messageRefs"
+        );
+        for n in [20, 22, 30, 31, 2_000, 2_002] {
+            let history = crate::common::history(n);
+            let out: AssembleResult = engine
+                .call(AssembleParams {
+                    messages: history.clone(),
+                    ..Default::default()
+                })
+                .unwrap();
+            assert_eq!(
+                out.messages.to_vec(),
+                history[n - 6..].to_vec(),
+                "{source}: the newest six of {n}"
+            );
+        }
+        // A shorter history (a branch switch): the list goes as a delta with a shorter keep,
+        // and the answer is still right.
+        let history = crate::common::history(10);
+        let out: AssembleResult = engine
+            .call(AssembleParams {
+                messages: history.clone(),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(out.messages.to_vec(), history[4..].to_vec());
+        engine.shutdown().unwrap();
+    }
+}

@@ -6,11 +6,18 @@
  * answer it. It needs no JSON library: a small scanner finds each message's span in the input
  * and the answer is those spans copied back, so the messages return byte for byte.
  *
+ * It announces `messageRefs` (docs/engine-protocol.md, section 4.1): after the first call the
+ * host sends only the new messages as a delta against the list this engine kept, and the answer
+ * is a `[start, length]` run of the call's list, so a turn costs the new messages, not the
+ * history. A call whose list is a plain array (a raw call, `rampart engines check`) is answered
+ * with a plain array.
+ *
  * Build (from the repository's root):
  *   cc -std=c11 -O2 -shared -fPIC -I engine-api/include
  *       examples/engines/c/keep_last.c -o libkeep_last_c.so
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,30 +139,30 @@ static int string_is(const char *s, size_t len, size_t at, const char *text) {
            s[at + n + 1] == '"';
 }
 
-/* The raw span of the string value at `at` (without quotes); 0 if it is not a string. */
-static int string_span(const char *s, size_t len, size_t at, size_t *from, size_t *n) {
-    scan p = {s, len, at};
-    if (!skip_string(&p)) return 0;
-    *from = at + 1;
-    *n = p.at - at - 2;
-    return 1;
-}
-
 /* ---- the engine ---- */
+
+/* A message as JSON bytes: in the call's input, or a copy the engine keeps. */
+typedef struct {
+    const char *p;
+    size_t n;
+} span;
 
 typedef struct {
     size_t keep;
+    /* The list of the last call that came as a delta (`messageRefs`, docs/engine-protocol.md
+     * 4.1), kept under the number the host gave it: each message a malloc'd copy. */
+    int held;
+    unsigned long long gen;
+    span *msgs;
+    size_t count, cap;
 } keep_last;
-
-typedef struct {
-    size_t start, end;  /* the message's bytes in the input */
-    size_t id, id_len;  /* toolResult: the call id it answers */
-    int is_result;
-} message;
 
 static const char INFO[] =
     "{\"id\":\"keep-last\",\"name\":\"Keep last N (C)\",\"version\":\"0.1.0\","
-    "\"protocol\":{\"protocol\":\"rampart-engine\",\"version\":\"1.0.0\",\"features\":[]}}";
+    "\"protocol\":{\"protocol\":\"rampart-engine\",\"version\":\"1.0.0\","
+    "\"features\":[{\"name\":\"messageRefs\"}]}}";
+
+static const char STALE[] = "unknown base message list";
 
 static char *copy_text(const char *text, size_t *len) {
     *len = strlen(text);
@@ -169,10 +176,19 @@ static rampart_status fail(rampart_status status, const char *why, char **out, s
     return status;
 }
 
+static void free_spans(span *list, size_t count);
+
+static void drop_kept(keep_last *self) {
+    free_spans(self->msgs, self->count);
+    self->msgs = NULL;
+    self->count = self->cap = 0;
+    self->held = 0;
+}
+
 static rampart_status create(const char *init_json, size_t init_len, const rampart_host *host,
                              void **instance, char **error, size_t *error_len) {
     (void)host;
-    keep_last *self = malloc(sizeof *self);
+    keep_last *self = calloc(1, sizeof *self);
     if (self == NULL) return fail(RAMPART_ENGINE, "out of memory", error, error_len);
     self->keep = 50;
     size_t config, keep;
@@ -191,102 +207,241 @@ static rampart_status create(const char *init_json, size_t init_len, const rampa
     return RAMPART_OK;
 }
 
-/* Whether the assistant message at m.start calls the tool whose id is `id`. */
-static int calls(const char *s, size_t len, const message *m, const char *id, size_t id_len) {
-    size_t content;
-    if (find_key(s, len, m->start, "content", &content) != 1 || s[content] != '[') return 0;
-    scan p = {s, len, content + 1};
-    for (;;) {
-        skip_ws(&p);
-        if (p.at >= len || s[p.at] == ']') return 0;
-        size_t block = p.at, type, bid, from, n;
-        if (s[block] == '{' && find_key(s, len, block, "type", &type) == 1 &&
-            string_is(s, len, type, "toolCall") && find_key(s, len, block, "id", &bid) == 1 &&
-            string_span(s, len, bid, &from, &n) && n == id_len && memcmp(s + from, id, n) == 0)
-            return 1;
-        if (!skip_value(&p, 1)) return 0;
-        skip_ws(&p);
-        if (p.at < len && s[p.at] == ',') p.at++;
+/* Appends a span to a growable array; 0 when out of memory. */
+static int push(span **list, size_t *count, size_t *cap, span m) {
+    if (*count == *cap) {
+        size_t grown_cap = *cap ? *cap * 2 : 64;
+        span *grown = realloc(*list, grown_cap * sizeof *grown);
+        if (grown == NULL) return 0;
+        *list = grown;
+        *cap = grown_cap;
     }
+    (*list)[(*count)++] = m;
+    return 1;
 }
 
-static rampart_status assemble(keep_last *self, const char *s, size_t len, char **out,
-                               size_t *out_len) {
-    size_t list;
-    int found = find_key(s, len, 0, "messages", &list);
-    if (found < 0) return fail(RAMPART_INVALID_PARAMS, "parameters are not a JSON object", out, out_len);
-    size_t count = 0, cap = 0;
-    message *msgs = NULL;
-    if (found == 1) {
-        if (s[list] != '[') return fail(RAMPART_INVALID_PARAMS, "`messages` must be an array", out, out_len);
-        scan p = {s, len, list + 1};
+static void free_spans(span *list, size_t count) {
+    for (size_t i = 0; i < count; i++) free((void *)list[i].p);
+    free(list);
+}
+
+static int copy_span(span *out, const char *p, size_t n) {
+    char *copy = malloc(n ? n : 1);
+    if (copy == NULL) return 0;
+    memcpy(copy, p, n);
+    out->p = copy;
+    out->n = n;
+    return 1;
+}
+
+/* A whole number at `at`; 0 if there is none. */
+static int number_at(const char *s, size_t len, size_t at, unsigned long long *n) {
+    if (at >= len || s[at] < '0' || s[at] > '9') return 0;
+    *n = strtoull(s + at, NULL, 10);
+    return 1;
+}
+
+/* The call's `messages`: a plain array (spans into `s`, *as_delta = 0), or a delta against the
+ * kept list (*as_delta = 1; the list is then the kept one, updated). Every call's list is read,
+ * answered or not: the host's next delta is relative to it. Returns RAMPART_OK, or an error with
+ * its text in *why. */
+static rampart_status resolve(keep_last *self, const char *s, size_t len, span **list,
+                              size_t *count, int *as_delta, const char **why) {
+    size_t at;
+    size_t cap = 0;
+    *list = NULL;
+    *count = 0;
+    *as_delta = 0;
+    int found = find_key(s, len, 0, "messages", &at);
+    if (found < 0) return *why = "parameters are not a JSON object", RAMPART_INVALID_PARAMS;
+    if (found == 0) return RAMPART_OK;
+    if (s[at] == '[') {
+        scan p = {s, len, at + 1};
         for (;;) {
             skip_ws(&p);
-            if (p.at < len && s[p.at] == ']') break;
-            if (count == cap) {
-                cap = cap ? cap * 2 : 64;
-                message *grown = realloc(msgs, cap * sizeof *msgs);
-                if (grown == NULL) {
-                    free(msgs);
-                    return fail(RAMPART_ENGINE, "out of memory", out, out_len);
-                }
-                msgs = grown;
-            }
-            message *m = &msgs[count];
-            memset(m, 0, sizeof *m);
-            m->start = p.at;
+            if (p.at < len && s[p.at] == ']') return RAMPART_OK;
+            size_t from = p.at;
             if (p.at >= len || s[p.at] != '{' || !skip_value(&p, 1)) {
-                free(msgs);
-                return fail(RAMPART_INVALID_PARAMS, "each message must be an object", out, out_len);
+                free(*list);
+                return *why = "each message must be an object", RAMPART_INVALID_PARAMS;
             }
-            m->end = p.at;
-            size_t role, id;
-            if (find_key(s, len, m->start, "role", &role) == 1 && string_is(s, len, role, "toolResult") &&
-                find_key(s, len, m->start, "toolCallId", &id) == 1 &&
-                string_span(s, len, id, &m->id, &m->id_len))
-                m->is_result = 1;
-            count++;
+            if (!push(list, count, &cap, (span){s + from, p.at - from})) {
+                free(*list);
+                return *why = "out of memory", RAMPART_ENGINE;
+            }
             skip_ws(&p);
             if (p.at < len && s[p.at] == ',') p.at++;
         }
     }
-    /* Units, as rampart_engine_api::pairing::tool_units: a message and the results right after
-     * it that answer its calls. Walk them newest first while the whole unit fits in `keep`. */
-    size_t start = count, i = 0;
-    size_t *unit_starts = malloc((count + 1) * sizeof *unit_starts);
-    size_t units = 0;
-    if (unit_starts == NULL) {
-        free(msgs);
-        return fail(RAMPART_ENGINE, "out of memory", out, out_len);
+    if (s[at] != '{') return *why = "`messages` must be an array or a delta", RAMPART_INVALID_PARAMS;
+    size_t v, items;
+    unsigned long long gen = 0, base = 0, keep = 0;
+    int has_gen = find_key(s, len, at, "gen", &v) == 1 && number_at(s, len, v, &gen);
+    int has_base = find_key(s, len, at, "base", &v) == 1 && number_at(s, len, v, &base);
+    if (find_key(s, len, at, "keep", &v) == 1) number_at(s, len, v, &keep);
+    size_t base_count = has_base ? self->count : 0;
+    if (has_base && (!self->held || self->gen != base)) return *why = STALE, RAMPART_INVALID_PARAMS;
+    if (keep > base_count) return *why = STALE, RAMPART_INVALID_PARAMS;
+    /* The new list: the kept prefix, then each item (a message, or a [start, len] run of the
+     * base). When the history only grew, the kept list is extended in place. */
+    span *out = NULL;
+    size_t out_count = 0, out_cap = 0;
+    int in_place = 1;
+    if (find_key(s, len, at, "items", &items) == 1 && s[items] == '[') {
+        scan q = {s, len, items + 1};
+        for (;;) {
+            skip_ws(&q);
+            if (q.at >= len || s[q.at] == ']') break;
+            if (s[q.at] == '[') in_place = 0;
+            if (!skip_value(&q, 1)) return *why = "a malformed delta", RAMPART_INVALID_PARAMS;
+            skip_ws(&q);
+            if (q.at < len && s[q.at] == ',') q.at++;
+        }
     }
-    while (i < count) {
-        size_t opener = i++;
-        unit_starts[units++] = opener;
-        while (i < count && msgs[i].is_result &&
-               calls(s, len, &msgs[opener], s + msgs[i].id, msgs[i].id_len))
-            i++;
+    if (!has_base) in_place = 0;
+    if (in_place && keep == base_count) {
+        out = self->msgs;
+        out_count = self->count;
+        out_cap = self->cap;
+        self->msgs = NULL;
+        self->count = self->cap = 0;
+    } else {
+        for (size_t i = 0; i < keep; i++) {
+            span copy;
+            if (!copy_span(&copy, self->msgs[i].p, self->msgs[i].n) ||
+                !push(&out, &out_count, &out_cap, copy))
+                return *why = "out of memory", RAMPART_ENGINE;
+        }
     }
-    while (units > 0 && count - unit_starts[units - 1] <= self->keep) start = unit_starts[--units];
-    free(unit_starts);
+    if (find_key(s, len, at, "items", &items) == 1 && s[items] == '[') {
+        scan p = {s, len, items + 1};
+        for (;;) {
+            skip_ws(&p);
+            if (p.at >= len || s[p.at] == ']') break;
+            size_t from = p.at;
+            if (!skip_value(&p, 1)) {
+                free_spans(out, out_count);
+                return *why = "a malformed delta", RAMPART_INVALID_PARAMS;
+            }
+            if (s[from] == '[') {
+                unsigned long long run_start = 0, run_len = 0;
+                scan r = {s, len, from + 1};
+                skip_ws(&r);
+                number_at(s, len, r.at, &run_start);
+                while (r.at < len && s[r.at] != ',') r.at++;
+                r.at++;
+                skip_ws(&r);
+                number_at(s, len, r.at, &run_len);
+                if (run_start + run_len > base_count) {
+                    free_spans(out, out_count);
+                    return *why = STALE, RAMPART_INVALID_PARAMS;
+                }
+                for (size_t i = run_start; i < run_start + run_len; i++) {
+                    span copy;
+                    if (!copy_span(&copy, self->msgs[i].p, self->msgs[i].n) ||
+                        !push(&out, &out_count, &out_cap, copy)) {
+                        free_spans(out, out_count);
+                        return *why = "out of memory", RAMPART_ENGINE;
+                    }
+                }
+            } else {
+                span copy;
+                if (!copy_span(&copy, s + from, p.at - from) ||
+                    !push(&out, &out_count, &out_cap, copy)) {
+                    free_spans(out, out_count);
+                    return *why = "out of memory", RAMPART_ENGINE;
+                }
+            }
+            skip_ws(&p);
+            if (p.at < len && s[p.at] == ',') p.at++;
+        }
+    }
+    drop_kept(self);
+    self->msgs = out;
+    self->count = out_count;
+    self->cap = out_cap;
+    self->held = has_gen;
+    self->gen = gen;
+    *list = self->msgs;
+    *count = self->count;
+    *as_delta = 1;
+    return RAMPART_OK;
+}
 
-    size_t bytes = 64;
-    for (i = start; i < count; i++) bytes += msgs[i].end - msgs[i].start + 1;
-    char *answer = malloc(bytes);
-    if (answer == NULL) {
-        free(msgs);
-        return fail(RAMPART_ENGINE, "out of memory", out, out_len);
+/* Whether the message is a tool result. */
+static int is_result(span m) {
+    size_t role;
+    return find_key(m.p, m.n, 0, "role", &role) == 1 && string_is(m.p, m.n, role, "toolResult");
+}
+
+/* Whether the assistant message calls a tool. */
+static int has_calls(span m) {
+    size_t role, content;
+    if (find_key(m.p, m.n, 0, "role", &role) != 1 || !string_is(m.p, m.n, role, "assistant"))
+        return 0;
+    if (find_key(m.p, m.n, 0, "content", &content) != 1 || m.p[content] != '[') return 0;
+    scan p = {m.p, m.n, content + 1};
+    for (;;) {
+        skip_ws(&p);
+        if (p.at >= m.n || m.p[p.at] == ']') return 0;
+        size_t block = p.at, type;
+        if (m.p[block] == '{' && find_key(m.p, m.n, block, "type", &type) == 1 &&
+            string_is(m.p, m.n, type, "toolCall"))
+            return 1;
+        if (!skip_value(&p, 1)) return 0;
+        skip_ws(&p);
+        if (p.at < m.n && m.p[p.at] == ',') p.at++;
     }
-    size_t at = 0;
+}
+
+/* The start of the newest whole units of at most `keep` messages, walking back from the end
+ * only as far as that: a tool call stays with the results after it. */
+static size_t first_kept(const span *msgs, size_t count, size_t keep) {
+    size_t start = count, i = count;
+    while (i > 0) {
+        size_t j = i - 1;
+        if (is_result(msgs[j])) {
+            size_t k = j;
+            while (k > 0 && is_result(msgs[k - 1])) k--;
+            if (k > 0 && has_calls(msgs[k - 1])) j = k - 1;
+        }
+        if (count - j > keep) break;
+        start = i = j;
+    }
+    return start;
+}
+
+static rampart_status assemble(keep_last *self, const span *msgs, size_t count, int as_delta,
+                               char **out, size_t *out_len) {
+    size_t start = first_kept(msgs, count, self->keep);
+    if (as_delta) {
+        /* A run of the call's own list: nothing to copy however long the history is. */
+        char buf[128];
+        int n = count > start
+                    ? snprintf(buf, sizeof buf,
+                               "{\"messages\":{\"keep\":0,\"items\":[[%zu,%zu]]},\"estimatedTokens\":0}",
+                               start, count - start)
+                    : snprintf(buf, sizeof buf,
+                               "{\"messages\":{\"keep\":0,\"items\":[]},\"estimatedTokens\":0}");
+        *out = malloc((size_t)n);
+        if (*out == NULL) return fail(RAMPART_ENGINE, "out of memory", out, out_len);
+        memcpy(*out, buf, (size_t)n);
+        *out_len = (size_t)n;
+        return RAMPART_OK;
+    }
+    size_t bytes = 64;
+    for (size_t i = start; i < count; i++) bytes += msgs[i].n + 1;
+    char *answer = malloc(bytes);
+    if (answer == NULL) return fail(RAMPART_ENGINE, "out of memory", out, out_len);
+    size_t at = 13;
     memcpy(answer, "{\"messages\":[", 13);
-    at = 13;
-    for (i = start; i < count; i++) {
+    for (size_t i = start; i < count; i++) {
         if (i > start) answer[at++] = ',';
-        memcpy(answer + at, s + msgs[i].start, msgs[i].end - msgs[i].start);
-        at += msgs[i].end - msgs[i].start;
+        memcpy(answer + at, msgs[i].p, msgs[i].n);
+        at += msgs[i].n;
     }
     memcpy(answer + at, "],\"estimatedTokens\":0}", 22);
     at += 22;
-    free(msgs);
     *out = answer;
     *out_len = at;
     return RAMPART_OK;
@@ -295,7 +450,28 @@ static rampart_status assemble(keep_last *self, const char *s, size_t len, char 
 static rampart_status call(void *instance, const char *method, const char *json_in, size_t len,
                            const rampart_call_ctx *ctx, char **out, size_t *out_len) {
     (void)ctx;
-    if (strcmp(method, "assemble") == 0) return assemble(instance, json_in, len, out, out_len);
+    keep_last *self = instance;
+    if (strcmp(method, "dispose") == 0) return RAMPART_OK;
+    span *msgs;
+    size_t count;
+    int as_delta;
+    const char *why = NULL;
+    rampart_status status = resolve(self, json_in, len, &msgs, &count, &as_delta, &why);
+    if (status != RAMPART_OK) {
+        if (strcmp(why, STALE) == 0) drop_kept(self);
+        return fail(status, why, out, out_len);
+    }
+    /* A plain array's spans point into the input: only the array is ours to free. */
+    if (!as_delta) {
+        if (strcmp(method, "assemble") == 0) {
+            status = assemble(self, msgs, count, 0, out, out_len);
+            free(msgs);
+            return status;
+        }
+        free(msgs);
+    } else if (strcmp(method, "assemble") == 0) {
+        return assemble(self, msgs, count, 1, out, out_len);
+    }
     if (strcmp(method, "ingest") == 0) {
         *out = copy_text("{\"ingested\":false}", out_len);
         return RAMPART_OK;
@@ -304,7 +480,6 @@ static rampart_status call(void *instance, const char *method, const char *json_
         *out = copy_text("{\"ok\":true,\"compacted\":false}", out_len);
         return RAMPART_OK;
     }
-    if (strcmp(method, "dispose") == 0) return RAMPART_OK;
     return RAMPART_UNSUPPORTED;
 }
 
@@ -313,7 +488,10 @@ static void free_buffer(char *buf, size_t len) {
     free(buf);
 }
 
-static void destroy(void *instance) { free(instance); }
+static void destroy(void *instance) {
+    drop_kept(instance);
+    free(instance);
+}
 
 static const rampart_engine_table_v1 TABLE = {
     RAMPART_ENGINE_ABI_VERSION, INFO, create, call, free_buffer, destroy,
