@@ -90,16 +90,26 @@ fn error(kind: u32, message: String) -> EngineError {
     }
 }
 
-/// The call's message list, and whether it came as a delta (then the answer is one too).
-fn resolve(method: &str, payload: &str) -> Result<(Vec<String>, bool), EngineError> {
+/// A call's message list: a plain array (its messages), or a delta, whose list is the kept one.
+enum Resolved {
+    Plain(Vec<String>),
+    Delta,
+}
+
+/// Reads the call's message list: a plain array, or a delta applied to the kept list, which it
+/// then replaces (extended in place when the history only grew: no message is copied twice).
+fn resolve(method: &str, payload: &str) -> Result<Resolved, EngineError> {
     let bad = |e: String| error(INVALID_PARAMS, format!("{method}: {e}"));
     let params: Params<'_> = serde_json::from_str(payload).map_err(|e| bad(e.to_string()))?;
     let Some(raw) = params.messages else {
-        return Ok((Vec::new(), false));
+        return Ok(Resolved::Plain(Vec::new()));
     };
     if raw.get().starts_with('[') {
-        let list: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
-        return Ok((list.iter().map(|m| m.get().to_owned()).collect(), false));
+        let list: Vec<&RawValue> =
+            serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
+        return Ok(Resolved::Plain(
+            list.iter().map(|m| m.get().to_owned()).collect(),
+        ));
     }
     let delta: Delta<'_> = serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
     KEPT.with(|kept| {
@@ -113,11 +123,19 @@ fn resolve(method: &str, payload: &str) -> Result<(Vec<String>, bool), EngineErr
             }
         };
         if delta.keep > base.len() {
-            return Err(bad(format!("{STALE}: keeps {} of {}", delta.keep, base.len())));
+            return Err(bad(format!(
+                "{STALE}: keeps {} of {}",
+                delta.keep,
+                base.len()
+            )));
         }
         let runs = delta.items.iter().any(|i| i.get().starts_with('['));
-        let mut out = if runs { base[..delta.keep].to_vec() } else { base.split_off(0) };
-        out.truncate(delta.keep);
+        let mut out = if runs {
+            base[..delta.keep].to_vec()
+        } else {
+            base.truncate(delta.keep);
+            std::mem::take(&mut base)
+        };
         for item in &delta.items {
             if item.get().starts_with('[') {
                 let (start, len): (usize, usize) =
@@ -130,13 +148,11 @@ fn resolve(method: &str, payload: &str) -> Result<(Vec<String>, bool), EngineErr
                 out.push(item.get().to_owned());
             }
         }
-        if let Some(generation) = delta.generation {
-            *kept = Some(Kept {
-                generation,
-                messages: out.clone(),
-            });
-        }
-        Ok((out, true))
+        *kept = Some(Kept {
+            generation: delta.generation.unwrap_or(0),
+            messages: out,
+        });
+        Ok(Resolved::Delta)
     })
 }
 
@@ -220,10 +236,15 @@ impl Guest for KeepLast {
             return Ok("{}".into());
         }
         // Every call's list is read, answered or not: the next delta is relative to it.
-        let (messages, as_delta) = resolve(&method, &payload)?;
-        match method.as_str() {
-            "assemble" => Ok(assemble(&messages, as_delta)),
-            other => Err(error(
+        let resolved = resolve(&method, &payload)?;
+        match (method.as_str(), resolved) {
+            ("assemble", Resolved::Plain(messages)) => Ok(assemble(&messages, false)),
+            ("assemble", Resolved::Delta) => Ok(KEPT.with(|kept| {
+                let kept = kept.borrow();
+                let messages = kept.as_ref().map_or(&[][..], |k| &k.messages[..]);
+                assemble(messages, true)
+            })),
+            (other, _) => Err(error(
                 UNSUPPORTED,
                 format!("keep-last does not implement `{other}`"),
             )),
