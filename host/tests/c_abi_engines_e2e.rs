@@ -11,15 +11,11 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rampart_engine_api::EngineError;
-use rampart_engine_test::conformance::{self, Transport};
-use rampart_host::engine::handle::EngineHandle;
+use rampart_engine_test::conformance;
 use rampart_host::engine::loader::{LoadRequest, load_engine, load_engine_in_child};
 use rampart_host::engine::services::{EventSink, HostServices};
 
-use crate::common::{config_for, rampart, text};
-
-const QUARANTINED: &str = "quarantined for this process";
+use crate::common::{QUARANTINED, Through, config_for, rampart, text};
 
 /// The repository's root.
 fn repo() -> PathBuf {
@@ -94,21 +90,6 @@ fn request(path: &Path, config: serde_json::Value) -> LoadRequest {
     }
 }
 
-/// The conformance checks through the host's own engine handle.
-struct Handle(EngineHandle);
-
-impl Transport for Handle {
-    fn info_json(&self) -> Result<String, EngineError> {
-        Ok(serde_json::to_string(self.0.info()).unwrap())
-    }
-    fn call(&self, method: &str, payload: &str) -> Result<String, EngineError> {
-        self.0.call_json(method, payload)
-    }
-    fn dispose(&self) -> Result<(), EngineError> {
-        self.0.shutdown()
-    }
-}
-
 #[test]
 fn the_c_and_cpp_examples_pass_the_conformance_run_in_process_and_in_a_child() {
     for (cc, source, name) in EXAMPLES {
@@ -124,7 +105,7 @@ fn the_c_and_cpp_examples_pass_the_conformance_run_in_process_and_in_a_child() {
         let here = load_engine(request(&lib, config.clone())).unwrap();
         assert_eq!(here.info().name, name);
         assert_eq!(here.child_pid(), None);
-        let report = conformance::run_on(Ok(&Handle(here)));
+        let report = conformance::run_on(Ok(&Through(&here)));
         assert!(
             report.passed(),
             "{source}, in the host's process: {report:#?}"
@@ -132,7 +113,7 @@ fn the_c_and_cpp_examples_pass_the_conformance_run_in_process_and_in_a_child() {
 
         let child = load_engine_in_child(request(&lib, config), Default::default()).unwrap();
         assert!(child.child_pid().is_some(), "{source} runs in a child");
-        let report = conformance::run_on(Ok(&Handle(child)));
+        let report = conformance::run_on(Ok(&Through(&child)));
         assert!(report.passed(), "{source}, in a child: {report:#?}");
 
         let out = rampart(&["engines", "check", lib.to_str().unwrap()]);
@@ -530,7 +511,6 @@ fn the_header_and_the_hosts_mirror_agree_on_the_layout() {
 /// them, in the host's process and in a child, and keeps answering right.
 #[test]
 fn the_c_example_is_sent_deltas_and_keeps_answering_right_as_the_history_grows() {
-    use rampart_engine_api::protocol::{AssembleParams, AssembleResult};
     let (cc, source, _) = EXAMPLES[0];
     let Some(cc) = compiler(cc) else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -545,30 +525,8 @@ fn the_c_example_is_sent_deltas_and_keeps_answering_right_as_the_history_grows()
             engine.speaks_message_refs(),
             "{source} announces messageRefs"
         );
-        for n in [20, 22, 30, 31, 2_000, 2_002] {
-            let history = crate::common::history(n);
-            let out: AssembleResult = engine
-                .call(AssembleParams {
-                    messages: history.clone(),
-                    ..Default::default()
-                })
-                .unwrap();
-            assert_eq!(
-                out.messages.to_vec(),
-                history[n - 6..].to_vec(),
-                "{source}: the newest six of {n}"
-            );
-        }
-        // A shorter history (a branch switch): the list goes as a delta with a shorter keep,
-        // and the answer is still right.
-        let history = crate::common::history(10);
-        let out: AssembleResult = engine
-            .call(AssembleParams {
-                messages: history.clone(),
-                ..Default::default()
-            })
-            .unwrap();
-        assert_eq!(out.messages.to_vec(), history[4..].to_vec());
+        // Growing, then shorter (a branch switch: a delta with a shorter keep).
+        crate::common::keeps_the_newest_six(&engine, &[20, 22, 30, 31, 2_000, 2_002, 10]);
         engine.shutdown().unwrap();
     }
 }

@@ -15,16 +15,12 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{rampart, text, write_config};
-use rampart_engine_api::EngineError;
+use common::{QUARANTINED, Through, rampart, text, write_config};
 use rampart_engine_api::protocol::AssembleParams;
-use rampart_engine_test::conformance::{Transport, run_on};
+use rampart_engine_test::conformance::run_on;
 use rampart_host::config::{EngineCommand, ProcessSettings};
-use rampart_host::engine::handle::EngineHandle;
 use rampart_host::engine::loader::{LoadRequest, load_executable};
 use rampart_host::engine::services::{EventSink, HostServices};
-
-const QUARANTINED: &str = "quarantined for this process";
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/engines")
@@ -32,11 +28,11 @@ fn examples() -> PathBuf {
 
 /// `why` as a `SKIPPED:` line, or a failure under `RAMPART_REQUIRE_EXECUTABLE_ENGINES=1`.
 fn skipped(why: &str) {
-    let line = format!("SKIPPED: executable engines: {why}");
-    if std::env::var("RAMPART_REQUIRE_EXECUTABLE_ENGINES").is_ok_and(|v| v == "1") {
-        panic!("{line}");
-    }
-    eprintln!("{line}");
+    common::skipped(
+        "RAMPART_REQUIRE_EXECUTABLE_ENGINES",
+        "executable engines",
+        why,
+    );
 }
 
 fn runs(program: &str, arg: &str) -> bool {
@@ -110,21 +106,6 @@ fn command(program: &str, args: &[&Path]) -> EngineCommand {
         program: PathBuf::from(program),
         args: args.iter().map(|a| a.display().to_string()).collect(),
         dir: std::env::temp_dir(),
-    }
-}
-
-/// The conformance run's view of an engine the host started: the same handle the slot uses.
-struct Through<'a>(&'a EngineHandle);
-
-impl Transport for Through<'_> {
-    fn info_json(&self) -> Result<String, EngineError> {
-        Ok(serde_json::to_string(self.0.info()).unwrap())
-    }
-    fn call(&self, method: &str, payload: &str) -> Result<String, EngineError> {
-        self.0.call_json(method, payload)
-    }
-    fn dispose(&self) -> Result<(), EngineError> {
-        self.0.shutdown()
     }
 }
 
@@ -689,21 +670,7 @@ fn the_python_deltas_example_passes_the_conformance_run_through_its_pipe() {
     .unwrap();
     assert!(handle.speaks_message_refs());
     // A growing history, as turns send it: the same six newest each time, as deltas.
-    for n in [20, 22, 30] {
-        let history = common::history(n);
-        let out = handle
-            .call(AssembleParams {
-                messages: history.clone(),
-                token_budget: Some(100_000),
-                ..Default::default()
-            })
-            .unwrap();
-        assert_eq!(
-            &out.messages[..],
-            &history[n - 6..],
-            "the newest six of {n}"
-        );
-    }
+    common::keeps_the_newest_six(&handle, &[20, 22, 30]);
     let report = run_on(Ok(&Through(&handle)));
     assert!(report.passed(), "{report:#?}");
     assert_eq!(report.checks.len(), 10, "{report:#?}");

@@ -10,9 +10,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::Output;
 
-use common::{config_for, fixture, rampart, text};
-
-const QUARANTINED: &str = "quarantined for this process";
+use common::{QUARANTINED, config_for, fixture, rampart, text};
 
 /// A config for fixture `name` in `mode` (`inprocess` or `process`), with `extra` lines.
 fn config(dir: &Path, name: &str, mode: &str, extra: &str) -> String {

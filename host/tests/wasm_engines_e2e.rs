@@ -18,16 +18,13 @@ use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use common::{rampart, text, write_config};
-use rampart_engine_api::protocol::AssembleParams;
-use rampart_engine_api::{EngineError, ErrorKind};
-use rampart_engine_test::conformance::{Transport, run_on};
+use common::{QUARANTINED, Through, rampart, text, write_config};
+use rampart_engine_api::ErrorKind;
+use rampart_engine_test::conformance::run_on;
 use rampart_host::config::WasmSettings;
-use rampart_host::engine::handle::{EngineHandle, EngineOrigin};
+use rampart_host::engine::handle::EngineOrigin;
 use rampart_host::engine::loader::{LoadRequest, load_wasm};
 use rampart_host::engine::services::{EventSink, HostServices};
-
-const QUARANTINED: &str = "quarantined for this process";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -35,11 +32,7 @@ fn repo() -> PathBuf {
 
 /// `why` as a `SKIPPED:` line, or a failure under `RAMPART_REQUIRE_WASM=1`.
 fn skipped(why: &str) {
-    let line = format!("SKIPPED: wasm engines: {why}");
-    if std::env::var("RAMPART_REQUIRE_WASM").is_ok_and(|v| v == "1") {
-        panic!("{line}");
-    }
-    eprintln!("{line}");
+    common::skipped("RAMPART_REQUIRE_WASM", "wasm engines", why);
 }
 
 /// Builds the guest crates (once per test run; cargo makes it a no-op when they are fresh) and
@@ -99,21 +92,6 @@ fn request(id: &str, path: &Path, config: serde_json::Value) -> LoadRequest {
     }
 }
 
-/// The conformance run's view of an engine the host started: the same handle the slot uses.
-struct Through<'a>(&'a EngineHandle);
-
-impl Transport for Through<'_> {
-    fn info_json(&self) -> Result<String, EngineError> {
-        Ok(serde_json::to_string(self.0.info()).unwrap())
-    }
-    fn call(&self, method: &str, payload: &str) -> Result<String, EngineError> {
-        self.0.call_json(method, payload)
-    }
-    fn dispose(&self) -> Result<(), EngineError> {
-        self.0.shutdown()
-    }
-}
-
 #[test]
 fn the_wasm_example_passes_the_conformance_run() {
     let Some(wasm) = guest("keep_last_wasm") else {
@@ -132,22 +110,7 @@ fn the_wasm_example_passes_the_conformance_run() {
     );
     // A growing history, as turns send it: after the first call only the new messages cross,
     // and the answer is a run of the call's own list.
-    for n in [20, 22, 30] {
-        let history = common::history(n);
-        let out = handle
-            .call(AssembleParams {
-                messages: history.clone(),
-                token_budget: Some(100_000),
-                ..Default::default()
-            })
-            .unwrap();
-        assert_eq!(out.messages.len(), 6, "keep = 6");
-        assert_eq!(
-            &out.messages[..],
-            &history[n - 6..],
-            "the newest six of {n}, unchanged"
-        );
-    }
+    common::keeps_the_newest_six(&handle, &[20, 22, 30]);
     let report = run_on(Ok(&Through(&handle)));
     assert!(report.passed(), "{report:#?}");
     assert_eq!(report.engine_id.as_deref(), Some("keep-last"));

@@ -38,6 +38,17 @@ pub fn referenced(
     let AgentMessage::User(user) = message else {
         return None;
     };
+    // Every message passes here at ingest and when a conversation is loaded: one scan for the
+    // tag, and nothing copied, unless there is a file.
+    let tagged = match &user.content {
+        Content::Text(text) => text.contains("<file"),
+        Content::Blocks(parts) => parts
+            .iter()
+            .any(|p| matches!(p, ContentBlock::Text(t) if t.text.contains("<file"))),
+    };
+    if !tagged {
+        return None;
+    }
     let mut blocks = Vec::new();
     let content = match &user.content {
         Content::Text(text) => {

@@ -64,6 +64,25 @@ fn after_turn(h: &Harness<LosslessEngine>, budget: u64) {
     let _: serde_json::Value = h.call(method::AFTER_TURN, &p).unwrap();
 }
 
+/// What session `s1`'s conversation would cost unbudgeted.
+fn stored_tokens(h: &Harness<LosslessEngine>) -> u64 {
+    h.engine()
+        .with_conv("s1", None, |_, c, _| Ok(c.stored_tokens()))
+        .unwrap()
+}
+
+/// Summaries in the agent's database.
+fn summary_count(h: &Harness<LosslessEngine>) -> i64 {
+    h.engine()
+        .with_conv("s1", None, |store, _, _| {
+            Ok(store
+                .conn()
+                .query_row("SELECT count(*) FROM summaries", [], |r| r.get::<_, i64>(0))
+                .unwrap())
+        })
+        .unwrap()
+}
+
 fn is_summary(m: &AgentMessage) -> bool {
     matches!(m, AgentMessage::User(_)) && serde_json::to_string(m).unwrap().contains("<summary id=")
 }
@@ -397,24 +416,11 @@ fn the_threshold_is_strict() {
     );
     let msgs = history(10);
     assemble(&h, &msgs, 100_000);
-    let stored = h
-        .engine()
-        .with_conv("s1", None, |_, c, _| Ok(c.stored_tokens()))
-        .unwrap();
+    let stored = stored_tokens(&h);
     after_turn(&h, stored * 2);
-    let count = || {
-        h.engine()
-            .with_conv("s1", None, |store, _, _| {
-                Ok(store
-                    .conn()
-                    .query_row("SELECT count(*) FROM summaries", [], |r| r.get::<_, i64>(0))
-                    .unwrap())
-            })
-            .unwrap()
-    };
-    assert_eq!(count(), 0);
+    assert_eq!(summary_count(&h), 0);
     after_turn(&h, stored * 2 - 2);
-    assert!(count() > 0);
+    assert!(summary_count(&h) > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -468,20 +474,15 @@ fn a_long_tool_loop_is_swept_down_to_the_target_once_and_the_prefix_then_holds()
         ),
         &host,
     );
-    let stored = |h: &Harness<LosslessEngine>| {
-        h.engine()
-            .with_conv("s1", None, |_, c, _| Ok(c.stored_tokens()))
-            .unwrap()
-    };
     // Grow the loop a step at a time, as a replay does, until the threshold is crossed.
     let all = tool_loop(120, 60);
     let mut upto = 3;
     let mut swept_at = None;
     while upto <= all.len() {
         let out = assemble(&h, &all[..upto], budget);
-        let before = stored(&h);
+        let before = stored_tokens(&h);
         after_turn(&h, budget);
-        if stored(&h) < before {
+        if stored_tokens(&h) < before {
             swept_at = Some((upto, out.estimated_tokens));
             break;
         }
@@ -490,9 +491,9 @@ fn a_long_tool_loop_is_swept_down_to_the_target_once_and_the_prefix_then_holds()
     let (upto, _) = swept_at.expect("the loop never crossed the threshold");
     let config = h.engine().config().clone();
     assert!(
-        stored(&h) <= config.sweep_target_tokens(budget) + 200,
+        stored_tokens(&h) <= config.sweep_target_tokens(budget) + 200,
         "the sweep left {} tokens, over the target {}",
-        stored(&h),
+        stored_tokens(&h),
         config.sweep_target_tokens(budget)
     );
     // The next turns append: every request starts with the previous request's messages.
@@ -546,26 +547,16 @@ fn the_hosts_prompt_count_can_trigger_the_sweep() {
     let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
     let msgs = history(10);
     assemble(&h, &msgs, 100_000);
-    let stored = h
-        .engine()
-        .with_conv("s1", None, |_, c, _| Ok(c.stored_tokens()))
-        .unwrap();
-    let summaries = |h: &Harness<LosslessEngine>| {
-        h.engine()
-            .with_conv("s1", None, |store, _, _| {
-                Ok(store
-                    .conn()
-                    .query_row("SELECT count(*) FROM summaries", [], |r| r.get::<_, i64>(0))
-                    .unwrap())
-            })
-            .unwrap()
-    };
+    let stored = stored_tokens(&h);
     // A budget whose threshold the messages alone stay under.
     let budget = stored * 2;
     after_turn_seeing(&h, budget, stored);
-    assert_eq!(summaries(&h), 0);
+    assert_eq!(summary_count(&h), 0);
     after_turn_seeing(&h, budget, budget);
-    assert!(summaries(&h) > 0, "a request at the budget did not sweep");
+    assert!(
+        summary_count(&h) > 0,
+        "a request at the budget did not sweep"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -204,3 +204,53 @@ pub fn last_message(body: &serde_json::Value) -> serde_json::Value {
         .cloned()
         .unwrap_or_else(|| panic!("no messages in {body}"))
 }
+
+/// What every quarantine line says.
+pub const QUARANTINED: &str = "quarantined for this process";
+
+/// `SKIPPED: <suite>: <why>` on stderr, or a failure when the environment variable `require`
+/// is `1` (CI sets it, so a missing real part fails there instead of passing unseen).
+pub fn skipped(require: &str, suite: &str, why: &str) {
+    let line = format!("SKIPPED: {suite}: {why}");
+    if std::env::var(require).is_ok_and(|v| v == "1") {
+        panic!("{line}");
+    }
+    eprintln!("{line}");
+}
+
+/// The conformance run's view of an engine the host started: the same handle the slot uses,
+/// whatever its transport (library, child, executable, component).
+pub struct Through<'a>(pub &'a rampart_host::engine::handle::EngineHandle);
+
+impl rampart_engine_test::conformance::Transport for Through<'_> {
+    fn info_json(&self) -> Result<String, rampart_engine_api::EngineError> {
+        Ok(serde_json::to_string(self.0.info()).unwrap())
+    }
+    fn call(&self, method: &str, payload: &str) -> Result<String, rampart_engine_api::EngineError> {
+        self.0.call_json(method, payload)
+    }
+    fn dispose(&self) -> Result<(), rampart_engine_api::EngineError> {
+        self.0.shutdown()
+    }
+}
+
+/// Calls `assemble` of a keep-last engine configured with `keep = 6` over histories of each of
+/// `sizes` messages in turn, as a growing conversation sends them (as deltas to an engine that
+/// announced `messageRefs`), and checks each answer is the newest six, unchanged.
+pub fn keeps_the_newest_six(engine: &rampart_host::engine::handle::EngineHandle, sizes: &[usize]) {
+    for &n in sizes {
+        let history = history(n);
+        let out: rampart_engine_api::protocol::AssembleResult = engine
+            .call(rampart_engine_api::protocol::AssembleParams {
+                messages: history.clone(),
+                token_budget: Some(100_000),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(
+            out.messages.to_vec(),
+            history[n.saturating_sub(6)..].to_vec(),
+            "the newest six of {n}, unchanged"
+        );
+    }
+}

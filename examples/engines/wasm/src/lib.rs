@@ -163,8 +163,15 @@ fn has_calls(message: &str) -> bool {
             if blocks.iter().any(|b| b.get("type").and_then(|t| t.as_str()) == Some("toolCall")))
 }
 
+/// A message's role alone: its content (a tool's whole output) is skipped, not built.
+#[derive(Deserialize)]
+struct RoleOnly<'a> {
+    #[serde(default, borrow)]
+    role: &'a str,
+}
+
 fn is_result(message: &str) -> bool {
-    serde_json::from_str::<Head>(message).is_ok_and(|h| h.role == "toolResult")
+    serde_json::from_str::<RoleOnly<'_>>(message).is_ok_and(|h| h.role == "toolResult")
 }
 
 /// The start of the newest whole units of at most `keep` messages, walking back from the end
