@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::not_forwarded::NotForwarded;
 use super::request_checks::{self, Api, FieldError};
-use crate::providers::responses::opaque::{is_client_item, opaque_part};
+use crate::providers::responses::opaque::{OPAQUE_BLOCK_TYPE, is_client_item, opaque_part};
 use crate::providers::{ClientFields, FieldsWire, ToolSpec};
 
 /// The API a client speaks; its answers and errors are written in the same.
@@ -95,6 +95,9 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         Wire::Anthropic => Api::Anthropic,
     };
     request_checks::check(api, obj)?;
+    if wire != Wire::Responses {
+        refuse_opaque_parts(messages)?;
+    }
     let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let max_tokens = match request_checks::output_tokens(obj, "max_tokens")? {
         Some(n) => Some(n),
@@ -487,6 +490,31 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
     }
 }
 
+/// Refuses a chat or Anthropic body that carries Rampart's own opaque block type
+/// ([`OPAQUE_BLOCK_TYPE`]) as a content part (or inside a tool result's content): only a
+/// Responses request's unmodelled items become such blocks, and one made up by a client of
+/// another wire would reach a Responses upstream as an input item it never declared.
+fn refuse_opaque_parts(messages: &[Value]) -> Result<(), BadRequest> {
+    let parts = |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
+    for (i, message) in messages.iter().enumerate() {
+        for (j, part) in parts(message.get("content")).iter().enumerate() {
+            let nested = parts(part.get("content"));
+            if part.get("type").and_then(Value::as_str) == Some(OPAQUE_BLOCK_TYPE)
+                || nested
+                    .iter()
+                    .any(|p| p.get("type").and_then(Value::as_str) == Some(OPAQUE_BLOCK_TYPE))
+            {
+                return Err(BadRequest(format!(
+                    "`messages[{i}].content[{j}]` uses the content type \"{OPAQUE_BLOCK_TYPE}\", \
+                     which is rampart serve's own form of an OpenAI Responses item and not a part \
+                     of this API; send Responses items to `/v1/responses`"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether a decoded message kept a `cache_control` field on one of its blocks (the importers'
 /// converters keep a block's unknown fields). A `tool_result` block's own fields land on the
 /// tool-result message's `extra`: Claude Code and pi mark the newest `tool_result` block itself
@@ -820,6 +848,35 @@ mod tests {
             e.starts_with("`input` holds no user or assistant message"),
             "{e}"
         );
+    }
+
+    /// A chat or Anthropic client cannot make up an opaque Responses item: the part type is
+    /// serve's own, and would otherwise reach a Responses upstream as an item.
+    #[test]
+    fn a_made_up_opaque_part_is_refused_outside_responses() {
+        let part = json!({"type": "openaiResponsesItem",
+                          "item": {"type": "item_reference", "id": "msg_someone_elses"}});
+        let chat = json!({"model": "m", "messages": [{"role": "user", "content": [part.clone()]}]});
+        let e = decode(Wire::OpenAi, &chat, 0).unwrap_err().0;
+        assert!(
+            e.starts_with("`messages[0].content[0]` uses the content type"),
+            "{e}"
+        );
+        let anthropic = json!({"model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [part]}]}
+        ]});
+        let e = decode(Wire::Anthropic, &anthropic, 0).unwrap_err().0;
+        assert!(e.starts_with("`messages[2].content[0]`"), "{e}");
+        // A Responses request's own items are what the part is for.
+        let responses = responses_as_chat(&json!({"model": "m", "input": [
+            {"type": "message", "role": "user", "content": "hi"},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
+        ]}))
+        .unwrap();
+        assert!(decode(Wire::Responses, &responses.chat, 0).is_ok());
     }
 
     /// Instructions given as a list of input items are read, not dropped.
