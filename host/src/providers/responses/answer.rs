@@ -120,20 +120,27 @@ impl StreamState {
                 let (Some(index), Some(item)) = (index, event.get("item")) else {
                     return Ok(out);
                 };
+                let mut partial = Partial {
+                    item: item.clone(),
+                    ..Partial::default()
+                };
                 if item.get("type").and_then(Value::as_str) == Some("function_call") {
                     out.push(StreamDelta::ToolCallStart {
                         index,
                         id: str_of(item, "call_id").to_owned(),
                         name: str_of(item, "name").to_owned(),
                     });
+                    // A server may begin the call with its arguments already whole.
+                    let arguments = str_of(item, "arguments");
+                    if !arguments.is_empty() {
+                        partial.arguments.push_str(arguments);
+                        out.push(StreamDelta::ToolCallArguments {
+                            index,
+                            fragment: arguments.to_owned(),
+                        });
+                    }
                 }
-                self.items.insert(
-                    index,
-                    Partial {
-                        item: item.clone(),
-                        ..Partial::default()
-                    },
-                );
+                self.items.insert(index, partial);
             }
             "response.output_text.delta" | "response.refusal.delta" => {
                 let text = str_of(event, "delta");
@@ -174,6 +181,7 @@ impl StreamState {
                     });
                 }
                 let partial = self.items.entry(index).or_default();
+                out.extend(unstreamed_rest(index, partial, item));
                 partial.item = item.clone();
                 partial.finished = true;
             }
@@ -227,6 +235,49 @@ impl StreamState {
                 .collect()
         };
         Answer::from_parts(items, response)
+    }
+}
+
+/// What the finished `item` holds that its deltas did not stream (a server that sends the
+/// text or the arguments only whole, in `output_item.done`): the rest, as the deltas a
+/// streaming client still needs, so it ends with the item the answer keeps.
+fn unstreamed_rest(index: u64, partial: &Partial, item: &Value) -> Vec<StreamDelta> {
+    let rest = |whole: &str, streamed: &str| -> Option<String> {
+        whole
+            .strip_prefix(streamed)
+            .filter(|rest| !rest.is_empty())
+            .map(str::to_owned)
+    };
+    match item.get("type").and_then(Value::as_str) {
+        Some("function_call") => {
+            let mut out = Vec::new();
+            if partial.item.is_null() {
+                out.push(StreamDelta::ToolCallStart {
+                    index,
+                    id: str_of(item, "call_id").to_owned(),
+                    name: str_of(item, "name").to_owned(),
+                });
+            }
+            if let Some(fragment) = rest(str_of(item, "arguments"), &partial.arguments) {
+                out.push(StreamDelta::ToolCallArguments { index, fragment });
+            }
+            out
+        }
+        Some("message") => {
+            let whole: String = item
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("text").or_else(|| p.get("refusal")))
+                .filter_map(Value::as_str)
+                .collect();
+            rest(&whole, &partial.text)
+                .map(|text| StreamDelta::Text { block: index, text })
+                .into_iter()
+                .collect()
+        }
+        _ => Vec::new(),
     }
 }
 

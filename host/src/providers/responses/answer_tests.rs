@@ -149,3 +149,42 @@ fn a_whole_answer_reads_like_a_streamed_one() {
     assert!(check_error(&json!({"error": {"code": "invalid_api_key", "message": "no"}})).is_err());
     assert!(Answer::from_response(&json!({"id": "x"})).is_err());
 }
+
+/// A server that sends a call's arguments or a message's text only whole (in the item's added
+/// or done event, without deltas) still streams them to a client: it must not see an empty
+/// call the stored answer does not have.
+#[test]
+fn whole_items_without_deltas_still_reach_a_streaming_client() {
+    let call = json!({"type": "function_call", "call_id": "call_1", "name": "shell",
+                      "arguments": "{\"command\":[\"ls\"]}"});
+    let text = json!({"type": "message", "role": "assistant",
+                      "content": [{"type": "output_text", "text": "Done."}]});
+    let stream = vec![
+        json!({"type": "response.output_item.added", "output_index": 0, "item": call}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": call}),
+        json!({"type": "response.output_item.done", "output_index": 1, "item": text}),
+        json!({"type": "response.completed", "response": {"status": "completed", "output": []}}),
+    ];
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let seen = seen.clone();
+        DeltaSink::new(move |d| {
+            seen.lock().unwrap().push(d);
+            true
+        })
+    };
+    read_stream(events(&stream).into_iter(), Some(&sink)).unwrap();
+    let seen = seen.lock().unwrap();
+    let arguments: String = seen
+        .iter()
+        .filter_map(|d| match d {
+            StreamDelta::ToolCallArguments { fragment, .. } => Some(fragment.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(arguments, "{\"command\":[\"ls\"]}", "{seen:?}");
+    assert!(seen.contains(&StreamDelta::Text {
+        block: 1,
+        text: "Done.".into()
+    }));
+}
