@@ -284,3 +284,39 @@ fn previous_response_id_continues_the_answer_it_names_or_is_refused_saying_why()
     );
     assert_eq!(up.requests().len(), 2, "a refused request reaches no model");
 }
+
+/// Behind a chat-completions upstream the same client's reasoning items and non-function tools
+/// have no form: they are kept in the session, not sent, and counted (never dropped silently).
+#[test]
+fn behind_a_chat_upstream_what_has_no_form_is_counted_not_sent() {
+    let up = Loopback::start();
+    up.push(crate::common::loopback::openai_text_stream(
+        "Two files.",
+        10,
+        2,
+    ));
+    let serve =
+        ServeProcess::start(&config(&up.url()).replace("openai-responses", "openai-completions"));
+    let input = vec![
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list"}]}),
+        reasoning(1),
+        json!({"type": "function_call", "call_id": "call_ls", "name": "shell", "arguments": "{}"}),
+        json!({"type": "function_call_output", "call_id": "call_ls", "output": "a.txt"}),
+    ];
+    let (status, answer) = post(&serve, &codex_body(input));
+    assert_eq!(status, 200, "{answer}");
+    let sent = &up.requests()[0];
+    assert!(sent.path.ends_with("/chat/completions"));
+    assert!(!sent.raw_body.contains("gAAAAB1"), "{}", sent.raw_body);
+    assert_eq!(sent.body["tools"].as_array().unwrap().len(), 1);
+    let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))
+        .unwrap()
+        .text()
+        .unwrap();
+    for line in [
+        "rampart_serve_content_not_forwarded_total{kind=\"non_function_tool\"} 3",
+        "rampart_serve_content_not_forwarded_total{kind=\"responses_item\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
+}

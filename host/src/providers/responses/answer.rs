@@ -120,27 +120,22 @@ impl StreamState {
                 let (Some(index), Some(item)) = (index, event.get("item")) else {
                     return Ok(out);
                 };
-                let mut partial = Partial {
-                    item: item.clone(),
-                    ..Partial::default()
-                };
                 if item.get("type").and_then(Value::as_str) == Some("function_call") {
                     out.push(StreamDelta::ToolCallStart {
                         index,
                         id: str_of(item, "call_id").to_owned(),
                         name: str_of(item, "name").to_owned(),
                     });
-                    // A server may begin the call with its arguments already whole.
-                    let arguments = str_of(item, "arguments");
-                    if !arguments.is_empty() {
-                        partial.arguments.push_str(arguments);
-                        out.push(StreamDelta::ToolCallArguments {
-                            index,
-                            fragment: arguments.to_owned(),
-                        });
-                    }
                 }
-                self.items.insert(index, partial);
+                // Arguments or text the added item already holds are not streamed yet: the
+                // deltas follow, or `output_item.done` brings the rest ([`unstreamed_rest`]).
+                self.items.insert(
+                    index,
+                    Partial {
+                        item: item.clone(),
+                        ..Partial::default()
+                    },
+                );
             }
             "response.output_text.delta" | "response.refusal.delta" => {
                 let text = str_of(event, "delta");
