@@ -8,7 +8,8 @@
 //! one is read as that history followed by its `input`; one naming an id serve does not hold,
 //! or one of another conversation, is refused with a 400 that says why, never answered as if it
 //! started afresh. The log is in memory and bounded ([`CAPACITY`] answers, the oldest
-//! forgotten first): an id from before a restart is unknown, and the refusal says so.
+//! forgotten first; also past [`MAX_MESSAGES`] messages held together): an id from before a
+//! restart is unknown, and the refusal says so.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,11 @@ use rampart_message::AgentMessage;
 
 /// How many answers are remembered.
 pub const CAPACITY: usize = 256;
+
+/// How many messages the remembered answers may hold together: each holds its whole history,
+/// so a client that re-sends long histories with `store` left on would otherwise keep
+/// [`CAPACITY`] copies of them. Past it the oldest answers are forgotten, the newest kept.
+pub const MAX_MESSAGES: usize = 20_000;
 
 /// One remembered answer.
 #[derive(Debug, Clone)]
@@ -60,20 +66,36 @@ pub enum PreviousResponseError {
 /// The answers remembered, oldest first for eviction.
 #[derive(Debug, Default)]
 pub struct ResponseLog {
-    inner: Mutex<(HashMap<String, StoredResponse>, VecDeque<String>)>,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    by_id: HashMap<String, StoredResponse>,
+    /// Ids, oldest first.
+    order: VecDeque<String>,
+    /// The messages the answers hold together.
+    messages: usize,
 }
 
 impl ResponseLog {
-    /// Remembers the answer `id`, forgetting the oldest past [`CAPACITY`].
+    /// Remembers the answer `id`, forgetting the oldest past [`CAPACITY`] answers or
+    /// [`MAX_MESSAGES`] messages (the newest answer is always kept).
     pub fn remember(&self, id: &str, stored: StoredResponse) {
-        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let (map, order) = &mut *guard;
-        if map.insert(id.to_owned(), stored).is_none() {
-            order.push_back(id.to_owned());
+        let mut entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        entries.messages += stored.messages.len();
+        match entries.by_id.insert(id.to_owned(), stored) {
+            Some(old) => entries.messages -= old.messages.len(),
+            None => entries.order.push_back(id.to_owned()),
         }
-        while order.len() > CAPACITY {
-            if let Some(old) = order.pop_front() {
-                map.remove(&old);
+        while entries.order.len() > 1
+            && (entries.order.len() > CAPACITY || entries.messages > MAX_MESSAGES)
+        {
+            let Some(oldest) = entries.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = entries.by_id.remove(&oldest) {
+                entries.messages -= old.messages.len();
             }
         }
     }
@@ -86,9 +108,9 @@ impl ResponseLog {
         conversation: Option<&str>,
     ) -> Result<StoredResponse, PreviousResponseError> {
         let id = previous.as_str().ok_or(PreviousResponseError::NotAString)?;
-        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let stored = guard
-            .0
+        let entries = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let stored = entries
+            .by_id
             .get(id)
             .cloned()
             .ok_or_else(|| PreviousResponseError::Unknown(id.to_owned()))?;

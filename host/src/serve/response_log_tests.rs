@@ -56,3 +56,27 @@ fn the_log_forgets_the_oldest_past_its_capacity() {
             .is_ok()
     );
 }
+
+#[test]
+fn long_histories_are_bounded_by_their_messages_and_the_newest_is_kept() {
+    let log = ResponseLog::default();
+    let long = |n: usize| StoredResponse {
+        conversation: "c".into(),
+        messages: Arc::new(vec![AgentMessage::user_text("x", 0); n]),
+    };
+    log.remember("resp_a", long(MAX_MESSAGES / 2));
+    log.remember("resp_b", long(MAX_MESSAGES / 2));
+    assert!(log.resolve(&json!("resp_a"), None).is_ok());
+    log.remember("resp_c", long(10));
+    assert!(
+        log.resolve(&json!("resp_a"), None).is_err(),
+        "the oldest goes first"
+    );
+    assert!(log.resolve(&json!("resp_b"), None).is_ok());
+    log.remember("resp_huge", long(MAX_MESSAGES + 1));
+    assert!(
+        log.resolve(&json!("resp_huge"), None).is_ok(),
+        "the newest stays"
+    );
+    assert!(log.resolve(&json!("resp_c"), None).is_err());
+}
