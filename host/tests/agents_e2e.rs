@@ -39,8 +39,9 @@ struct Serve {
 
 impl Serve {
     /// Starts serve on a free port with each agent's model (see [`Agent::model`]) configured
-    /// at `window` tokens: Claude Code's on an Anthropic upstream, Codex's and pi's on an
-    /// OpenAI chat-completions one, both the scripted `model`.
+    /// at `window` tokens, each on an upstream of its own wire: Claude Code's on an Anthropic
+    /// one, Codex's on an OpenAI Responses one, pi's on an OpenAI chat-completions one, all the
+    /// scripted `model`.
     fn start(model: &AgentModel, window: u64) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let url = model.url();
@@ -61,15 +62,21 @@ timeoutSeconds = 60
 id = "claude-loop"
 contextWindow = {window}
 
+[models.providers.responses-up]
+api = "openai-responses"
+baseUrl = "{url}"
+maxRetries = 0
+timeoutSeconds = 60
+
+[[models.providers.responses-up.models]]
+id = "gpt-loop"
+contextWindow = {window}
+
 [models.providers.openai-up]
 api = "openai-completions"
 baseUrl = "{url}"
 maxRetries = 0
 timeoutSeconds = 60
-
-[[models.providers.openai-up.models]]
-id = "gpt-loop"
-contextWindow = {window}
 
 [[models.providers.openai-up.models]]
 id = "pi-loop"

@@ -44,6 +44,7 @@ mod seed003_e2e;
 mod serve_e2e;
 mod serve_postgres_crash_e2e;
 mod serve_postgres_e2e;
+mod serve_responses_e2e;
 mod serve_security_e2e;
 mod sessions_e2e;
 mod sessions_postgres_e2e;

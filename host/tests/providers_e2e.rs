@@ -1,4 +1,4 @@
-//! The OpenAI-compatible and Anthropic providers against a scripted loopback server: what goes
+//! The OpenAI-compatible, OpenAI Responses and Anthropic providers against a scripted loopback server: what goes
 //! on the wire, how streamed answers become pi messages, and how every kind of failure is
 //! classified (the run loop branches on that classification, never on error text).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -12,6 +12,7 @@ use common::loopback::*;
 use rampart_engine_api::AgentMessage;
 use rampart_host::providers::anthropic::AnthropicProvider;
 use rampart_host::providers::openai::OpenAiProvider;
+use rampart_host::providers::responses::ResponsesProvider;
 use rampart_host::providers::{
     ApiKind, ModelRequest, Provider, ProviderError, ProviderErrorKind, ProviderSettings,
 };
@@ -840,4 +841,123 @@ fn loopback_answers_500_when_the_script_runs_out() {
     assert!(answer.starts_with("HTTP/1.1 500"), "{answer}");
     assert!(answer.contains("no scripted reply left"));
     assert_eq!(server.requests()[0].path, "/v1/x");
+}
+
+// ---------------------------------------------------------------------------
+// OpenAI Responses
+// ---------------------------------------------------------------------------
+
+fn responses(server: &Loopback, key_env: Option<&str>) -> ResponsesProvider {
+    ResponsesProvider::new(settings(ApiKind::OpenAiResponses, &server.url(), key_env)).unwrap()
+}
+
+/// A Responses stream of `items`, each added and done, then `response.completed`.
+fn responses_reply(items: &[Value]) -> Reply {
+    let mut events: Vec<Value> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+        );
+        events.push(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
+    }
+    events.push(json!({"type": "response.completed", "response": {"status": "completed",
+        "usage": {"input_tokens": 12, "output_tokens": 3, "input_tokens_details": {"cached_tokens": 4}}}}));
+    Reply::sse(
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}", e["type"].as_str().unwrap()))
+            .collect(),
+    )
+}
+
+/// The provider posts to `{baseUrl}/responses` with the key as bearer, the system prompt as
+/// `instructions` and the messages as input items, and reads the streamed answer.
+#[test]
+fn responses_posts_input_items_and_reads_the_streamed_answer() {
+    let var = "RAMPART_TEST_KEY_RESPONSES_OK";
+    set_key(var, "sk-responses");
+    let reasoning =
+        json!({"type": "reasoning", "id": "rs_9", "summary": [], "encrypted_content": "gAAA9"});
+    let server = Loopback::with_replies([responses_reply(&[
+        reasoning.clone(),
+        json!({"type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": "Hello back."}]}),
+    ])]);
+    let mut request = hello();
+    request.system = Some("Be brief.".into());
+    let answer = responses(&server, Some(var)).complete(&request).unwrap();
+    assert_eq!(text_of(&answer.message), "Hello back.");
+    assert_eq!(answer.message.api, "openai-responses");
+    assert_eq!(
+        (answer.message.usage.input, answer.message.usage.cache_read),
+        (8, 4)
+    );
+    assert!(matches!(&answer.message.content[0], ContentBlock::Other(b) if b["item"] == reasoning));
+    let sent = &server.requests()[0];
+    assert!(sent.path.ends_with("/responses"), "{}", sent.path);
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-responses"));
+    assert_eq!(sent.body["instructions"], "Be brief.");
+    assert_eq!(sent.body["stream"], true);
+    assert_eq!(sent.body["store"], false);
+    assert_eq!(sent.body["input"][0]["role"], "user");
+}
+
+/// Errors are classified as for the other providers: a 429 retried after its `Retry-After`
+/// and reported with it, a 401 naming the key's variable, an overflow not retried.
+#[test]
+fn responses_errors_are_classified_like_the_other_providers() {
+    let server = Loopback::start();
+    for _ in 0..=MAX_RETRIES {
+        server.push(
+            Reply::json(
+                429,
+                json!({"error": {"message": "Rate limit reached", "type": "requests"}}),
+            )
+            .with_header("retry-after", "0"),
+        );
+    }
+    match responses(&server, None).complete(&hello()).unwrap_err() {
+        ProviderError::RateLimited {
+            retry_after,
+            retries,
+            ..
+        } => {
+            assert_eq!(retries, MAX_RETRIES);
+            assert_eq!(retry_after, Some(Duration::ZERO));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let var = "RAMPART_TEST_KEY_RESPONSES_401";
+    set_key(var, "sk-wrong");
+    let server = Loopback::with_replies([Reply::json(
+        401,
+        json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
+    )]);
+    let err = responses(&server, Some(var))
+        .complete(&hello())
+        .unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::Auth);
+    assert!(err.to_string().contains(var), "{err}");
+    assert_eq!(server.request_count(), 1);
+
+    let server = Loopback::with_replies([Reply::json(
+        400,
+        serde_json::from_str(OPENAI_OVERFLOW).unwrap(),
+    )]);
+    let err = responses(&server, None).complete(&hello()).unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::ContextOverflow, "{err}");
+    assert_eq!(server.request_count(), 1);
+
+    // The same overflow arriving as a failed response inside a 200 stream.
+    let failed = json!({"type": "response.failed", "response": {"status": "failed", "error": {
+        "code": "context_length_exceeded",
+        "message": "Your input exceeds the context window of this model. Please adjust your input and try again."}}});
+    let server = Loopback::with_replies([Reply::sse(vec![format!(
+        "event: response.failed\ndata: {failed}"
+    )])]);
+    let err = responses(&server, None).complete(&hello()).unwrap_err();
+    assert_eq!(err.kind(), ProviderErrorKind::ContextOverflow, "{err}");
 }

@@ -4,7 +4,8 @@
 //! Keys follow OpenClaw's spelling, so an OpenClaw user recognises them:
 //! ```toml
 //! [models.providers.local-llama]
-//! api = "openai-completions"        # or "openai"; "anthropic-messages" / "anthropic"; "sim"
+//! api = "openai-completions"        # or "openai"; "openai-responses" / "responses";
+//!                                   # "anthropic-messages" / "anthropic"; "sim"
 //! baseUrl = "http://127.0.0.1:8080/v1"
 //! apiKeyEnv = "LLAMA_KEY"           # the variable holding the key; never the key itself
 //! timeoutSeconds = 120              # one attempt's limit
@@ -46,6 +47,10 @@ pub enum ApiKind {
     Sim,
     /// OpenAI chat completions (`"openai-completions"`, also accepted: `"openai"`).
     OpenAiCompletions,
+    /// OpenAI Responses (`"openai-responses"`, also accepted: `"responses"`): the wire that
+    /// keeps reasoning items, built-in tools, namespaces and custom tools, which chat
+    /// completions has no form for.
+    OpenAiResponses,
     /// Anthropic messages (`"anthropic-messages"`, also accepted: `"anthropic"`).
     AnthropicMessages,
 }
@@ -466,11 +471,13 @@ fn find_table<'c>(
 
 fn parse_api(ctx: &Ctx<'_>, key: &str, v: &toml::Value) -> Result<ApiKind, ModelsConfigError> {
     const ALLOWED: &str = "\"sim\", \"openai-completions\" (or \"openai\"), \
+                           \"openai-responses\" (or \"responses\"), \
                            \"anthropic-messages\" (or \"anthropic\")";
     let s = ctx.string(key, v, &format!("one of {ALLOWED}"))?;
     match s {
         "sim" => Ok(ApiKind::Sim),
         "openai-completions" | "openai" => Ok(ApiKind::OpenAiCompletions),
+        "openai-responses" | "responses" => Ok(ApiKind::OpenAiResponses),
         "anthropic-messages" | "anthropic" => Ok(ApiKind::AnthropicMessages),
         other => Err(ctx.err(key, format!("must be one of {ALLOWED}, found {other:?}"))),
     }
@@ -489,7 +496,9 @@ fn well_known_api(id: &str) -> Option<ApiKind> {
 /// `baseUrl` and `apiKeyEnv` defaults of a well-known network provider speaking its own API.
 fn well_known_endpoint(id: &str, api: ApiKind) -> Option<(&'static str, &'static str)> {
     match (normalize_provider(id).as_str(), api) {
-        ("openai", ApiKind::OpenAiCompletions) => Some((OPENAI_BASE_URL, OPENAI_API_KEY_ENV)),
+        ("openai", ApiKind::OpenAiCompletions | ApiKind::OpenAiResponses) => {
+            Some((OPENAI_BASE_URL, OPENAI_API_KEY_ENV))
+        }
         ("anthropic", ApiKind::AnthropicMessages) => {
             Some((ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY_ENV))
         }
@@ -672,7 +681,7 @@ fn parse_provider(
                 &key("api"),
                 format!(
                     "is required for provider `{name}` (only {} may omit it): \"sim\", \
-                     \"openai-completions\" or \"anthropic-messages\"",
+                     \"openai-completions\", \"openai-responses\" or \"anthropic-messages\"",
                     WELL_KNOWN.join(", ")
                 ),
             )

@@ -330,6 +330,7 @@ fn other_ids_need_an_api_and_a_base_url() {
     assert!(e.problem.contains("openai-completions"), "{e}");
     let e = settings_err("[models.providers.local]\napi = \"ollama\"\n", "local");
     assert!(e.problem.contains("\"ollama\""), "{e}");
+    assert!(e.problem.contains("\"openai-responses\""), "{e}");
     let e = settings_err("[models.providers.local]\napi = \"openai\"\n", "local");
     assert_eq!(e.key, "models.providers.local.baseUrl");
     let e = Providers::from_config(&Config::default())
@@ -408,3 +409,29 @@ fn build_provider_dispatches_on_the_api() {
 }
 
 use rampart_message::AgentMessage;
+
+/// `api = "openai-responses"` (or `"responses"`) names the Responses wire; the well-known
+/// `openai` id keeps its endpoint and key variable with it.
+#[test]
+fn the_responses_api_and_its_alias() {
+    let c = cfg(concat!(
+        "[models.providers.openai]\napi = \"openai-responses\"\n",
+        "[models.providers.proxy]\napi = \"responses\"\nbaseUrl = \"http://127.0.0.1:9/v1\"\n",
+    ));
+    let openai = provider_settings(&c, "openai").unwrap();
+    assert_eq!(openai.api, ApiKind::OpenAiResponses);
+    assert_eq!(
+        openai.base_url.as_deref(),
+        Some("https://api.openai.com/v1")
+    );
+    assert_eq!(openai.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+    assert_eq!(
+        provider_settings(&c, "proxy").unwrap().api,
+        ApiKind::OpenAiResponses
+    );
+    let e = settings_err(
+        "[models.providers.local]\napi = \"responses-v2\"\n",
+        "local",
+    );
+    assert!(e.problem.contains("\"responses-v2\""), "{e}");
+}

@@ -17,7 +17,7 @@ pub enum FieldsWire {
     Anthropic,
     /// OpenAI chat completions.
     Chat,
-    /// OpenAI Responses (only ever a client's wire: serve has no Responses upstream).
+    /// OpenAI Responses.
     Responses,
 }
 
@@ -68,6 +68,10 @@ pub struct ClientFields {
     /// The client bounded its answer with `max_completion_tokens` (chat): a chat upstream gets
     /// the bound under that name too.
     pub max_completion_tokens: bool,
+    /// A Responses client's `tools` exactly as declared (functions, `custom`, `namespace`,
+    /// `web_search`, …): a Responses upstream gets them unchanged. Empty for other wires,
+    /// whose tools travel as [`super::ToolSpec`]s.
+    pub tools: Vec<Value>,
 }
 
 impl ClientFields {
@@ -83,6 +87,7 @@ impl ClientFields {
             max_completion_tokens: wire == FieldsWire::Chat
                 && body.contains_key("max_completion_tokens")
                 && !body.contains_key("max_tokens"),
+            tools: Vec::new(),
         }
     }
 
@@ -111,6 +116,19 @@ fn same_in_both(from: FieldsWire, to: FieldsWire, key: &str) -> bool {
     use FieldsWire::*;
     match (from, to) {
         (Responses, Chat) => matches!(
+            key,
+            "parallel_tool_calls"
+                | "temperature"
+                | "top_p"
+                | "store"
+                | "metadata"
+                | "user"
+                | "prompt_cache_key"
+                | "safety_identifier"
+                | "service_tier"
+                | "top_logprobs"
+        ),
+        (Chat, Responses) => matches!(
             key,
             "parallel_tool_calls"
                 | "temperature"
@@ -171,6 +189,22 @@ fn map_field(
             return;
         }
         (Responses, Chat, "tool_choice") => tool_choice_responses_to_chat(value),
+        (Chat, Responses, "reasoning_effort") => Some(("reasoning", json!({"effort": value}))),
+        (Chat, Responses, "verbosity") => Some(("text", json!({"verbosity": value}))),
+        (Chat, Responses, "tool_choice") => tool_choice_chat_to_responses(value),
+        (Anthropic, Responses, "tool_choice") => tool_choice_anthropic_to_chat(value)
+            .and_then(|(_, chat)| tool_choice_chat_to_responses(&chat)),
+        (Anthropic, Responses, "metadata") => {
+            for sub in value.as_object().into_iter().flat_map(Map::keys) {
+                if sub != "user_id" {
+                    dropped.push(format!("metadata.{sub}"));
+                }
+            }
+            match value.get("user_id") {
+                Some(id) => Some(("user", id.clone())),
+                None => return,
+            }
+        }
         (Chat | Responses, Anthropic, "tool_choice") => tool_choice_openai_to_anthropic(value),
         (Anthropic, Chat, "tool_choice") => {
             if value.get("disable_parallel_tool_use") == Some(&Value::Bool(true)) {
@@ -231,6 +265,18 @@ fn tool_choice_responses_to_chat(value: &Value) -> Option<(&'static str, Value)>
                 "tool_choice",
                 json!({"type": "function", "function": {"name": name}}),
             ))
+        }
+        _ => None,
+    }
+}
+
+/// A chat `tool_choice` in Responses form: a named function loses its `function` wrapper.
+fn tool_choice_chat_to_responses(value: &Value) -> Option<(&'static str, Value)> {
+    match value {
+        Value::String(_) => Some(("tool_choice", value.clone())),
+        v if v.get("type").and_then(Value::as_str) == Some("function") => {
+            let name = v.get("function").and_then(|f| f.get("name"))?;
+            Some(("tool_choice", json!({"type": "function", "name": name})))
         }
         _ => None,
     }

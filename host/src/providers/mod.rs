@@ -11,6 +11,8 @@
 //! - [`sim`]: the embedded simulator, the default model. No network.
 //! - [`openai`]: chat completions (`/v1/chat/completions`), streaming with usage; any
 //!   OpenAI-compatible server (llama.cpp, vLLM, Ollama) through `baseUrl`.
+//! - [`responses`]: OpenAI Responses (`/v1/responses`), streaming; keeps reasoning items,
+//!   built-in and custom tools end to end for a Responses client (Codex).
 //! - [`anthropic`]: the messages API (`/v1/messages`), streaming.
 
 use std::borrow::Cow;
@@ -27,6 +29,7 @@ pub mod client_fields;
 pub mod http;
 pub mod openai;
 pub mod registry;
+pub mod responses;
 pub mod sim;
 pub mod splice;
 pub mod text;
@@ -266,6 +269,15 @@ pub enum StreamDelta {
         index: u64,
         /// The fragment.
         fragment: String,
+    },
+    /// A whole output item the host's messages do not model (a Responses `reasoning` item,
+    /// a built-in or custom tool call), as the upstream finished it; kept in the answer as an
+    /// opaque block ([`responses::opaque`]) and passed on as is to a Responses client.
+    Item {
+        /// The upstream's output index.
+        index: u64,
+        /// The item, verbatim.
+        item: serde_json::Value,
     },
 }
 

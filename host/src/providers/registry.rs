@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::anthropic::AnthropicProvider;
 use super::openai::OpenAiProvider;
+use super::responses::ResponsesProvider;
 use super::sim::SimProvider;
 use super::{ApiKind, Provider, ProviderError, ProviderSettings};
 use crate::config::models::normalize_provider;
@@ -44,6 +45,7 @@ pub fn build_provider(settings: ProviderSettings) -> Result<Arc<dyn Provider>, R
     Ok(match settings.api {
         ApiKind::Sim => Arc::new(SimProvider::new(&settings)?),
         ApiKind::OpenAiCompletions => Arc::new(OpenAiProvider::new(settings)?),
+        ApiKind::OpenAiResponses => Arc::new(ResponsesProvider::new(settings)?),
         ApiKind::AnthropicMessages => Arc::new(AnthropicProvider::new(settings)?),
     })
 }

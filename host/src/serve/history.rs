@@ -24,6 +24,8 @@ use std::collections::HashSet;
 
 use rampart_message::{AgentMessage, Content, ContentBlock};
 use rampart_sessions::SessionTree;
+
+use crate::providers::responses::opaque::opaque_item;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -254,7 +256,15 @@ pub fn same_message(stored: &AgentMessage, sent: &AgentMessage) -> bool {
             canonical_content(&a.content) == canonical_content(&b.content)
         }
         (AgentMessage::Assistant(a), AgentMessage::Assistant(b)) => {
-            canonical(a.content.iter()) == canonical(b.content.iter())
+            // A Responses upstream's reasoning items are what only the store keeps for a client
+            // of another wire, and a Responses client may send them back with fields of its
+            // own: like thinking, they do not decide the match. Its other opaque items (tool
+            // calls) do.
+            let modelled = |block: &&ContentBlock| {
+                opaque_item(block).is_none_or(|item| item["type"] != "reasoning")
+            };
+            canonical(a.content.iter().filter(modelled))
+                == canonical(b.content.iter().filter(modelled))
         }
         (AgentMessage::ToolResult(a), AgentMessage::ToolResult(b)) => {
             if a.tool_call_id != b.tool_call_id {

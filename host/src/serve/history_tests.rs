@@ -266,3 +266,43 @@ fn an_aborted_answer_is_passed_through_so_a_retry_continues_after_it() {
     assert_eq!(m.attach_at.as_deref(), Some(ids[1].as_str()));
     assert_eq!(m.matched, 1);
 }
+
+/// An answer from a Responses upstream keeps its reasoning item; a chat client re-sends the
+/// answer without it, a Responses client with fields of its own: both continue the branch.
+/// A different opaque tool call is a different answer.
+#[test]
+fn reasoning_items_do_not_decide_a_match_but_opaque_calls_do() {
+    use crate::providers::responses::opaque::opaque_block;
+    let with = |blocks: Vec<rampart_message::ContentBlock>| {
+        let AgentMessage::Assistant(mut a) = answer("Done.") else {
+            unreachable!()
+        };
+        a.content.splice(0..0, blocks);
+        AgentMessage::Assistant(a)
+    };
+    let stored = with(vec![opaque_block(
+        json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}),
+    )]);
+    assert!(same_message(&stored, &answer("Done.")));
+    assert!(same_message(
+        &stored,
+        &with(vec![opaque_block(
+            json!({"type": "reasoning", "id": "rs_1",
+                                       "encrypted_content": "gAAA", "content": null})
+        )])
+    ));
+    let patch = |input: &str| {
+        opaque_block(
+            json!({"type": "custom_tool_call", "call_id": "c", "name": "apply_patch",
+                            "input": input}),
+        )
+    };
+    assert!(same_message(
+        &with(vec![patch("a")]),
+        &with(vec![patch("a")])
+    ));
+    assert!(!same_message(
+        &with(vec![patch("a")]),
+        &with(vec![patch("b")])
+    ));
+}

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::not_forwarded::NotForwarded;
 use super::request_checks::{self, Api, FieldError};
+use crate::providers::responses::opaque::{OPAQUE_BLOCK_TYPE, is_client_item, opaque_part};
 use crate::providers::{ClientFields, FieldsWire, ToolSpec};
 
 /// The API a client speaks; its answers and errors are written in the same.
@@ -94,6 +95,9 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         Wire::Anthropic => Api::Anthropic,
     };
     request_checks::check(api, obj)?;
+    if wire != Wire::Responses {
+        refuse_opaque_parts(messages)?;
+    }
     let stream = obj.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let max_tokens = match request_checks::output_tokens(obj, "max_tokens")? {
         Some(n) => Some(n),
@@ -177,10 +181,25 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
 /// tools; `max_output_tokens` is `max_tokens`. The rest of the body (`prompt_cache_key`,
 /// `user`, `stream`) is kept, so the conversation rule reads it as it reads a chat request.
 ///
-/// Reasoning items, built-in tools (web search, shell) and freeform custom tools have no chat
-/// form: they are left out with a warning, because the upstream Rampart forwards to speaks chat
-/// completions or messages.
+/// Input items Rampart does not model (reasoning with its `encrypted_content`, built-in and
+/// custom tool calls and their outputs) are kept verbatim as content parts that become opaque
+/// blocks ([`crate::providers::responses::opaque`]): the model's on the assistant message of
+/// its turn (before that turn's tool calls, the order one model answer has), the client's
+/// outputs as a user message. A Responses upstream gets them back unchanged; chat completions
+/// and Anthropic have no form for them, nor for built-in, namespace and custom tools, which
+/// are reported as not forwarded for such an upstream.
 pub fn responses_as_chat(body: &Value) -> Result<ResponsesAsChat, BadRequest> {
+    responses_as_chat_after(body, &[])
+}
+
+/// [`responses_as_chat`] of a request that continues `prior`, the conversation its
+/// `previous_response_id` names: an output may answer a call made there, and the input need
+/// not hold a user or assistant message of its own.
+pub fn responses_as_chat_after(
+    body: &Value,
+    prior: &[AgentMessage],
+) -> Result<ResponsesAsChat, BadRequest> {
+    use rampart_message::ContentBlock;
     use serde_json::json;
     let Some(obj) = body.as_object() else {
         return Err(BadRequest("the request body must be a JSON object".into()));
@@ -206,7 +225,18 @@ pub fn responses_as_chat(body: &Value) -> Result<ResponsesAsChat, BadRequest> {
         Some(Value::Array(items)) => {
             // The calls made so far, so that an output answering none is refused naming its
             // item (left out, the model would answer a conversation the client never sent).
-            let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
+            let mut calls: std::collections::HashSet<&str> = prior
+                .iter()
+                .filter_map(|m| match m {
+                    AgentMessage::Assistant(a) => Some(&a.content),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolCall(c) => Some(c.id.as_str()),
+                    _ => None,
+                })
+                .collect();
             for (i, item) in items.iter().enumerate() {
                 let call_id = item.get("call_id").and_then(Value::as_str);
                 match item.get("type").and_then(Value::as_str) {
@@ -216,15 +246,17 @@ pub fn responses_as_chat(body: &Value) -> Result<ResponsesAsChat, BadRequest> {
                     {
                         return Err(BadRequest(format!(
                             "`input[{i}]` is a function_call_output for call {}, but no \
-                             function_call item before it in `input` made that call; send the \
-                             function_call item first (rampart serve keeps no responses by id)",
+                             function_call item before it in `input` (nor the response \
+                             `previous_response_id` names) made that call; send the \
+                             function_call item first",
                             call_id.map_or_else(
                                 || "(no `call_id`)".to_owned(),
                                 |id| format!("{id:?}")
                             )
                         )));
                     }
-                    _ => {}
+                    Some("message" | "function_call_output") | None => {}
+                    Some(_) => not_forwarded.push(NotForwarded::ResponsesItem),
                 }
                 responses_item(i, item, &mut messages, &mut warnings);
             }
@@ -235,9 +267,10 @@ pub fn responses_as_chat(body: &Value) -> Result<ResponsesAsChat, BadRequest> {
             ));
         }
     }
-    if !messages
-        .iter()
-        .any(|m| matches!(m["role"].as_str(), Some("user" | "assistant")))
+    if prior.is_empty()
+        && !messages
+            .iter()
+            .any(|m| matches!(m["role"].as_str(), Some("user" | "assistant")))
     {
         return Err(BadRequest(
             "`input` holds no user or assistant message (instructions, developer messages and \
@@ -285,6 +318,11 @@ pub fn responses_as_chat(body: &Value) -> Result<ResponsesAsChat, BadRequest> {
         chat: Value::Object(chat),
         warnings,
         not_forwarded,
+        tools: obj
+            .get("tools")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
     })
 }
 
@@ -295,9 +333,12 @@ pub struct ResponsesAsChat {
     pub chat: Value,
     /// What could not be converted exactly.
     pub warnings: Vec<String>,
-    /// The Responses tools the chat body has no form for (the chat body's own decoding adds
-    /// its own).
+    /// The Responses tools and input items the chat body has no form for (the chat body's own
+    /// decoding adds its own). They reach a Responses upstream all the same; serve counts them
+    /// only for an upstream of another wire.
     pub not_forwarded: Vec<NotForwarded>,
+    /// The client's `tools` as declared, for a Responses upstream ([`ClientFields::tools`]).
+    pub tools: Vec<Value>,
 }
 
 /// One Responses input item, appended to `messages` in chat form.
@@ -355,6 +396,21 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
                 }
                 _ => json!(""),
             };
+            // Text after the model's opaque items of the same turn joins their message.
+            if role == "assistant"
+                && let Some(last) = messages.last_mut()
+                && last["role"] == "assistant"
+                && last.get("tool_calls").is_none()
+                && let Some(parts) = last.get_mut("content").and_then(Value::as_array_mut)
+            {
+                match content {
+                    Value::String(text) if !text.is_empty() => {
+                        parts.push(json!({"type": "text", "text": text}));
+                    }
+                    _ => {}
+                }
+                return;
+            }
             messages.push(json!({"role": role, "content": content}));
         }
         Some("function_call") => {
@@ -398,11 +454,65 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
                 "content": output,
             }));
         }
+        Some(kind) if item.is_object() => {
+            // An item Rampart does not model (reasoning, built-in and custom tool calls and
+            // their outputs): kept verbatim as a part the importer holds as an opaque block,
+            // on the message of the side that made it.
+            let part = Value::Object(opaque_part(item.clone()));
+            if is_client_item(kind) {
+                messages.push(json!({"role": "user", "content": [part]}));
+                return;
+            }
+            match messages.last_mut() {
+                Some(last) if last["role"] == "assistant" => {
+                    let content = last
+                        .as_object_mut()
+                        .map(|m| m.entry("content").or_insert(Value::Null));
+                    if let Some(content) = content {
+                        let mut parts = match content.take() {
+                            Value::String(text) if !text.is_empty() => {
+                                vec![json!({"type": "text", "text": text})]
+                            }
+                            Value::Array(parts) => parts,
+                            _ => Vec::new(),
+                        };
+                        parts.push(part);
+                        *content = Value::Array(parts);
+                    }
+                }
+                _ => messages.push(json!({"role": "assistant", "content": [part]})),
+            }
+        }
         other => warnings.push(format!(
-            "input[{i}]: a `{}` item has no chat-completions form; not forwarded",
+            "input[{i}]: a `{}` item is not an object with a `type`; not forwarded",
             other.unwrap_or("?")
         )),
     }
+}
+
+/// Refuses a chat or Anthropic body that carries Rampart's own opaque block type
+/// ([`OPAQUE_BLOCK_TYPE`]) as a content part (or inside a tool result's content): only a
+/// Responses request's unmodelled items become such blocks, and one made up by a client of
+/// another wire would reach a Responses upstream as an input item it never declared.
+fn refuse_opaque_parts(messages: &[Value]) -> Result<(), BadRequest> {
+    let parts = |v: Option<&Value>| v.and_then(Value::as_array).cloned().unwrap_or_default();
+    for (i, message) in messages.iter().enumerate() {
+        for (j, part) in parts(message.get("content")).iter().enumerate() {
+            let nested = parts(part.get("content"));
+            if part.get("type").and_then(Value::as_str) == Some(OPAQUE_BLOCK_TYPE)
+                || nested
+                    .iter()
+                    .any(|p| p.get("type").and_then(Value::as_str) == Some(OPAQUE_BLOCK_TYPE))
+            {
+                return Err(BadRequest(format!(
+                    "`messages[{i}].content[{j}]` uses the content type \"{OPAQUE_BLOCK_TYPE}\", \
+                     which is rampart serve's own form of an OpenAI Responses item and not a part \
+                     of this API; send Responses items to `/v1/responses`"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether a decoded message kept a `cache_control` field on one of its blocks (the importers'
@@ -624,9 +734,14 @@ mod tests {
             chat,
             warnings,
             not_forwarded,
+            tools,
         } = responses_as_chat(&body).unwrap();
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert_eq!(not_forwarded, vec![NotForwarded::NonFunctionTool]);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(
+            not_forwarded,
+            vec![NotForwarded::ResponsesItem, NotForwarded::NonFunctionTool]
+        );
+        assert_eq!(tools, body["tools"].as_array().unwrap().clone());
         assert_eq!(chat["prompt_cache_key"], "0199-thread");
         assert_eq!(chat["max_tokens"], 900);
         let r = decode(Wire::Responses, &chat, 5).unwrap();
@@ -640,9 +755,14 @@ mod tests {
         let AgentMessage::Assistant(a) = &r.messages[1] else {
             panic!()
         };
-        assert!(matches!(&a.content[0], ContentBlock::Text(t) if t.text == "Listing."));
+        // The reasoning item is kept verbatim, before the text and the call of its turn.
+        assert_eq!(
+            crate::providers::responses::opaque::opaque_item(&a.content[0]),
+            Some(&body["input"][2])
+        );
+        assert!(matches!(&a.content[1], ContentBlock::Text(t) if t.text == "Listing."));
         assert!(
-            matches!(&a.content[1], ContentBlock::ToolCall(c) if c.id == "call_1" && c.arguments["command"][0] == "ls")
+            matches!(&a.content[2], ContentBlock::ToolCall(c) if c.id == "call_1" && c.arguments["command"][0] == "ls")
         );
         assert_eq!(r.tools.len(), 1);
         assert_eq!(r.tools[0].name, "shell");
@@ -721,13 +841,42 @@ mod tests {
         );
         let only_developer = json!({"model": "m", "input": [
             {"type": "message", "role": "developer", "content": "rules"},
-            {"type": "program_output", "call_id": "0", "result": ""},
+            {"type": "message", "role": "system", "content": "more rules"},
         ]});
         let e = responses_as_chat(&only_developer).unwrap_err().0;
         assert!(
             e.starts_with("`input` holds no user or assistant message"),
             "{e}"
         );
+    }
+
+    /// A chat or Anthropic client cannot make up an opaque Responses item: the part type is
+    /// serve's own, and would otherwise reach a Responses upstream as an item.
+    #[test]
+    fn a_made_up_opaque_part_is_refused_outside_responses() {
+        let part = json!({"type": "openaiResponsesItem",
+                          "item": {"type": "item_reference", "id": "msg_someone_elses"}});
+        let chat = json!({"model": "m", "messages": [{"role": "user", "content": [part.clone()]}]});
+        let e = decode(Wire::OpenAi, &chat, 0).unwrap_err().0;
+        assert!(
+            e.starts_with("`messages[0].content[0]` uses the content type"),
+            "{e}"
+        );
+        let anthropic = json!({"model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [part]}]}
+        ]});
+        let e = decode(Wire::Anthropic, &anthropic, 0).unwrap_err().0;
+        assert!(e.starts_with("`messages[2].content[0]`"), "{e}");
+        // A Responses request's own items are what the part is for.
+        let responses = responses_as_chat(&json!({"model": "m", "input": [
+            {"type": "message", "role": "user", "content": "hi"},
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
+        ]}))
+        .unwrap();
+        assert!(decode(Wire::Responses, &responses.chat, 0).is_ok());
     }
 
     /// Instructions given as a list of input items are read, not dropped.

@@ -10,6 +10,7 @@
 //! - [`metrics`]: `GET /metrics`;
 //! - [`dashboard`]: `GET /ui`, the live page, and [`compaction_page`], one compaction in detail;
 //! - [`not_forwarded`]: content a client sent that is not forwarded, counted and warned about;
+//! - [`response_log`]: the Responses answers given, by id, for `previous_response_id`;
 //! - [`guard`]: Host, Origin, token and body checks before any handler;
 //! - [`listener`]: the accept loop: bounded connections, header timeouts, a drain deadline;
 //! - [`store`]: the store conversations live in (a directory, or PostgreSQL for replicas);
@@ -31,5 +32,6 @@ pub mod not_forwarded;
 pub mod outbound;
 pub mod registry_writes;
 pub mod request_checks;
+pub mod response_log;
 pub mod server;
 pub mod store;

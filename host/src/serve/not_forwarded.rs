@@ -22,8 +22,12 @@ pub enum NotForwarded {
     /// `input_schema`.
     ServerTool,
     /// A tool that is not a function tool (Responses `namespace`, `web_search`, `custom`, or a
-    /// chat-completions tool without a function).
+    /// chat-completions tool without a function), for an upstream that is not Responses.
     NonFunctionTool,
+    /// A Responses input item Rampart does not model (`reasoning`, a built-in or custom tool
+    /// call or its output): kept in the session, but an upstream of another wire has no form
+    /// for it.
+    ResponsesItem,
 }
 
 impl NotForwarded {
@@ -33,6 +37,7 @@ impl NotForwarded {
             Self::SystemMessage => "system_message",
             Self::ServerTool => "server_tool",
             Self::NonFunctionTool => "non_function_tool",
+            Self::ResponsesItem => "responses_item",
         }
     }
 }

@@ -14,6 +14,7 @@ use super::inbound::Wire;
 use crate::providers::StreamDelta;
 use crate::providers::anthropic::assistant_blocks;
 use crate::providers::openai::wire::to_openai_message;
+use crate::providers::responses::opaque::opaque_item;
 
 /// The answer's identity in the client's wire.
 #[derive(Debug, Clone)]
@@ -353,16 +354,23 @@ fn responses_call_item(
     })
 }
 
-/// The output items of a whole answer: its text as one message item, then one
-/// `function_call` item per tool call.
+/// The output items of a whole answer, in its order: its text as one message item (where its
+/// first text stands), one `function_call` item per tool call, and each opaque item a
+/// Responses upstream produced (reasoning, built-in and custom tool calls) as it was.
 fn responses_items(reply: &AssistantMessage, response_id: &str) -> Vec<Value> {
     let mut items = Vec::new();
     let text = text_blocks(reply);
-    if !text.is_empty() {
-        let id = format!("msg_{response_id}_0");
-        items.push(responses_message_item(&id, &text.join("\n"), "completed"));
-    }
+    let mut text_written = false;
     for block in &reply.content {
+        if let Some(item) = opaque_item(block) {
+            items.push(item.clone());
+            continue;
+        }
+        if matches!(block, ContentBlock::Text(_)) && !text_written {
+            text_written = true;
+            let id = format!("msg_{response_id}_{}", items.len());
+            items.push(responses_message_item(&id, &text.join("\n"), "completed"));
+        }
         if let ContentBlock::ToolCall(call) = block {
             let id = format!("fc_{response_id}_{}", items.len());
             let arguments = call.arguments.to_string();
@@ -410,6 +418,10 @@ pub fn responses_sse(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Vec<Str
     let mut stream = ResponsesStream::new(meta);
     let mut out = stream.begin();
     for block in &reply.content {
+        if let Some(item) = opaque_item(block) {
+            out.extend(stream.item(item));
+            continue;
+        }
         match block {
             ContentBlock::Text(t) => out.extend(stream.text(0, &t.text)),
             ContentBlock::ToolCall(call) => {
@@ -456,6 +468,8 @@ enum ResponsesItem {
         arguments: String,
         done: bool,
     },
+    /// An item passed on whole, as the upstream finished it.
+    Opaque(Value),
 }
 
 impl ResponsesStream {
@@ -560,6 +574,23 @@ impl ResponsesStream {
         out
     }
 
+    /// A whole item the upstream finished (reasoning, a built-in or custom tool call): added
+    /// and done at once, unchanged, so the client keeps it to send back.
+    fn item(&mut self, item: &Value) -> Vec<String> {
+        let mut out = self.close_text();
+        let index = self.items.len();
+        out.push(self.event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        ));
+        out.push(self.event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        self.items.push(ResponsesItem::Opaque(item.clone()));
+        out
+    }
+
     fn call_arguments(&mut self, upstream: u64, fragment: &str) -> Vec<String> {
         let Some(&index) = self.calls.get(&upstream) else {
             return Vec::new();
@@ -644,6 +675,7 @@ impl ResponsesStream {
                     arguments,
                     ..
                 } => responses_call_item(id, call_id, name, arguments, "completed"),
+                ResponsesItem::Opaque(item) => item.clone(),
             })
             .collect()
     }
@@ -825,9 +857,12 @@ impl StreamEncoder {
                     StreamDelta::ToolCallArguments { index, fragment } => {
                         stream.call_arguments(*index, fragment)
                     }
+                    StreamDelta::Item { item, .. } => stream.item(item),
                     StreamDelta::Attempt => Vec::new(),
                 }
             }
+            // Chat completions and Anthropic have no form for a Responses item.
+            StreamDelta::Item { .. } => Vec::new(),
             StreamDelta::Text { block, text } => {
                 self.started = true;
                 let new_block = self.text_block != Some(*block);

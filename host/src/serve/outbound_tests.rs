@@ -422,3 +422,77 @@ fn a_responses_field_of_the_wrong_type_is_refused_naming_it() {
         ResponsesEcho::default()
     );
 }
+
+/// An answer from a Responses upstream: its reasoning item, then text and a custom tool call.
+fn answer_with_items() -> AssistantMessage {
+    use crate::providers::responses::opaque::opaque_block;
+    let mut answer = tool_answer();
+    answer.content.insert(0, opaque_block(reasoning_item()));
+    answer.content.push(opaque_block(
+        json!({"type": "custom_tool_call", "call_id": "call_p",
+        "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch\n"}),
+    ));
+    answer
+}
+
+fn reasoning_item() -> Value {
+    json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA=="})
+}
+
+/// The items a Responses upstream produced reach a Responses client unchanged, where they
+/// stood, whole and streamed, so it sends them back on its next turn.
+#[test]
+fn a_responses_client_gets_the_upstreams_items_unchanged_in_order() {
+    let whole = responses_response(&answer_with_items(), &META);
+    let kinds: Vec<&str> = whole["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["reasoning", "message", "function_call", "custom_tool_call"]
+    );
+    assert_eq!(whole["output"][0], reasoning_item());
+
+    let mut encoder = StreamEncoder::new(Wire::Responses, &META, false);
+    let mut frames = encoder.begin();
+    for delta in [
+        StreamDelta::Attempt,
+        StreamDelta::Item {
+            index: 0,
+            item: reasoning_item(),
+        },
+        StreamDelta::Text {
+            block: 1,
+            text: "Reading.".into(),
+        },
+    ] {
+        frames.extend(encoder.delta(&delta));
+    }
+    let mut answer = answer_with_items();
+    answer.content.truncate(2);
+    answer.stop_reason = StopReason::Stop;
+    frames.extend(encoder.finish(&answer));
+    let events = frames_data(&frames);
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.done")
+        .map(|e| &e["item"])
+        .collect();
+    assert_eq!(done[0], &reasoning_item());
+    assert_eq!(done[1]["type"], "message");
+    let completed = events.last().unwrap();
+    assert_eq!(completed["response"]["output"][0], reasoning_item());
+
+    // A chat client's stream has no place for the item: nothing is written for it.
+    let mut chat = StreamEncoder::new(Wire::OpenAi, &META, false);
+    assert!(
+        chat.delta(&StreamDelta::Item {
+            index: 0,
+            item: reasoning_item()
+        })
+        .is_empty()
+    );
+}

@@ -46,8 +46,8 @@ use crate::engine::slot::{EngineSlot, HostResources};
 use crate::prompt::PromptAssembler;
 use crate::providers::registry::Providers;
 use crate::providers::{
-    BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded, ModelRequest,
-    ProviderError, StreamDelta,
+    ApiKind, BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded,
+    ModelRequest, ProviderError, StreamDelta,
 };
 use crate::run::answer_fit::AnswerFit;
 use crate::run::host_tools::{HostTools, answer_host_tool_calls};
@@ -78,6 +78,8 @@ pub struct ServerState {
     metrics: Metrics,
     /// What clients sent that was not forwarded upstream: counted, warned once per conversation.
     not_forwarded: NotForwardedLog,
+    /// The Responses answers given, for a later request's `previous_response_id`.
+    responses: super::response_log::ResponseLog,
     next_id: AtomicU64,
     sessions: conversations::SessionCache,
     /// Long-term memory: the slot the memory tools and the flush use, and the workspace the
@@ -168,6 +170,7 @@ impl ServerState {
             admitted: AtomicUsize::new(0),
             metrics: Metrics::default(),
             not_forwarded: NotForwardedLog::default(),
+            responses: Default::default(),
             next_id: AtomicU64::new(1),
             sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
             memory: crate::memory::MemorySlot::off(),
@@ -817,15 +820,41 @@ async fn conversation_request(
         },
         Wire::OpenAi | Wire::Anthropic => None,
     };
+    // `previous_response_id` names an answer serve gave: the turn continues its history, or
+    // is refused saying why (never answered as a fresh conversation).
+    let prior = match raw.get("previous_response_id").filter(|v| !v.is_null()) {
+        Some(previous) if wire == Wire::Responses => {
+            match state.responses.resolve(previous, None) {
+                Ok(stored) => Some(stored),
+                Err(e) => {
+                    return error_response(
+                        wire,
+                        StatusCode::BAD_REQUEST,
+                        ErrorKind::InvalidRequest,
+                        &e.to_string(),
+                    );
+                }
+            }
+        }
+        _ => None,
+    };
+    // Answers are kept for `previous_response_id` unless the client asked OpenAI's `store:
+    // false` (Codex does: it sends the whole history each time).
+    let store_answer = wire == Wire::Responses && raw.get("store") != Some(&Value::Bool(false));
     // A Responses body is read as the chat request it means, by the rule and the decoder alike.
     let mut responses_not_forwarded = Vec::new();
+    let mut responses_tools = Vec::new();
     let raw = match wire {
-        Wire::Responses => match inbound::responses_as_chat(&raw) {
+        Wire::Responses => match inbound::responses_as_chat_after(
+            &raw,
+            prior.as_ref().map_or(&[][..], |p| p.messages.as_slice()),
+        ) {
             Ok(converted) => {
                 for w in &converted.warnings {
                     tracing::debug!(warning = %w, "responses request conversion");
                 }
                 responses_not_forwarded = converted.not_forwarded;
+                responses_tools = converted.tools;
                 converted.chat
             }
             Err(e) => {
@@ -856,8 +885,45 @@ async fn conversation_request(
         tracing::debug!(warning = %w, "request conversion");
     }
     let mut request = request;
+    let label = conversation_label(&identity);
+    if let Some(prior) = prior {
+        if prior.conversation != label {
+            let e = super::response_log::PreviousResponseError::OtherConversation {
+                id: raw["previous_response_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                theirs: prior.conversation,
+                ours: label,
+            };
+            return error_response(
+                wire,
+                StatusCode::BAD_REQUEST,
+                ErrorKind::InvalidRequest,
+                &e.to_string(),
+            );
+        }
+        request.fields.fields.remove("previous_response_id");
+        let mut messages = Vec::clone(&prior.messages);
+        messages.append(&mut request.messages);
+        request.messages = messages;
+    }
+    request.fields.tools = responses_tools;
     request.not_forwarded.extend(responses_not_forwarded);
+    // A Responses upstream takes a Responses client's tools and items as they are.
+    if wire == Wire::Responses
+        && upstream_api(state, &request.model) == Some(ApiKind::OpenAiResponses)
+    {
+        request.not_forwarded.retain(|kind| {
+            !matches!(
+                kind,
+                NotForwarded::NonFunctionTool | NotForwarded::ResponsesItem
+            )
+        });
+    }
     report_not_forwarded(state, &identity, &request.not_forwarded);
+    // What a stored answer continues: the messages it answers (the answer joins them).
+    let answered = store_answer.then(|| (label, request.messages.clone()));
     request.memory_tools = state.config.serve.memory_tools
         || header_switch(&headers, "x-rampart-memory") == Some(true);
     // The engine's tools are offered unless the server or the client turns them off.
@@ -909,6 +975,19 @@ async fn conversation_request(
         query,
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
+    let id = answer_id(state, wire);
+    let remember = answered.map(|(conversation, mut messages)| {
+        let state = Arc::clone(state);
+        let id = id.clone();
+        move |reply: &AssistantMessage| {
+            messages.push(AgentMessage::Assistant(reply.clone()));
+            let stored = super::response_log::StoredResponse {
+                conversation,
+                messages: Arc::new(messages),
+            };
+            state.responses.remember(&id, stored);
+        }
+    });
     // How the answer bound is fitted to the window; read here for a streamed answer's header.
     let fit = AnswerFit::new(state.config.serve.min_answer_tokens);
     let worker_fit = fit.clone();
@@ -936,17 +1015,24 @@ async fn conversation_request(
             if delta != StreamDelta::Attempt {
                 let answer = StreamAnswer {
                     wire,
+                    id: &id,
                     model: &model,
                     include_usage,
                     echo: echo.as_ref(),
                     lowered: fit.last().and_then(|r| r.lowered()),
+                    remember: remember.map(|r| Box::new(r) as Remember),
                 };
-                return stream_response(state, answer, delta, rx, join);
+                return stream_response(answer, delta, rx, join);
             }
         }
     }
     match join.await {
-        Ok(Ok(answer)) => answer.into_response(state, echo.as_ref()),
+        Ok(Ok(answer)) => {
+            if let Some(remember) = remember {
+                remember(&answer.reply);
+            }
+            answer.into_response(&id, echo.as_ref())
+        }
         Ok(Err(failure)) => failure.into_response(wire),
         Err(e) => error_response(
             wire,
@@ -984,17 +1070,30 @@ fn name_the_primary(mut raw: Value, wire: Wire, config: &Config) -> Value {
     raw
 }
 
+/// The conversation a request is counted and remembered under: its client's root key,
+/// `unnamed` without one, `side` for a side request.
+fn conversation_label(identity: &Identity) -> String {
+    match identity {
+        Identity::Conversation(Some(session)) => session.root_key(),
+        Identity::Conversation(None) => "unnamed".to_owned(),
+        Identity::Side(_) => "side".to_owned(),
+    }
+}
+
+/// The API of the provider a request for `model` goes to first (its primary route).
+fn upstream_api(state: &ServerState, model: &str) -> Option<ApiKind> {
+    let routes = route(&state.config, model).ok()?;
+    let first = routes.first()?;
+    state.providers.settings(&first.provider).map(|s| s.api)
+}
+
 /// Counts what `request` carried that is not forwarded and warns about each kind once per
 /// conversation (a request without a session id counts as one unnamed conversation).
 fn report_not_forwarded(state: &ServerState, identity: &Identity, items: &[NotForwarded]) {
     if items.is_empty() {
         return;
     }
-    let conversation = match identity {
-        Identity::Conversation(Some(session)) => session.root_key(),
-        Identity::Conversation(None) => "unnamed".to_owned(),
-        Identity::Side(_) => "side".to_owned(),
-    };
+    let conversation = conversation_label(identity);
     for (kind, count) in state.not_forwarded.record(&conversation, items) {
         tracing::warn!(
             conversation = %conversation,
@@ -1027,25 +1126,30 @@ fn client_breakpoints(request: &ClientRequest) -> ClientBreakpoints {
 /// for a usage chunk, and what a Responses answer repeats of its request.
 struct StreamAnswer<'a> {
     wire: Wire,
+    /// The answer's id.
+    id: &'a str,
     model: &'a str,
     include_usage: bool,
     echo: Option<&'a ResponsesEcho>,
     /// The answer bound sent and the one asked for, when serve lowered it.
     lowered: Option<(u64, u64)>,
+    /// Keeps the answer for `previous_response_id` once it is complete.
+    remember: Option<Remember>,
 }
+
+/// What keeps a complete answer (the [`super::response_log`]).
+type Remember = Box<dyn FnOnce(&AssistantMessage) + Send>;
 
 /// A streamed answer written as its pieces arrive; it ends with the stored answer's stop reason
 /// and usage, or with an in-stream error.
 fn stream_response(
-    state: &ServerState,
     answer: StreamAnswer<'_>,
     first: StreamDelta,
     rx: tokio::sync::mpsc::UnboundedReceiver<StreamDelta>,
     join: tokio::task::JoinHandle<Result<Answer, Failure>>,
 ) -> Response {
-    let id = answer_id(state, answer.wire);
     let meta = AnswerMeta {
-        id: &id,
+        id: answer.id,
         model: answer.model,
         created: now_unix_ms() / 1000,
         echo: answer.echo,
@@ -1058,12 +1162,14 @@ fn stream_response(
         join: Option<tokio::task::JoinHandle<Result<Answer, Failure>>>,
         encoder: StreamEncoder,
         pending: std::collections::VecDeque<String>,
+        remember: Option<Remember>,
     }
     let pump = Pump {
         rx,
         join: Some(join),
         encoder,
         pending,
+        remember: answer.remember,
     };
     let frames = futures_util::stream::unfold(pump, |mut p| async move {
         loop {
@@ -1078,7 +1184,12 @@ fn stream_response(
                 }
                 None => {
                     let frames = match join.await {
-                        Ok(Ok(answer)) => p.encoder.finish(&answer.reply),
+                        Ok(Ok(answer)) => {
+                            if let Some(remember) = p.remember.take() {
+                                remember(&answer.reply);
+                            }
+                            p.encoder.finish(&answer.reply)
+                        }
                         Ok(Err(f)) => p.encoder.fail(f.kind, &f.message),
                         Err(e) => p.encoder.fail(
                             ErrorKind::Server,
@@ -1134,10 +1245,9 @@ struct Answer {
 }
 
 impl Answer {
-    fn into_response(self, state: &ServerState, echo: Option<&ResponsesEcho>) -> Response {
-        let id = answer_id(state, self.wire);
+    fn into_response(self, id: &str, echo: Option<&ResponsesEcho>) -> Response {
         let meta = AnswerMeta {
-            id: &id,
+            id,
             model: &self.model,
             created: now_unix_ms() / 1000,
             echo,
@@ -1213,6 +1323,12 @@ impl StreamLog {
                     if let Some((_, args)) = calls.iter_mut().rev().find(|(i, _)| i == index) {
                         args.push_str(fragment);
                     }
+                }
+                StreamDelta::Item { item, .. } => {
+                    text_block = None;
+                    content.push(crate::providers::responses::opaque::opaque_block(
+                        item.clone(),
+                    ));
                 }
                 StreamDelta::Attempt => {}
             }

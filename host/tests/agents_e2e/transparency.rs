@@ -8,10 +8,9 @@
 //! Compared per model request: the path, the headers (less the transport's own: `host`,
 //! `content-length`, `connection`, `accept-encoding`, `transfer-encoding`) and the JSON body,
 //! after the noise of each run is normalised (temporary paths, ports, UUIDs, long hex ids,
-//! millisecond timestamps, Codex's chunk ids and wall times). Codex speaks OpenAI Responses
-//! and serve has no Responses upstream, so its direct requests are first translated to the
-//! chat-completions request they mean ([`responses_as_chat`]; the translation is plain
-//! and keeps every field it has no chat form for, so that serve's dropping it shows).
+//! millisecond timestamps, Codex's chunk ids and wall times). Each agent's upstream speaks its
+//! own wire (Claude Code's Anthropic, Codex's OpenAI Responses, pi's chat completions), so the
+//! two sides are compared as they were sent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::LazyLock;
@@ -80,9 +79,9 @@ pub const KNOWN: &[Known] = &[
             })
         },
     },
-    // Chat-completions bodies (pi's, and Codex's as the chat request they mean).
+    // Chat-completions bodies (pi's).
     Known {
-        agents: &[Agent::Pi, Agent::Codex],
+        agents: &[Agent::Pi],
         readme: "`strict` on function tools: dropped.",
         look_past: |v| {
             for tool in v["body"]["tools"].as_array_mut().into_iter().flatten() {
@@ -108,51 +107,31 @@ pub const KNOWN: &[Known] = &[
             }
         },
     },
-    // Codex.
+    // Codex (Responses bodies, to a Responses upstream).
     Known {
         agents: &[Agent::Codex],
-        readme: "Codex's developer messages (its instructions, skills and permissions): merged \
-                 into one `system` message, blank lines between messages and line breaks between \
-                 the parts of one.",
-        look_past: |v| merge_leading(v, &["system", "developer"], "system", "\n\n"),
+        readme: "Codex's developer messages (its instructions, skills and permissions): sent as \
+                 the request's `instructions`, blank lines between messages and line breaks \
+                 between the parts of one.",
+        look_past: developer_as_instructions,
     },
     Known {
         agents: &[Agent::Codex],
-        readme: "Consecutive user messages (Codex's environment context, then the prompt): \
-                 joined into one, with a line break.",
-        look_past: |v| merge_consecutive_users(v),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "The `namespace` tool `multi_agent_v1` (Codex's sub-agent tools: spawn, send \
-                 input, resume, wait, close): dropped, so a model behind serve cannot start \
-                 Codex sub-agents. Counted in `/metrics` (`kind=\"non_function_tool\"`) and \
-                 warned about once per conversation.",
-        look_past: |v| drop_tools(v, "namespace"),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "The built-in `web_search` tool: dropped; counted and warned about as the \
-                 `namespace` tool is.",
-        look_past: |v| drop_tools(v, "web_search"),
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "`reasoning` (`summary`), `include` (`reasoning.encrypted_content`) and \
-                 `client_metadata` (Codex's turn metadata): not forwarded; chat completions has \
-                 no form for them.",
-        look_past: |v| drop_body_keys(v, &["reasoning", "include", "client_metadata"]),
+        readme: "The `id` of each input item Codex sends (its messages, function calls and \
+                 outputs) and a function call's `status`: not sent; the upstream gets the items \
+                 without them.",
+        look_past: |v| {
+            for item in v["body"]["input"].as_array_mut().into_iter().flatten() {
+                if let Some(item) = item.as_object_mut() {
+                    item.remove("id");
+                    if item.get("type") == Some(&json!("function_call")) {
+                        item.remove("status");
+                    }
+                }
+            }
+        },
     },
 ];
-
-/// Removes the body's top-level `keys`.
-fn drop_body_keys(v: &mut Value, keys: &[&str]) {
-    if let Some(body) = v["body"].as_object_mut() {
-        for key in keys {
-            body.remove(*key);
-        }
-    }
-}
 
 /// Removes the body's messages that `drop` picks.
 fn drop_messages(v: &mut Value, drop: fn(&Value) -> bool) {
@@ -161,10 +140,31 @@ fn drop_messages(v: &mut Value, drop: fn(&Value) -> bool) {
     }
 }
 
-/// Removes the body's tools of type `kind`.
-fn drop_tools(v: &mut Value, kind: &str) {
-    if let Some(tools) = v["body"]["tools"].as_array_mut() {
-        tools.retain(|t| t["type"] != kind);
+/// A Responses body's developer messages as its `instructions`: their texts (the parts of one
+/// joined by line breaks) joined by blank lines, after any instructions it had.
+fn developer_as_instructions(v: &mut Value) {
+    let mut texts: Vec<String> = v["body"]["instructions"]
+        .as_str()
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
+    let Some(input) = v["body"]["input"].as_array_mut() else {
+        return;
+    };
+    input.retain(|item| {
+        if item["role"] != "developer" {
+            return true;
+        }
+        let parts: Vec<&str> = match &item["content"] {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+            _ => Vec::new(),
+        };
+        texts.push(parts.join("\n"));
+        false
+    });
+    if !texts.is_empty() {
+        v["body"]["instructions"] = Value::String(texts.join("\n\n"));
     }
 }
 
@@ -189,61 +189,6 @@ fn join_system_blocks(v: &mut Value) {
         block["cache_control"] = mark.clone();
     }
     v["body"]["system"] = json!([block]);
-}
-
-/// A chat message's text: its string, or its text parts joined by line breaks.
-fn chat_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The leading messages whose role is one of `roles`, as one message of role `into`, their
-/// texts joined by `separator`.
-fn merge_leading(v: &mut Value, roles: &[&str], into: &str, separator: &str) {
-    let Some(messages) = v["body"]["messages"].as_array_mut() else {
-        return;
-    };
-    let n = messages
-        .iter()
-        .take_while(|m| roles.iter().any(|r| m["role"] == *r))
-        .count();
-    if n == 0 {
-        return;
-    }
-    let text: Vec<String> = messages
-        .drain(..n)
-        .map(|m| chat_text(&m["content"]))
-        .collect();
-    messages.insert(0, json!({"role": into, "content": text.join(separator)}));
-}
-
-/// Runs of consecutive user messages as one, their texts joined by a line break.
-fn merge_consecutive_users(v: &mut Value) {
-    let Some(messages) = v["body"]["messages"].as_array_mut() else {
-        return;
-    };
-    let mut merged: Vec<Value> = Vec::new();
-    for m in messages.drain(..) {
-        match merged.last_mut() {
-            Some(last) if last["role"] == "user" && m["role"] == "user" => {
-                let text = format!(
-                    "{}\n{}",
-                    chat_text(&last["content"]),
-                    chat_text(&m["content"])
-                );
-                last["content"] = Value::String(text);
-            }
-            _ => merged.push(m),
-        }
-    }
-    *messages = merged;
 }
 
 /// Headers that belong to the connection, not to the client's request.
@@ -280,13 +225,13 @@ pub fn differential(agent: Agent) {
         .requests()
         .iter()
         .filter(|r| r.method == "POST" && Wire::of(&r.path).is_some())
-        .map(|r| exchange(r, &direct, agent == Agent::Codex))
+        .map(|r| exchange(r, &direct))
         .collect();
     let right: Vec<Value> = served_model
         .requests()
         .iter()
         .filter(|r| r.method == "POST" && Wire::of(&r.path).is_some())
-        .map(|r| exchange(r, &served, false))
+        .map(|r| exchange(r, &served))
         .collect();
     let known: Vec<&Known> = KNOWN.iter().filter(|k| k.agents.contains(&agent)).collect();
     let dump = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
@@ -392,24 +337,15 @@ fn diff(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
 }
 
 /// A recorded request as compared: path, headers (transport ones left out) and body, with the
-/// run's noise normalised; a Responses body translated when `responses` is set.
-fn exchange(request: &Recorded, sandbox: &Sandbox, responses: bool) -> Value {
+/// run's noise normalised.
+fn exchange(request: &Recorded, sandbox: &Sandbox) -> Value {
     let headers: Map<String, Value> = request
         .headers
         .iter()
         .filter(|(n, _)| !TRANSPORT_HEADERS.contains(&n.as_str()))
         .map(|(n, v)| (n.clone(), Value::String(v.clone())))
         .collect();
-    let body = if responses && request.path.ends_with("/responses") {
-        responses_as_chat(&request.body)
-    } else {
-        request.body.clone()
-    };
-    let path = if responses {
-        request.path.replace("/responses", "/chat/completions")
-    } else {
-        request.path.clone()
-    };
+    let (path, body) = (&request.path, &request.body);
     let value = json!({"path": path, "headers": headers, "body": body});
     // The sandbox's path, and the same path as Claude Code names its project directory.
     let root = sandbox.root().display().to_string();
@@ -445,105 +381,6 @@ fn normalise(text: &str) -> String {
     NOISE.iter().fold(text.to_owned(), |t, (re, to)| {
         re.replace_all(&t, *to).into_owned()
     })
-}
-
-/// The chat-completions request a Responses request means, translated plainly: instructions
-/// and input messages as messages (one text part as a string, several as text parts),
-/// consecutive function calls as one assistant message's tool calls, their outputs as tool
-/// messages, function tools in chat's shape, `stream` with usage asked for. Every other field
-/// and item is kept as it is, so that what has no chat form still shows.
-pub fn responses_as_chat(body: &Value) -> Value {
-    let mut messages: Vec<Value> = Vec::new();
-    if let Some(instructions) = body["instructions"].as_str() {
-        messages.push(json!({"role": "system", "content": instructions}));
-    }
-    let input = match &body["input"] {
-        Value::String(s) => vec![json!({"type": "message", "role": "user", "content": s})],
-        Value::Array(a) => a.clone(),
-        _ => Vec::new(),
-    };
-    for item in input {
-        match item["type"].as_str().unwrap_or("message") {
-            "message" => {
-                let parts: Vec<Value> = match &item["content"] {
-                    Value::String(s) => vec![json!({"type": "text", "text": s})],
-                    Value::Array(a) => a
-                        .iter()
-                        .map(|p| match p["type"].as_str() {
-                            Some("input_text" | "output_text" | "text") => {
-                                json!({"type": "text", "text": p["text"]})
-                            }
-                            _ => p.clone(),
-                        })
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                let content = match parts.as_slice() {
-                    [one] if one["type"] == "text" => one["text"].clone(),
-                    _ => Value::Array(parts),
-                };
-                messages.push(json!({"role": item["role"], "content": content}));
-            }
-            "function_call" => {
-                let call = json!({"id": item["call_id"], "type": "function",
-                                  "function": {"name": item["name"], "arguments": item["arguments"]}});
-                match messages.last_mut() {
-                    Some(last) if last["role"] == "assistant" && last["tool_calls"].is_array() => {
-                        last["tool_calls"].as_array_mut().unwrap().push(call);
-                    }
-                    _ => messages
-                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
-                }
-            }
-            "function_call_output" => {
-                let output = match &item["output"] {
-                    Value::Array(parts) => Value::String(
-                        parts
-                            .iter()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join(""),
-                    ),
-                    other => other.clone(),
-                };
-                messages.push(
-                    json!({"role": "tool", "tool_call_id": item["call_id"], "content": output}),
-                );
-            }
-            _ => messages.push(item.clone()),
-        }
-    }
-    let tools: Vec<Value> = body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            if t["type"] == "function" {
-                let mut function = json!({"name": t["name"], "description": t["description"],
-                                          "parameters": t["parameters"]});
-                if let Some(strict) = t.get("strict") {
-                    function["strict"] = strict.clone();
-                }
-                json!({"type": "function", "function": function})
-            } else {
-                t.clone()
-            }
-        })
-        .collect();
-    let mut chat = body.as_object().cloned().unwrap_or_default();
-    chat.remove("instructions");
-    chat.remove("input");
-    chat.insert("messages".into(), Value::Array(messages));
-    if !tools.is_empty() {
-        chat.insert("tools".into(), Value::Array(tools));
-    }
-    if chat.get("stream") == Some(&Value::Bool(true)) {
-        chat.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    if let Some(max) = chat.remove("max_output_tokens") {
-        chat.insert("max_completion_tokens".into(), max);
-    }
-    Value::Object(chat)
 }
 
 /// The bullets of README.md's "Differences a client sees through serve", whitespace collapsed.
