@@ -30,10 +30,12 @@ pub mod registry;
 pub mod sim;
 pub mod splice;
 pub mod text;
+pub mod unsent;
 
 /// Defined with the configuration that sets them; re-exported here for the providers.
 pub use crate::config::{ApiKind, ProviderSettings};
 pub use client_fields::{ClientFields, FieldsWire};
+pub use unsent::UnsentSink;
 
 /// Whether a message goes to the model at all. pi's `!!` shell runs are recorded with
 /// `excludeFromContext: true`: the user ran them for themselves, and the model must not see
@@ -52,6 +54,33 @@ pub fn sent_to_model(message: &rampart_engine_api::AgentMessage) -> bool {
         }
         _ => true,
     }
+}
+
+/// Whether a provider speaking `wire` (pi's `api` name, e.g. `anthropic-messages`) sends
+/// `message`: every message [`sent_to_model`] lets through, except an opaque message
+/// ([`rampart_message::opaque`]) of another wire, which that wire has no form for, and a
+/// malformed one, which no wire can place. Why not in [`sent_to_model`]: that one also says
+/// which stored messages a client re-sends (serve's history matching), and a client re-sends
+/// its opaque messages whichever upstream serves it.
+pub fn sent_on(message: &AgentMessage, wire: &str) -> bool {
+    if message.role() == rampart_message::opaque::OPAQUE_ROLE {
+        return rampart_message::opaque::as_opaque(message).is_some_and(|o| o.wire == wire);
+    }
+    sent_to_model(message)
+}
+
+/// Reports to the request's [`Forwarded::unsent`] the opaque messages a provider speaking
+/// `wire` leaves out of it ([`sent_on`]). Each provider calls it once per request it sends.
+pub fn report_unsent(request: &ModelRequest, wire: &str) {
+    let Some(sink) = &request.forwarded.unsent else {
+        return;
+    };
+    let left_out = request
+        .messages
+        .iter()
+        .filter(|m| m.role() == rampart_message::opaque::OPAQUE_ROLE && !sent_on(m, wire))
+        .count();
+    sink.left_out(wire, left_out as u64);
 }
 
 /// The messages of `messages` that [`sent_to_model`] lets through: what every wire adapter
@@ -122,6 +151,9 @@ pub struct Forwarded {
     /// The query of the client's request path (Claude Code's `beta=true`), sent to an
     /// upstream of the client's API family ([`Forwarded::upstream_url`]).
     pub query: Option<String>,
+    /// Where a provider reports the opaque messages it could not send ([`report_unsent`]);
+    /// `rampart serve` counts and warns about them per conversation. `None`: nobody asks.
+    pub unsent: Option<UnsentSink>,
 }
 
 /// The client headers `rampart serve` passes to an upstream of another family than the

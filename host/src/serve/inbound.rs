@@ -110,20 +110,19 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
             let iso = chrono::DateTime::from_timestamp_millis(now_ms as i64)
                 .unwrap_or_default()
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-            // The importer keeps user and assistant messages only; a `system` one is left out.
-            not_forwarded.extend(
-                messages
-                    .iter()
-                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
-                    .map(|_| NotForwarded::SystemMessage),
-            );
+            // A `system` message is kept whole (an opaque message): an Anthropic upstream gets
+            // it back as sent, another one leaves it out and reports it then.
             (
                 from_anthropic_messages(obj.get("system"), messages, &iso),
                 anthropic_tools(obj.get("tools"), &mut warnings, &mut not_forwarded),
             )
         }
     };
-    if conversation.messages.is_empty() {
+    if conversation
+        .messages
+        .iter()
+        .all(|m| m.role() == rampart_message::opaque::OPAQUE_ROLE)
+    {
         return Err(BadRequest(
             "`messages` holds no user or assistant message".into(),
         ));
@@ -554,9 +553,9 @@ mod tests {
     }
 
     /// Claude Code puts a `role: "system"` message (its agent-type list) inside `messages`;
-    /// the conversation has no place for it, so it is reported, not dropped silently.
+    /// it is kept whole at its place (an opaque message), for the upstream to send or report.
     #[test]
-    fn a_system_message_inside_anthropic_messages_is_reported_as_not_forwarded() {
+    fn a_system_message_inside_anthropic_messages_is_kept_in_place() {
         let body = json!({
             "model": "claude-sonnet-4-5", "max_tokens": 1024,
             "messages": [
@@ -568,11 +567,23 @@ mod tests {
             "tools": [{"name": "Read", "input_schema": {"type": "object"}}]
         });
         let r = decode(Wire::Anthropic, &body, 1).unwrap();
-        assert_eq!(r.messages.len(), 2);
-        assert_eq!(
-            r.not_forwarded,
-            vec![NotForwarded::SystemMessage, NotForwarded::SystemMessage]
-        );
+        let opaque = rampart_message::opaque::OPAQUE_ROLE;
+        let roles: Vec<&str> = r.messages.iter().map(AgentMessage::role).collect();
+        assert_eq!(roles, ["user", opaque, "assistant", opaque]);
+        let kept = rampart_message::opaque::as_opaque(&r.messages[3]).unwrap();
+        assert_eq!(Value::Object(kept.item.clone()), body["messages"][3]);
+        assert!(r.not_forwarded.is_empty(), "{:?}", r.not_forwarded);
+    }
+
+    /// A request of `system` messages alone has no conversation to answer.
+    #[test]
+    fn system_messages_alone_are_refused() {
+        let body = json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 1024,
+            "messages": [{"role": "system", "content": "only this"}]
+        });
+        let e = decode(Wire::Anthropic, &body, 1).unwrap_err();
+        assert!(e.0.contains("no user or assistant message"), "{e}");
     }
 
     /// In a tool loop Claude Code and pi mark the newest `tool_result` block itself (Claude Code

@@ -47,7 +47,7 @@ use crate::prompt::PromptAssembler;
 use crate::providers::registry::Providers;
 use crate::providers::{
     BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded, ModelRequest,
-    ProviderError, StreamDelta,
+    ProviderError, StreamDelta, UnsentSink,
 };
 use crate::run::answer_fit::AnswerFit;
 use crate::run::host_tools::{HostTools, answer_host_tool_calls};
@@ -857,7 +857,8 @@ async fn conversation_request(
     }
     let mut request = request;
     request.not_forwarded.extend(responses_not_forwarded);
-    report_not_forwarded(state, &identity, &request.not_forwarded);
+    let conversation = conversation_label(&identity);
+    report_not_forwarded(state, &conversation, &request.not_forwarded);
     request.memory_tools = state.config.serve.memory_tools
         || header_switch(&headers, "x-rampart-memory") == Some(true);
     // The engine's tools are offered unless the server or the client turns them off.
@@ -907,6 +908,7 @@ async fn conversation_request(
         headers: passthrough_headers(&headers),
         client_fields: Some(request.fields.clone()),
         query,
+        unsent: Some(unsent_sink(state, conversation)),
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     // How the answer bound is fitted to the window; read here for a streamed answer's header.
@@ -984,18 +986,35 @@ fn name_the_primary(mut raw: Value, wire: Wire, config: &Config) -> Value {
     raw
 }
 
-/// Counts what `request` carried that is not forwarded and warns about each kind once per
-/// conversation (a request without a session id counts as one unnamed conversation).
-fn report_not_forwarded(state: &ServerState, identity: &Identity, items: &[NotForwarded]) {
-    if items.is_empty() {
-        return;
-    }
-    let conversation = match identity {
+/// The conversation what is not forwarded is counted and warned under: its root key, `unnamed`
+/// for a request without a session id, `side` for a side request.
+fn conversation_label(identity: &Identity) -> String {
+    match identity {
         Identity::Conversation(Some(session)) => session.root_key(),
         Identity::Conversation(None) => "unnamed".to_owned(),
         Identity::Side(_) => "side".to_owned(),
-    };
-    for (kind, count) in state.not_forwarded.record(&conversation, items) {
+    }
+}
+
+/// Where the upstream's provider reports the client's opaque messages (an Anthropic `system`
+/// message inside `messages`) its wire has no form for: counted and warned as what the
+/// request carried that is not forwarded, once per upstream request that left them out.
+fn unsent_sink(state: &Arc<ServerState>, conversation: String) -> UnsentSink {
+    let state = Arc::clone(state);
+    UnsentSink::new(move |wire, count| {
+        tracing::debug!(conversation = %conversation, upstream_wire = wire, count, "opaque messages left out");
+        let items = vec![NotForwarded::SystemMessage; usize::try_from(count).unwrap_or(0)];
+        report_not_forwarded(&state, &conversation, &items);
+    })
+}
+
+/// Counts what a request carried that is not forwarded and warns about each kind once per
+/// `conversation` ([`conversation_label`]).
+fn report_not_forwarded(state: &ServerState, conversation: &str, items: &[NotForwarded]) {
+    if items.is_empty() {
+        return;
+    }
+    for (kind, count) in state.not_forwarded.record(conversation, items) {
         tracing::warn!(
             conversation = %conversation,
             kind = kind.label(),
