@@ -47,39 +47,6 @@ pub const KNOWN: &[Known] = &[
                  between them, with one breakpoint.",
         look_past: join_system_blocks,
     },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "Messages with role `system` inside `messages` (Claude Code's list of agent \
-                 types for its `Agent` tool, after the first user message): dropped; the model \
-                 never sees them. Counted in `/metrics` (`kind=\"system_message\"`) and \
-                 warned about once per conversation.",
-        look_past: |v| drop_messages(v, |m| m["role"] == "system"),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "A `tool_result`'s `content` given as a string: sent as a list of one text \
-                 block.",
-        look_past: |v| {
-            for_each_block(v, |b| {
-                if b["type"] == "tool_result"
-                    && let Some(text) = b["content"].as_str()
-                {
-                    b["content"] = json!([{"type": "text", "text": text}]);
-                }
-            })
-        },
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`is_error: false` added to each `tool_result`.",
-        look_past: |v| {
-            for_each_block(v, |b| {
-                if b["type"] == "tool_result" && b["is_error"] == false {
-                    b.as_object_mut().unwrap().remove("is_error");
-                }
-            })
-        },
-    },
     // Chat-completions bodies (pi's, and Codex's as the chat request they mean).
     Known {
         agents: &[Agent::Pi, Agent::Codex],
@@ -154,26 +121,10 @@ fn drop_body_keys(v: &mut Value, keys: &[&str]) {
     }
 }
 
-/// Removes the body's messages that `drop` picks.
-fn drop_messages(v: &mut Value, drop: fn(&Value) -> bool) {
-    if let Some(messages) = v["body"]["messages"].as_array_mut() {
-        messages.retain(|m| !drop(m));
-    }
-}
-
 /// Removes the body's tools of type `kind`.
 fn drop_tools(v: &mut Value, kind: &str) {
     if let Some(tools) = v["body"]["tools"].as_array_mut() {
         tools.retain(|t| t["type"] != kind);
-    }
-}
-
-/// Calls `f` on every content block of every message of the body.
-fn for_each_block(v: &mut Value, f: impl Fn(&mut Value)) {
-    for m in v["body"]["messages"].as_array_mut().into_iter().flatten() {
-        for b in m["content"].as_array_mut().into_iter().flatten() {
-            f(b);
-        }
     }
 }
 
