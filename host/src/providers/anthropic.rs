@@ -98,8 +98,11 @@ impl Provider for AnthropicProvider {
 /// The JSON body of a streamed messages request. Public so that tests and tools can show
 /// exactly what would be sent.
 pub fn request_body(request: &ModelRequest) -> Value {
-    let (mut messages, marked) =
-        to_anthropic_messages_marked(&request.messages, client_marks(request));
+    let (mut messages, marked) = to_anthropic_messages_marked(
+        &request.messages,
+        client_marks(request),
+        system_breakpoints(request),
+    );
     let plan = CachePlan::of(request, marked);
     if plan.last_message {
         mark_last_message(&mut messages);
@@ -116,7 +119,7 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// serialised afresh.
 pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
     let sent: Vec<&SharedMessage> = request.messages.iter().filter(|m| is_sent(m)).collect();
-    let chosen = chosen_marks(&sent, client_marks(request));
+    let chosen = chosen_marks(&sent, client_marks(request), system_breakpoints(request));
     let marked = chosen.iter().filter(|f| **f).count();
     let wires: Vec<Arc<MessageBlocks>> = memo.batch(|batch| {
         sent.iter()
@@ -274,6 +277,25 @@ fn client_marks(request: &ModelRequest) -> Option<&(dyn Fn(&AgentMessage) -> boo
         .filter(|_| request.forwarded.prompt_cache)
 }
 
+/// The client's system blocks, when the request's system prompt is still their text
+/// ([`super::ClientSystem`]).
+fn client_system_blocks(request: &ModelRequest) -> Option<&[Value]> {
+    request
+        .forwarded
+        .client_system
+        .as_ref()
+        .and_then(|c| c.blocks_for(request.system.as_deref()))
+}
+
+/// The breakpoints the system prompt takes: the client's own when its blocks are sent as they
+/// are, else the one Rampart may put there (kept free whether or not it does).
+fn system_breakpoints(request: &ModelRequest) -> usize {
+    match (client_system_blocks(request), &request.forwarded.client_system) {
+        (Some(_), Some(client)) => client.breakpoints().max(1),
+        _ => 1,
+    }
+}
+
 /// Where Rampart puts `cache_control` breakpoints besides the client's own messages.
 struct CachePlan {
     system: bool,
@@ -297,8 +319,9 @@ impl CachePlan {
             // message gets Rampart's, so the next step still reads the history from the cache.
             // Two breakpoints at most here, within Anthropic's four.
             Self {
-                system: client.system,
-                last_message: marked == 0,
+                // The client's blocks sent as they are carry its breakpoints already.
+                system: client.system && client_system_blocks(request).is_none(),
+                last_message: marked == 0 && system_breakpoints(request) < MAX_BREAKPOINTS,
             }
         } else {
             // Rampart's two, for a client that set none (Anthropic allows four): the system
@@ -320,7 +343,9 @@ fn body_shell(request: &ModelRequest, messages: Vec<Value>) -> Value {
         "messages": messages,
         "stream": true,
     });
-    if let Some(system) = &request.system {
+    if let Some(blocks) = client_system_blocks(request) {
+        body["system"] = Value::Array(blocks.to_vec());
+    } else if let Some(system) = &request.system {
         body["system"] = system_value(system);
     }
     if !request.forwarded.tools.is_empty() {
@@ -406,7 +431,7 @@ const MAX_BREAKPOINTS: usize = 4;
 /// the next user prompt) are merged into one turn, and messages with nothing Anthropic accepts
 /// are left out rather than sent empty, which Anthropic rejects.
 pub fn to_anthropic_messages(messages: &[SharedMessage]) -> Vec<Value> {
-    to_anthropic_messages_marked(messages, None)
+    to_anthropic_messages_marked(messages, None, 1)
         .0
         .into_iter()
         .map(Turn::into_value)
@@ -414,14 +439,15 @@ pub fn to_anthropic_messages(messages: &[SharedMessage]) -> Vec<Value> {
 }
 
 /// [`to_anthropic_messages`] as turns, with a `cache_control` breakpoint on the last block of
-/// each message `marked` recognises (the newest ones, within what Anthropic accepts beside a
-/// system breakpoint), and how many were placed.
+/// each message `marked` recognises (the newest ones, within what Anthropic accepts beside
+/// the `system` breakpoints the system prompt takes), and how many were placed.
 fn to_anthropic_messages_marked(
     messages: &[SharedMessage],
     marked: Option<&(dyn Fn(&AgentMessage) -> bool + Send + Sync)>,
+    system: usize,
 ) -> (Vec<Turn<Vec<Value>, Value>>, usize) {
     let sent: Vec<&SharedMessage> = messages.iter().filter(|m| is_sent(m)).collect();
-    let chosen = chosen_marks(&sent, marked);
+    let chosen = chosen_marks(&sent, marked, system);
     let placed = chosen.iter().filter(|f| **f).count();
     let mut turns: Vec<Turn<Vec<Value>, Value>> = Vec::new();
     for (message, mark) in sent.into_iter().zip(chosen) {
@@ -451,10 +477,11 @@ fn to_anthropic_messages_marked(
 }
 
 /// Which of `sent` get a client's breakpoint: those `marked` recognises, the newest first,
-/// within what Anthropic accepts beside a system breakpoint.
+/// within what Anthropic accepts beside the `system` breakpoints of the system prompt.
 fn chosen_marks(
     sent: &[&SharedMessage],
     marked: Option<&(dyn Fn(&AgentMessage) -> bool + Send + Sync)>,
+    system: usize,
 ) -> Vec<bool> {
     // An opaque message is written as it came and never marked here; the breakpoints its item
     // carries take their room.
@@ -468,7 +495,9 @@ fn chosen_marks(
         .map(|o| breakpoints_in(o.item))
         .sum();
     // The newest win: a client moves its last breakpoint forward turn after turn.
-    let mut room = (MAX_BREAKPOINTS - 1).saturating_sub(in_opaque);
+    let mut room = MAX_BREAKPOINTS
+        .saturating_sub(system)
+        .saturating_sub(in_opaque);
     for flag in chosen.iter_mut().rev() {
         if *flag {
             if room == 0 {

@@ -206,3 +206,81 @@ fn an_openai_upstream_leaves_an_opaque_message_out_and_reports_it() {
         "the Anthropic wire sends it, so only the OpenAI one reports it"
     );
 }
+
+/// Claude Code's `system`: three blocks, two of them marked for the cache.
+fn client_system() -> Vec<Value> {
+    let ephemeral = json!({"type": "ephemeral"});
+    vec![
+        json!({"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1"}),
+        json!({"type": "text", "text": "You are Claude Code.", "cache_control": ephemeral}),
+        json!({"type": "text", "text": "Use the tools.", "cache_control": ephemeral}),
+    ]
+}
+
+fn system_request(system_text: &str, client_marked_last: bool) -> ModelRequest {
+    let mut sent = client_messages();
+    let ephemeral = json!({"type": "ephemeral"});
+    if client_marked_last {
+        sent.last_mut().unwrap()["content"][0]["cache_control"] = ephemeral;
+    }
+    let imported = from_anthropic_messages(
+        Some(&Value::Array(client_system())),
+        &sent,
+        "2026-01-01T00:00:00Z",
+    );
+    let marks: Vec<AgentMessage> = imported.messages.clone();
+    let text = imported.system.clone().unwrap();
+    ModelRequest {
+        model: "m".into(),
+        system: Some(system_text.replace("{client}", &text)),
+        messages: imported.messages.into_iter().map(Arc::new).collect(),
+        forwarded: Forwarded {
+            prompt_cache: true,
+            client_breakpoints: crate::providers::ClientBreakpoints {
+                system: true,
+                marks: client_marked_last.then(|| {
+                    Arc::new(move |m: &AgentMessage| {
+                        marks.iter().any(|sent| {
+                            crate::serve::history::same_message(m, sent)
+                                && serde_json::to_string(sent).unwrap().contains("cache_control")
+                        })
+                    }) as crate::providers::BreakpointMatcher
+                }),
+            },
+            client_system: Some(crate::providers::ClientSystem {
+                text,
+                blocks: client_system(),
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_clients_system_blocks_go_back_out_as_they_came() {
+    let request = system_request("{client}", true);
+    for body in bodies(&request) {
+        assert_eq!(body["system"], Value::Array(client_system()), "{body:#}");
+        let last = body["messages"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["content"][0]["cache_control"]["type"], "ephemeral");
+        // The client's three breakpoints and no more.
+        assert_eq!(body.to_string().matches("cache_control").count(), 3, "{body}");
+    }
+}
+
+#[test]
+fn a_system_prompt_the_engine_changed_is_written_from_its_text() {
+    let request = system_request("{client}\n\nRecalled: the user likes tests.", false);
+    for body in bodies(&request) {
+        let system = body["system"].as_array().unwrap();
+        assert_eq!(system.len(), 1, "{body:#}");
+        assert!(
+            system[0]["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("Recalled: the user likes tests.")
+        );
+        assert_eq!(system[0]["cache_control"]["type"], "ephemeral");
+    }
+}

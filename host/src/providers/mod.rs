@@ -154,6 +154,38 @@ pub struct Forwarded {
     /// Where a provider reports the opaque messages it could not send ([`report_unsent`]);
     /// `rampart serve` counts and warns about them per conversation. `None`: nobody asks.
     pub unsent: Option<UnsentSink>,
+    /// An Anthropic client's `system` blocks as it sent them, sent as they are by an Anthropic
+    /// upstream while the system prompt is still the text read from them.
+    pub client_system: Option<ClientSystem>,
+}
+
+/// An Anthropic client's `system` as a list of blocks (Claude Code sends three, two of them
+/// with `cache_control`), and the text Rampart read from it. Why both: the engine and the
+/// configured prompt work on text, and a prompt they did not change goes back to the client's
+/// wire as the client wrote it (issue 25), its breakpoints where the client put them. A
+/// prompt they changed (an engine's addition, `serve.systemPrompt` other than `client`) is
+/// written from the text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientSystem {
+    /// The text the conversation's system prompt was read as.
+    pub text: String,
+    /// The blocks, verbatim.
+    pub blocks: Vec<serde_json::Value>,
+}
+
+impl ClientSystem {
+    /// The blocks, when `system` (the system prompt a request carries) is still their text.
+    pub fn blocks_for(&self, system: Option<&str>) -> Option<&[serde_json::Value]> {
+        (system == Some(self.text.as_str())).then_some(self.blocks.as_slice())
+    }
+
+    /// How many `cache_control` breakpoints the blocks carry.
+    pub fn breakpoints(&self) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| b.get("cache_control").is_some())
+            .count()
+    }
 }
 
 /// The client headers `rampart serve` passes to an upstream of another family than the

@@ -49,6 +49,9 @@ pub struct ClientRequest {
     pub not_forwarded: Vec<NotForwarded>,
     /// Whether the client put an Anthropic `cache_control` breakpoint on its system prompt.
     pub system_breakpoint: bool,
+    /// An Anthropic client's `system` when it sent a list of blocks, verbatim: sent as it is
+    /// to an Anthropic upstream while the system prompt stays [`Self::system`].
+    pub system_blocks: Option<Vec<Value>>,
     /// The client's messages that carry a `cache_control` breakpoint, oldest first.
     pub breakpoints: Vec<AgentMessage>,
     /// The client asked the server to offer and answer the memory tools
@@ -128,11 +131,14 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         ));
     }
     warnings.extend(conversation.warnings);
-    let system_breakpoint = matches!(wire, Wire::Anthropic)
-        && obj
-            .get("system")
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some()));
+    let system_blocks = obj
+        .get("system")
+        .and_then(Value::as_array)
+        .filter(|_| matches!(wire, Wire::Anthropic))
+        .cloned();
+    let system_breakpoint = system_blocks
+        .as_ref()
+        .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some()));
     let breakpoints = conversation
         .messages
         .iter()
@@ -155,6 +161,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         warnings,
         not_forwarded,
         system_breakpoint,
+        system_blocks,
         breakpoints,
         memory_tools: false,
         engine_tools: false,

@@ -46,7 +46,7 @@ use crate::engine::slot::{EngineSlot, HostResources};
 use crate::prompt::PromptAssembler;
 use crate::providers::registry::Providers;
 use crate::providers::{
-    BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded, ModelRequest,
+    BreakpointMatcher, ClientBreakpoints, ClientCredential, ClientSystem, DeltaSink, Forwarded, ModelRequest,
     ProviderError, StreamDelta, UnsentSink,
 };
 use crate::run::answer_fit::AnswerFit;
@@ -909,6 +909,11 @@ async fn conversation_request(
         client_fields: Some(request.fields.clone()),
         query,
         unsent: Some(unsent_sink(state, conversation)),
+        client_system: request
+            .system_blocks
+            .clone()
+            .zip(request.system.clone())
+            .map(|(blocks, text)| ClientSystem { text, blocks }),
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     // How the answer bound is fitted to the window; read here for a streamed answer's header.

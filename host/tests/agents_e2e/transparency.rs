@@ -39,14 +39,6 @@ pub struct Known {
 /// past it (applied to both sides, in this order).
 pub const KNOWN: &[Known] = &[
     // Headers.
-    // Anthropic bodies.
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "The `system` blocks (Claude Code sends three: its billing header, its identity, \
-                 its prompt, with two cache breakpoints): joined into one text block, blank lines \
-                 between them, with one breakpoint.",
-        look_past: join_system_blocks,
-    },
     // Chat-completions bodies (pi's, and Codex's as the chat request they mean).
     Known {
         agents: &[Agent::Pi, Agent::Codex],
@@ -126,20 +118,6 @@ fn drop_tools(v: &mut Value, kind: &str) {
     if let Some(tools) = v["body"]["tools"].as_array_mut() {
         tools.retain(|t| t["type"] != kind);
     }
-}
-
-/// An Anthropic `system` given as blocks, as one text block (texts joined by blank lines)
-/// marked for the cache when any block was.
-fn join_system_blocks(v: &mut Value) {
-    let Some(blocks) = v["body"]["system"].as_array() else {
-        return;
-    };
-    let text: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
-    let mut block = json!({"type": "text", "text": text.join("\n\n")});
-    if let Some(mark) = blocks.iter().find_map(|b| b.get("cache_control")) {
-        block["cache_control"] = mark.clone();
-    }
-    v["body"]["system"] = json!([block]);
 }
 
 /// A chat message's text: its string, or its text parts joined by line breaks.
