@@ -37,7 +37,6 @@ fn other_messages_and_malformed_ones_are_not_opaque() {
         serde_json::from_value(json!({"role": "x", "wire": "w", "item": {}})).unwrap();
     assert!(as_opaque(&unknown).is_none());
     let no_item: AgentMessage =
-        serde_json::from_value(json!({"role": OPAQUE_ROLE, "wire": "w", "item": "text"}))
-            .unwrap();
+        serde_json::from_value(json!({"role": OPAQUE_ROLE, "wire": "w", "item": "text"})).unwrap();
     assert!(as_opaque(&no_item).is_none());
 }

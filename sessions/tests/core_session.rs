@@ -410,7 +410,8 @@ fn a_request_with_an_opaque_message_reloads_unchanged() {
     let conversation = from_anthropic_messages(None, &request, "2026-01-01T00:00:00.000Z");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
-    let mut s = Session::create(&path, SessionHeader::new("/"), options(FsyncPolicy::Never)).unwrap();
+    let mut s =
+        Session::create(&path, SessionHeader::new("/"), options(FsyncPolicy::Never)).unwrap();
     for message in &conversation.messages {
         s.append_message(message.clone()).unwrap();
     }

@@ -107,7 +107,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
     if plan.last_message {
         mark_last_message(&mut messages);
     }
-    let mut body = body_shell(request, messages.into_iter().map(Turn::into_value).collect());
+    let mut body = body_shell(
+        request,
+        messages.into_iter().map(Turn::into_value).collect(),
+    );
     if plan.system {
         mark_system(&mut body);
     }
@@ -290,7 +293,10 @@ fn client_system_blocks(request: &ModelRequest) -> Option<&[Value]> {
 /// The breakpoints the system prompt takes: the client's own when its blocks are sent as they
 /// are, else the one Rampart may put there (kept free whether or not it does).
 fn system_breakpoints(request: &ModelRequest) -> usize {
-    match (client_system_blocks(request), &request.forwarded.client_system) {
+    match (
+        client_system_blocks(request),
+        &request.forwarded.client_system,
+    ) {
         (Some(_), Some(client)) => client.breakpoints().max(1),
         _ => 1,
     }

@@ -74,7 +74,11 @@ fn an_opaque_message_is_never_marked_for_the_cache() {
         let before = &messages[messages.len() - 2];
         assert_eq!(before["content"][0]["cache_control"]["type"], "ephemeral");
         // No system prompt here: that one breakpoint alone.
-        assert_eq!(body.to_string().matches("cache_control").count(), 1, "{body}");
+        assert_eq!(
+            body.to_string().matches("cache_control").count(),
+            1,
+            "{body}"
+        );
     }
 }
 
@@ -115,7 +119,11 @@ fn breakpoints_inside_an_opaque_message_leave_less_room_for_the_clients_others()
     for body in bodies(&request_of(&sent, forwarded)) {
         // The opaque message's own and the newest two others: with the system prompt's
         // room kept, four at most.
-        assert_eq!(body.to_string().matches("cache_control").count(), 3, "{body}");
+        assert_eq!(
+            body.to_string().matches("cache_control").count(),
+            3,
+            "{body}"
+        );
         assert_eq!(body["messages"][1], sent[1]);
     }
 }
@@ -171,9 +179,12 @@ fn rampart_s_own_results_keep_the_written_out_form() {
     );
 }
 
+/// The reports a sink heard: the wire and the count of each.
+type Heard = Arc<Mutex<Vec<(String, u64)>>>;
+
 /// What each provider reported through the request's sink, by wire.
-fn reports() -> (Arc<Mutex<Vec<(String, u64)>>>, UnsentSink) {
-    let seen: Arc<Mutex<Vec<(String, u64)>>> = Arc::default();
+fn reports() -> (Heard, UnsentSink) {
+    let seen: Heard = Arc::default();
     let sink = {
         let seen = Arc::clone(&seen);
         UnsentSink::new(move |wire, n| seen.lock().unwrap().push((wire.to_owned(), n)))
@@ -194,7 +205,10 @@ fn an_openai_upstream_leaves_an_opaque_message_out_and_reports_it() {
     let body = crate::providers::openai::request_body(&request);
     let text = body.to_string();
     assert!(!text.contains("Available agent types"), "{body:#}");
-    assert!(!text.contains(rampart_message::opaque::OPAQUE_ROLE), "{body:#}");
+    assert!(
+        !text.contains(rampart_message::opaque::OPAQUE_ROLE),
+        "{body:#}"
+    );
     // The user prompt, the assistant's calls, two results, the answer, the next prompt.
     assert_eq!(body["messages"].as_array().unwrap().len(), 6, "{body:#}");
 
@@ -242,7 +256,9 @@ fn system_request(system_text: &str, client_marked_last: bool) -> ModelRequest {
                     Arc::new(move |m: &AgentMessage| {
                         marks.iter().any(|sent| {
                             crate::serve::history::same_message(m, sent)
-                                && serde_json::to_string(sent).unwrap().contains("cache_control")
+                                && serde_json::to_string(sent)
+                                    .unwrap()
+                                    .contains("cache_control")
                         })
                     }) as crate::providers::BreakpointMatcher
                 }),
@@ -265,7 +281,11 @@ fn the_clients_system_blocks_go_back_out_as_they_came() {
         let last = body["messages"].as_array().unwrap().last().unwrap();
         assert_eq!(last["content"][0]["cache_control"]["type"], "ephemeral");
         // The client's three breakpoints and no more.
-        assert_eq!(body.to_string().matches("cache_control").count(), 3, "{body}");
+        assert_eq!(
+            body.to_string().matches("cache_control").count(),
+            3,
+            "{body}"
+        );
     }
 }
 

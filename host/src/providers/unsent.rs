@@ -13,7 +13,10 @@ use std::sync::Arc;
 /// upstream's wire (pi's `api` name). Why a sink on the request and not a global counter:
 /// `rampart serve` warns once per conversation, and only it knows the conversation.
 #[derive(Clone)]
-pub struct UnsentSink(Arc<dyn Fn(&str, u64) + Send + Sync>);
+pub struct UnsentSink(Arc<UnsentFn>);
+
+/// What an [`UnsentSink`] calls: the upstream's wire and how many messages were left out.
+type UnsentFn = dyn Fn(&str, u64) + Send + Sync;
 
 impl UnsentSink {
     /// A sink calling `f` with the upstream's wire and the number of messages left out.

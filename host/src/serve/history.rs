@@ -266,12 +266,14 @@ pub fn same_message(stored: &AgentMessage, sent: &AgentMessage) -> bool {
             let sent = canonical_content(&b.content);
             stored == sent || is_cap_of(&a.content.joined_text(), &b.content.joined_text())
         }
-        (AgentMessage::Other(_), AgentMessage::Other(_)) => match (as_opaque(stored), as_opaque(sent)) {
-            (Some(a), Some(b)) => {
-                a.wire == b.wire && without_breakpoints(a.item) == without_breakpoints(b.item)
+        (AgentMessage::Other(_), AgentMessage::Other(_)) => {
+            match (as_opaque(stored), as_opaque(sent)) {
+                (Some(a), Some(b)) => {
+                    a.wire == b.wire && without_breakpoints(a.item) == without_breakpoints(b.item)
+                }
+                _ => false,
             }
-            _ => false,
-        },
+        }
         _ => false,
     }
 }

@@ -46,8 +46,8 @@ use crate::engine::slot::{EngineSlot, HostResources};
 use crate::prompt::PromptAssembler;
 use crate::providers::registry::Providers;
 use crate::providers::{
-    BreakpointMatcher, ClientBreakpoints, ClientCredential, ClientSystem, DeltaSink, Forwarded, ModelRequest,
-    ProviderError, StreamDelta, UnsentSink,
+    BreakpointMatcher, ClientBreakpoints, ClientCredential, ClientSystem, DeltaSink, Forwarded,
+    ModelRequest, ProviderError, StreamDelta, UnsentSink,
 };
 use crate::run::answer_fit::AnswerFit;
 use crate::run::host_tools::{HostTools, answer_host_tool_calls};

@@ -73,7 +73,8 @@ pub fn from_anthropic_messages(
 ) -> RequestConversation {
     let mut import = ClaudeImport::new(&Origin { path: None });
     let mut out = RequestConversation::default();
-    let timestamp_ms = super::timestamp::parse_iso(timestamp_iso).map_or(0, super::timestamp::to_millis);
+    let timestamp_ms =
+        super::timestamp::parse_iso(timestamp_iso).map_or(0, super::timestamp::to_millis);
     // Messages kept whole, by their index in `messages`, to be put back at their place.
     let mut opaque: VecDeque<(usize, AgentMessage)> = VecDeque::new();
     for (index, message) in messages.iter().enumerate() {
@@ -121,7 +122,8 @@ pub fn from_anthropic_messages(
             out.messages.push(m);
         }
     }
-    out.messages.extend(opaque.into_iter().map(|(_, kept)| kept));
+    out.messages
+        .extend(opaque.into_iter().map(|(_, kept)| kept));
     out.warnings.extend(
         imported
             .warnings
@@ -186,7 +188,12 @@ mod tests {
         let roles: Vec<&str> = c.messages.iter().map(AgentMessage::role).collect();
         assert_eq!(
             roles,
-            ["user", rampart_message::opaque::OPAQUE_ROLE, "assistant", "user"]
+            [
+                "user",
+                rampart_message::opaque::OPAQUE_ROLE,
+                "assistant",
+                "user"
+            ]
         );
         let kept = rampart_message::opaque::as_opaque(&c.messages[1]).expect("opaque");
         assert_eq!(kept.wire, ANTHROPIC_MESSAGES);

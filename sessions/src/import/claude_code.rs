@@ -53,11 +53,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
+use rampart_message::tool_result_form::AnthropicToolResultForm;
 use rampart_message::{
     AgentMessage, AssistantMessage, Content, ContentBlock, Extra, ImageContent, StopReason,
     ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
 };
-use rampart_message::tool_result_form::AnthropicToolResultForm;
 use serde_json::{Map, Value};
 
 use super::builder::{Builder, Stamp, get_obj, get_str, get_u64, plain_text, usage, without};
