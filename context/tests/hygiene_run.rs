@@ -140,6 +140,41 @@ fn a_clean_transcript_passes_untouched_for_every_provider() {
     }
 }
 
+/// A client's item pi has no type for (Claude Code's `system` message, kept whole) stays where
+/// it was under every provider's policy, the very same message: hygiene has nothing to repair
+/// around it.
+#[test]
+fn an_opaque_message_stays_in_place_for_every_provider() {
+    let item = json!({"role": "system", "content": "Available agent types: Explore"});
+    let opaque = rampart_message::opaque::opaque_message(
+        rampart_message::opaque::ANTHROPIC_MESSAGES,
+        item.as_object().cloned().unwrap(),
+        2,
+    );
+    let input = list(vec![
+        user("u", 1),
+        opaque,
+        with_calls(&["a"], "toolUse", 3),
+        result("a", "read", 4),
+        text_answer(5),
+        user("v", 6),
+    ]);
+    for provider in [
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::OpenAiCompletions,
+        Provider::Other,
+    ] {
+        let (out, _) = hygiene::run(&input, &HygienePolicy::for_provider(provider));
+        let at = out
+            .iter()
+            .position(|m| m.role() == rampart_message::opaque::OPAQUE_ROLE)
+            .unwrap_or_else(|| panic!("{provider:?} dropped it: {:?}", roles(&out)));
+        assert_eq!(at, 1, "{provider:?}: {:?}", roles(&out));
+        assert!(Arc::ptr_eq(&out[1], &input[1]), "{provider:?}");
+    }
+}
+
 #[test]
 fn an_allowlist_removes_calls_and_their_results() {
     let input = list(vec![

@@ -187,6 +187,8 @@ pub enum Part<'a> {
 ///   is its text (signatures are not counted, as in pi);
 /// - bash execution: command, then output;
 /// - compaction and branch summaries: the summary;
+/// - an opaque message ([`rampart_message::opaque`]): the JSON of the client's item, which is
+///   what its wire sends;
 /// - a role we do not know: its whole JSON, so that nothing is ever free.
 ///
 /// Content blocks count the same in every role: text, thinking, tool call as above, an image
@@ -204,7 +206,11 @@ pub fn visit_parts<'a>(message: &'a AgentMessage, f: &mut impl FnMut(Part<'a>)) 
         }
         AgentMessage::CompactionSummary(m) => f(Part::Text(&m.summary)),
         AgentMessage::BranchSummary(m) => f(Part::Text(&m.summary)),
-        AgentMessage::Other(map) => f(Part::Owned(json_text(map))),
+        // An opaque message goes to the model as its client's item and nothing else.
+        AgentMessage::Other(map) => match rampart_message::opaque::as_opaque(message) {
+            Some(opaque) => f(Part::Owned(json_text(opaque.item))),
+            None => f(Part::Owned(json_text(map))),
+        },
     }
 }
 
@@ -245,6 +251,17 @@ mod tests {
         text.chars()
             .map(|c| if is_cjk(c) { 4 } else { c.len_utf16() as u64 })
             .sum()
+    }
+
+    #[test]
+    fn an_opaque_message_counts_as_its_clients_item() {
+        let item = serde_json::json!({"role": "system", "content": "agents: a, b"});
+        let message = rampart_message::opaque::opaque_message(
+            "anthropic-messages",
+            item.as_object().cloned().unwrap(),
+            1_700_000_000_000,
+        );
+        assert_eq!(message_chars(&message), item.to_string().len() as u64);
     }
 
     #[test]

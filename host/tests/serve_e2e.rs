@@ -779,10 +779,11 @@ fn a_title_request_and_count_tokens_do_not_touch_the_conversation() {
     );
 }
 
-/// Claude Code's `role: "system"` message inside `messages` and an Anthropic server tool have
-/// no place upstream yet: each request's are counted in `/metrics` instead of vanishing.
+/// Claude Code's `role: "system"` message inside `messages` reaches an Anthropic upstream at its
+/// place, as sent, every turn, and the conversation stays one branch; an Anthropic server tool
+/// has no place upstream yet, and each request's is counted in `/metrics` instead of vanishing.
 #[test]
-fn content_that_is_not_forwarded_is_counted_in_metrics() {
+fn a_system_message_reaches_an_anthropic_upstream_and_server_tools_are_counted() {
     let up = Loopback::start();
     up.push(anthropic_text_stream("First.", 10, 2));
     up.push(anthropic_text_stream("Second.", 10, 2));
@@ -801,14 +802,72 @@ fn content_that_is_not_forwarded_is_counted_in_metrics() {
         history.push(assistant_from_sse(answer.as_str().unwrap()));
         history.push(json!({"role": "user", "content": "Go on."}));
     }
-    assert_eq!(up.request_count(), 2);
+    let requests = up.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.body["messages"][1], agents, "{}", request.body);
+    }
+    assert_one_branch_with_the_system_message(&serve);
+    let (_, metrics) = serve.get("/metrics");
+    assert!(!metrics.contains("kind=\"system_message\""), "{metrics}");
+    assert!(
+        metrics.contains("rampart_serve_content_not_forwarded_total{kind=\"server_tool\"} 2"),
+        "{metrics}"
+    );
+}
+
+/// The one conversation holds, on one branch, the first prompt, the system message kept whole,
+/// and the two answers with the prompt between them: the re-sent system message matched the
+/// stored one.
+fn assert_one_branch_with_the_system_message(serve: &Serve) {
+    let keys = serve.keys();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let session = serve.session(&keys[0]);
+    let roles: Vec<String> = branch(&session).into_iter().map(|(role, _)| role).collect();
+    assert_eq!(
+        roles,
+        ["user", "rampart.opaque", "assistant", "user", "assistant"]
+    );
+    let stored = session
+        .tree()
+        .entries()
+        .iter()
+        .filter(|e| e.body.message().is_some())
+        .count();
+    assert_eq!(stored, roles.len(), "no second branch");
+}
+
+/// An OpenAI upstream has no form for Claude Code's `role: "system"` message: it is left out of
+/// each request, kept in the conversation, and counted in `/metrics` per request that left it
+/// out.
+#[test]
+fn a_system_message_an_openai_upstream_cannot_take_is_counted() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("First.", 10, 2));
+    up.push(openai_text_stream("Second.", 10, 2));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let sid = "55555555-5555-4555-8555-555555555555";
+    let agents = json!({"role": "system", "content": "Available agent types for the Agent tool: general-purpose"});
+    let mut history = vec![claude_first_message("Fix it."), agents.clone()];
+    for _ in 0..2 {
+        let mut body = claude_code_body(sid, history.clone());
+        body["stream"] = json!(false);
+        let (status, answer) = serve.post("/v1/messages", &[], &body);
+        assert_eq!(status, 200, "{answer}");
+        history.push(json!({"role": "assistant", "content": answer["content"].clone()}));
+        history.push(json!({"role": "user", "content": "Go on."}));
+    }
+    let requests = up.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let text = request.body.to_string();
+        assert!(!text.contains("Available agent types"), "{text}");
+        assert!(!text.contains("rampart.opaque"), "{text}");
+    }
+    assert_one_branch_with_the_system_message(&serve);
     let (_, metrics) = serve.get("/metrics");
     assert!(
         metrics.contains("rampart_serve_content_not_forwarded_total{kind=\"system_message\"} 2"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("rampart_serve_content_not_forwarded_total{kind=\"server_tool\"} 2"),
         "{metrics}"
     );
 }

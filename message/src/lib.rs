@@ -8,10 +8,15 @@
 //!
 //! - [`model`]: the pi-compatible message types (session format v3), re-exported at the root;
 //! - [`wire`]: [`MessageList`] and [`SharedMessage`], and how a list crosses the engine ABI as a
-//!   delta against the previous one.
+//!   delta against the previous one;
+//! - [`opaque`]: a client's item pi has no type for, kept verbatim with the wire it came from;
+//! - [`tool_result_form`]: how an Anthropic client wrote a tool result (string content, no
+//!   `is_error`), kept so that the same wire gets it back as it was sent.
 #![warn(missing_docs)]
 
 pub mod model;
+pub mod opaque;
+pub mod tool_result_form;
 pub mod wire;
 
 pub use model::*;

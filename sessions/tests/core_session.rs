@@ -387,3 +387,50 @@ fn hold_keeps_the_lock_for_a_whole_turn() {
         .collect();
     assert_eq!(texts, ["first prompt", "first answer", "second prompt"]);
 }
+
+/// A request's conversation with an opaque message (an Anthropic `system` message kept whole)
+/// and a tool result in the client's form is written to a pi session and reads back as the
+/// same messages, the opaque item unchanged to the byte.
+#[test]
+fn a_request_with_an_opaque_message_reloads_unchanged() {
+    use rampart_sessions::import::api_request::from_anthropic_messages;
+    let agents = json!({"role": "system", "content": [
+        {"type": "text", "text": "Agent types: general-purpose \u{1F600} \"quoted\"", "cache_control": {"type": "ephemeral"}}
+    ], "extraField": [1.5, null, {"nested": true}]});
+    let request = vec![
+        json!({"role": "user", "content": "hello"}),
+        agents.clone(),
+        json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a"}}
+        ]}),
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "body"}
+        ]}),
+    ];
+    let conversation = from_anthropic_messages(None, &request, "2026-01-01T00:00:00.000Z");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mut s =
+        Session::create(&path, SessionHeader::new("/"), options(FsyncPolicy::Never)).unwrap();
+    for message in &conversation.messages {
+        s.append_message(message.clone()).unwrap();
+    }
+    drop(s);
+    let on_disk = lines(&path);
+    assert_eq!(on_disk[2]["message"]["item"], agents, "{:?}", on_disk[2]);
+
+    let reopened = Session::open(&path, SessionOptions::default()).unwrap();
+    assert!(reopened.report().is_clean());
+    let messages: Vec<AgentMessage> = reopened
+        .tree()
+        .active_branch()
+        .into_iter()
+        .filter_map(|e| e.body.message().cloned())
+        .collect();
+    assert_eq!(messages, conversation.messages);
+    let kept = rampart_message::opaque::as_opaque(&messages[1]).unwrap();
+    assert_eq!(
+        serde_json::to_string(kept.item).unwrap(),
+        serde_json::to_string(&agents).unwrap()
+    );
+}

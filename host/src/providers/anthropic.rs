@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rampart_engine_api::AgentMessage;
+use rampart_message::opaque::as_opaque;
+use rampart_message::tool_result_form::AnthropicToolResultForm;
 use rampart_message::wire::SharedMessage;
 use rampart_message::{
     AssistantMessage, Content, ContentBlock, Extra, StopReason, TextContent, ThinkingContent,
@@ -71,6 +73,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        super::report_unsent(request, API);
         let body = request_bytes(request, &self.wire_memo);
         let mut headers = vec![
             ("anthropic-version", ANTHROPIC_VERSION),
@@ -95,14 +98,21 @@ impl Provider for AnthropicProvider {
 /// The JSON body of a streamed messages request. Public so that tests and tools can show
 /// exactly what would be sent.
 pub fn request_body(request: &ModelRequest) -> Value {
-    let (messages, marked) = to_anthropic_messages_marked(&request.messages, client_marks(request));
-    let mut body = body_shell(request, messages);
+    let (mut messages, marked) = to_anthropic_messages_marked(
+        &request.messages,
+        client_marks(request),
+        system_breakpoints(request),
+    );
     let plan = CachePlan::of(request, marked);
+    if plan.last_message {
+        mark_last_message(&mut messages);
+    }
+    let mut body = body_shell(
+        request,
+        messages.into_iter().map(Turn::into_value).collect(),
+    );
     if plan.system {
         mark_system(&mut body);
-    }
-    if plan.last_message {
-        mark_last_message(&mut body);
     }
     body
 }
@@ -111,12 +121,8 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// request serialised them ([`super::splice`]); a message that carries a breakpoint is
 /// serialised afresh.
 pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
-    let sent: Vec<&SharedMessage> = request
-        .messages
-        .iter()
-        .filter(|m| super::sent_to_model(m))
-        .collect();
-    let chosen = chosen_marks(&sent, client_marks(request));
+    let sent: Vec<&SharedMessage> = request.messages.iter().filter(|m| is_sent(m)).collect();
+    let chosen = chosen_marks(&sent, client_marks(request), system_breakpoints(request));
     let marked = chosen.iter().filter(|f| **f).count();
     let wires: Vec<Arc<MessageBlocks>> = memo.batch(|batch| {
         sent.iter()
@@ -130,14 +136,20 @@ pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
             })
             .collect()
     });
-    let mut turns: Vec<(&'static str, Vec<&SerialisedBlock>)> = Vec::new();
+    let mut turns: Vec<Turn<Vec<&SerialisedBlock>, &[u8]>> = Vec::new();
     for wire in &wires {
+        if let Some(whole) = &wire.whole {
+            turns.push(Turn::Whole(whole));
+            continue;
+        }
         if wire.blocks.is_empty() {
             continue;
         }
         match turns.last_mut() {
-            Some((last, existing)) if *last == wire.role => existing.extend(wire.blocks.iter()),
-            _ => turns.push((wire.role, wire.blocks.iter().collect())),
+            Some(Turn::Side(last, existing)) if *last == wire.role => {
+                existing.extend(wire.blocks.iter());
+            }
+            _ => turns.push(Turn::Side(wire.role, wire.blocks.iter().collect())),
         }
     }
     let plan = CachePlan::of(request, marked);
@@ -146,11 +158,15 @@ pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
         // rare case is written the long way.
         return serde_json::to_vec(&request_body(request)).unwrap_or_default();
     }
-    let count = turns.len();
+    let newest = turns.iter().rposition(|t| matches!(t, Turn::Side(..)));
     let pieces: Vec<Arc<[u8]>> = turns
         .into_iter()
         .enumerate()
-        .map(|(i, (role, mut blocks))| {
+        .map(|(i, turn)| {
+            let (role, mut blocks) = match turn {
+                Turn::Side(role, blocks) => (role, blocks),
+                Turn::Whole(item) => return Arc::from(item),
+            };
             if role == "user" {
                 // Anthropic wants a turn's tool results before anything else in it.
                 blocks.sort_by_key(|(tool_result, _)| !*tool_result);
@@ -165,7 +181,7 @@ pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
                 if j > 0 {
                     out.push(b',');
                 }
-                if plan.last_message && i + 1 == count && j == last {
+                if plan.last_message && Some(i) == newest && j == last {
                     // The newest block gets Rampart's breakpoint: the object with one more key
                     // (no block written here carries one yet).
                     out.extend_from_slice(&block[..block.len() - 1]);
@@ -192,11 +208,12 @@ pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
 pub type BlockMemo = rampart_context::message_memo::MessageMemo<Arc<MessageBlocks>>;
 
 /// One message's side and its blocks as serialised JSON, each with whether it is a tool result
-/// (a user turn puts those first).
+/// (a user turn puts those first); or, for an opaque message, its item serialised whole.
 #[derive(Debug)]
 pub struct MessageBlocks {
     role: &'static str,
     blocks: Vec<SerialisedBlock>,
+    whole: Option<Box<[u8]>>,
 }
 
 /// A block as JSON bytes, and whether it is a tool result.
@@ -204,6 +221,14 @@ type SerialisedBlock = (bool, Box<[u8]>);
 
 impl MessageBlocks {
     fn of(message: &AgentMessage, mark: bool) -> Self {
+        if let Some(opaque) = as_opaque(message) {
+            // Written as the client sent it: never marked, never merged.
+            return Self {
+                role: "",
+                blocks: Vec::new(),
+                whole: Some(serde_json::to_vec(opaque.item).unwrap_or_default().into()),
+            };
+        }
         let (role, mut blocks) = convert(message);
         if mark && let Some(last) = blocks.last_mut().and_then(Value::as_object_mut) {
             last.insert("cache_control".to_owned(), json!({"type": "ephemeral"}));
@@ -215,8 +240,34 @@ impl MessageBlocks {
                 (b["type"] == "tool_result", bytes.into_boxed_slice())
             })
             .collect();
-        Self { role, blocks }
+        Self {
+            role,
+            blocks,
+            whole: None,
+        }
     }
+}
+
+/// One entry of Anthropic's `messages`: a side's turn (the blocks of one or more messages on
+/// that side), or an opaque message's item, which stands alone as its client wrote it.
+enum Turn<B, W> {
+    Side(&'static str, B),
+    Whole(W),
+}
+
+impl Turn<Vec<Value>, Value> {
+    fn into_value(self) -> Value {
+        match self {
+            Self::Side(role, blocks) => json!({"role": role, "content": blocks}),
+            Self::Whole(item) => item,
+        }
+    }
+}
+
+/// Whether this wire sends `message`: what every wire sends, and an opaque message of this
+/// wire ([`super::sent_on`]).
+fn is_sent(message: &AgentMessage) -> bool {
+    super::sent_on(message, API)
 }
 
 /// Which messages the client marked, when the prompt cache is on.
@@ -227,6 +278,28 @@ fn client_marks(request: &ModelRequest) -> Option<&(dyn Fn(&AgentMessage) -> boo
         .marks
         .as_deref()
         .filter(|_| request.forwarded.prompt_cache)
+}
+
+/// The client's system blocks, when the request's system prompt is still their text
+/// ([`super::ClientSystem`]).
+fn client_system_blocks(request: &ModelRequest) -> Option<&[Value]> {
+    request
+        .forwarded
+        .client_system
+        .as_ref()
+        .and_then(|c| c.blocks_for(request.system.as_deref()))
+}
+
+/// The breakpoints the system prompt takes: the client's own when its blocks are sent as they
+/// are, else the one Rampart may put there (kept free whether or not it does).
+fn system_breakpoints(request: &ModelRequest) -> usize {
+    match (
+        client_system_blocks(request),
+        &request.forwarded.client_system,
+    ) {
+        (Some(_), Some(client)) => client.breakpoints().max(1),
+        _ => 1,
+    }
 }
 
 /// Where Rampart puts `cache_control` breakpoints besides the client's own messages.
@@ -252,8 +325,9 @@ impl CachePlan {
             // message gets Rampart's, so the next step still reads the history from the cache.
             // Two breakpoints at most here, within Anthropic's four.
             Self {
-                system: client.system,
-                last_message: marked == 0,
+                // The client's blocks sent as they are carry its breakpoints already.
+                system: client.system && client_system_blocks(request).is_none(),
+                last_message: marked == 0 && system_breakpoints(request) < MAX_BREAKPOINTS,
             }
         } else {
             // Rampart's two, for a client that set none (Anthropic allows four): the system
@@ -275,7 +349,9 @@ fn body_shell(request: &ModelRequest, messages: Vec<Value>) -> Value {
         "messages": messages,
         "stream": true,
     });
-    if let Some(system) = &request.system {
+    if let Some(blocks) = client_system_blocks(request) {
+        body["system"] = Value::Array(blocks.to_vec());
+    } else if let Some(system) = &request.system {
         body["system"] = system_value(system);
     }
     if !request.forwarded.tools.is_empty() {
@@ -300,19 +376,18 @@ fn body_shell(request: &ModelRequest, messages: Vec<Value>) -> Value {
 }
 
 /// A `cache_control` breakpoint on the last block of the last message, so the next request
-/// reads the whole prefix up to it from the cache.
-fn mark_last_message(body: &mut Value) {
-    let ephemeral = json!({"type": "ephemeral"});
-    if let Some(block) = body
-        .get_mut("messages")
-        .and_then(Value::as_array_mut)
-        .and_then(|m| m.last_mut())
-        .and_then(|m| m.get_mut("content"))
-        .and_then(Value::as_array_mut)
-        .and_then(|c| c.last_mut())
+/// reads the whole prefix up to it from the cache. An opaque message is never written into: the
+/// newest turn Rampart wrote gets it.
+fn mark_last_message(turns: &mut [Turn<Vec<Value>, Value>]) {
+    let newest = turns.iter_mut().rev().find_map(|t| match t {
+        Turn::Side(_, blocks) => Some(blocks),
+        Turn::Whole(_) => None,
+    });
+    if let Some(block) = newest
+        .and_then(|blocks| blocks.last_mut())
         .and_then(Value::as_object_mut)
     {
-        block.insert("cache_control".to_owned(), ephemeral);
+        block.insert("cache_control".to_owned(), json!({"type": "ephemeral"}));
     }
 }
 
@@ -362,24 +437,30 @@ const MAX_BREAKPOINTS: usize = 4;
 /// the next user prompt) are merged into one turn, and messages with nothing Anthropic accepts
 /// are left out rather than sent empty, which Anthropic rejects.
 pub fn to_anthropic_messages(messages: &[SharedMessage]) -> Vec<Value> {
-    to_anthropic_messages_marked(messages, None).0
+    to_anthropic_messages_marked(messages, None, 1)
+        .0
+        .into_iter()
+        .map(Turn::into_value)
+        .collect()
 }
 
-/// [`to_anthropic_messages`], with a `cache_control` breakpoint on the last block of each
-/// message `marked` recognises (the newest ones, within what Anthropic accepts beside a
-/// system breakpoint), and how many were placed.
-pub fn to_anthropic_messages_marked(
+/// [`to_anthropic_messages`] as turns, with a `cache_control` breakpoint on the last block of
+/// each message `marked` recognises (the newest ones, within what Anthropic accepts beside
+/// the `system` breakpoints the system prompt takes), and how many were placed.
+fn to_anthropic_messages_marked(
     messages: &[SharedMessage],
     marked: Option<&(dyn Fn(&AgentMessage) -> bool + Send + Sync)>,
-) -> (Vec<Value>, usize) {
-    let sent: Vec<&SharedMessage> = messages
-        .iter()
-        .filter(|m| super::sent_to_model(m))
-        .collect();
-    let chosen = chosen_marks(&sent, marked);
+    system: usize,
+) -> (Vec<Turn<Vec<Value>, Value>>, usize) {
+    let sent: Vec<&SharedMessage> = messages.iter().filter(|m| is_sent(m)).collect();
+    let chosen = chosen_marks(&sent, marked, system);
     let placed = chosen.iter().filter(|f| **f).count();
-    let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut turns: Vec<Turn<Vec<Value>, Value>> = Vec::new();
     for (message, mark) in sent.into_iter().zip(chosen) {
+        if let Some(opaque) = as_opaque(message) {
+            turns.push(Turn::Whole(Value::Object(opaque.item.clone())));
+            continue;
+        }
         let (role, mut blocks) = convert(message);
         if blocks.is_empty() {
             continue;
@@ -388,32 +469,41 @@ pub fn to_anthropic_messages_marked(
             last.insert("cache_control".to_owned(), json!({"type": "ephemeral"}));
         }
         match turns.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(blocks),
-            _ => turns.push((role, blocks)),
+            Some(Turn::Side(last, existing)) if *last == role => existing.extend(blocks),
+            _ => turns.push(Turn::Side(role, blocks)),
         }
     }
-    let turns = turns
-        .into_iter()
-        .map(|(role, mut blocks)| {
-            if role == "user" {
-                // Anthropic wants a turn's tool results before anything else in it.
-                blocks.sort_by_key(|b| b["type"] != "tool_result");
-            }
-            json!({"role": role, "content": blocks})
-        })
-        .collect();
+    for turn in &mut turns {
+        if let Turn::Side("user", blocks) = turn {
+            // Anthropic wants a turn's tool results before anything else in it.
+            blocks.sort_by_key(|b| b["type"] != "tool_result");
+        }
+    }
     (turns, placed)
 }
 
 /// Which of `sent` get a client's breakpoint: those `marked` recognises, the newest first,
-/// within what Anthropic accepts beside a system breakpoint.
+/// within what Anthropic accepts beside the `system` breakpoints of the system prompt.
 fn chosen_marks(
     sent: &[&SharedMessage],
     marked: Option<&(dyn Fn(&AgentMessage) -> bool + Send + Sync)>,
+    system: usize,
 ) -> Vec<bool> {
-    let mut chosen: Vec<bool> = sent.iter().map(|m| marked.is_some_and(|f| f(m))).collect();
+    // An opaque message is written as it came and never marked here; the breakpoints its item
+    // carries take their room.
+    let mut chosen: Vec<bool> = sent
+        .iter()
+        .map(|m| as_opaque(m).is_none() && marked.is_some_and(|f| f(m)))
+        .collect();
+    let in_opaque: usize = sent
+        .iter()
+        .filter_map(|m| as_opaque(m))
+        .map(|o| breakpoints_in(o.item))
+        .sum();
     // The newest win: a client moves its last breakpoint forward turn after turn.
-    let mut room = MAX_BREAKPOINTS - 1;
+    let mut room = MAX_BREAKPOINTS
+        .saturating_sub(system)
+        .saturating_sub(in_opaque);
     for flag in chosen.iter_mut().rev() {
         if *flag {
             if room == 0 {
@@ -426,29 +516,65 @@ fn chosen_marks(
     chosen
 }
 
+/// The `cache_control` breakpoints an opaque message's item carries: on the message, and on
+/// its content blocks.
+fn breakpoints_in(item: &Map<String, Value>) -> usize {
+    let blocks = item
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(0, |blocks| {
+            blocks
+                .iter()
+                .filter(|b| b.get("cache_control").is_some())
+                .count()
+        });
+    usize::from(item.contains_key("cache_control")) + blocks
+}
+
 /// One pi message as a side and its Anthropic content blocks.
 fn convert(message: &AgentMessage) -> (&'static str, Vec<Value>) {
     match message {
         AgentMessage::User(m) => ("user", content_blocks(&m.content)),
         AgentMessage::Assistant(m) => ("assistant", assistant_blocks(m)),
-        AgentMessage::ToolResult(m) => {
-            let mut result = json!({
-                "type": "tool_result",
-                "tool_use_id": m.tool_call_id,
-                "is_error": m.is_error,
-            });
-            let content = content_blocks(&m.content);
-            if !content.is_empty() {
-                result["content"] = Value::Array(content);
-            }
-            ("user", vec![result])
-        }
+        AgentMessage::ToolResult(m) => ("user", vec![tool_result_block(m)]),
         // Roles Anthropic lacks are shown as user text, worded as for every provider.
         other => {
             let text = as_user_text(other).unwrap_or_default();
             ("user", text_block(&text).into_iter().collect())
         }
     }
+}
+
+/// A tool result as a `tool_result` block, in the form its client wrote it
+/// ([`AnthropicToolResultForm`]) while the result still fits that form: its content as a
+/// string while it is one text block, no `is_error` while it is false.
+fn tool_result_block(m: &rampart_message::ToolResultMessage) -> Value {
+    let form = AnthropicToolResultForm::read(&m.extra);
+    let mut result = Map::new();
+    result.insert("type".to_owned(), json!("tool_result"));
+    result.insert("tool_use_id".to_owned(), json!(m.tool_call_id));
+    if m.is_error || !form.is_error_omitted {
+        result.insert("is_error".to_owned(), json!(m.is_error));
+    }
+    let one_text = match &m.content {
+        Content::Text(text) => Some(text),
+        Content::Blocks(blocks) => match blocks.as_slice() {
+            [ContentBlock::Text(t)] => Some(&t.text),
+            _ => None,
+        },
+    };
+    match one_text.filter(|_| form.content_string) {
+        Some(text) => {
+            result.insert("content".to_owned(), json!(text));
+        }
+        None => {
+            let content = content_blocks(&m.content);
+            if !content.is_empty() {
+                result.insert("content".to_owned(), Value::Array(content));
+            }
+        }
+    }
+    Value::Object(result)
 }
 
 /// A text block, or nothing for blank text: Anthropic rejects text blocks that are empty or
@@ -849,6 +975,11 @@ fn stop_reason(reason: Option<&str>) -> (StopReason, Option<String>) {
         _ => (StopReason::Stop, None),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "anthropic_transparency_tests.rs"]
+mod transparency_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -33,10 +33,12 @@ pub mod responses;
 pub mod sim;
 pub mod splice;
 pub mod text;
+pub mod unsent;
 
 /// Defined with the configuration that sets them; re-exported here for the providers.
 pub use crate::config::{ApiKind, ProviderSettings};
 pub use client_fields::{ClientFields, FieldsWire};
+pub use unsent::UnsentSink;
 
 /// Whether a message goes to the model at all. pi's `!!` shell runs are recorded with
 /// `excludeFromContext: true`: the user ran them for themselves, and the model must not see
@@ -55,6 +57,33 @@ pub fn sent_to_model(message: &rampart_engine_api::AgentMessage) -> bool {
         }
         _ => true,
     }
+}
+
+/// Whether a provider speaking `wire` (pi's `api` name, e.g. `anthropic-messages`) sends
+/// `message`: every message [`sent_to_model`] lets through, except an opaque message
+/// ([`rampart_message::opaque`]) of another wire, which that wire has no form for, and a
+/// malformed one, which no wire can place. Why not in [`sent_to_model`]: that one also says
+/// which stored messages a client re-sends (serve's history matching), and a client re-sends
+/// its opaque messages whichever upstream serves it.
+pub fn sent_on(message: &AgentMessage, wire: &str) -> bool {
+    if message.role() == rampart_message::opaque::OPAQUE_ROLE {
+        return rampart_message::opaque::as_opaque(message).is_some_and(|o| o.wire == wire);
+    }
+    sent_to_model(message)
+}
+
+/// Reports to the request's [`Forwarded::unsent`] the opaque messages a provider speaking
+/// `wire` leaves out of it ([`sent_on`]). Each provider calls it once per request it sends.
+pub fn report_unsent(request: &ModelRequest, wire: &str) {
+    let Some(sink) = &request.forwarded.unsent else {
+        return;
+    };
+    let left_out = request
+        .messages
+        .iter()
+        .filter(|m| m.role() == rampart_message::opaque::OPAQUE_ROLE && !sent_on(m, wire))
+        .count();
+    sink.left_out(wire, left_out as u64);
 }
 
 /// The messages of `messages` that [`sent_to_model`] lets through: what every wire adapter
@@ -125,6 +154,41 @@ pub struct Forwarded {
     /// The query of the client's request path (Claude Code's `beta=true`), sent to an
     /// upstream of the client's API family ([`Forwarded::upstream_url`]).
     pub query: Option<String>,
+    /// Where a provider reports the opaque messages it could not send ([`report_unsent`]);
+    /// `rampart serve` counts and warns about them per conversation. `None`: nobody asks.
+    pub unsent: Option<UnsentSink>,
+    /// An Anthropic client's `system` blocks as it sent them, sent as they are by an Anthropic
+    /// upstream while the system prompt is still the text read from them.
+    pub client_system: Option<ClientSystem>,
+}
+
+/// An Anthropic client's `system` as a list of blocks (Claude Code sends three, two of them
+/// with `cache_control`), and the text Rampart read from it. Why both: the engine and the
+/// configured prompt work on text, and a prompt they did not change goes back to the client's
+/// wire as the client wrote it (issue 25), its breakpoints where the client put them. A
+/// prompt they changed (an engine's addition, `serve.systemPrompt` other than `client`) is
+/// written from the text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientSystem {
+    /// The text the conversation's system prompt was read as.
+    pub text: String,
+    /// The blocks, verbatim.
+    pub blocks: Vec<serde_json::Value>,
+}
+
+impl ClientSystem {
+    /// The blocks, when `system` (the system prompt a request carries) is still their text.
+    pub fn blocks_for(&self, system: Option<&str>) -> Option<&[serde_json::Value]> {
+        (system == Some(self.text.as_str())).then_some(self.blocks.as_slice())
+    }
+
+    /// How many `cache_control` breakpoints the blocks carry.
+    pub fn breakpoints(&self) -> usize {
+        self.blocks
+            .iter()
+            .filter(|b| b.get("cache_control").is_some())
+            .count()
+    }
 }
 
 /// The client headers `rampart serve` passes to an upstream of another family than the

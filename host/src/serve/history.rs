@@ -22,6 +22,7 @@
 
 use std::collections::HashSet;
 
+use rampart_message::opaque::as_opaque;
 use rampart_message::{AgentMessage, Content, ContentBlock};
 use rampart_sessions::SessionTree;
 
@@ -244,8 +245,9 @@ fn server_answered(tree: &SessionTree) -> HashSet<usize> {
 
 /// Whether a stored message is the one a client re-sent: compared by what a chat API carries
 /// (role, text, images and other blocks, tool calls with their ids and arguments, tool results
-/// with their call id), not by what only the store keeps (timestamps, usage, model, stop reason,
-/// thinking, which OpenAI clients drop).
+/// with their call id, opaque messages by their wire and item, breakpoints aside), not by what
+/// only the store keeps (timestamps, usage, model, stop reason, thinking, which OpenAI clients
+/// drop).
 ///
 /// A stored tool result also matches the full result it was capped from: its notice names the
 /// blob that keeps the original (`sha256:` of the original text), or it is a shortened head of
@@ -274,8 +276,34 @@ pub fn same_message(stored: &AgentMessage, sent: &AgentMessage) -> bool {
             let sent = canonical_content(&b.content);
             stored == sent || is_cap_of(&a.content.joined_text(), &b.content.joined_text())
         }
+        (AgentMessage::Other(_), AgentMessage::Other(_)) => {
+            match (as_opaque(stored), as_opaque(sent)) {
+                (Some(a), Some(b)) => {
+                    a.wire == b.wire && without_breakpoints(a.item) == without_breakpoints(b.item)
+                }
+                _ => false,
+            }
+        }
         _ => false,
     }
+}
+
+/// An opaque message's item without its `cache_control` breakpoints (on it and on its content
+/// blocks): a client moves them from turn to turn, and the message stays the same.
+fn without_breakpoints(item: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    let mut item = item.clone();
+    item.remove("cache_control");
+    for block in item
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(block) = block.as_object_mut() {
+            block.remove("cache_control");
+        }
+    }
+    item
 }
 
 /// [`canonical`] of a user or tool-result content: a string is its text.

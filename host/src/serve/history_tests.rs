@@ -306,3 +306,38 @@ fn reasoning_items_do_not_decide_a_match_but_opaque_calls_do() {
         &with(vec![patch("b")])
     ));
 }
+
+fn opaque(text: &str, mark: bool, timestamp: u64) -> AgentMessage {
+    let mut block = json!({"type": "text", "text": text});
+    if mark {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+    let item = json!({"role": "system", "content": [block]});
+    rampart_message::opaque::opaque_message(
+        rampart_message::opaque::ANTHROPIC_MESSAGES,
+        item.as_object().cloned().unwrap(),
+        timestamp,
+    )
+}
+
+/// A client re-sends its opaque messages (Claude Code's system message) every turn: the stored
+/// one is matched, whatever breakpoint the client moved onto it and whenever it was read; a
+/// changed one is an edit.
+#[test]
+fn an_opaque_message_matches_its_resent_item_breakpoints_aside() {
+    let (tree, ids) = tree_of(&[user("u1"), opaque("agents: a", false, 1), answer("a1")]);
+    let incoming = [
+        user("u1"),
+        opaque("agents: a", true, 99),
+        answer("a1"),
+        user("u2"),
+    ];
+    let m = match_history(&tree, &incoming);
+    assert_eq!(m.kind, MatchKind::Extends);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[2].as_str()));
+
+    let changed = [user("u1"), opaque("agents: b", false, 1), answer("a1")];
+    let m = match_history(&tree, &changed);
+    assert_eq!(m.kind, MatchKind::Diverges);
+    assert_eq!(m.attach_at.as_deref(), Some(ids[0].as_str()));
+}

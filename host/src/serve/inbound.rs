@@ -50,6 +50,9 @@ pub struct ClientRequest {
     pub not_forwarded: Vec<NotForwarded>,
     /// Whether the client put an Anthropic `cache_control` breakpoint on its system prompt.
     pub system_breakpoint: bool,
+    /// An Anthropic client's `system` when it sent a list of blocks, verbatim: sent as it is
+    /// to an Anthropic upstream while the system prompt stays [`Self::system`].
+    pub system_blocks: Option<Vec<Value>>,
     /// The client's messages that carry a `cache_control` breakpoint, oldest first.
     pub breakpoints: Vec<AgentMessage>,
     /// The client asked the server to offer and answer the memory tools
@@ -114,30 +117,32 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
             let iso = chrono::DateTime::from_timestamp_millis(now_ms as i64)
                 .unwrap_or_default()
                 .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-            // The importer keeps user and assistant messages only; a `system` one is left out.
-            not_forwarded.extend(
-                messages
-                    .iter()
-                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
-                    .map(|_| NotForwarded::SystemMessage),
-            );
+            // A `system` message is kept whole (an opaque message): an Anthropic upstream gets
+            // it back as sent, another one leaves it out and reports it then.
             (
                 from_anthropic_messages(obj.get("system"), messages, &iso),
                 anthropic_tools(obj.get("tools"), &mut warnings, &mut not_forwarded),
             )
         }
     };
-    if conversation.messages.is_empty() {
+    if conversation
+        .messages
+        .iter()
+        .all(|m| m.role() == rampart_message::opaque::OPAQUE_ROLE)
+    {
         return Err(BadRequest(
             "`messages` holds no user or assistant message".into(),
         ));
     }
     warnings.extend(conversation.warnings);
-    let system_breakpoint = matches!(wire, Wire::Anthropic)
-        && obj
-            .get("system")
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some()));
+    let system_blocks = obj
+        .get("system")
+        .and_then(Value::as_array)
+        .filter(|_| matches!(wire, Wire::Anthropic))
+        .cloned();
+    let system_breakpoint = system_blocks
+        .as_ref()
+        .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some()));
     let breakpoints = conversation
         .messages
         .iter()
@@ -160,6 +165,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         warnings,
         not_forwarded,
         system_breakpoint,
+        system_blocks,
         breakpoints,
         memory_tools: false,
         engine_tools: false,
@@ -664,9 +670,9 @@ mod tests {
     }
 
     /// Claude Code puts a `role: "system"` message (its agent-type list) inside `messages`;
-    /// the conversation has no place for it, so it is reported, not dropped silently.
+    /// it is kept whole at its place (an opaque message), for the upstream to send or report.
     #[test]
-    fn a_system_message_inside_anthropic_messages_is_reported_as_not_forwarded() {
+    fn a_system_message_inside_anthropic_messages_is_kept_in_place() {
         let body = json!({
             "model": "claude-sonnet-4-5", "max_tokens": 1024,
             "messages": [
@@ -678,11 +684,23 @@ mod tests {
             "tools": [{"name": "Read", "input_schema": {"type": "object"}}]
         });
         let r = decode(Wire::Anthropic, &body, 1).unwrap();
-        assert_eq!(r.messages.len(), 2);
-        assert_eq!(
-            r.not_forwarded,
-            vec![NotForwarded::SystemMessage, NotForwarded::SystemMessage]
-        );
+        let opaque = rampart_message::opaque::OPAQUE_ROLE;
+        let roles: Vec<&str> = r.messages.iter().map(AgentMessage::role).collect();
+        assert_eq!(roles, ["user", opaque, "assistant", opaque]);
+        let kept = rampart_message::opaque::as_opaque(&r.messages[3]).unwrap();
+        assert_eq!(Value::Object(kept.item.clone()), body["messages"][3]);
+        assert!(r.not_forwarded.is_empty(), "{:?}", r.not_forwarded);
+    }
+
+    /// A request of `system` messages alone has no conversation to answer.
+    #[test]
+    fn system_messages_alone_are_refused() {
+        let body = json!({
+            "model": "claude-sonnet-4-5", "max_tokens": 1024,
+            "messages": [{"role": "system", "content": "only this"}]
+        });
+        let e = decode(Wire::Anthropic, &body, 1).unwrap_err();
+        assert!(e.0.contains("no user or assistant message"), "{e}");
     }
 
     /// In a tool loop Claude Code and pi mark the newest `tool_result` block itself (Claude Code

@@ -2,7 +2,8 @@
 //! dropped silently: each kind is counted in `GET /metrics`
 //! (`rampart_serve_content_not_forwarded_total{kind=...}`) and logged at warn level once per
 //! conversation, so an operator learns the model never saw it (issue 25: Claude Code's
-//! `role: "system"` messages, Codex's `namespace` and `web_search` tools).
+//! `role: "system"` messages when the upstream is not Anthropic's wire, Codex's `namespace` and
+//! `web_search` tools).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
@@ -15,8 +16,9 @@ const WARNED_CAPACITY: usize = 10_000;
 /// One kind of content that is not forwarded upstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NotForwarded {
-    /// A message inside `messages` whose role the conversation model has no place for
-    /// (Anthropic `role: "system"`, e.g. Claude Code's agent-type list).
+    /// A message the conversation model has no place for, kept whole (an opaque message:
+    /// Anthropic `role: "system"` inside `messages`, e.g. Claude Code's agent-type list), that
+    /// the upstream's wire has no form for: counted by the provider that left it out.
     SystemMessage,
     /// An Anthropic server tool (`web_search`, `code_execution`, ...) or a tool without
     /// `input_schema`.

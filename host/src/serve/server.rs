@@ -46,8 +46,8 @@ use crate::engine::slot::{EngineSlot, HostResources};
 use crate::prompt::PromptAssembler;
 use crate::providers::registry::Providers;
 use crate::providers::{
-    ApiKind, BreakpointMatcher, ClientBreakpoints, ClientCredential, DeltaSink, Forwarded,
-    ModelRequest, ProviderError, StreamDelta,
+    ApiKind, BreakpointMatcher, ClientBreakpoints, ClientCredential, ClientSystem, DeltaSink,
+    Forwarded, ModelRequest, ProviderError, StreamDelta, UnsentSink,
 };
 use crate::run::answer_fit::AnswerFit;
 use crate::run::host_tools::{HostTools, answer_host_tool_calls};
@@ -921,7 +921,8 @@ async fn conversation_request(
             )
         });
     }
-    report_not_forwarded(state, &identity, &request.not_forwarded);
+    report_not_forwarded(state, &label, &request.not_forwarded);
+    let conversation = label.clone();
     // What a stored answer continues: the messages it answers (the answer joins them).
     let answered = store_answer.then(|| (label, request.messages.clone()));
     request.memory_tools = state.config.serve.memory_tools
@@ -973,6 +974,12 @@ async fn conversation_request(
         headers: passthrough_headers(&headers),
         client_fields: Some(request.fields.clone()),
         query,
+        unsent: Some(unsent_sink(state, conversation)),
+        client_system: request
+            .system_blocks
+            .clone()
+            .zip(request.system.clone())
+            .map(|(blocks, text)| ClientSystem { text, blocks }),
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let id = answer_id(state, wire);
@@ -1087,14 +1094,25 @@ fn upstream_api(state: &ServerState, model: &str) -> Option<ApiKind> {
     state.providers.settings(&first.provider).map(|s| s.api)
 }
 
-/// Counts what `request` carried that is not forwarded and warns about each kind once per
-/// conversation (a request without a session id counts as one unnamed conversation).
-fn report_not_forwarded(state: &ServerState, identity: &Identity, items: &[NotForwarded]) {
+/// Where the upstream's provider reports the client's opaque messages (an Anthropic `system`
+/// message inside `messages`) its wire has no form for: counted and warned as what the
+/// request carried that is not forwarded, once per upstream request that left them out.
+fn unsent_sink(state: &Arc<ServerState>, conversation: String) -> UnsentSink {
+    let state = Arc::clone(state);
+    UnsentSink::new(move |wire, count| {
+        tracing::debug!(conversation = %conversation, upstream_wire = wire, count, "opaque messages left out");
+        let items = vec![NotForwarded::SystemMessage; usize::try_from(count).unwrap_or(0)];
+        report_not_forwarded(&state, &conversation, &items);
+    })
+}
+
+/// Counts what a request carried that is not forwarded and warns about each kind once per
+/// `conversation` ([`conversation_label`]).
+fn report_not_forwarded(state: &ServerState, conversation: &str, items: &[NotForwarded]) {
     if items.is_empty() {
         return;
     }
-    let conversation = conversation_label(identity);
-    for (kind, count) in state.not_forwarded.record(&conversation, items) {
+    for (kind, count) in state.not_forwarded.record(conversation, items) {
         tracing::warn!(
             conversation = %conversation,
             kind = kind.label(),

@@ -38,47 +38,6 @@ pub struct Known {
 /// past it (applied to both sides, in this order).
 pub const KNOWN: &[Known] = &[
     // Headers.
-    // Anthropic bodies.
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "The `system` blocks (Claude Code sends three: its billing header, its identity, \
-                 its prompt, with two cache breakpoints): joined into one text block, blank lines \
-                 between them, with one breakpoint.",
-        look_past: join_system_blocks,
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "Messages with role `system` inside `messages` (Claude Code's list of agent \
-                 types for its `Agent` tool, after the first user message): dropped; the model \
-                 never sees them. Counted in `/metrics` (`kind=\"system_message\"`) and \
-                 warned about once per conversation.",
-        look_past: |v| drop_messages(v, |m| m["role"] == "system"),
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "A `tool_result`'s `content` given as a string: sent as a list of one text \
-                 block.",
-        look_past: |v| {
-            for_each_block(v, |b| {
-                if b["type"] == "tool_result"
-                    && let Some(text) = b["content"].as_str()
-                {
-                    b["content"] = json!([{"type": "text", "text": text}]);
-                }
-            })
-        },
-    },
-    Known {
-        agents: &[Agent::ClaudeCode],
-        readme: "`is_error: false` added to each `tool_result`.",
-        look_past: |v| {
-            for_each_block(v, |b| {
-                if b["type"] == "tool_result" && b["is_error"] == false {
-                    b.as_object_mut().unwrap().remove("is_error");
-                }
-            })
-        },
-    },
     // Chat-completions bodies (pi's).
     Known {
         agents: &[Agent::Pi],
@@ -133,13 +92,6 @@ pub const KNOWN: &[Known] = &[
     },
 ];
 
-/// Removes the body's messages that `drop` picks.
-fn drop_messages(v: &mut Value, drop: fn(&Value) -> bool) {
-    if let Some(messages) = v["body"]["messages"].as_array_mut() {
-        messages.retain(|m| !drop(m));
-    }
-}
-
 /// A Responses body's developer messages as its `instructions`: their texts (the parts of one
 /// joined by line breaks) joined by blank lines, after any instructions it had.
 fn developer_as_instructions(v: &mut Value) {
@@ -166,29 +118,6 @@ fn developer_as_instructions(v: &mut Value) {
     if !texts.is_empty() {
         v["body"]["instructions"] = Value::String(texts.join("\n\n"));
     }
-}
-
-/// Calls `f` on every content block of every message of the body.
-fn for_each_block(v: &mut Value, f: impl Fn(&mut Value)) {
-    for m in v["body"]["messages"].as_array_mut().into_iter().flatten() {
-        for b in m["content"].as_array_mut().into_iter().flatten() {
-            f(b);
-        }
-    }
-}
-
-/// An Anthropic `system` given as blocks, as one text block (texts joined by blank lines)
-/// marked for the cache when any block was.
-fn join_system_blocks(v: &mut Value) {
-    let Some(blocks) = v["body"]["system"].as_array() else {
-        return;
-    };
-    let text: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
-    let mut block = json!({"type": "text", "text": text.join("\n\n")});
-    if let Some(mark) = blocks.iter().find_map(|b| b.get("cache_control")) {
-        block["cache_control"] = mark.clone();
-    }
-    v["body"]["system"] = json!([block]);
 }
 
 /// Headers that belong to the connection, not to the client's request.

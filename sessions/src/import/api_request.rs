@@ -7,9 +7,14 @@
 //! named after their calls, `system`/`developer` as the system prompt), and Anthropic
 //! `messages` through the Claude Code importer, whose lines carry Anthropic messages
 //! (`tool_use` as tool calls, each `tool_result` block as its own result, thinking with its
-//! signature, images).
+//! signature, images). An Anthropic message the importer has no type for (role `system`, which
+//! Claude Code sends inside `messages`) is kept whole at its position as an opaque message
+//! ([`rampart_message::opaque`]), so that an Anthropic upstream receives it back unchanged.
+
+use std::collections::VecDeque;
 
 use rampart_message::AgentMessage;
+use rampart_message::opaque::{ANTHROPIC_MESSAGES, opaque_message};
 use serde_json::{Map, Value, json};
 
 use super::LineImport;
@@ -68,6 +73,10 @@ pub fn from_anthropic_messages(
 ) -> RequestConversation {
     let mut import = ClaudeImport::new(&Origin { path: None });
     let mut out = RequestConversation::default();
+    let timestamp_ms =
+        super::timestamp::parse_iso(timestamp_iso).map_or(0, super::timestamp::to_millis);
+    // Messages kept whole, by their index in `messages`, to be put back at their place.
+    let mut opaque: VecDeque<(usize, AgentMessage)> = VecDeque::new();
     for (index, message) in messages.iter().enumerate() {
         let Some(msg) = message.as_object() else {
             out.warnings
@@ -76,9 +85,10 @@ pub fn from_anthropic_messages(
         };
         let role = match msg.get("role").and_then(Value::as_str) {
             Some(role @ ("user" | "assistant")) => role,
-            other => {
-                out.warnings.push(format!(
-                    "messages[{index}]: role {other:?} is neither user nor assistant; left out"
+            _ => {
+                opaque.push_back((
+                    index,
+                    opaque_message(ANTHROPIC_MESSAGES, msg.clone(), timestamp_ms),
                 ));
                 continue;
             }
@@ -102,9 +112,18 @@ pub fn from_anthropic_messages(
     let imported = import.finish();
     for item in imported.items {
         if let ImportedKind::Message(m) = item.kind {
+            // An item's line is its message's index plus one.
+            let index = item.source_line.map_or(usize::MAX, |line| line - 1);
+            while opaque.front().is_some_and(|(at, _)| *at < index) {
+                if let Some((_, kept)) = opaque.pop_front() {
+                    out.messages.push(kept);
+                }
+            }
             out.messages.push(m);
         }
     }
+    out.messages
+        .extend(opaque.into_iter().map(|(_, kept)| kept));
     out.warnings.extend(
         imported
             .warnings
@@ -152,6 +171,85 @@ mod tests {
             panic!()
         };
         assert_eq!((r.tool_name.as_str(), r.timestamp), ("read", 42));
+    }
+
+    #[test]
+    fn an_anthropic_system_message_is_kept_whole_at_its_place() {
+        let agents = json!({"role": "system", "content": [
+            {"type": "text", "text": "Agent types: general, explore", "extra": [1, {"k": null}]}
+        ]});
+        let messages = vec![
+            json!({"role": "user", "content": "hello"}),
+            agents.clone(),
+            json!({"role": "assistant", "content": [{"type": "text", "text": "hi"}]}),
+            json!({"role": "user", "content": "and?"}),
+        ];
+        let c = from_anthropic_messages(None, &messages, "2026-01-01T00:00:00.000Z");
+        let roles: Vec<&str> = c.messages.iter().map(AgentMessage::role).collect();
+        assert_eq!(
+            roles,
+            [
+                "user",
+                rampart_message::opaque::OPAQUE_ROLE,
+                "assistant",
+                "user"
+            ]
+        );
+        let kept = rampart_message::opaque::as_opaque(&c.messages[1]).expect("opaque");
+        assert_eq!(kept.wire, ANTHROPIC_MESSAGES);
+        assert_eq!(&Value::Object(kept.item.clone()), &agents);
+        assert_eq!(c.messages[1].timestamp(), Some(1_767_225_600_000));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn an_anthropic_system_message_first_or_last_keeps_its_place() {
+        let note = json!({"role": "system", "content": "note"});
+        let messages = vec![
+            note.clone(),
+            json!({"role": "user", "content": "hello"}),
+            note.clone(),
+        ];
+        let c = from_anthropic_messages(None, &messages, "2026-01-01T00:00:00.000Z");
+        let roles: Vec<&str> = c.messages.iter().map(AgentMessage::role).collect();
+        let opaque = rampart_message::opaque::OPAQUE_ROLE;
+        assert_eq!(roles, [opaque, "user", opaque]);
+    }
+
+    #[test]
+    fn anthropic_tool_results_keep_how_the_client_wrote_them() {
+        use rampart_message::tool_result_form::AnthropicToolResultForm;
+        let messages = vec![
+            json!({"role": "user", "content": "go"}),
+            json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {}},
+                {"type": "tool_use", "id": "t2", "name": "Read", "input": {}}
+            ]}),
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "short"},
+                {"type": "tool_result", "tool_use_id": "t2", "is_error": true,
+                 "content": [{"type": "text", "text": "failed"}]}
+            ]}),
+        ];
+        let c = from_anthropic_messages(None, &messages, "2026-01-01T00:00:00.000Z");
+        let forms: Vec<AnthropicToolResultForm> = c
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                AgentMessage::ToolResult(r) => Some(AnthropicToolResultForm::read(&r.extra)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            forms,
+            [
+                AnthropicToolResultForm {
+                    content_string: true,
+                    is_error_omitted: true
+                },
+                AnthropicToolResultForm::default()
+            ]
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! * `user` lines: text and image blocks become a pi `user` message (string
 //!   content stays a string); each `tool_result` block becomes its own
 //!   `toolResult` message (`toolCallId` = `tool_use_id`, `toolName` looked up
-//!   from the matching `tool_use`, `isError` = `is_error`). The line's
+//!   from the matching `tool_use`, `isError` = `is_error`; a string content or an absent
+//!   `is_error` recorded as its [`AnthropicToolResultForm`]). The line's
 //!   structured `toolUseResult` becomes the result's `details` (UI data, never
 //!   sent to the model — exactly its role in Claude Code). A user line with
 //!   `isCompactSummary` becomes an [`ImportedKind::Compaction`].
@@ -52,6 +53,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
+use rampart_message::tool_result_form::AnthropicToolResultForm;
 use rampart_message::{
     AgentMessage, AssistantMessage, Content, ContentBlock, Extra, ImageContent, StopReason,
     ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
@@ -493,6 +495,10 @@ impl ClaudeImport {
             None | Some(Value::Null) => Content::Blocks(Vec::new()),
             Some(other) => super::builder::text_content(other.to_string()),
         };
+        let mut extra = without(b, &["type", "tool_use_id", "content", "is_error"]);
+        // pi holds the content as blocks and `isError` as a boolean: how the block said them
+        // is kept, so that an Anthropic upstream gets them back as they were written.
+        AnthropicToolResultForm::of_block(b).record(&mut extra);
         ImportedKind::Message(AgentMessage::ToolResult(ToolResultMessage {
             tool_call_id: id,
             tool_name,
@@ -500,7 +506,7 @@ impl ClaudeImport {
             details: None,
             is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
             timestamp: ms,
-            extra: without(b, &["type", "tool_use_id", "content", "is_error"]),
+            extra,
         }))
     }
 

@@ -65,6 +65,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        super::report_unsent(request, API);
         let body = request_bytes(request, &self.wire_memo);
         let idle = self.http.stream_idle_timeout();
         let url = request.forwarded.upstream_url(&self.url, FieldsWire::Chat);
@@ -101,8 +102,10 @@ pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
     }
 }
 
+/// The messages this wire sends: an opaque message of another wire has no form here
+/// ([`super::sent_on`]).
 fn sent_messages(request: &ModelRequest) -> impl Iterator<Item = &SharedMessage> {
-    request.messages.iter().filter(|m| super::sent_to_model(m))
+    request.messages.iter().filter(|m| super::sent_on(m, API))
 }
 
 /// The body with everything but the conversation's messages: `messages` holds only the

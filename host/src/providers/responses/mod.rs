@@ -64,6 +64,7 @@ impl Provider for ResponsesProvider {
     }
 
     fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        super::report_unsent(request, API);
         let body = request_bytes(request, &self.wire_memo);
         let idle = self.http.stream_idle_timeout();
         let url = request
@@ -125,8 +126,10 @@ pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
     }
 }
 
+/// The messages this wire sends: an opaque message of another wire (an Anthropic client's
+/// `system` message) has no form here ([`super::sent_on`]).
 fn sent_messages(request: &ModelRequest) -> impl Iterator<Item = &SharedMessage> {
-    request.messages.iter().filter(|m| super::sent_to_model(m))
+    request.messages.iter().filter(|m| super::sent_on(m, API))
 }
 
 /// The body with everything but the conversation's items (`input` is empty).
