@@ -207,6 +207,14 @@ pub struct SessionRef {
     /// The session file on disk, when the session is persisted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
+    /// The session this one replaced when the user started over under the same key (`rampart
+    /// run --new`, OpenClaw's `/new`). Why: starting over clears the transcript, but an engine
+    /// that keeps state of its own may carry part of it over (the lossless engine keeps the
+    /// deep summaries of the old session, `newSessionRetainDepth`). Sent on every call of such
+    /// a session, so an engine that meets it first on any call, or rebuilds, still knows.
+    /// Engine API 1.3, additive: older hosts never send it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_session_id: Option<String>,
 }
 
 /// The model a request is for, so an engine can count and budget for it.

@@ -100,3 +100,75 @@ fn the_lossless_engine_answers_every_call_of_the_coding_example_at_32k() {
     assert_eq!(summary["errors"], 0, "{summary}");
     assert_eq!(summary["answered"], 53, "{summary}");
 }
+
+/// `rampart run` in `dir`'s sessions with the lossless engine (in the host, `config` lines
+/// added to its config table); stdout and stderr together, after checking it succeeded.
+fn run_in(dir: &Path, config: &str, args: &[&str]) -> String {
+    let cfg = config_for(
+        dir,
+        "lossless",
+        &fixture("rampart-lossless"),
+        &format!(
+            "isolation = \"inprocess\"\n[plugins.engines.lossless.config]\nstateDir = \"{}\"\n{config}",
+            dir.join("state").display()
+        ),
+    );
+    let sessions = dir.join("sessions");
+    let mut all = vec![
+        "--config",
+        cfg.to_str().unwrap(),
+        "--sessions-dir",
+        sessions.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = rampart(&all);
+    let text = crate::common::text(&out);
+    assert!(out.status.success(), "{args:?}: {text}");
+    text
+}
+
+/// The header (line 1) of the session file `key` names in `dir`'s registry, and its lines.
+fn registered(dir: &Path, key: &str) -> (Value, usize) {
+    let sessions = dir.join("sessions");
+    let registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(sessions.join("sessions.json")).unwrap())
+            .unwrap();
+    let file = sessions.join(registry[key]["sessionFile"].as_str().unwrap());
+    let text = std::fs::read_to_string(file).unwrap();
+    (
+        serde_json::from_str(text.lines().next().unwrap()).unwrap(),
+        text.lines().count(),
+    )
+}
+
+#[test]
+fn run_new_starts_the_session_over_and_the_engine_carries_what_it_is_told_to() {
+    for (retain, carried) in [("", false), ("newSessionRetainDepth = -1", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        run_in(
+            dir,
+            retain,
+            &["run", "remember PELICAN-42", "--session", "k"],
+        );
+        let (old, old_lines) = registered(dir, "k");
+        let said = run_in(dir, retain, &["run", "--new", "what now", "--session", "k"]);
+        let (new, _) = registered(dir, "k");
+        // A new session under the same key, naming the one it replaced; the old file is whole.
+        assert_ne!(new["id"], old["id"]);
+        assert_eq!(new["previousSessionId"], old["id"], "{new}");
+        assert!(said.contains("started session `k` over"), "{said}");
+        let old_file = dir
+            .join("sessions")
+            .join(format!("{}.jsonl", old["id"].as_str().unwrap()));
+        assert_eq!(
+            std::fs::read_to_string(old_file).unwrap().lines().count(),
+            old_lines
+        );
+        // The next request: the old conversation's messages only when the engine carries the
+        // whole context over (the default keeps summaries of depth 2 and more, none here).
+        let show = run_in(dir, retain, &["context", "show", "--session", "k"]);
+        assert_eq!(show.contains("PELICAN-42"), carried, "{retain:?}: {show}");
+        assert!(show.contains("what now"), "{show}");
+    }
+}

@@ -57,6 +57,12 @@ pub struct SessionHeader {
     /// The session this one was forked from, if any (a path), so UIs can link them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
+    /// The id of the session this one replaced when the user started over under the same key
+    /// (`rampart run --new`, OpenClaw's `/new`): unlike a fork it holds none of that session's
+    /// entries. Kept in the file, the record, so an engine that carries state over (the
+    /// engine API's `previousSessionId`) is told on every call, after any restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_session_id: Option<String>,
     /// Header fields this model does not name (v1 headers carry `provider`, `modelId`,
     /// `thinkingLevel`, `branchedFrom`), kept for a lossless round trip.
     #[serde(flatten)]
@@ -72,6 +78,7 @@ impl SessionHeader {
             timestamp: crate::ids::now_iso(),
             cwd: cwd.into(),
             parent_session: None,
+            previous_session_id: None,
             extra: Extra::new(),
         }
     }

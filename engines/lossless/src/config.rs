@@ -82,6 +82,13 @@ pub struct Config {
     pub circuit_breaker_cooldown_ms: u64,
     /// Per-call timeout of the summariser, in milliseconds.
     pub summary_timeout_ms: u64,
+    /// What a session started over (`rampart run --new`, OpenClaw's `/new`) begins with: the
+    /// summaries of the old session's context of this depth or deeper (lossless-claw's
+    /// `newSessionRetainDepth`, default 2: the long view stays, the recent detail goes); `0`
+    /// every summary; `-1` the whole old context, raw messages too. Everything stays searchable
+    /// either way. Why not a clean start: users asked for both (§6.15); a carried summary is
+    /// marked `session="previous"` so it is not taken for the new session's own.
+    pub new_session_retain_depth: i64,
 }
 
 impl Default for Config {
@@ -115,6 +122,7 @@ impl Default for Config {
             circuit_breaker_threshold: 5,
             circuit_breaker_cooldown_ms: 1_800_000,
             summary_timeout_ms: 60_000,
+            new_session_retain_depth: 2,
         }
     }
 }
@@ -137,6 +145,13 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), EngineError> {
+        if self.new_session_retain_depth < -1 {
+            return Err(invalid(format!(
+                "plugins.engines.lossless.config.newSessionRetainDepth must be -1 (keep the whole \
+                 context), 0 (every summary) or a depth, found {}",
+                self.new_session_retain_depth
+            )));
+        }
         if !(self.context_threshold > 0.0 && self.context_threshold <= 1.0) {
             return Err(invalid(format!(
                 "plugins.engines.lossless.config.contextThreshold must be in (0, 1], found {}",

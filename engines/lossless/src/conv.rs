@@ -32,6 +32,15 @@ pub enum ItemRef {
         id: String,
         /// 0 for a leaf.
         depth: u32,
+        /// True when it belongs to the conversation this one replaced (`/new`): rendered with
+        /// `session="previous"`, so the model does not take it for what was said in this one.
+        carried: bool,
+    },
+    /// A raw message of the conversation this one replaced (`/new` with
+    /// `newSessionRetainDepth = -1`): not in this session's branch, so it is sent as stored.
+    Carried {
+        /// Row id in `messages`.
+        id: i64,
     },
 }
 
@@ -92,6 +101,8 @@ pub struct Sizes {
     pub tool_output: u64,
     /// A `<file>` block in a user message (`largeFileThresholdTokens`).
     pub file: u64,
+    /// What a session started over begins with (`newSessionRetainDepth`, see [`carry_over`]).
+    pub retain_depth: i64,
 }
 
 impl Conv {
@@ -123,7 +134,7 @@ pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, E
     let mut stmt = conn
         .prepare(
             "SELECT c.message_id, m.seq, m.raw_json, m.token_count, c.summary_id, s.depth, \
-                    s.token_count \
+                    COALESCE(m.conversation_id, s.conversation_id) \
              FROM context_items c \
              LEFT JOIN messages m ON m.message_id = c.message_id \
              LEFT JOIN summaries s ON s.summary_id = c.summary_id \
@@ -139,14 +150,28 @@ pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, E
                 r.get::<_, Option<i64>>(3)?,
                 r.get::<_, Option<String>>(4)?,
                 r.get::<_, Option<i64>>(5)?,
+                r.get::<_, Option<i64>>(6)?,
             ))
         })
         .map_err(|e| db("load items", e))?;
     let mut items = Vec::new();
     let mut replaced = HashMap::new();
     for row in rows {
-        let (mid, seq, raw, tokens, sid, depth) = row.map_err(|e| db("read an item", e))?;
+        let (mid, seq, raw, tokens, sid, depth, owner) = row.map_err(|e| db("read an item", e))?;
         match (mid, sid) {
+            (Some(mid), _) if owner.is_some_and(|o| o != id) => {
+                let role = raw
+                    .as_deref()
+                    .and_then(|r| serde_json::from_str::<AgentMessage>(r).ok())
+                    .as_ref()
+                    .map(role_of)
+                    .unwrap_or(Role::Other);
+                items.push(Item {
+                    what: ItemRef::Carried { id: mid },
+                    tokens: tokens.unwrap_or(0) as u64,
+                    role,
+                });
+            }
             (Some(mid), _) => {
                 let message = raw
                     .as_deref()
@@ -169,9 +194,14 @@ pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, E
             }
             (None, Some(sid)) => {
                 let depth = depth.unwrap_or(0) as u32;
-                let tokens = crate::render::rendered_tokens(store, &sid)?;
+                let carried = owner.is_some_and(|o| o != id);
+                let tokens = crate::render::rendered_tokens(store, &sid, carried)?;
                 items.push(Item {
-                    what: ItemRef::Summary { id: sid, depth },
+                    what: ItemRef::Summary {
+                        id: sid,
+                        depth,
+                        carried,
+                    },
                     tokens,
                     role: Role::Other,
                 });
@@ -187,14 +217,64 @@ pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, E
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .ok();
+    let stored = last.as_ref().map(|(s, _)| *s as u64 + 1).unwrap_or(0);
+    // A conversation that replaced another and holds nothing yet starts with what it carries
+    // over; a rebuild (which cleared it) carries over again.
+    if items.is_empty()
+        && stored == 0
+        && let Some(previous) = store.previous_of(id)?
+        && carry_over(store, id, previous, sizes.retain_depth)? > 0
+    {
+        return load(store, id, agent, sizes);
+    }
     Ok(Conv {
         id,
         agent: agent.to_string(),
         items,
-        stored: last.as_ref().map(|(s, _)| *s as u64 + 1).unwrap_or(0),
+        stored,
         last_hash: last.and_then(|(_, h)| u64::from_str_radix(&h, 16).ok()),
         replaced,
     })
+}
+
+/// Starts conversation `id` with the context of `previous`, the conversation it replaced
+/// (§2.7 `/new`, reference case §8.17): the summary items of depth `retain_depth` or more, in
+/// their order; with `0` every summary; with `-1` every item, raw messages too (nothing is
+/// dropped from the context). The rows stay where they are and stay searchable through the
+/// lineage ([`Store::lineage`]); only context items are written. Returns how many.
+pub fn carry_over(
+    store: &Store,
+    id: i64,
+    previous: i64,
+    retain_depth: i64,
+) -> Result<usize, EngineError> {
+    // One statement: all of it is written or none.
+    store
+        .conn()
+        .execute(
+            "INSERT INTO context_items (conversation_id, ordinal, message_id, summary_id) \
+             SELECT ?1, ROW_NUMBER() OVER (ORDER BY c.ordinal) - 1, c.message_id, c.summary_id \
+             FROM context_items c LEFT JOIN summaries s ON s.summary_id = c.summary_id \
+             WHERE c.conversation_id = ?2 \
+               AND (?3 < 0 OR (c.summary_id IS NOT NULL AND s.depth >= ?3)) \
+             ORDER BY c.ordinal",
+            params![id, previous, retain_depth],
+        )
+        .map_err(|e| db("carry the previous context over", e))
+}
+
+/// A stored message as the session had it (its raw JSON): how a message carried over from the
+/// conversation this one replaced is sent.
+pub fn stored_message(store: &Store, id: i64) -> Result<AgentMessage, EngineError> {
+    let raw: String = store
+        .conn()
+        .query_row(
+            "SELECT raw_json FROM messages WHERE message_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .map_err(|e| db("read a carried message", e))?;
+    serde_json::from_str(&raw).map_err(|e| db("decode a carried message", e))
 }
 
 /// What [`reconcile`] did.
@@ -229,23 +309,71 @@ pub fn reconcile(
     };
     if !agrees {
         store.clear_conversation(conv.id)?;
-        conv.items.clear();
-        conv.replaced.clear();
-        conv.stored = 0;
-        conv.last_hash = None;
+        // What the conversation carried over from the one it replaced comes back with it.
+        *conv = load(store, conv.id, &conv.agent, sizes)?;
         out.rebuilt = true;
     }
     let start = conv.stored as usize;
     if start >= messages.len() {
         return Ok(out);
     }
+    out.appended = append(
+        store,
+        conv,
+        messages.iter().enumerate().skip(start),
+        sizes,
+        now_ms,
+        original,
+    )?;
+    Ok(out)
+}
+
+/// Stores the turn's answer as soon as the turn ends (`after_turn`), when the message before
+/// it is the newest stored one: the store then holds the whole conversation between turns, not
+/// all but its last answer (what a session started over with `newSessionRetainDepth = -1`
+/// carries, and what recall finds). Anything else waits for the next `assemble`'s
+/// reconciliation with the session. Returns whether it was stored.
+pub fn append_answer(
+    store: &mut Store,
+    conv: &mut Conv,
+    before: &SharedMessage,
+    answer: &SharedMessage,
+    sizes: Sizes,
+    now_ms: u64,
+    original: &dyn Fn(&str) -> Option<String>,
+) -> Result<bool, EngineError> {
+    if conv.stored == 0 || Some(identity(before)?.0) != conv.last_hash {
+        return Ok(false);
+    }
+    let seq = conv.stored as usize;
+    append(
+        store,
+        conv,
+        [(seq, answer)].into_iter(),
+        sizes,
+        now_ms,
+        original,
+    )?;
+    Ok(true)
+}
+
+/// Appends `messages` (each with its position in the session's branch) to the store and the
+/// context, in one transaction; returns how many.
+fn append<'m>(
+    store: &mut Store,
+    conv: &mut Conv,
+    messages: impl Iterator<Item = (usize, &'m SharedMessage)>,
+    sizes: Sizes,
+    now_ms: u64,
+    original: &dyn Fn(&str) -> Option<String>,
+) -> Result<u64, EngineError> {
+    let mut appended = 0;
     let tx = store
         .conn_mut()
         .transaction()
         .map_err(|e| db("begin ingest", e))?;
     let first_ordinal = conv.items.len() as i64;
-    for (ordinal, (seq, message)) in (first_ordinal..).zip(messages.iter().enumerate().skip(start))
-    {
+    for (ordinal, (seq, message)) in (first_ordinal..).zip(messages) {
         let (hash, json) = identity(message)?;
         // A result the host capped is stored with its full original (read back from the
         // host's blob store) as its text: what recall searches and describes. The message as
@@ -360,10 +488,10 @@ pub fn reconcile(
         }
         conv.stored = seq as u64 + 1;
         conv.last_hash = Some(hash);
-        out.appended += 1;
+        appended += 1;
     }
     tx.commit().map_err(|e| db("commit ingest", e))?;
-    Ok(out)
+    Ok(appended)
 }
 
 /// The blob reference of a tool result the host capped ([`rampart_engine_api::message::ORIGINAL_BLOB_KEY`]).

@@ -82,7 +82,7 @@ pub fn summary_prefix_tokens(items: &[Item], tail: usize) -> u64 {
 fn depth(item: &Item) -> Option<u32> {
     match &item.what {
         ItemRef::Summary { depth, .. } => Some(*depth),
-        ItemRef::Message { .. } => None,
+        ItemRef::Message { .. } | ItemRef::Carried { .. } => None,
     }
 }
 
@@ -328,7 +328,7 @@ impl Sweep<'_> {
         let ids: Vec<i64> = self.conv.items[chunk.clone()]
             .iter()
             .filter_map(|i| match i.what {
-                ItemRef::Message { id, .. } => Some(id),
+                ItemRef::Message { id, .. } | ItemRef::Carried { id } => Some(id),
                 ItemRef::Summary { .. } => None,
             })
             .collect();
@@ -537,7 +537,7 @@ impl Sweep<'_> {
         row: SummaryRow,
         message_ids: &[i64],
     ) -> Result<(), EngineError> {
-        let tokens = rampart_engine_api::tokens::estimate_message_tokens(&render(&row));
+        let tokens = rampart_engine_api::tokens::estimate_message_tokens(&render(&row, false));
         let mut items = self.conv.items.clone();
         items.splice(
             range,
@@ -545,6 +545,7 @@ impl Sweep<'_> {
                 what: ItemRef::Summary {
                     id: row.id.clone(),
                     depth: row.depth,
+                    carried: false,
                 },
                 tokens,
                 role: Role::Other,
@@ -612,7 +613,7 @@ impl Sweep<'_> {
                 .map_err(|e| db("prepare writing items", e))?;
             for (ordinal, item) in items.iter().enumerate() {
                 let (m, s) = match &item.what {
-                    ItemRef::Message { id, .. } => (Some(*id), None),
+                    ItemRef::Message { id, .. } | ItemRef::Carried { id } => (Some(*id), None),
                     ItemRef::Summary { id, .. } => (None, Some(id.as_str())),
                 };
                 stmt.execute(params![conv_id, ordinal as i64, m, s])

@@ -18,6 +18,7 @@ fn sum(id: &str, depth: u32, tokens: u64) -> Item {
         what: ItemRef::Summary {
             id: id.into(),
             depth,
+            carried: false,
         },
         tokens,
         role: Role::Other,

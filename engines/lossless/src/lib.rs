@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rampart_engine_api::protocol::{
     AfterTurnParams, AfterTurnResult, AssembleParams, AssembleResult, CompactParams, CompactResult,
-    CompactionOutcome, EngineInfo, Feature, IngestParams, IngestResult, ProtocolInfo,
+    CompactionOutcome, EngineInfo, Feature, IngestParams, IngestResult, ProtocolInfo, SessionRef,
 };
 use rampart_engine_api::tools::{ToolCallParams, ToolCallResult, ToolsListParams, ToolsListResult};
 use rampart_engine_api::{
@@ -111,6 +111,7 @@ impl LosslessEngine {
         conv::Sizes {
             tool_output: self.config.large_tool_output_tokens,
             file: self.config.large_file_threshold_tokens,
+            retain_depth: self.config.new_session_retain_depth,
         }
     }
 
@@ -148,6 +149,26 @@ impl LosslessEngine {
         session_key: Option<&str>,
         f: impl FnOnce(&mut Store, &mut Conv, &mut State) -> Result<R, EngineError>,
     ) -> Result<R, EngineError> {
+        self.with_session(
+            &SessionRef {
+                session_id: session_id.to_string(),
+                session_key: session_key.map(str::to_string),
+                ..SessionRef::default()
+            },
+            f,
+        )
+    }
+
+    /// [`Self::with_conv`] for the session a call names: a session started over
+    /// (`previousSessionId`) gets a new conversation that carries over part of the old one's
+    /// context ([`conv::carry_over`]).
+    pub fn with_session<R>(
+        &self,
+        session: &SessionRef,
+        f: impl FnOnce(&mut Store, &mut Conv, &mut State) -> Result<R, EngineError>,
+    ) -> Result<R, EngineError> {
+        let session_id = session.session_id.as_str();
+        let session_key = session.session_key.as_deref();
         let mut state = self.lock()?;
         let agent = agent_of(session_key);
         let now = self.now();
@@ -174,7 +195,7 @@ impl LosslessEngine {
         let conv = match state.convs.remove(session_id) {
             Some(c) if c.agent == agent => Ok(c),
             _ => store
-                .conversation(session_id, now)
+                .conversation(session_id, session.previous_session_id.as_deref(), now)
                 .and_then(|id| conv::load(&store, id, &agent, self.sizes())),
         };
         let result = conv.and_then(|mut conv| {
@@ -266,61 +287,76 @@ impl ContextEngine for LosslessEngine {
         let budget = p.token_budget.unwrap_or(self.config.default_token_budget);
         let now = self.now();
         let sizes = self.sizes();
-        self.with_conv(
-            &p.session.session_id,
-            p.session.session_key.as_deref(),
-            |store, conv, state| {
-                let done =
-                    conv::reconcile(store, conv, &p.messages, sizes, now, &|r| self.original(r))?;
-                if done.rebuilt {
-                    self.log(
-                        LogLevel::Warn,
-                        "the lossless store disagreed with the session; rebuilt from the session",
-                        serde_json::json!({"session": p.session.session_id}),
-                    );
-                }
-                let tail = tail_start(
-                    &conv.items,
-                    self.config.fresh_tail_count,
-                    self.config.fresh_tail_max_tokens,
+        self.with_session(&p.session, |store, conv, state| {
+            let done =
+                conv::reconcile(store, conv, &p.messages, sizes, now, &|r| self.original(r))?;
+            if done.rebuilt {
+                self.log(
+                    LogLevel::Warn,
+                    "the lossless store disagreed with the session; rebuilt from the session",
+                    serde_json::json!({"session": p.session.session_id}),
                 );
-                let (first, used) = assemble::select(&conv.items, tail, budget);
-                let mut out = Vec::with_capacity(conv.items.len() - first);
-                for item in &conv.items[first..] {
-                    match &item.what {
-                        ItemRef::Message { seq, .. } => match conv
-                            .replaced
-                            .get(seq)
-                            .or_else(|| p.messages.get(*seq as usize))
-                        {
-                            Some(m) => out.push(m.clone()),
-                            None => {
-                                return Err(db(
-                                    "assemble",
-                                    format!("message {seq} is not in the session's branch"),
-                                ));
-                            }
-                        },
-                        ItemRef::Summary { id, .. } => {
-                            let message = match state.rendered.get(id) {
-                                Some(m) => m.clone(),
-                                None => {
-                                    let m = Arc::new(render::render(&render::summary(store, id)?));
-                                    state.rendered.insert(id.clone(), m.clone());
-                                    m
-                                }
-                            };
-                            out.push(message);
+            }
+            let tail = tail_start(
+                &conv.items,
+                self.config.fresh_tail_count,
+                self.config.fresh_tail_max_tokens,
+            );
+            let (first, used) = assemble::select(&conv.items, tail, budget);
+            let mut out = Vec::with_capacity(conv.items.len() - first);
+            for item in &conv.items[first..] {
+                match &item.what {
+                    ItemRef::Message { seq, .. } => match conv
+                        .replaced
+                        .get(seq)
+                        .or_else(|| p.messages.get(*seq as usize))
+                    {
+                        Some(m) => out.push(m.clone()),
+                        None => {
+                            return Err(db(
+                                "assemble",
+                                format!("message {seq} is not in the session's branch"),
+                            ));
                         }
+                    },
+                    ItemRef::Summary { id, carried, .. } => {
+                        // A carried summary renders apart (it says so), under its own key.
+                        let key = if *carried {
+                            format!("previous:{id}")
+                        } else {
+                            id.clone()
+                        };
+                        let message = match state.rendered.get(&key) {
+                            Some(m) => m.clone(),
+                            None => {
+                                let row = render::summary(store, id)?;
+                                let m = Arc::new(render::render(&row, *carried));
+                                state.rendered.insert(key, m.clone());
+                                m
+                            }
+                        };
+                        out.push(message);
+                    }
+                    ItemRef::Carried { id } => {
+                        let key = format!("msg#{id}");
+                        let message = match state.rendered.get(&key) {
+                            Some(m) => m.clone(),
+                            None => {
+                                let m = Arc::new(conv::stored_message(store, *id)?);
+                                state.rendered.insert(key, m.clone());
+                                m
+                            }
+                        };
+                        out.push(message);
                     }
                 }
-                Ok(AssembleResult {
-                    messages: out.into(),
-                    estimated_tokens: used,
-                    system_prompt_addition: None,
-                })
-            },
-        )
+            }
+            Ok(AssembleResult {
+                messages: out.into(),
+                estimated_tokens: used,
+                system_prompt_addition: None,
+            })
+        })
     }
 
     /// The recall tools, in every session: the same three whether or not anything was
@@ -345,11 +381,9 @@ impl ContextEngine for LosslessEngine {
         if !tools::specs().iter().any(|t| t.name == p.name) {
             return tools::call_unknown(&p.name);
         }
-        self.with_conv(
-            &p.session.session_id,
-            p.session.session_key.as_deref(),
-            |store, conv, _state| tools::call(store, conv.id, &p.name, &p.arguments),
-        )
+        self.with_session(&p.session, |store, conv, _state| {
+            tools::call(store, conv.id, &p.name, &p.arguments)
+        })
     }
 
     fn after_turn(
@@ -362,50 +396,59 @@ impl ContextEngine for LosslessEngine {
         }
         let budget = p.token_budget.unwrap_or(self.config.default_token_budget);
         let session = p.session.session_id.clone();
-        self.with_conv(
-            &session,
-            p.session.session_key.as_deref(),
-            |store, conv, state| {
-                // lossless-claw's trigger: the stored count or what the host saw the request
-                // hold (system prompt and tool schemas included), whichever is larger.
-                let observed = p
-                    .runtime_context
-                    .get("promptTokens")
-                    .and_then(serde_json::Value::as_u64)
-                    .unwrap_or(0);
-                if conv.stored_tokens().max(observed) <= self.config.threshold_tokens(budget) {
-                    return Ok(AfterTurnResult {});
-                }
-                let ordinary = SweepBounds::ordinary(budget);
-                let swept = self.sweep(cx, &session, store, conv, state, ordinary)?;
-                // Still over the sweep target: the fresh tail is most of the context (a long
-                // tool loop in one user turn, or a tail of 64 messages in a small window).
-                // Summarise its older part now, once, down to the target, rather than sweep
-                // again at the next turn's crossing or let the assembler drop the oldest item
-                // from the front of every request (each a prompt-cache break).
-                let target = self.config.sweep_target_tokens(budget);
-                if swept.stopped.is_none()
-                    && target < self.config.threshold_tokens(budget)
-                    && conv.stored_tokens() > target
-                {
-                    let half = (target / 2).max(1);
-                    let pressed = SweepBounds {
-                        budget,
-                        pressed_tail: Some(half),
-                        prefix_target: Some(half),
-                    };
-                    let round = self.sweep(cx, &session, store, conv, state, pressed)?;
-                    self.log(
-                        LogLevel::Debug,
-                        "a sweep left the context over its target; the older part of the fresh tail \
+        self.with_session(&p.session, |store, conv, state| {
+            // The answer joins the store now (lossless-claw's afterTurn ingests the turn),
+            // when the request ended with the newest stored message.
+            if let [.., before, answer] = &p.messages[..] {
+                conv::append_answer(
+                    store,
+                    conv,
+                    before,
+                    answer,
+                    self.sizes(),
+                    self.now(),
+                    &|r| self.original(r),
+                )?;
+            }
+            // lossless-claw's trigger: the stored count or what the host saw the request
+            // hold (system prompt and tool schemas included), whichever is larger.
+            let observed = p
+                .runtime_context
+                .get("promptTokens")
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0);
+            if conv.stored_tokens().max(observed) <= self.config.threshold_tokens(budget) {
+                return Ok(AfterTurnResult {});
+            }
+            let ordinary = SweepBounds::ordinary(budget);
+            let swept = self.sweep(cx, &session, store, conv, state, ordinary)?;
+            // Still over the sweep target: the fresh tail is most of the context (a long
+            // tool loop in one user turn, or a tail of 64 messages in a small window).
+            // Summarise its older part now, once, down to the target, rather than sweep
+            // again at the next turn's crossing or let the assembler drop the oldest item
+            // from the front of every request (each a prompt-cache break).
+            let target = self.config.sweep_target_tokens(budget);
+            if swept.stopped.is_none()
+                && target < self.config.threshold_tokens(budget)
+                && conv.stored_tokens() > target
+            {
+                let half = (target / 2).max(1);
+                let pressed = SweepBounds {
+                    budget,
+                    pressed_tail: Some(half),
+                    prefix_target: Some(half),
+                };
+                let round = self.sweep(cx, &session, store, conv, state, pressed)?;
+                self.log(
+                    LogLevel::Debug,
+                    "a sweep left the context over its target; the older part of the fresh tail \
                          was summarised down to it",
-                        serde_json::json!({"session": session, "before": round.tokens_before,
+                    serde_json::json!({"session": session, "before": round.tokens_before,
                             "after": round.tokens_after, "target": target}),
-                    );
-                }
-                Ok(AfterTurnResult {})
-            },
-        )
+                );
+            }
+            Ok(AfterTurnResult {})
+        })
     }
 
     fn compact(
@@ -420,81 +463,77 @@ impl ContextEngine for LosslessEngine {
         let now = self.now();
         let sizes = self.sizes();
         let session = p.session.session_id.clone();
-        self.with_conv(
-            &session,
-            p.session.session_key.as_deref(),
-            |store, conv, state| {
-                if !p.messages.is_empty() {
-                    conv::reconcile(store, conv, &p.messages, sizes, now, &|r| self.original(r))?;
+        self.with_session(&p.session, |store, conv, state| {
+            if !p.messages.is_empty() {
+                conv::reconcile(store, conv, &p.messages, sizes, now, &|r| self.original(r))?;
+            }
+            let before = conv.stored_tokens();
+            let observed = p
+                .current_token_count
+                .unwrap_or(if p.force { budget } else { before })
+                .max(before);
+            let threshold = self.config.threshold_tokens(budget);
+            if !p.force && observed <= threshold {
+                return Ok(CompactResult {
+                    ok: true,
+                    compacted: false,
+                    reason: Some(format!(
+                        "{observed} tokens are within the threshold of {threshold}"
+                    )),
+                    result: None,
+                });
+            }
+            if p.force {
+                state.guards.clear_spend(&session);
+            }
+            let (mut leaves, mut condensed, mut stopped) = (0, 0, None);
+            // Overflow recovery may summarise inside the fresh tail once the ordinary
+            // tail alone keeps the context over the threshold: then the tail is cut to
+            // half the threshold ([`dag::pressed_tail_start`]).
+            let mut pressed_tail = None;
+            for _ in 0..MAX_OVERFLOW_ROUNDS {
+                let bounds = SweepBounds {
+                    budget,
+                    pressed_tail,
+                    prefix_target: None,
+                };
+                let round = self.sweep(cx, &session, store, conv, state, bounds)?;
+                leaves += round.leaves;
+                condensed += round.condensed;
+                let progress = round.tokens_after < round.tokens_before;
+                stopped = round.stopped;
+                if conv.stored_tokens() <= threshold {
+                    break;
                 }
-                let before = conv.stored_tokens();
-                let observed = p
-                    .current_token_count
-                    .unwrap_or(if p.force { budget } else { before })
-                    .max(before);
-                let threshold = self.config.threshold_tokens(budget);
-                if !p.force && observed <= threshold {
-                    return Ok(CompactResult {
-                        ok: true,
-                        compacted: false,
-                        reason: Some(format!(
-                            "{observed} tokens are within the threshold of {threshold}"
-                        )),
-                        result: None,
-                    });
-                }
-                if p.force {
-                    state.guards.clear_spend(&session);
-                }
-                let (mut leaves, mut condensed, mut stopped) = (0, 0, None);
-                // Overflow recovery may summarise inside the fresh tail once the ordinary
-                // tail alone keeps the context over the threshold: then the tail is cut to
-                // half the threshold ([`dag::pressed_tail_start`]).
-                let mut pressed_tail = None;
-                for _ in 0..MAX_OVERFLOW_ROUNDS {
-                    let bounds = SweepBounds {
-                        budget,
-                        pressed_tail,
-                        prefix_target: None,
-                    };
-                    let round = self.sweep(cx, &session, store, conv, state, bounds)?;
-                    leaves += round.leaves;
-                    condensed += round.condensed;
-                    let progress = round.tokens_after < round.tokens_before;
-                    stopped = round.stopped;
-                    if conv.stored_tokens() <= threshold {
-                        break;
+                if !progress {
+                    if p.force && pressed_tail.is_none() && stopped.is_none() {
+                        pressed_tail = Some((threshold / 2).max(1));
+                        continue;
                     }
-                    if !progress {
-                        if p.force && pressed_tail.is_none() && stopped.is_none() {
-                            pressed_tail = Some((threshold / 2).max(1));
-                            continue;
-                        }
-                        break;
-                    }
+                    break;
                 }
-                let after = conv.stored_tokens();
-                let compacted = after < before;
-                Ok(CompactResult {
-                    ok: compacted || stopped.is_none(),
-                    compacted,
-                    reason: if compacted {
-                        None
-                    } else {
-                        Some(stopped.unwrap_or_else(|| {
-                            "nothing outside the fresh tail to summarise".to_string()
-                        }))
-                    },
-                    result: compacted.then(|| CompactionOutcome {
-                        summary: None,
-                        first_kept_entry_id: None,
-                        tokens_before: before,
-                        tokens_after: Some(after),
-                        details: serde_json::json!({"leaves": leaves, "condensed": condensed}),
-                    }),
-                })
-            },
-        )
+            }
+            let after = conv.stored_tokens();
+            let compacted = after < before;
+            Ok(CompactResult {
+                ok: compacted || stopped.is_none(),
+                compacted,
+                reason: if compacted {
+                    None
+                } else {
+                    Some(stopped.unwrap_or_else(|| {
+                        "nothing outside the fresh tail to summarise".to_string()
+                    }))
+                },
+                result: compacted.then(|| CompactionOutcome {
+                    summary: None,
+                    first_kept_entry_id: None,
+                    tokens_before: before,
+                    tokens_after: Some(after),
+                    details: serde_json::json!({"leaves": leaves, "condensed": condensed}),
+                }),
+            })
+        })
     }
 }
 

@@ -7,7 +7,7 @@ use rampart_engine_api::{AgentMessage, MessageList, SharedMessage};
 use rampart_engine_test::{FakeHost, Harness, build};
 
 use super::*;
-use crate::recall::{Description, Mode, describe, expand, search};
+use crate::recall::{Description, Mode, Scope, describe, expand, search};
 
 fn engine(dir: &std::path::Path, extra: serde_json::Value) -> LosslessEngine {
     let mut config = serde_json::json!({
@@ -141,7 +141,14 @@ fn a_sweep_past_the_threshold_summarises_outside_the_tail_and_keeps_every_messag
                 .unwrap();
             assert_eq!(count - 1, max);
             assert_eq!(count as usize, conv.items.len());
-            let hits = search(store, conv.id, "TOPIC_0", Mode::Substring, 10).unwrap();
+            let hits = search(
+                store,
+                &Scope::of(store, conv.id).unwrap(),
+                "TOPIC_0",
+                Mode::Substring,
+                10,
+            )
+            .unwrap();
             assert_eq!(hits.len(), 1, "summarised messages are still found");
             Ok(())
         })
@@ -176,7 +183,7 @@ fn a_leaf_records_its_sources_time_range_and_tokens() {
             let id = &id;
             let Some(Description::Summary {
                 row, message_ids, ..
-            }) = describe(store, conv.id, id, 1_000).unwrap()
+            }) = describe(store, &Scope::of(store, conv.id).unwrap(), id, 1_000).unwrap()
             else {
                 panic!("no description")
             };
@@ -202,7 +209,7 @@ fn a_leaf_records_its_sources_time_range_and_tokens() {
             assert_eq!(row.source_message_token_count, tokens as u64);
             assert_eq!(row.descendant_count, 0);
             assert_eq!(
-                describe(store, conv.id + 1, id, 10).unwrap(),
+                describe(store, &Scope::from_ids(vec![conv.id + 1]), id, 10).unwrap(),
                 None,
                 "other scope"
             );
@@ -251,7 +258,7 @@ fn condensed_nodes_carry_their_descendants() {
             );
             assert_eq!(row.earliest_at, sources.iter().map(|s| s.earliest_at).min().unwrap());
             assert_eq!(row.latest_at, sources.iter().map(|s| s.latest_at).max().unwrap());
-            let e = expand(store, conv.id, &id, 3, true, 1_000_000).unwrap().unwrap();
+            let e = expand(store, &Scope::of(store, conv.id).unwrap(), &id, 3, true, 1_000_000).unwrap().unwrap();
             assert!(e.nodes.iter().any(|n| n.id.starts_with("msg#")));
             assert!(!e.truncated);
             Ok(())
@@ -371,7 +378,7 @@ fn a_large_tool_output_is_stored_aside() {
                 truncated,
                 byte_size,
                 ..
-            }) = describe(store, conv.id, &id, 1_024).unwrap()
+            }) = describe(store, &Scope::of(store, conv.id).unwrap(), &id, 1_024).unwrap()
             else {
                 panic!("no file")
             };
@@ -393,11 +400,43 @@ fn search_refuses_regex_in_full_text_mode() {
     assemble(&h, &history(3), 100_000);
     h.engine()
         .with_conv("s1", None, |store, conv, _| {
-            let e = search(store, conv.id, "a|b", Mode::FullText, 10).unwrap_err();
+            let e = search(
+                store,
+                &Scope::of(store, conv.id).unwrap(),
+                "a|b",
+                Mode::FullText,
+                10,
+            )
+            .unwrap_err();
             assert!(e.message.contains("substring mode"), "{e}");
-            assert!(search(store, conv.id, "question", Mode::FullText, 0).is_err());
-            assert!(search(store, conv.id, "question", Mode::FullText, 201).is_err());
-            let hits = search(store, conv.id, "question", Mode::FullText, 200).unwrap();
+            assert!(
+                search(
+                    store,
+                    &Scope::of(store, conv.id).unwrap(),
+                    "question",
+                    Mode::FullText,
+                    0
+                )
+                .is_err()
+            );
+            assert!(
+                search(
+                    store,
+                    &Scope::of(store, conv.id).unwrap(),
+                    "question",
+                    Mode::FullText,
+                    201
+                )
+                .is_err()
+            );
+            let hits = search(
+                store,
+                &Scope::of(store, conv.id).unwrap(),
+                "question",
+                Mode::FullText,
+                200,
+            )
+            .unwrap();
             assert_eq!(hits.len(), 3);
             Ok(())
         })
@@ -625,4 +664,216 @@ fn a_large_file_in_a_user_message_is_stored_aside_and_sent_as_a_reference() {
             .unwrap();
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Session `old`'s conversation with the context of §8.17: `[d3, d2, d1, d0, m…]` (summaries
+/// written straight into the store, the messages through `assemble`).
+fn previous_context(h: &Harness<LosslessEngine>, old: &[SharedMessage]) {
+    let mut p = AssembleParams {
+        messages: MessageList::from(old.to_vec()),
+        token_budget: Some(1_000_000),
+        ..Default::default()
+    };
+    p.session.session_id = "old".into();
+    let _: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
+    h.engine()
+        .with_conv("old", None, |store, conv, _| {
+            let conn = store.conn();
+            for depth in 0..4 {
+                let id = format!("sum_d{depth}");
+                conn.execute(
+                    "INSERT INTO summaries (summary_id, conversation_id, kind, depth, content, \
+                     token_count, earliest_at, latest_at, descendant_count, \
+                     descendant_token_count, source_message_token_count, level, model, \
+                     created_at) VALUES (?1, ?2, ?3, ?4, ?5, 10, 0, 0, 0, 0, 0, 'normal', '', 0)",
+                    rusqlite::params![
+                        id,
+                        conv.id,
+                        if depth == 0 { "leaf" } else { "condensed" },
+                        depth,
+                        format!("depth {depth} recollection of MARKER_{depth}")
+                    ],
+                )
+                .unwrap();
+                conn.execute(
+                    "INSERT INTO summaries_fts (summary_id, content) VALUES (?1, ?2)",
+                    rusqlite::params![id, format!("depth {depth} recollection of MARKER_{depth}")],
+                )
+                .unwrap();
+            }
+            // Two steps: the primary key is checked row by row.
+            for shift in ["-ordinal - 1", "-ordinal + 3"] {
+                conn.execute(
+                    &format!(
+                        "UPDATE context_items SET ordinal = {shift} WHERE conversation_id = ?1"
+                    ),
+                    [conv.id],
+                )
+                .unwrap();
+            }
+            for (ordinal, depth) in [3, 2, 1, 0].into_iter().enumerate() {
+                conn.execute(
+                    "INSERT INTO context_items (conversation_id, ordinal, summary_id) \
+                     VALUES (?1, ?2, ?3)",
+                    rusqlite::params![conv.id, ordinal as i64, format!("sum_d{depth}")],
+                )
+                .unwrap();
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// The first request of session `new`, started over from `old` (`previousSessionId`).
+fn first_request_after_new(h: &Harness<LosslessEngine>, messages: &[SharedMessage]) -> Vec<String> {
+    let mut p = AssembleParams {
+        messages: MessageList::from(messages.to_vec()),
+        token_budget: Some(1_000_000),
+        ..Default::default()
+    };
+    p.session.session_id = "new".into();
+    p.session.previous_session_id = Some("old".into());
+    let r: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
+    r.messages
+        .iter()
+        .map(|m| {
+            let text = crate::conv::flat_text(m);
+            match text.find("id=\"sum_d") {
+                Some(at) => {
+                    assert!(
+                        text.contains("session=\"previous\""),
+                        "a carried summary says where it comes from: {text}"
+                    );
+                    text[at + 4..at + 10].to_string()
+                }
+                None => text.chars().take(12).collect(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_session_started_over_keeps_the_deep_summaries_and_can_search_everything() {
+    // §8.17: [d3, d2, d1, d0, m1…mN] with newSessionRetainDepth 2 becomes [d3, d2].
+    let dir = temp("new-2");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+    let old = history(3);
+    previous_context(&h, &old);
+    let fresh = vec![Arc::new(AgentMessage::user_text(
+        "starting over",
+        1_800_000_000_000,
+    ))];
+    assert_eq!(
+        first_request_after_new(&h, &fresh),
+        ["sum_d3", "sum_d2", "starting ove"]
+    );
+    // Every row stays searchable from the new session: the old messages and the summaries it
+    // did not carry.
+    let new_conv = h
+        .engine()
+        .with_conv("new", None, |_, c, _| Ok(c.id))
+        .unwrap();
+    let answer = |pattern: &str| {
+        h.engine()
+            .with_conv("new", None, |store, _, _| {
+                tools::call(
+                    store,
+                    new_conv,
+                    tools::GREP,
+                    &serde_json::json!({"pattern": pattern}),
+                )
+            })
+            .unwrap()
+    };
+    let text = |r: ToolCallResult| serde_json::to_string(&r).unwrap();
+    assert!(text(answer("TOPIC_1")).contains("msg#"), "an old message");
+    assert!(
+        text(answer("MARKER_0")).contains("sum_d0"),
+        "an uncarried summary"
+    );
+    let d0 = h
+        .engine()
+        .with_conv("new", None, |store, _, _| {
+            tools::call(
+                store,
+                new_conv,
+                tools::DESCRIBE,
+                &serde_json::json!({"id": "sum_d0"}),
+            )
+        })
+        .unwrap();
+    assert!(text(d0).contains("MARKER_0"));
+    // A session that did not start over from `old` reaches none of it.
+    let mut p = AssembleParams {
+        messages: MessageList::from(fresh.clone()),
+        token_budget: Some(1_000_000),
+        ..Default::default()
+    };
+    p.session.session_id = "unrelated".into();
+    let r: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
+    assert_eq!(r.messages.len(), 1);
+    let other = h
+        .engine()
+        .with_conv("unrelated", None, |store, c, _| {
+            tools::call(
+                store,
+                c.id,
+                tools::GREP,
+                &serde_json::json!({"pattern": "MARKER_0"}),
+            )
+        })
+        .unwrap();
+    assert!(!text(other).contains("sum_d0"));
+
+    // The store disagrees with the session (a branch switch): the conversation is rebuilt
+    // from the session, and what it carried over comes back with it.
+    let switched = vec![Arc::new(AgentMessage::user_text(
+        "another start",
+        1_800_000_000_001,
+    ))];
+    assert_eq!(
+        first_request_after_new(&h, &switched),
+        ["sum_d3", "sum_d2", "another star"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn retain_depth_zero_keeps_every_summary_and_minus_one_keeps_the_whole_context() {
+    let fresh = vec![Arc::new(AgentMessage::user_text(
+        "starting over",
+        1_800_000_000_000,
+    ))];
+    let old = history(2);
+
+    let dir = temp("new-0");
+    let host = FakeHost::new();
+    let h = Harness::new(
+        engine(&dir, serde_json::json!({"newSessionRetainDepth": 0})),
+        &host,
+    );
+    previous_context(&h, &old);
+    assert_eq!(
+        first_request_after_new(&h, &fresh),
+        ["sum_d3", "sum_d2", "sum_d1", "sum_d0", "starting ove"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let dir = temp("new-all");
+    let h = Harness::new(
+        engine(&dir, serde_json::json!({"newSessionRetainDepth": -1})),
+        &host,
+    );
+    previous_context(&h, &old);
+    let sent = first_request_after_new(&h, &fresh);
+    assert_eq!(sent.len(), 4 + old.len() + 1, "{sent:?}");
+    assert_eq!(&sent[..4], ["sum_d3", "sum_d2", "sum_d1", "sum_d0"]);
+    assert!(sent[4].starts_with("question 0"), "{sent:?}");
+    assert_eq!(sent.last().unwrap(), "starting ove");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Below -1 is refused, naming the key.
+    let e = Config::from_json(&serde_json::json!({"newSessionRetainDepth": -2})).unwrap_err();
+    assert!(e.message.contains("newSessionRetainDepth"), "{}", e.message);
 }

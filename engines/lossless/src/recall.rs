@@ -2,13 +2,47 @@
 //! ready to be exposed as model tools once the engine API carries engine tools.
 //!
 //! Why scoped to one conversation: an id from elsewhere answers "not found in this scope",
-//! so a tool can never read another session's history by guessing ids (§6.4, §8.20).
+//! so a tool can never read another session's history by guessing ids (§6.4, §8.20). The one
+//! widening is the conversation's own lineage: a session started over (`/new`) reaches the
+//! sessions it replaced, whose summaries it may carry ([`Scope`], §8.17: every row remains
+//! searchable).
 
 use rampart_engine_api::EngineError;
 use rusqlite::params;
 
 use crate::render::{SummaryRow, find_summary};
 use crate::store::{Store, db};
+
+/// The conversations a recall reaches: the calling one and those it replaced by `/new`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scope {
+    ids: Vec<i64>,
+    /// `ids` as the JSON array SQLite's `json_each` reads.
+    json: String,
+}
+
+impl Scope {
+    /// The scope of `conversation` in `store` ([`Store::lineage`]).
+    pub fn of(store: &Store, conversation: i64) -> Result<Self, EngineError> {
+        Ok(Self::from_ids(store.lineage(conversation)?))
+    }
+
+    /// A scope of exactly these conversations.
+    pub fn from_ids(ids: Vec<i64>) -> Self {
+        let json = serde_json::to_string(&ids).unwrap_or_else(|_| "[]".into());
+        Self { ids, json }
+    }
+
+    /// Whether rows of `conversation` are in reach.
+    pub fn contains(&self, conversation: i64) -> bool {
+        self.ids.contains(&conversation)
+    }
+
+    /// The bound parameter for `conversation_id IN (SELECT value FROM json_each(?))`.
+    pub fn sql(&self) -> &str {
+        &self.json
+    }
+}
 
 /// How [`search`] matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +132,7 @@ fn terms(pattern: &str, mode: Mode) -> Vec<String> {
 /// FTS would silently match something else (§6.14).
 pub fn search(
     store: &Store,
-    conversation: i64,
+    scope: &Scope,
     pattern: &str,
     mode: Mode,
     limit: usize,
@@ -138,12 +172,12 @@ pub fn search(
                 .prepare_cached(
                     "SELECT m.message_id, m.role, m.content FROM messages_fts f \
                      JOIN messages m ON m.message_id = f.rowid \
-                     WHERE messages_fts MATCH ?1 AND m.conversation_id = ?2 \
+                     WHERE messages_fts MATCH ?1 AND m.conversation_id IN (SELECT value FROM json_each(?2)) \
                      ORDER BY m.seq DESC LIMIT ?3",
                 )
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
-                .query_map(params![query, conversation, limit as i64], |r| {
+                .query_map(params![query, scope.sql(), limit as i64], |r| {
                     let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
                     Ok(Hit {
                         id: format!("msg#{}", r.get::<_, i64>(0)?),
@@ -160,12 +194,12 @@ pub fn search(
                 .prepare_cached(
                     "SELECT s.summary_id, s.kind, s.content FROM summaries_fts f \
                      JOIN summaries s ON s.summary_id = f.summary_id \
-                     WHERE summaries_fts MATCH ?1 AND s.conversation_id = ?2 \
+                     WHERE summaries_fts MATCH ?1 AND s.conversation_id IN (SELECT value FROM json_each(?2)) \
                      ORDER BY s.latest_at DESC LIMIT ?3",
                 )
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
-                .query_map(params![query, conversation, limit as i64], |r| {
+                .query_map(params![query, scope.sql(), limit as i64], |r| {
                     let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
                     Ok(Hit {
                         id: r.get(0)?,
@@ -182,12 +216,13 @@ pub fn search(
         Mode::Substring => {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT message_id, role, content FROM messages WHERE conversation_id = ?1 \
+                    "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
+                     (SELECT value FROM json_each(?1)) \
                      AND instr(lower(content), lower(?2)) > 0 ORDER BY seq DESC LIMIT ?3",
                 )
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
-                .query_map(params![conversation, pattern, limit as i64], |r| {
+                .query_map(params![scope.sql(), pattern, limit as i64], |r| {
                     let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
                     Ok(Hit {
                         id: format!("msg#{}", r.get::<_, i64>(0)?),
@@ -235,11 +270,11 @@ pub enum Description {
     },
 }
 
-/// Describes a `sum_…` or `file_…` id of `conversation`; `None` means "not found in this
-/// scope" (unknown, or another conversation's).
+/// Describes a `sum_…` or `file_…` id in `scope`; `None` means "not found in this scope"
+/// (unknown, or another conversation's).
 pub fn describe(
     store: &Store,
-    conversation: i64,
+    scope: &Scope,
     id: &str,
     max_bytes: usize,
 ) -> Result<Option<Description>, EngineError> {
@@ -249,8 +284,8 @@ pub fn describe(
         let row: Option<FileRow> = conn
             .query_row(
                 "SELECT tool_name, byte_size, content, file_name, mime_type FROM large_files \
-                 WHERE file_id = ?1 AND conversation_id = ?2",
-                params![id, conversation],
+                 WHERE file_id = ?1 AND conversation_id IN (SELECT value FROM json_each(?2))",
+                params![id, scope.sql()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
             .ok();
@@ -269,7 +304,7 @@ pub fn describe(
             }
         }));
     }
-    let Some(row) = find_summary(store, id)?.filter(|r| r.conversation_id == conversation) else {
+    let Some(row) = find_summary(store, id)?.filter(|r| scope.contains(r.conversation_id)) else {
         return Ok(None);
     };
     let consumers = column(
@@ -335,13 +370,13 @@ pub struct Expansion {
 /// when the id is not in this conversation.
 pub fn expand(
     store: &Store,
-    conversation: i64,
+    scope: &Scope,
     id: &str,
     max_depth: u32,
     include_messages: bool,
     token_cap: u64,
 ) -> Result<Option<Expansion>, EngineError> {
-    let Some(root) = find_summary(store, id)?.filter(|r| r.conversation_id == conversation) else {
+    let Some(root) = find_summary(store, id)?.filter(|r| scope.contains(r.conversation_id)) else {
         return Ok(None);
     };
     let mut out = Expansion::default();

@@ -96,15 +96,18 @@ pub fn summary(store: &Store, id: &str) -> Result<SummaryRow, EngineError> {
     find_summary(store, id)?.ok_or_else(|| db("read a summary", format!("{id} is missing")))
 }
 
-/// The text the model sees for a summary.
-pub fn render_text(row: &SummaryRow) -> String {
+/// The text the model sees for a summary; one `carried` over from the session this one
+/// replaced (`/new`) says so (`session="previous"`, §6.15: stale summaries were taken for
+/// current ones).
+pub fn render_text(row: &SummaryRow, carried: bool) -> String {
     let mut out = format!(
-        "<summary id=\"{}\" kind=\"{}\" depth=\"{}\" descendant_count=\"{}\" trust=\"untrusted\" \
+        "<summary id=\"{}\" kind=\"{}\" depth=\"{}\" descendant_count=\"{}\" trust=\"untrusted\"{} \
          earliest_at=\"{}\" latest_at=\"{}\">\n",
         row.id,
         row.kind,
         row.depth,
         row.descendant_count,
+        if carried { " session=\"previous\"" } else { "" },
         utc_minute(row.earliest_at),
         utc_minute(row.latest_at)
     );
@@ -123,13 +126,16 @@ pub fn render_text(row: &SummaryRow) -> String {
 
 /// The message the model sees for a summary: a user message stamped with the summary's
 /// newest source time (stable, unlike the time it was written).
-pub fn render(row: &SummaryRow) -> AgentMessage {
-    AgentMessage::user_text(render_text(row), row.latest_at)
+pub fn render(row: &SummaryRow, carried: bool) -> AgentMessage {
+    AgentMessage::user_text(render_text(row, carried), row.latest_at)
 }
 
 /// Estimated tokens of a summary as rendered.
-pub fn rendered_tokens(store: &Store, id: &str) -> Result<u64, EngineError> {
-    Ok(estimate_message_tokens(&render(&summary(store, id)?)))
+pub fn rendered_tokens(store: &Store, id: &str, carried: bool) -> Result<u64, EngineError> {
+    Ok(estimate_message_tokens(&render(
+        &summary(store, id)?,
+        carried,
+    )))
 }
 
 #[cfg(test)]

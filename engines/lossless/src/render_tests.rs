@@ -26,10 +26,10 @@ fn condensed() -> SummaryRow {
 #[test]
 fn a_condensed_summary_renders_as_an_untrusted_user_message() {
     let row = condensed();
-    let message = render(&row);
+    let message = render(&row, false);
     assert!(matches!(message, AgentMessage::User(_)));
     assert_eq!(
-        render_text(&row),
+        render_text(&row, false),
         "<summary id=\"sum_00000000000000d1\" kind=\"condensed\" depth=\"1\" \
          descendant_count=\"8\" trust=\"untrusted\" earliest_at=\"2024-02-29T13:45Z\" \
          latest_at=\"2024-02-29T14:45Z\">\n<parents><summary_ref id=\"sum_a\"/><summary_ref \
@@ -37,11 +37,11 @@ fn a_condensed_summary_renders_as_an_untrusted_user_message() {
          b&lt;/b&gt; &quot;quoted&quot;</content>\n</summary>"
     );
     assert_eq!(
-        serde_json::to_string(&render(&row)).unwrap(),
+        serde_json::to_string(&render(&row, false)).unwrap(),
         serde_json::to_string(&message).unwrap(),
         "stable bytes: the cached prefix holds"
     );
     let mut leaf = row;
     leaf.sources.clear();
-    assert!(!render_text(&leaf).contains("<parents>"));
+    assert!(!render_text(&leaf, false).contains("<parents>"));
 }

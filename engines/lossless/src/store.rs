@@ -11,7 +11,7 @@ use rampart_engine_api::{EngineError, ErrorKind};
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// The schema version this build writes; migrations bring older files up to it.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration steps, index `i` takes a database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -100,7 +100,15 @@ CREATE VIRTUAL TABLE summaries_fts USING fts5(summary_id UNINDEXED, content, tok
 ALTER TABLE large_files ADD COLUMN file_name TEXT;
 ALTER TABLE large_files ADD COLUMN mime_type TEXT;
 "#,
+    // A session started over (`/new`) names the one it replaced: its conversation starts with
+    // what it carries over, and recall reaches back into the old one.
+    r#"
+ALTER TABLE conversations ADD COLUMN previous_id INTEGER REFERENCES conversations(conversation_id);
+"#,
 ];
+
+/// The most conversations one recall reaches back through (`/new` after `/new` …).
+const MAX_LINEAGE: usize = 64;
 
 /// A database error, named by what was being done.
 pub fn db(what: &str, e: impl std::fmt::Display) -> EngineError {
@@ -225,7 +233,14 @@ impl Store {
     }
 
     /// The conversation of `session_id`, created on demand (§6.7: never "no conversation").
-    pub fn conversation(&self, session_id: &str, now_ms: u64) -> Result<i64, EngineError> {
+    /// A new one for a session started over records the conversation of `previous_session`
+    /// (when this store holds it) as its predecessor.
+    pub fn conversation(
+        &self,
+        session_id: &str,
+        previous_session: Option<&str>,
+        now_ms: u64,
+    ) -> Result<i64, EngineError> {
         let found: Option<i64> = self
             .conn
             .query_row(
@@ -238,13 +253,54 @@ impl Store {
         if let Some(id) = found {
             return Ok(id);
         }
+        let previous: Option<i64> = match previous_session.filter(|p| *p != session_id) {
+            Some(previous) => self
+                .conn
+                .query_row(
+                    "SELECT conversation_id FROM conversations WHERE session_id = ?1",
+                    [previous],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| db("find the previous conversation", e))?,
+            None => None,
+        };
         self.conn
             .execute(
-                "INSERT INTO conversations (session_id, created_at) VALUES (?1, ?2)",
-                params![session_id, now_ms as i64],
+                "INSERT INTO conversations (session_id, created_at, previous_id) VALUES (?1, ?2, ?3)",
+                params![session_id, now_ms as i64, previous],
             )
             .map_err(|e| db("create the conversation", e))?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The conversation `conversation` replaced (`/new`), if any.
+    pub fn previous_of(&self, conversation: i64) -> Result<Option<i64>, EngineError> {
+        self.conn
+            .query_row(
+                "SELECT previous_id FROM conversations WHERE conversation_id = ?1",
+                [conversation],
+                |r| r.get(0),
+            )
+            .optional()
+            .map(Option::flatten)
+            .map_err(|e| db("read the previous conversation", e))
+    }
+
+    /// `conversation` and the ones it replaced, newest first: what its recall reaches. Bounded
+    /// and cycle-safe (a damaged table never loops).
+    pub fn lineage(&self, conversation: i64) -> Result<Vec<i64>, EngineError> {
+        let mut out = vec![conversation];
+        while out.len() < MAX_LINEAGE {
+            let Some(previous) = self.previous_of(out[out.len() - 1])? else {
+                break;
+            };
+            if out.contains(&previous) {
+                break;
+            }
+            out.push(previous);
+        }
+        Ok(out)
     }
 
     /// Forgets everything stored for a conversation (its rows, summaries and files), so it can

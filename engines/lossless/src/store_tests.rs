@@ -7,8 +7,8 @@ fn a_new_database_gets_the_current_schema_and_reopens_without_migrating_again() 
     let _ = std::fs::remove_dir_all(&dir);
     let (store, opened) = Store::open(&path, 1).unwrap();
     assert_eq!(opened, Opened::Fine);
-    let c = store.conversation("s1", 1).unwrap();
-    assert_eq!(store.conversation("s1", 2).unwrap(), c);
+    let c = store.conversation("s1", None, 1).unwrap();
+    assert_eq!(store.conversation("s1", None, 2).unwrap(), c);
     drop(store);
     let (store, opened) = Store::open(&path, 2).unwrap();
     assert_eq!(opened, Opened::Fine);
@@ -17,7 +17,7 @@ fn a_new_database_gets_the_current_schema_and_reopens_without_migrating_again() 
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(store.conversation("s1", 3).unwrap(), c);
+    assert_eq!(store.conversation("s1", None, 3).unwrap(), c);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -71,6 +71,17 @@ fn a_version_one_database_is_migrated_keeping_its_rows() {
             .query_row("SELECT file_name FROM large_files", [], |r| r.get(0))
             .unwrap(),
     );
-    assert_eq!((version, content.as_str(), name), (2, "abc", None));
+    assert_eq!(
+        (version, content.as_str(), name),
+        (SCHEMA_VERSION, "abc", None)
+    );
+    // Version 3: conversations name the one they replaced (none for the old rows).
+    let previous: Option<i64> = store
+        .conn()
+        .query_row("SELECT previous_id FROM conversations LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap_or(None);
+    assert_eq!(previous, None);
     let _ = std::fs::remove_dir_all(&dir);
 }

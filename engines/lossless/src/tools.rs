@@ -136,10 +136,11 @@ pub fn call(
     name: &str,
     arguments: &Value,
 ) -> Result<ToolCallResult, EngineError> {
+    let scope = &recall::Scope::of(store, conversation)?;
     let answer = match name {
-        GREP => grep(store, conversation, arguments),
-        DESCRIBE => describe(store, conversation, arguments),
-        EXPAND => expand(store, conversation, arguments),
+        GREP => grep(store, scope, arguments),
+        DESCRIBE => describe(store, scope, arguments),
+        EXPAND => expand(store, scope, arguments),
         other => return call_unknown(other),
     };
     match answer {
@@ -174,7 +175,7 @@ fn not_found(id: &str) -> Value {
     json!({"error": format!("`{id}` was not found in this scope (this conversation's history)")})
 }
 
-fn grep(store: &Store, conversation: i64, arguments: &Value) -> Result<Value, EngineError> {
+fn grep(store: &Store, scope: &recall::Scope, arguments: &Value) -> Result<Value, EngineError> {
     let a: GrepArgs = args(GREP, arguments)?;
     let mode = match a.mode.as_deref() {
         None | Some("full_text") => Mode::FullText,
@@ -187,14 +188,14 @@ fn grep(store: &Store, conversation: i64, arguments: &Value) -> Result<Value, En
         }
     };
     let limit = a.limit.unwrap_or(GREP_DEFAULT_LIMIT);
-    let hits = recall::search(store, conversation, &a.pattern, mode, limit)?;
+    let hits = recall::search(store, scope, &a.pattern, mode, limit)?;
     Ok(json!({
         "hits": hits.iter().map(|h| json!({"id": h.id, "kind": h.label, "snippet": h.snippet, "offset": h.offset})).collect::<Vec<_>>(),
         "count": hits.len(),
     }))
 }
 
-fn describe(store: &Store, conversation: i64, arguments: &Value) -> Result<Value, EngineError> {
+fn describe(store: &Store, scope: &recall::Scope, arguments: &Value) -> Result<Value, EngineError> {
     let a: DescribeArgs = args(DESCRIBE, arguments)?;
     let id = a.id.trim();
     if let Some(n) = id.strip_prefix("msg#") {
@@ -204,7 +205,7 @@ fn describe(store: &Store, conversation: i64, arguments: &Value) -> Result<Value
                 format!("`{id}`: a message id is `msg#` and a number"),
             ));
         };
-        return Ok(match message(store, conversation, message_id)? {
+        return Ok(match message(store, scope, message_id)? {
             Some((role, content)) => {
                 let page = page(&content, a.offset.unwrap_or(0), DESCRIBE_MAX_BYTES);
                 json!({"id": id, "type": "message", "role": role, "content": page.text,
@@ -220,47 +221,45 @@ fn describe(store: &Store, conversation: i64, arguments: &Value) -> Result<Value
             format!("`{id}` is not an id this engine gives (`sum_…`, `file_…` or `msg#N`)"),
         ));
     }
-    Ok(
-        match recall::describe(store, conversation, id, usize::MAX)? {
-            None => not_found(id),
-            Some(Description::File {
-                id,
-                tool_name,
-                file,
-                byte_size,
-                content,
-                truncated: _,
-            }) => {
-                let page = page(&content, a.offset.unwrap_or(0), DESCRIBE_MAX_BYTES);
-                let mut out = json!({"id": id, "type": "file", "bytes": byte_size,
+    Ok(match recall::describe(store, scope, id, usize::MAX)? {
+        None => not_found(id),
+        Some(Description::File {
+            id,
+            tool_name,
+            file,
+            byte_size,
+            content,
+            truncated: _,
+        }) => {
+            let page = page(&content, a.offset.unwrap_or(0), DESCRIBE_MAX_BYTES);
+            let mut out = json!({"id": id, "type": "file", "bytes": byte_size,
                        "content": page.text, "offset": page.start, "nextOffset": page.next,
                        "truncated": page.next.is_some()});
-                match file {
-                    Some((name, mime)) => {
-                        out["name"] = json!(name);
-                        out["mime"] = json!(mime);
-                    }
-                    None => out["tool"] = json!(tool_name),
+            match file {
+                Some((name, mime)) => {
+                    out["name"] = json!(name);
+                    out["mime"] = json!(mime);
                 }
-                out
+                None => out["tool"] = json!(tool_name),
             }
-            Some(Description::Summary {
-                row,
-                consumers,
-                message_ids,
-            }) => json!({
-                "id": row.id, "type": "summary", "kind": row.kind, "depth": row.depth,
-                "content": row.content, "tokens": row.token_count,
-                "earliestAt": row.earliest_at, "latestAt": row.latest_at,
-                "sources": row.sources, "consumers": consumers,
-                "messages": message_ids.iter().map(|m| format!("msg#{m}")).collect::<Vec<_>>(),
-                "sourceMessageTokens": row.source_message_token_count,
-            }),
-        },
-    )
+            out
+        }
+        Some(Description::Summary {
+            row,
+            consumers,
+            message_ids,
+        }) => json!({
+            "id": row.id, "type": "summary", "kind": row.kind, "depth": row.depth,
+            "content": row.content, "tokens": row.token_count,
+            "earliestAt": row.earliest_at, "latestAt": row.latest_at,
+            "sources": row.sources, "consumers": consumers,
+            "messages": message_ids.iter().map(|m| format!("msg#{m}")).collect::<Vec<_>>(),
+            "sourceMessageTokens": row.source_message_token_count,
+        }),
+    })
 }
 
-fn expand(store: &Store, conversation: i64, arguments: &Value) -> Result<Value, EngineError> {
+fn expand(store: &Store, scope: &recall::Scope, arguments: &Value) -> Result<Value, EngineError> {
     let a: ExpandArgs = args(EXPAND, arguments)?;
     let depth = a.max_depth.unwrap_or(EXPAND_DEFAULT_DEPTH);
     if !(1..=EXPAND_MAX_DEPTH).contains(&depth) {
@@ -288,7 +287,7 @@ fn expand(store: &Store, conversation: i64, arguments: &Value) -> Result<Value, 
     Ok(
         match recall::expand(
             store,
-            conversation,
+            scope,
             id,
             depth,
             a.include_messages.unwrap_or(false),
@@ -304,18 +303,19 @@ fn expand(store: &Store, conversation: i64, arguments: &Value) -> Result<Value, 
     )
 }
 
-/// A raw message of `conversation`: its role and text; `None` when it is another's or none.
+/// A raw message in `scope`: its role and text; `None` when it is another's or none.
 fn message(
     store: &Store,
-    conversation: i64,
+    scope: &recall::Scope,
     message_id: i64,
 ) -> Result<Option<(String, String)>, EngineError> {
     use rusqlite::OptionalExtension;
     store
         .conn()
         .query_row(
-            "SELECT role, content FROM messages WHERE message_id = ?1 AND conversation_id = ?2",
-            params![message_id, conversation],
+            "SELECT role, content FROM messages WHERE message_id = ?1 AND conversation_id IN \
+             (SELECT value FROM json_each(?2))",
+            params![message_id, scope.sql()],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .optional()

@@ -320,6 +320,7 @@ fn a_capped_results_original_is_what_recall_finds() {
                 conv,
                 &messages,
                 crate::conv::Sizes {
+                    retain_depth: 2,
                     tool_output: 8_000,
                     file: 25_000,
                 },

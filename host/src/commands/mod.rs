@@ -118,6 +118,12 @@ pub enum Command {
         /// The session (registry key); created when new.
         #[arg(long, value_name = "KEY", default_value = run::DEFAULT_SESSION_KEY)]
         session: String,
+        /// Start the session over (OpenClaw's `/new`): a new, empty session under the same
+        /// key. The old session's file stays; the engine is told which session this one
+        /// replaces, and may carry its own state over (the lossless engine keeps its deepest
+        /// summaries, `newSessionRetainDepth`).
+        #[arg(long)]
+        new: bool,
     },
     /// What is in a session's window: the request its next turn would send, and what each
     /// part of it costs.
@@ -287,7 +293,11 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
             crate::scratch::clean_up_on_signals()?;
             eval::eval(&config, args, &protect, overwrite, out)
         }
-        Command::Run { prompt, session } => {
+        Command::Run {
+            prompt,
+            session,
+            new,
+        } => {
             let (source, config) = load_config(global.config)?;
             let store = sessions::open_store(sessions_dir)?;
             let inputs = command_inputs(&source, store.dir(), None);
@@ -301,7 +311,10 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<i32> {
                 &store,
                 events,
                 &prompt,
-                Some(&session),
+                run::SessionChoice {
+                    key: Some(&session),
+                    start_over: new,
+                },
                 out,
                 &mut err,
             );

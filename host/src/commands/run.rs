@@ -23,20 +23,47 @@ use crate::run::host_tools::{HostTools, answer_host_tool_calls};
 /// The session `rampart run` uses when `--session` is not given (OpenClaw's main session key).
 pub const DEFAULT_SESSION_KEY: &str = "main";
 
-/// `rampart run "PROMPT" [--session KEY]`: one user turn against the configured model.
+/// Which session a `rampart run` turn goes to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionChoice<'a> {
+    /// The registry key (`--session`; [`DEFAULT_SESSION_KEY`] when `None`).
+    pub key: Option<&'a str>,
+    /// `--new`: start the session over first (a new, empty session under the key).
+    pub start_over: bool,
+}
+
+/// `rampart run "PROMPT" [--session KEY] [--new]`: one user turn against the configured model.
 pub fn run_prompt(
     config: &Config,
     store: &SessionStore,
     events: EventSink,
     prompt: &str,
-    session_key: Option<&str>,
+    session: SessionChoice<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
+    let SessionChoice {
+        key: session_key,
+        start_over,
+    } = session;
     let key = session_key.unwrap_or(DEFAULT_SESSION_KEY);
     let lanes = Lanes::new(1);
     lanes.run(key, || {
-        let (key, mut session) = open_or_create(store, key)?;
+        let (key, mut session) = if start_over {
+            let (key, session, previous) = super::session_host::start_over(store, key)?;
+            if let Some(previous) = previous {
+                writeln!(
+                    err,
+                    "started session `{key}` over: the new session {} replaces {previous}, \
+                     whose file stays in {}",
+                    session.header().id,
+                    store.dir().display()
+                )?;
+            }
+            (key, session)
+        } else {
+            open_or_create(store, key)?
+        };
         let host = host_with_memory(config, store, &events, true)?;
         // The lock is held from reading the context to appending the answer (released when
         // `session` drops), so another writer's turn never lands inside this one.

@@ -60,6 +60,42 @@ pub(super) fn open_or_create(store: &SessionStore, key: &str) -> anyhow::Result<
     Ok((key, session))
 }
 
+/// Starts the session `key` over (`rampart run --new`, OpenClaw's `/new`): a new, empty session
+/// file is registered under `key`, naming the session it replaces in its header
+/// (`previousSessionId`), so an engine can carry its own state over. The old file is left where
+/// it is, whole: starting over never deletes a transcript. Returns the key, the new session and
+/// the replaced session's id (`None` when `key` was not registered: then this is a first start).
+pub(super) fn start_over(
+    store: &SessionStore,
+    key: &str,
+) -> anyhow::Result<(String, Session, Option<String>)> {
+    let key = normalize_key(key);
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| ".".to_string());
+    // Under the registry lock, so a concurrent turn on `key` lands in one session or the
+    // other, never in a file the registry no longer names.
+    let (session, previous) =
+        store.update(|map| -> anyhow::Result<(Session, Option<String>)> {
+            let previous = map.get(&key).map(|e| e.session_id.clone());
+            let mut header = SessionHeader::new(cwd);
+            header.previous_session_id.clone_from(&previous);
+            let file = store.dir().join(format!("{}.jsonl", header.id));
+            let session = Session::create(&file, header, SessionOptions::default())?;
+            let mut entry = SessionEntry::new(session.header().id.clone(), now_unix_ms());
+            entry.session_file = file.file_name().map(|n| n.to_string_lossy().into_owned());
+            map.insert(key.clone(), entry);
+            Ok((session, previous))
+        })??;
+    tracing::info!(
+        session_key = %key,
+        session_id = %session.header().id,
+        previous_session_id = previous.as_deref().unwrap_or(""),
+        "started the session over"
+    );
+    Ok((key, session, previous))
+}
+
 /// The host pieces one command needs.
 pub(super) struct Host {
     pub(super) providers: Arc<Providers>,

@@ -202,12 +202,13 @@ fn run_cell(
             retention::recovered_of(&facts, &kept, &outcome.memory_notes).map(|r| r * 100.0);
     }
     // The lost facts, probed through the tools a run of this cell would offer the model.
+    let index = recall::ProbeIndex::new(recorded.messages.iter().map(|m| &**m));
     let lost: Vec<(String, Option<String>)> = facts
         .iter()
         .zip(&kept)
         .filter(|(_, kept)| !**kept)
         .map(|(fact, _)| {
-            let probe = recall::probe_words(fact, recorded.messages.iter().map(|m| &**m));
+            let probe = index.probe(fact);
             (fact.clone(), probe)
         })
         .collect();

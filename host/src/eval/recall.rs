@@ -12,7 +12,7 @@
 //! `memory_search` then `memory_get` of its first hit (memory notes the flushes wrote). A
 //! fact is never "recovered" by a tool the cell's engine and memory do not offer.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rampart_engine_api::AgentMessage;
 use serde_json::{Value, json};
@@ -57,68 +57,114 @@ impl RecallTools for (crate::run::host_tools::HostTools<'_>, Option<String>) {
     }
 }
 
-/// The probe words for `fact`: up to [`PROBE_WORDS`] words of four or more letters nearest to
-/// its first mention in a user or tool message, in text order, none of them a common word or
-/// a word the fact contains. `None` when the fact has no such context.
+/// The transcript's words and how often each occurs, so that a probe can prefer the words a
+/// reader would remember: a name that occurs once says where a fact was, `href` or `status`
+/// (which occur in every other tool output) says nothing. Built once per transcript.
+pub struct ProbeIndex {
+    /// The text of each user, tool and other non-assistant message, in order.
+    texts: Vec<String>,
+    /// Occurrences of each probe-able word (lowercase) across `texts`.
+    counts: HashMap<String, u32>,
+}
+
+impl ProbeIndex {
+    /// Indexes the user, tool and other non-assistant messages of a transcript (the ones
+    /// facts are mined from).
+    pub fn new<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> Self {
+        let texts: Vec<String> = messages
+            .into_iter()
+            .filter_map(|m| match m {
+                AgentMessage::User(m) => Some(content_text(&m.content)),
+                AgentMessage::ToolResult(m) => Some(content_text(&m.content)),
+                AgentMessage::Assistant(_) => None,
+                other => Some(as_user_text(other).unwrap_or_default()),
+            })
+            .collect();
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        for text in &texts {
+            for (start, end) in words(text) {
+                *counts.entry(text[start..end].to_lowercase()).or_default() += 1;
+            }
+        }
+        Self { texts, counts }
+    }
+
+    /// The probe words for `fact`: up to [`PROBE_WORDS`] words (see [`words`]) within
+    /// [`CONTEXT_BYTES`] of its first mention, in text order, none of them a common word or a
+    /// word the fact contains. The rarest words in the transcript are taken first, the nearest
+    /// among equally rare ones: a reader remembers the distinctive words around a detail, not
+    /// the markup or boilerplate every message shares. `None` when the fact has no such context.
+    pub fn probe(&self, fact: &str) -> Option<String> {
+        let text = self.texts.iter().find(|t| t.contains(fact))?;
+        let at = text.find(fact)?;
+        let end = at + fact.len();
+        let fact_lower = fact.to_lowercase();
+        let mut candidates: Vec<(u32, usize, usize, String)> = Vec::new();
+        let mut seen = HashSet::new();
+        for (start, stop) in words(text) {
+            // Only whole words outside the fact, within reach of it.
+            let overlaps = start < end && stop > at;
+            let distance = if stop <= at {
+                at - stop
+            } else {
+                start.saturating_sub(end)
+            };
+            let word = text[start..stop].to_lowercase();
+            if overlaps
+                || distance > CONTEXT_BYTES
+                || fact_lower.contains(&word)
+                || STOP_WORDS.contains(&word.as_str())
+                || !seen.insert(word.clone())
+            {
+                continue;
+            }
+            let count = self.counts.get(&word).copied().unwrap_or(1);
+            candidates.push((count, distance, start, word));
+        }
+        candidates.sort();
+        candidates.truncate(PROBE_WORDS);
+        if candidates.is_empty() {
+            return None;
+        }
+        candidates.sort_by_key(|c| c.2);
+        Some(
+            candidates
+                .into_iter()
+                .map(|c| c.3)
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    }
+}
+
+/// The words of `text` as byte ranges: runs of letters and digits (what a full-text index
+/// takes as one term) with four or more letters, leaving out hexadecimal runs with a digit
+/// (hashes and ids: no one remembers `3cdfb9`, and they are facts, not context).
+fn words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut start: Option<usize> = None;
+    text.char_indices()
+        .chain([(text.len(), ' ')])
+        .filter_map(move |(i, c)| {
+            if c.is_alphanumeric() {
+                start.get_or_insert(i);
+                return None;
+            }
+            let from = start.take()?;
+            let token = &text[from..i];
+            let letters = token.chars().filter(|c| c.is_alphabetic()).count();
+            let hex = token.chars().any(|c| c.is_ascii_digit())
+                && token.chars().all(|c| c.is_ascii_hexdigit());
+            (letters >= 4 && !hex).then_some((from, i))
+        })
+}
+
+/// The probe words for `fact` in `messages` (see [`ProbeIndex::probe`]); builds the index, so
+/// for many facts of one transcript build a [`ProbeIndex`] once instead.
 pub fn probe_words<'a>(
     fact: &str,
     messages: impl IntoIterator<Item = &'a AgentMessage>,
 ) -> Option<String> {
-    let text = messages.into_iter().find_map(|m| {
-        let text = match m {
-            AgentMessage::User(m) => content_text(&m.content),
-            AgentMessage::ToolResult(m) => content_text(&m.content),
-            AgentMessage::Assistant(_) => return None,
-            other => as_user_text(other).unwrap_or_default(),
-        };
-        text.contains(fact).then_some(text)
-    })?;
-    let at = text.find(fact)?;
-    let end = at + fact.len();
-    let fact_lower = fact.to_lowercase();
-    let mut candidates: Vec<(usize, usize, String)> = Vec::new();
-    let mut seen = HashSet::new();
-    let mut word_start = None;
-    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
-        if c.is_alphabetic() {
-            word_start.get_or_insert(i);
-            continue;
-        }
-        let Some(start) = word_start.take() else {
-            continue;
-        };
-        // Only whole words outside the fact, within reach of it.
-        let overlaps = start < end && i > at;
-        let distance = if i <= at {
-            at - i
-        } else {
-            start.saturating_sub(end)
-        };
-        let word = text[start..i].to_lowercase();
-        if overlaps
-            || distance > CONTEXT_BYTES
-            || word.chars().count() < 4
-            || fact_lower.contains(&word)
-            || STOP_WORDS.contains(&word.as_str())
-            || !seen.insert(word.clone())
-        {
-            continue;
-        }
-        candidates.push((distance, start, word));
-    }
-    candidates.sort();
-    candidates.truncate(PROBE_WORDS);
-    if candidates.is_empty() {
-        return None;
-    }
-    candidates.sort_by_key(|c| c.1);
-    Some(
-        candidates
-            .into_iter()
-            .map(|c| c.2)
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
+    ProbeIndex::new(messages).probe(fact)
 }
 
 /// Whether each of `facts` (with its probe, `None` when it has none) is brought back by
@@ -126,7 +172,13 @@ pub fn probe_words<'a>(
 pub fn recoverable(facts: &[(String, Option<String>)], tools: &dyn RecallTools) -> Vec<bool> {
     facts
         .iter()
-        .map(|(fact, probe)| probe.as_deref().is_some_and(|p| recover(fact, p, tools)))
+        .map(|(fact, probe)| {
+            let ok = probe.as_deref().is_some_and(|p| recover(fact, p, tools));
+            if !ok {
+                tracing::debug!(fact = %fact, probe = ?probe, "a lost fact the probe did not bring back");
+            }
+            ok
+        })
         .collect()
 }
 

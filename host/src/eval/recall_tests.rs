@@ -41,6 +41,39 @@ fn probe_words_surround_the_fact_and_never_contain_it() {
     assert_eq!(probe_words("48213", &[said]), None);
 }
 
+#[test]
+fn probe_words_are_the_distinctive_ones_not_the_markup_every_entry_shares() {
+    // A contributors list: every entry has the same markup, so the nearest words ("href",
+    // "title", "width") say nothing about where one link is; the neighbours' names do.
+    let entries: Vec<String> = ["ada", "grace", "linus", "margaret", "dennis", "barbara"]
+        .iter()
+        .map(|name| {
+            format!(
+                r#"<a href="https://example.org/{name}"><img width="48" height="48" title="{name}"/></a>"#
+            )
+        })
+        .collect();
+    let messages = [user("unrelated"), user(&entries.join("\n"))];
+    let probe = probe_words("https://example.org/linus", &messages).unwrap();
+    let markup = probe
+        .split(' ')
+        .filter(|w| ["href", "title", "width", "height", "example"].contains(w))
+        .count();
+    assert!(markup <= 1, "the shared markup fills the probe: {probe}");
+    assert!(
+        probe.contains("grace") && probe.contains("margaret"),
+        "{probe}"
+    );
+
+    // Letters inside a hash are no word; a name with digits is one.
+    let messages = [user(
+        "commit 3cdfb9aa0e by caelum0x: fixed the ledger at /srv/ledger/42 (3cdfb9aa0e)",
+    )];
+    let probe = probe_words("/srv/ledger/42", &messages).unwrap();
+    assert!(!probe.contains("cdfb"), "{probe}");
+    assert!(probe.contains("caelum0x"), "{probe}");
+}
+
 /// A fake recall: `lcm_grep` finds the stored messages holding every word of the pattern,
 /// `lcm_describe` reads one. It records every query, so the test can check none carries the
 /// fact.

@@ -1538,6 +1538,7 @@ pub(crate) fn session_ref(session: &Session) -> SessionRef {
         session_id: session.header().id.clone(),
         session_key: None,
         session_file: Some(session.path().display().to_string()),
+        previous_session_id: session.header().previous_session_id.clone(),
     }
 }
 
