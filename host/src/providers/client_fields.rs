@@ -68,9 +68,11 @@ pub struct ClientFields {
     /// The client bounded its answer with `max_completion_tokens` (chat): a chat upstream gets
     /// the bound under that name too.
     pub max_completion_tokens: bool,
-    /// A Responses client's `tools` exactly as declared (functions, `custom`, `namespace`,
-    /// `web_search`, …): a Responses upstream gets them unchanged. Empty for other wires,
-    /// whose tools travel as [`super::ToolSpec`]s.
+    /// The client's `tools` exactly as declared. A Responses client's (functions, `custom`,
+    /// `namespace`, `web_search`, …): a Responses upstream gets them unchanged. A chat
+    /// client's: a chat upstream gets each function tool the engine forwards unchanged as it
+    /// came, with the fields [`super::ToolSpec`] does not name (`strict`). Empty for
+    /// Anthropic, whose tools travel as [`super::ToolSpec`]s only.
     pub tools: Vec<Value>,
 }
 
@@ -87,7 +89,10 @@ impl ClientFields {
             max_completion_tokens: wire == FieldsWire::Chat
                 && body.contains_key("max_completion_tokens")
                 && !body.contains_key("max_tokens"),
-            tools: Vec::new(),
+            tools: match (wire, body.get("tools")) {
+                (FieldsWire::Chat, Some(Value::Array(tools))) => tools.clone(),
+                _ => Vec::new(),
+            },
         }
     }
 
