@@ -116,6 +116,32 @@ impl ClientFields {
     }
 }
 
+impl ClientFields {
+    /// The `strict` flag the client declared on the function tool `spec` stands for, when it
+    /// declared one and the engine forwards that tool unchanged: a chat tool's
+    /// `function.strict`, a Responses tool's `strict`. Both wires mean the same by it (the
+    /// arguments must follow the schema exactly), so a provider of the other OpenAI wire sends
+    /// it too rather than its own default.
+    pub fn declared_strict(&self, spec: &super::ToolSpec) -> Option<bool> {
+        self.tools.iter().find_map(|raw| {
+            let (declared, strict) = match self.wire {
+                FieldsWire::Chat => (
+                    super::ToolSpec::from_chat_tool(raw),
+                    raw.get("function").and_then(|f| f.get("strict")),
+                ),
+                FieldsWire::Responses => {
+                    (super::ToolSpec::from_responses_tool(raw), raw.get("strict"))
+                }
+                FieldsWire::Anthropic => (None, None),
+            };
+            (raw.get("type").and_then(Value::as_str) == Some("function")
+                && declared.as_ref() == Some(spec))
+            .then(|| strict.and_then(Value::as_bool))
+            .flatten()
+        })
+    }
+}
+
 /// Keys with the same name and meaning in both wires.
 fn same_in_both(from: FieldsWire, to: FieldsWire, key: &str) -> bool {
     use FieldsWire::*;

@@ -153,6 +153,10 @@ fn body_shell(request: &ModelRequest) -> Value {
                 if let Some(d) = &t.description {
                     function["description"] = json!(d);
                 }
+                // A Responses client's explicit `strict` means the same here.
+                if let Some(strict) = fields.and_then(|f| f.declared_strict(t)) {
+                    function["strict"] = json!(strict);
+                }
                 json!({"type": "function", "function": function})
             })
             .collect();

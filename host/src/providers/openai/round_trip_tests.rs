@@ -52,3 +52,70 @@ fn function_tools_go_upstream_as_declared_with_strict() {
     }));
     assert_eq!(body["tools"], tools);
 }
+
+/// A Responses client's body as serve reads it (its chat form decoded, its tools kept as
+/// declared), and the request the engine forwards with nothing managed.
+fn responses_request(client: &Value) -> ModelRequest {
+    let converted = crate::serve::inbound::responses_as_chat(client).unwrap();
+    let mut request = decode(Wire::Responses, &converted.chat, 0).unwrap();
+    request.fields.tools = converted.tools;
+    ModelRequest {
+        model: request.model.clone(),
+        system: request.system.clone(),
+        messages: request.messages.iter().cloned().map(Arc::new).collect(),
+        forwarded: Forwarded {
+            tools: request.tools.clone(),
+            client_fields: Some(request.fields.clone()),
+            ..Default::default()
+        },
+        ..ModelRequest::default()
+    }
+}
+
+#[test]
+fn a_responses_clients_strict_reaches_a_chat_upstream() {
+    let request = responses_request(&json!({
+        "model": "m", "input": "hi",
+        "tools": [
+            {"type": "function", "name": "shell", "parameters": {"type": "object"}, "strict": false},
+            {"type": "function", "name": "plan", "description": "Plan", "parameters": {"type": "object"},
+             "strict": true},
+            {"type": "function", "name": "look", "parameters": {"type": "object"}},
+        ],
+    }));
+    let body = request_body(&request);
+    let strict: Vec<&Value> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["function"]["strict"])
+        .collect();
+    // Declared false, declared true, not declared (no chat default is invented).
+    assert_eq!(strict, [&json!(false), &json!(true), &Value::Null]);
+}
+
+#[test]
+fn a_chat_clients_strict_reaches_a_responses_upstream() {
+    let client = json!({
+        "model": "m", "messages": [{"role": "user", "content": "hi"}],
+        "tools": [
+            {"type": "function", "function": {"name": "read", "parameters": {"type": "object"},
+             "strict": true}},
+            {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}},
+        ],
+    });
+    let request = decode(Wire::OpenAi, &client, 0).unwrap();
+    let body = crate::providers::responses::request_body(&ModelRequest {
+        model: "m".into(),
+        messages: request.messages.iter().cloned().map(Arc::new).collect(),
+        forwarded: Forwarded {
+            tools: request.tools.clone(),
+            client_fields: Some(request.fields.clone()),
+            ..Default::default()
+        },
+        ..ModelRequest::default()
+    });
+    assert_eq!(body["tools"][0]["strict"], true);
+    // Undeclared: Responses' own default (strict) would refuse a schema written for chat.
+    assert_eq!(body["tools"][1]["strict"], false);
+}
