@@ -115,6 +115,12 @@ fn user_texts(body: &Value) -> Vec<String> {
         .filter(|m| m["role"] == "user")
         .map(|m| match &m["content"] {
             Value::String(s) => s.clone(),
+            // A message held as blocks goes as text parts; the model reads them as one text.
+            Value::Array(parts) if parts.iter().all(|p| p["type"] == "text") => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
             other => other.to_string(),
         })
         .collect()

@@ -187,13 +187,13 @@ fn openai_request_body_has_system_first_stream_options_and_converted_messages() 
             "max_tokens": 256,
             "messages": [
                 {"role": "system", "content": "You are terse."},
-                {"role": "user", "content": "Read main.rs"},
+                {"role": "user", "content": [{"type": "text", "text": "Read main.rs"}]},
                 {"role": "assistant", "content": "Let me look.", "tool_calls": [
                     {"id": "call_1", "type": "function",
                      "function": {"name": "read", "arguments": "{\"path\":\"main.rs\"}"}}
                 ]},
                 {"role": "tool", "tool_call_id": "call_1", "content": "fn main() {}"},
-                {"role": "user", "content": "Thanks"}
+                {"role": "user", "content": [{"type": "text", "text": "Thanks"}]}
             ]
         })
     );

@@ -111,7 +111,15 @@ fn a_turn_against_an_openai_server_is_persisted_with_its_answer() {
     let sent = requests[1].body["messages"].as_array().unwrap();
     let contents: Vec<String> = sent
         .iter()
-        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .map(|m| match &m["content"] {
+            // A user message held as blocks goes as text parts, as pi sends it.
+            serde_json::Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => other.as_str().unwrap_or_default().to_string(),
+        })
         .collect();
     assert!(contents.iter().any(|c| c == "hello"), "{contents:?}");
     assert!(contents.iter().any(|c| c == "hello back"), "{contents:?}");

@@ -11,8 +11,14 @@ use crate::providers::openai::wire::to_openai_message;
 /// cut. Kept here as the oracle for the listing users already see.
 fn converted_preview(message: &AgentMessage) -> String {
     let value = to_openai_message(message);
+    // A user message's blocks were one string then; they are text parts now, read back alike.
     let mut text = match value.get("content") {
         Some(serde_json::Value::String(s)) => s.clone(),
+        Some(serde_json::Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
         _ => String::new(),
     };
     if let Some(calls) = value.get("tool_calls").and_then(|c| c.as_array()) {

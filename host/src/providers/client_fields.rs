@@ -68,9 +68,11 @@ pub struct ClientFields {
     /// The client bounded its answer with `max_completion_tokens` (chat): a chat upstream gets
     /// the bound under that name too.
     pub max_completion_tokens: bool,
-    /// A Responses client's `tools` exactly as declared (functions, `custom`, `namespace`,
-    /// `web_search`, …): a Responses upstream gets them unchanged. Empty for other wires,
-    /// whose tools travel as [`super::ToolSpec`]s.
+    /// The client's `tools` exactly as declared. A Responses client's (functions, `custom`,
+    /// `namespace`, `web_search`, …): a Responses upstream gets them unchanged. A chat
+    /// client's: a chat upstream gets each function tool the engine forwards unchanged as it
+    /// came, with the fields [`super::ToolSpec`] does not name (`strict`). Empty for
+    /// Anthropic, whose tools travel as [`super::ToolSpec`]s only.
     pub tools: Vec<Value>,
 }
 
@@ -87,7 +89,10 @@ impl ClientFields {
             max_completion_tokens: wire == FieldsWire::Chat
                 && body.contains_key("max_completion_tokens")
                 && !body.contains_key("max_tokens"),
-            tools: Vec::new(),
+            tools: match (wire, body.get("tools")) {
+                (FieldsWire::Chat, Some(Value::Array(tools))) => tools.clone(),
+                _ => Vec::new(),
+            },
         }
     }
 
@@ -108,6 +113,32 @@ impl ClientFields {
             body.entry(key).or_insert(value);
         }
         dropped
+    }
+}
+
+impl ClientFields {
+    /// The `strict` flag the client declared on the function tool `spec` stands for, when it
+    /// declared one and the engine forwards that tool unchanged: a chat tool's
+    /// `function.strict`, a Responses tool's `strict`. Both wires mean the same by it (the
+    /// arguments must follow the schema exactly), so a provider of the other OpenAI wire sends
+    /// it too rather than its own default.
+    pub fn declared_strict(&self, spec: &super::ToolSpec) -> Option<bool> {
+        self.tools.iter().find_map(|raw| {
+            let (declared, strict) = match self.wire {
+                FieldsWire::Chat => (
+                    super::ToolSpec::from_chat_tool(raw),
+                    raw.get("function").and_then(|f| f.get("strict")),
+                ),
+                FieldsWire::Responses => {
+                    (super::ToolSpec::from_responses_tool(raw), raw.get("strict"))
+                }
+                FieldsWire::Anthropic => (None, None),
+            };
+            (raw.get("type").and_then(Value::as_str) == Some("function")
+                && declared.as_ref() == Some(spec))
+            .then(|| strict.and_then(Value::as_bool))
+            .flatten()
+        })
     }
 }
 

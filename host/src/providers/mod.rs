@@ -387,6 +387,45 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// The spec of a chat-completions function tool (`{"type": "function", "function":
+    /// {name, description, parameters, …}}`), or `None` when it names no function. One
+    /// reading for serve's decoder and the chat provider, which sends a client's tool as it
+    /// came only when this reading of it is still the spec the engine forwards.
+    pub fn from_chat_tool(tool: &serde_json::Value) -> Option<ToolSpec> {
+        let function = tool.get("function")?;
+        let name = function.get("name")?.as_str()?;
+        Some(ToolSpec {
+            name: name.to_owned(),
+            description: function
+                .get("description")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+            parameters: function
+                .get("parameters")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        })
+    }
+
+    /// The spec of a Responses function tool (`{"type": "function", name, description,
+    /// parameters, …}`, no `function` wrapper), or `None` when it names no function: how
+    /// serve reads a Responses client's function tool, so that a provider can tell whether the
+    /// engine still forwards it as declared.
+    pub fn from_responses_tool(tool: &serde_json::Value) -> Option<ToolSpec> {
+        let name = tool.get("name")?.as_str()?;
+        Some(ToolSpec {
+            name: name.to_owned(),
+            description: tool
+                .get("description")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+            parameters: tool
+                .get("parameters")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        })
+    }
+
     /// The text a tool's schema is counted as: its name, description and parameters as
     /// compact JSON. Why this form: each wire wraps the same three fields in its own few keys,
     /// and one form for every wire keeps the run loop's count, the precheck and `rampart

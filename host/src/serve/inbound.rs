@@ -556,26 +556,12 @@ fn openai_tools(
     tools
         .iter()
         .enumerate()
-        .filter_map(|(i, t)| {
-            let function = t.get("function");
-            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-            match name {
-                Some(name) => Some(ToolSpec {
-                    name: name.to_owned(),
-                    description: function
-                        .and_then(|f| f.get("description"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    parameters: function
-                        .and_then(|f| f.get("parameters"))
-                        .cloned()
-                        .unwrap_or_else(|| serde_json::json!({"type": "object"})),
-                }),
-                None => {
-                    not_forwarded.push(NotForwarded::NonFunctionTool);
-                    warnings.push(format!("tools[{i}]: not a function tool; not forwarded"));
-                    None
-                }
+        .filter_map(|(i, t)| match ToolSpec::from_chat_tool(t) {
+            Some(spec) => Some(spec),
+            None => {
+                not_forwarded.push(NotForwarded::NonFunctionTool);
+                warnings.push(format!("tools[{i}]: not a function tool; not forwarded"));
+                None
             }
         })
         .collect()

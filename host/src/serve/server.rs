@@ -908,7 +908,11 @@ async fn conversation_request(
         messages.append(&mut request.messages);
         request.messages = messages;
     }
-    request.fields.tools = responses_tools;
+    // A chat client's own declared tools were captured with its fields; a Responses client's
+    // are the ones its body declared before it was read as a chat body.
+    if wire == Wire::Responses {
+        request.fields.tools = responses_tools;
+    }
     request.not_forwarded.extend(responses_not_forwarded);
     // A Responses upstream takes a Responses client's tools and items as they are.
     if wire == Wire::Responses

@@ -38,34 +38,7 @@ pub struct Known {
 /// past it (applied to both sides, in this order).
 pub const KNOWN: &[Known] = &[
     // Headers.
-    // Chat-completions bodies (pi's).
-    Known {
-        agents: &[Agent::Pi],
-        readme: "`strict` on function tools: dropped.",
-        look_past: |v| {
-            for tool in v["body"]["tools"].as_array_mut().into_iter().flatten() {
-                if let Some(f) = tool["function"].as_object_mut() {
-                    f.remove("strict");
-                }
-            }
-        },
-    },
-    Known {
-        agents: &[Agent::Pi],
-        readme: "A user message's content given as a list of text parts: sent as one string.",
-        look_past: |v| {
-            for m in v["body"]["messages"].as_array_mut().into_iter().flatten() {
-                if m["role"] == "user"
-                    && let Some(parts) = m["content"].as_array()
-                    && parts.iter().all(|p| p["type"] == "text")
-                {
-                    let texts: Vec<&str> =
-                        parts.iter().filter_map(|p| p["text"].as_str()).collect();
-                    m["content"] = Value::String(texts.join("\n"));
-                }
-            }
-        },
-    },
+    // Chat-completions bodies (pi's): none.
     // Codex (Responses bodies, to a Responses upstream).
     Known {
         agents: &[Agent::Codex],

@@ -24,6 +24,7 @@ use super::http::{
 use super::splice::{self, WireMemo};
 use super::{
     DeltaSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings, StreamDelta,
+    ToolSpec,
 };
 use wire::to_openai_message;
 
@@ -133,14 +134,31 @@ fn body_shell(request: &ModelRequest) -> Value {
         body[key] = json!(max);
     }
     if !request.forwarded.tools.is_empty() {
+        // A chat client's declared tools, to send each one the engine forwards unchanged as
+        // the client wrote it (`strict` and any other field kept).
+        let declared: &[Value] = fields
+            .filter(|f| f.wire == FieldsWire::Chat)
+            .map(|f| f.tools.as_slice())
+            .unwrap_or_default();
         body["tools"] = request
             .forwarded
             .tools
             .iter()
             .map(|t| {
+                if let Some(raw) = declared
+                    .iter()
+                    .filter(|raw| raw.get("type").and_then(Value::as_str) == Some("function"))
+                    .find(|raw| ToolSpec::from_chat_tool(raw).as_ref() == Some(t))
+                {
+                    return raw.clone();
+                }
                 let mut function = json!({"name": t.name, "parameters": t.parameters});
                 if let Some(d) = &t.description {
                     function["description"] = json!(d);
+                }
+                // A Responses client's explicit `strict` means the same here.
+                if let Some(strict) = fields.and_then(|f| f.declared_strict(t)) {
+                    function["strict"] = json!(strict);
                 }
                 json!({"type": "function", "function": function})
             })
@@ -483,6 +501,11 @@ fn tool_call_deltas(delta: &Value) -> impl Iterator<Item = (u64, &Value)> {
             (index, call)
         })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "round_trip_tests.rs"]
+mod round_trip_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

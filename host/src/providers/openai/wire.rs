@@ -7,29 +7,33 @@ use serde_json::{Value, json};
 
 use crate::providers::text::{as_user_text, content_text, other_block_text};
 
-/// OpenAI content for a user turn: a string, or parts when there are images.
+/// OpenAI content for a user turn in the form the message holds it: a string stays a string,
+/// blocks become content parts (a client that sent a list of text parts gets a list back, so a
+/// chat upstream receives the message as the client wrote it and its prompt cache sees the same
+/// bytes on every turn).
 fn user_content(content: &Content) -> Value {
     match content {
         Content::Text(t) => Value::String(t.clone()),
-        Content::Blocks(blocks) if blocks.iter().any(|b| matches!(b, ContentBlock::Image(_))) => {
-            Value::Array(
-                blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text(t) => Some(json!({"type": "text", "text": t.text})),
-                        ContentBlock::Image(i) => Some(json!({
-                            "type": "image_url",
-                            "image_url": {"url": format!("data:{};base64,{}", i.mime_type, i.data)}
-                        })),
-                        ContentBlock::Other(block) => {
-                            Some(json!({"type": "text", "text": other_block_text(block)}))
-                        }
-                        _ => None,
-                    })
-                    .collect(),
-            )
-        }
-        other => Value::String(content_text(other)),
+        // No parts at all (a `null` content read as none): servers refuse an empty list.
+        Content::Blocks(blocks) if blocks.is_empty() => Value::String(String::new()),
+        Content::Blocks(blocks) => Value::Array(
+            blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                    ContentBlock::Image(i) => Some(json!({
+                        "type": "image_url",
+                        "image_url": {"url": format!("data:{};base64,{}", i.mime_type, i.data)}
+                    })),
+                    ContentBlock::Other(block) => {
+                        Some(json!({"type": "text", "text": other_block_text(block)}))
+                    }
+                    // A user turn holds no thinking or tool calls; should one, there is no
+                    // user form for it.
+                    ContentBlock::Thinking(_) | ContentBlock::ToolCall(_) => None,
+                })
+                .collect(),
+        ),
     }
 }
 

@@ -195,8 +195,15 @@ fn tools(request: &ModelRequest) -> Vec<Value> {
         }
         tool.insert("parameters".into(), spec.parameters.clone());
         // Responses enforces schemas strictly unless told not to; the schemas here were written
-        // for chat completions or Anthropic, which do not.
-        tool.insert("strict".into(), json!(false));
+        // for chat completions or Anthropic, which do not, unless a chat client declared the
+        // tool `strict` itself.
+        let strict = request
+            .forwarded
+            .client_fields
+            .as_ref()
+            .and_then(|f| f.declared_strict(spec))
+            .unwrap_or(false);
+        tool.insert("strict".into(), json!(strict));
         out.push(Value::Object(tool));
     }
     out
