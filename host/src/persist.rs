@@ -8,10 +8,9 @@
 //! oversized and aggregate plans, applied through the session's branch-and-reappend rewrite, so
 //! the originals stay in the file on the abandoned branch.
 
-use crate::run::session_ref;
 use rampart_context::guards::persistence::{PersistenceGuard, PersistenceOptions};
 use rampart_context::guards::tool_result::plan_session_truncation_capped;
-use rampart_engine_api::protocol::{IngestParams, ModelRef, TranscriptRewriteResult};
+use rampart_engine_api::protocol::{IngestParams, ModelRef, SessionRef, TranscriptRewriteResult};
 use rampart_engine_api::{AgentMessage, SharedMessage};
 use rampart_sessions::entry::EntryBody;
 use rampart_sessions::{Session, SessionError};
@@ -238,6 +237,18 @@ impl SessionWriter {
         }
         session.sync()?;
         Ok(ids)
+    }
+}
+
+/// The engine API's view of `session`: its id and file, and the session it replaced when it was
+/// started over (`previousSessionId`). The one place a `SessionRef` is made from a session, so
+/// every engine call carries the same facts.
+pub(crate) fn session_ref(session: &Session) -> SessionRef {
+    SessionRef {
+        session_id: session.header().id.clone(),
+        session_key: None,
+        session_file: Some(session.path().display().to_string()),
+        previous_session_id: session.header().previous_session_id.clone(),
     }
 }
 

@@ -37,9 +37,7 @@ use rampart_context::guards::window::WindowNumbers;
 use rampart_context::hygiene::{self, HygienePolicy};
 use rampart_context::message_memo::MessageMemo;
 use rampart_context::tokens::{CountMode, TokenCounter};
-use rampart_engine_api::protocol::{
-    AfterTurnParams, AssembleParams, MaintainParams, ModelRef, SessionRef,
-};
+use rampart_engine_api::protocol::{AfterTurnParams, AssembleParams, MaintainParams, ModelRef};
 use rampart_message::wire::{MessageList, SharedMessage};
 use rampart_message::{AgentMessage, Usage};
 use rampart_sessions::Session;
@@ -55,6 +53,7 @@ use crate::models::guard_models;
 use crate::persist::{PersistError, SessionWriter};
 use crate::providers::{ModelRequest, Provider, ProviderError, ProviderErrorKind};
 
+pub(crate) use crate::persist::session_ref;
 use events::*;
 pub use events::{RecordedEvent, RunEvents};
 
@@ -1530,15 +1529,6 @@ fn model_ref(name: &ModelName, window: u64) -> ModelRef {
         provider: name.provider.clone(),
         id: name.model.clone(),
         context_window: Some(window),
-    }
-}
-
-pub(crate) fn session_ref(session: &Session) -> SessionRef {
-    SessionRef {
-        session_id: session.header().id.clone(),
-        session_key: None,
-        session_file: Some(session.path().display().to_string()),
-        previous_session_id: session.header().previous_session_id.clone(),
     }
 }
 
