@@ -8,29 +8,13 @@
 use std::time::Duration;
 
 use crate::common::loopback::{Loopback, Reply};
-use crate::common::serve::ServeProcess;
+use crate::common::serve::{ServeProcess, upstream_config_speaking};
 use serde_json::{Value, json};
 
+/// Serve in front of a Responses upstream at `url`; compaction summaries by the simulator.
 fn config(url: &str) -> String {
-    format!(
-        r#"
-[agents.defaults.model]
-primary = "up/gpt-up"
-
-[agents.defaults.compaction]
-model = "sim/default"
-
-[models.providers.up]
-api = "openai-responses"
-baseUrl = "{url}"
-maxRetries = 0
-timeoutSeconds = 20
-
-[[models.providers.up.models]]
-id = "gpt-up"
-contextWindow = 128000
-"#
-    )
+    upstream_config_speaking(url, "openai-responses")
+        + "\n[agents.defaults.compaction]\nmodel = \"sim/default\"\n"
 }
 
 /// A Responses event stream: each item added and done, then `response.completed`.

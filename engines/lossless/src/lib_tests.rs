@@ -46,12 +46,24 @@ fn assemble(
     messages: &[SharedMessage],
     budget: u64,
 ) -> AssembleResult {
+    assemble_in(h, "s1", None, messages, budget)
+}
+
+/// `assemble` of session `session` (started over from `previous`, when given).
+fn assemble_in(
+    h: &Harness<LosslessEngine>,
+    session: &str,
+    previous: Option<&str>,
+    messages: &[SharedMessage],
+    budget: u64,
+) -> AssembleResult {
     let mut p = AssembleParams {
         messages: MessageList::from(messages.to_vec()),
         token_budget: Some(budget),
         ..Default::default()
     };
-    p.session.session_id = "s1".into();
+    p.session.session_id = session.into();
+    p.session.previous_session_id = previous.map(str::to_string);
     h.call(method::ASSEMBLE, &p).unwrap()
 }
 
@@ -669,13 +681,7 @@ fn a_large_file_in_a_user_message_is_stored_aside_and_sent_as_a_reference() {
 /// Session `old`'s conversation with the context of §8.17: `[d3, d2, d1, d0, m…]` (summaries
 /// written straight into the store, the messages through `assemble`).
 fn previous_context(h: &Harness<LosslessEngine>, old: &[SharedMessage]) {
-    let mut p = AssembleParams {
-        messages: MessageList::from(old.to_vec()),
-        token_budget: Some(1_000_000),
-        ..Default::default()
-    };
-    p.session.session_id = "old".into();
-    let _: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
+    assemble_in(h, "old", None, old, 1_000_000);
     h.engine()
         .with_conv("old", None, |store, conv, _| {
             let conn = store.conn();
@@ -726,15 +732,8 @@ fn previous_context(h: &Harness<LosslessEngine>, old: &[SharedMessage]) {
 
 /// The first request of session `new`, started over from `old` (`previousSessionId`).
 fn first_request_after_new(h: &Harness<LosslessEngine>, messages: &[SharedMessage]) -> Vec<String> {
-    let mut p = AssembleParams {
-        messages: MessageList::from(messages.to_vec()),
-        token_budget: Some(1_000_000),
-        ..Default::default()
-    };
-    p.session.session_id = "new".into();
-    p.session.previous_session_id = Some("old".into());
-    let r: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
-    r.messages
+    assemble_in(h, "new", Some("old"), messages, 1_000_000)
+        .messages
         .iter()
         .map(|m| {
             let text = crate::conv::flat_text(m);
@@ -805,13 +804,7 @@ fn a_session_started_over_keeps_the_deep_summaries_and_can_search_everything() {
         .unwrap();
     assert!(text(d0).contains("MARKER_0"));
     // A session that did not start over from `old` reaches none of it.
-    let mut p = AssembleParams {
-        messages: MessageList::from(fresh.clone()),
-        token_budget: Some(1_000_000),
-        ..Default::default()
-    };
-    p.session.session_id = "unrelated".into();
-    let r: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
+    let r = assemble_in(&h, "unrelated", None, &fresh, 1_000_000);
     assert_eq!(r.messages.len(), 1);
     let other = h
         .engine()

@@ -847,22 +847,13 @@ impl Answer {
         let mut usage = self.usage;
         usage.total_tokens =
             Some(usage.input + usage.output + usage.cache_read + usage.cache_write);
-        let model = if requested_model.is_empty() {
-            self.model.unwrap_or_default()
-        } else {
-            requested_model.to_owned()
-        };
-        AssistantMessage {
+        http::AnswerParts {
             content,
-            api: API.to_owned(),
-            provider: provider.to_owned(),
-            model,
             usage,
-            stop_reason,
-            timestamp: http::now_ms(),
-            error_message,
-            extra: Extra::new(),
+            stop: (stop_reason, error_message),
+            reported_model: self.model,
         }
+        .into_message(API, provider, requested_model)
     }
 }
 

@@ -126,18 +126,15 @@ impl ClientFields {
         self.tools.iter().find_map(|raw| {
             let (declared, strict) = match self.wire {
                 FieldsWire::Chat => (
-                    super::ToolSpec::from_chat_tool(raw),
+                    spec.matches_chat_tool(raw),
                     raw.get("function").and_then(|f| f.get("strict")),
                 ),
-                FieldsWire::Responses => {
-                    (super::ToolSpec::from_responses_tool(raw), raw.get("strict"))
-                }
-                FieldsWire::Anthropic => (None, None),
+                FieldsWire::Responses => (spec.matches_responses_tool(raw), raw.get("strict")),
+                FieldsWire::Anthropic => (false, None),
             };
-            (raw.get("type").and_then(Value::as_str) == Some("function")
-                && declared.as_ref() == Some(spec))
-            .then(|| strict.and_then(Value::as_bool))
-            .flatten()
+            (declared && raw.get("type").and_then(Value::as_str) == Some("function"))
+                .then(|| strict.and_then(Value::as_bool))
+                .flatten()
         })
     }
 }
@@ -146,20 +143,7 @@ impl ClientFields {
 fn same_in_both(from: FieldsWire, to: FieldsWire, key: &str) -> bool {
     use FieldsWire::*;
     match (from, to) {
-        (Responses, Chat) => matches!(
-            key,
-            "parallel_tool_calls"
-                | "temperature"
-                | "top_p"
-                | "store"
-                | "metadata"
-                | "user"
-                | "prompt_cache_key"
-                | "safety_identifier"
-                | "service_tier"
-                | "top_logprobs"
-        ),
-        (Chat, Responses) => matches!(
+        (Responses, Chat) | (Chat, Responses) => matches!(
             key,
             "parallel_tool_calls"
                 | "temperature"

@@ -277,3 +277,38 @@ fn the_clients_query_goes_to_an_upstream_of_its_family_only() {
         url
     );
 }
+
+/// The borrowed comparison a provider makes for every tool of every request agrees with
+/// reading the tool: a declared tool matches exactly the spec it reads as.
+#[test]
+fn a_declared_tool_matches_the_spec_it_reads_as_and_no_other() {
+    use crate::providers::ToolSpec;
+    let functions = [
+        json!({"name": "read", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}),
+        json!({"name": "read"}),
+        json!({"name": "read", "description": 7, "parameters": null}),
+        json!({"name": "write", "description": "Read a file"}),
+    ];
+    let specs: Vec<ToolSpec> = functions
+        .iter()
+        .filter_map(ToolSpec::from_responses_tool)
+        .collect();
+    assert_eq!(specs.len(), functions.len());
+    for function in &functions {
+        let chat = json!({"type": "function", "function": function});
+        for spec in &specs {
+            let reads_as = ToolSpec::from_responses_tool(function).as_ref() == Some(spec);
+            assert_eq!(
+                spec.matches_responses_tool(function),
+                reads_as,
+                "{function} {spec:?}"
+            );
+            assert_eq!(spec.matches_chat_tool(&chat), reads_as, "{chat} {spec:?}");
+            assert_eq!(
+                ToolSpec::from_chat_tool(&chat).as_ref() == Some(spec),
+                reads_as
+            );
+        }
+    }
+    assert!(!specs[0].matches_chat_tool(&json!({"type": "function"})));
+}

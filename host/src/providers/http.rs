@@ -573,6 +573,49 @@ pub fn parse_event_json(data: &str) -> Result<Value, Failure> {
     })
 }
 
+/// What a provider read from an answer, whatever its wire: made into pi's assistant message by
+/// [`AnswerParts::into_message`], the one place every provider's answer takes that form.
+pub struct AnswerParts {
+    /// The blocks, in the order the model produced them.
+    pub content: Vec<rampart_message::ContentBlock>,
+    /// The usage, in pi's terms.
+    pub usage: rampart_message::Usage,
+    /// Why it stopped, and the provider's text when that was an error.
+    pub stop: (rampart_message::StopReason, Option<String>),
+    /// The model the server said answered.
+    pub reported_model: Option<String>,
+}
+
+impl AnswerParts {
+    /// The assistant message, stamped now, of provider `provider` on wire `api`: named after
+    /// `requested_model` (what the request asked for, which the session records), or the model
+    /// the server reported when the request named none.
+    pub fn into_message(
+        self,
+        api: &str,
+        provider: &str,
+        requested_model: &str,
+    ) -> rampart_message::AssistantMessage {
+        let model = if requested_model.is_empty() {
+            self.reported_model.unwrap_or_default()
+        } else {
+            requested_model.to_owned()
+        };
+        let (stop_reason, error_message) = self.stop;
+        rampart_message::AssistantMessage {
+            content: self.content,
+            api: api.to_owned(),
+            provider: provider.to_owned(),
+            model,
+            usage: self.usage,
+            stop_reason,
+            timestamp: now_ms(),
+            error_message,
+            extra: rampart_message::Extra::new(),
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch, pi's timestamp unit.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -390,9 +390,34 @@ impl ToolSpec {
     /// The spec of a chat-completions function tool (`{"type": "function", "function":
     /// {name, description, parameters, …}}`), or `None` when it names no function. One
     /// reading for serve's decoder and the chat provider, which sends a client's tool as it
-    /// came only when this reading of it is still the spec the engine forwards.
+    /// came only when this reading of it is still the spec the engine forwards
+    /// ([`ToolSpec::matches_chat_tool`]).
     pub fn from_chat_tool(tool: &serde_json::Value) -> Option<ToolSpec> {
-        let function = tool.get("function")?;
+        tool.get("function").and_then(Self::from_function)
+    }
+
+    /// The spec of a Responses function tool (`{"type": "function", name, description,
+    /// parameters, …}`, no `function` wrapper), or `None` when it names no function: how
+    /// serve reads a Responses client's function tool, so that a provider can tell whether the
+    /// engine still forwards it as declared ([`ToolSpec::matches_responses_tool`]).
+    pub fn from_responses_tool(tool: &serde_json::Value) -> Option<ToolSpec> {
+        Self::from_function(tool)
+    }
+
+    /// Whether [`ToolSpec::from_chat_tool`] reads `tool` as this spec, without building one
+    /// (a provider asks it for every tool of every request).
+    pub fn matches_chat_tool(&self, tool: &serde_json::Value) -> bool {
+        tool.get("function").is_some_and(|f| self.is_function(f))
+    }
+
+    /// Whether [`ToolSpec::from_responses_tool`] reads `tool` as this spec.
+    pub fn matches_responses_tool(&self, tool: &serde_json::Value) -> bool {
+        self.is_function(tool)
+    }
+
+    /// The spec of an object with `name`, `description` and `parameters` (an object schema
+    /// when absent).
+    fn from_function(function: &serde_json::Value) -> Option<ToolSpec> {
         let name = function.get("name")?.as_str()?;
         Some(ToolSpec {
             name: name.to_owned(),
@@ -407,23 +432,17 @@ impl ToolSpec {
         })
     }
 
-    /// The spec of a Responses function tool (`{"type": "function", name, description,
-    /// parameters, …}`, no `function` wrapper), or `None` when it names no function: how
-    /// serve reads a Responses client's function tool, so that a provider can tell whether the
-    /// engine still forwards it as declared.
-    pub fn from_responses_tool(tool: &serde_json::Value) -> Option<ToolSpec> {
-        let name = tool.get("name")?.as_str()?;
-        Some(ToolSpec {
-            name: name.to_owned(),
-            description: tool
+    /// Whether [`ToolSpec::from_function`] of `function` would be this spec.
+    fn is_function(&self, function: &serde_json::Value) -> bool {
+        function.get("name").and_then(serde_json::Value::as_str) == Some(self.name.as_str())
+            && function
                 .get("description")
                 .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
-            parameters: tool
-                .get("parameters")
-                .cloned()
-                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
-        })
+                == self.description.as_deref()
+            && match function.get("parameters") {
+                Some(parameters) => *parameters == self.parameters,
+                None => self.parameters == serde_json::json!({"type": "object"}),
+            }
     }
 
     /// The text a tool's schema is counted as: its name, description and parameters as

@@ -119,13 +119,18 @@ impl Drop for ServeProcess {
 /// A configuration whose primary model (`up/gpt-up`, 128k window, no retries) is the
 /// OpenAI-compatible server at `upstream`: what the serve tests on a shared store start with.
 pub fn upstream_config(upstream: &str) -> String {
+    upstream_config_speaking(upstream, "openai-completions")
+}
+
+/// [`upstream_config`] for an upstream speaking `api` (`openai-responses`, …).
+pub fn upstream_config_speaking(upstream: &str, api: &str) -> String {
     format!(
         r#"
 [agents.defaults.model]
 primary = "up/gpt-up"
 
 [models.providers.up]
-api = "openai-completions"
+api = "{api}"
 baseUrl = "{upstream}"
 maxRetries = 0
 timeoutSeconds = 20

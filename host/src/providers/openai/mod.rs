@@ -24,7 +24,6 @@ use super::http::{
 use super::splice::{self, WireMemo};
 use super::{
     DeltaSink, ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings, StreamDelta,
-    ToolSpec,
 };
 use wire::to_openai_message;
 
@@ -148,7 +147,7 @@ fn body_shell(request: &ModelRequest) -> Value {
                 if let Some(raw) = declared
                     .iter()
                     .filter(|raw| raw.get("type").and_then(Value::as_str) == Some("function"))
-                    .find(|raw| ToolSpec::from_chat_tool(raw).as_ref() == Some(t))
+                    .find(|raw| t.matches_chat_tool(raw))
                 {
                     return raw.clone();
                 }
@@ -421,28 +420,19 @@ impl Answer {
             }));
         }
         let (stop_reason, error_message) = stop_reason(self.finish_reason.as_deref(), has_calls);
-        let model = if requested_model.is_empty() {
-            self.model.unwrap_or_default()
-        } else {
-            requested_model.to_owned()
-        };
-        AssistantMessage {
+        http::AnswerParts {
             content,
-            api: API.to_owned(),
-            provider: provider.to_owned(),
-            model,
             usage: usage(self.usage.as_ref()),
-            stop_reason,
-            timestamp: http::now_ms(),
-            error_message,
-            extra: Extra::new(),
+            stop: (stop_reason, error_message),
+            reported_model: self.model,
         }
+        .into_message(API, provider, requested_model)
     }
 }
 
 /// The arguments as JSON. Text that does not parse is kept as a string rather than failing the
 /// turn: the tool can still report the bad input to the model, which then corrects itself.
-fn parse_arguments(raw: &str) -> Value {
+pub(crate) fn parse_arguments(raw: &str) -> Value {
     if raw.trim().is_empty() {
         return json!({});
     }

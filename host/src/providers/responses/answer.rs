@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::API;
 use super::opaque::opaque_block;
 use crate::providers::http::{self, Failure, SseReader, content_type, parse_event_json, read_json};
+use crate::providers::openai::parse_arguments;
 use crate::providers::{DeltaSink, StreamDelta};
 
 /// Reads a 2xx answer: a stream normally, a whole JSON object from a server that ignored
@@ -373,32 +374,14 @@ impl Answer {
                 _ if has_calls => (StopReason::ToolUse, None),
                 _ => (StopReason::Stop, None),
             };
-        let model = if requested_model.is_empty() {
-            self.model.unwrap_or_default()
-        } else {
-            requested_model.to_owned()
-        };
-        AssistantMessage {
+        http::AnswerParts {
             content,
-            api: API.to_owned(),
-            provider: provider.to_owned(),
-            model,
             usage: usage(self.usage.as_ref()),
-            stop_reason,
-            timestamp: http::now_ms(),
-            error_message,
-            extra: Extra::new(),
+            stop: (stop_reason, error_message),
+            reported_model: self.model,
         }
+        .into_message(API, provider, requested_model)
     }
-}
-
-/// The arguments as JSON; text that does not parse is kept as a string (the tool reports the
-/// bad input to the model, which corrects itself), as the chat provider does.
-fn parse_arguments(raw: &str) -> Value {
-    if raw.trim().is_empty() {
-        return json!({});
-    }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
 /// pi's usage from Responses': cached input tokens are split out of `input_tokens`, because pi

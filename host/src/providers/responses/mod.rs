@@ -26,8 +26,8 @@ use super::http::{AuthStyle, HttpClient};
 use super::splice::{self, WireMemo};
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
 
-/// Where requests go when the config names no `baseUrl`.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Where requests go when the config names no `baseUrl`: OpenAI's, as for chat completions.
+pub const DEFAULT_BASE_URL: &str = super::openai::DEFAULT_BASE_URL;
 
 /// The `api` value written into answers, as pi names this wire format.
 pub const API: &str = "openai-responses";
