@@ -274,6 +274,8 @@ impl Store {
     }
 
     fn try_open(path: &Path, options: StoreOptions) -> Result<Store, MemoryError> {
+        /// How long a write waits for another connection's transaction.
+        const OPEN_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
         let db = |action: &str, e: rusqlite::Error| MemoryError::database(path, action, e);
         create_private_file(path).map_err(|source| MemoryError::Io {
             path: path.to_path_buf(),
@@ -281,7 +283,11 @@ impl Store {
             source,
         })?;
         let conn = Connection::open(path).map_err(|e| db("open", e))?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
+        // Writes outside a sync (the schema at open) wait for another process's sync
+        // transaction; 5 s was too short for a `--force` rebuild on a loaded machine (one of
+        // three `memory index --force` runs started together failed with "database is locked"
+        // while another rebuilt). Readers never wait: the index is in WAL mode.
+        conn.busy_timeout(OPEN_BUSY_TIMEOUT)
             .map_err(|e| db("set the busy timeout", e))?;
         let journal: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))

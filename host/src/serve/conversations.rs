@@ -22,7 +22,7 @@ use rampart_sessions::store::shared::{EntryFields, PickKey, SharedStore};
 use rampart_sessions::{Session, SessionError, SessionOptions};
 use serde_json::Value;
 
-use super::history::{BranchMatch, MatchKind, match_history};
+use super::history::{BranchEnds, BranchMatch, MatchKind, match_history, request_chain};
 use super::identity::ClientSession;
 use crate::run::TurnMemos;
 
@@ -82,6 +82,12 @@ impl From<SessionError> for ConversationError {
 pub struct SessionCache {
     sessions: std::sync::Mutex<std::collections::HashMap<String, Cached>>,
     capacity: usize,
+    /// Where each conversation's branches ended when it was last matched, with the registry's
+    /// `updatedAt` then: a family member whose ends a request cannot extend is passed over
+    /// without opening its session ([`BranchEnds`]). Kept for every conversation (a few dozen
+    /// bytes each), not only the open ones; a changed `updatedAt` or a turn of this server
+    /// makes it stale.
+    ends: std::sync::Mutex<std::collections::HashMap<String, (u64, BranchEnds)>>,
 }
 
 /// A session kept open, and what the runners derived from its messages.
@@ -97,6 +103,7 @@ impl SessionCache {
         Self {
             sessions: std::sync::Mutex::new(std::collections::HashMap::new()),
             capacity,
+            ends: std::sync::Mutex::default(),
         }
     }
 
@@ -123,6 +130,8 @@ impl SessionCache {
     /// Puts `key`'s session back (its lock released), with what its last runner derived.
     pub fn put(&self, key: &str, mut session: Session, memos: TurnMemos) {
         session.release();
+        // The turn may have changed where its branches end.
+        self.lock_ends().remove(key);
         if self.capacity == 0 {
             return;
         }
@@ -147,12 +156,55 @@ impl SessionCache {
         messages: &[AgentMessage],
     ) -> Result<BranchMatch, StoreError> {
         if let Some(cached) = self.map().get(key) {
+            self.note_ends(key, entry, cached.session.tree());
             return Ok(match_history(cached.session.tree(), messages));
         }
         let session = store.open(key, entry, SessionOptions::default())?;
         let placement = match_history(session.tree(), messages);
-        self.put(key, session, TurnMemos::default());
+        self.note_ends(key, entry, session.tree());
+        self.put_keeping_ends(key, session, TurnMemos::default());
         Ok(placement)
+    }
+
+    fn lock_ends(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, (u64, BranchEnds)>> {
+        self.ends.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a request whose messages hash to `chain` may extend `key` (registered with
+    /// `updated_at`): true unless its branch ends are known, current, and rule it out.
+    fn may_extend(&self, key: &str, updated_at: u64, chain: &[u64]) -> bool {
+        match self.lock_ends().get(key) {
+            Some((noted_at, ends)) if *noted_at == updated_at => ends.may_extend(chain),
+            _ => true,
+        }
+    }
+
+    /// Records where `tree`'s branches end, unless that is known for this `updatedAt`.
+    fn note_ends(
+        &self,
+        key: &str,
+        entry: &rampart_sessions::store::SessionEntry,
+        tree: &rampart_sessions::SessionTree,
+    ) {
+        let mut ends = self.lock_ends();
+        if ends
+            .get(key)
+            .is_some_and(|(updated_at, _)| *updated_at == entry.updated_at)
+        {
+            return;
+        }
+        ends.insert(key.to_owned(), (entry.updated_at, BranchEnds::of(tree)));
+    }
+
+    /// [`put`](Self::put) of a session only read, not written: its branch ends stay known.
+    fn put_keeping_ends(&self, key: &str, session: Session, memos: TurnMemos) {
+        let known = self.lock_ends().remove(key);
+        self.put(key, session, memos);
+        if let Some(known) = known {
+            self.lock_ends().insert(key.to_owned(), known);
+        }
     }
 }
 
@@ -350,7 +402,24 @@ fn best(
     extends_only: bool,
 ) -> Result<Option<String>, ConversationError> {
     let mut chosen: Option<((bool, usize, bool, u64), String)> = None;
-    for (key, entry) in store.family(prefix, exact)? {
+    let members: Vec<(String, rampart_sessions::store::SessionEntry)> = if extends_only {
+        // Most members of a large family are ruled out by their branch ends alone; only
+        // the others' entries are read.
+        let chain = request_chain(messages);
+        let stamps = store.family_stamps(prefix, exact)?;
+        let mut kept = Vec::new();
+        for (key, updated_at) in stamps {
+            if cache.may_extend(&key, updated_at, &chain)
+                && let Some(entry) = store.get(&key)?
+            {
+                kept.push((key, entry));
+            }
+        }
+        kept
+    } else {
+        store.family(prefix, exact)?
+    };
+    for (key, entry) in members {
         let m = match cache.placement(store, &key, &entry, messages) {
             Ok(m) => m,
             Err(e) => {
@@ -379,7 +448,10 @@ fn best(
     Ok(chosen.map(|(_, key)| key))
 }
 
-/// Creates a conversation under the first free key `<prefix><n>`.
+/// Creates a conversation under a free key `<prefix><n>`: the one after the taken run `1..n`
+/// (the first free one when the numbers were handed out in order, as they are), found in
+/// O(log n) probes: a server's ten-thousandth anonymous conversation used to try the nine
+/// thousand nine hundred and ninety-nine taken keys first.
 fn create(
     store: &dyn SharedStore,
     prefix: &str,
@@ -388,15 +460,37 @@ fn create(
 ) -> Result<String, ConversationError> {
     create_with(
         store,
-        &mut |taken| {
-            (1..)
-                .map(|n| format!("{prefix}{n}"))
-                .find(|k| !taken(k))
-                .unwrap_or_else(|| format!("{prefix}0"))
-        },
+        &mut |taken| free_key(prefix, taken),
         spawned_by,
         thread,
     )
+}
+
+/// `<prefix><n>` not `taken`: 1 if free, else `n` with `n - 1` taken, by doubling then
+/// bisecting.
+fn free_key(prefix: &str, taken: &dyn Fn(&str) -> bool) -> String {
+    let key = |n: u64| format!("{prefix}{n}");
+    if !taken(&key(1)) {
+        return key(1);
+    }
+    // `low` is taken, `high` is free.
+    let (mut low, mut high) = (1u64, 2u64);
+    while taken(&key(high)) {
+        if high == u64::MAX {
+            return key(0);
+        }
+        low = high;
+        high = high.saturating_mul(2);
+    }
+    while high - low > 1 {
+        let middle = low + (high - low) / 2;
+        if taken(&key(middle)) {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    key(high)
 }
 
 /// Creates the conversation `key` unless it exists (another request made it meanwhile).

@@ -212,3 +212,18 @@ fn a_cached_session_catches_up_with_another_writer() {
     assert_eq!(c.placement.kind, MatchKind::Extends);
     assert_eq!(c.placement.matched, 4);
 }
+
+/// Keys handed out in order get the next number, however many are taken, in a few probes.
+#[test]
+fn a_free_key_follows_the_taken_run_in_logarithmic_probes() {
+    for taken_count in [0u64, 1, 2, 3, 7, 8, 1000, 4097] {
+        let probes = std::cell::Cell::new(0);
+        let taken = |k: &str| {
+            probes.set(probes.get() + 1);
+            let n: u64 = k.strip_prefix("p:").unwrap().parse().unwrap();
+            (1..=taken_count).contains(&n)
+        };
+        assert_eq!(free_key("p:", &taken), format!("p:{}", taken_count + 1));
+        assert!(probes.get() <= 30, "{taken_count}: {} probes", probes.get());
+    }
+}

@@ -327,6 +327,25 @@ struct Canonical<'a> {
     parts: Vec<Value>,
 }
 
+/// [`canonical`]'s text alone, without building its other parts.
+fn canonical_text<'a>(blocks: impl Iterator<Item = &'a ContentBlock>) -> Cow<'a, str> {
+    let texts: Vec<&str> = blocks
+        .filter_map(|block| match block {
+            ContentBlock::Text(t) if !t.text.trim().is_empty() => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    joined_trimmed(&texts)
+}
+
+fn joined_trimmed<'a>(texts: &[&'a str]) -> Cow<'a, str> {
+    match texts {
+        [] => Cow::Borrowed(""),
+        [one] => Cow::Borrowed(one.trim()),
+        many => Cow::Owned(many.join("\n").trim().to_owned()),
+    }
+}
+
 fn canonical<'a>(blocks: impl Iterator<Item = &'a ContentBlock>) -> Canonical<'a> {
     let mut texts: Vec<&str> = Vec::new();
     let mut parts = Vec::new();
@@ -351,12 +370,10 @@ fn canonical<'a>(blocks: impl Iterator<Item = &'a ContentBlock>) -> Canonical<'a
             }
         }
     }
-    let text = match texts.as_slice() {
-        [] => Cow::Borrowed(""),
-        [one] => Cow::Borrowed(one.trim()),
-        many => Cow::Owned(many.join("\n").trim().to_owned()),
-    };
-    Canonical { text, parts }
+    Canonical {
+        text: joined_trimmed(&texts),
+        parts,
+    }
 }
 
 /// Whether `stored` is what the persistence guard or a truncation pass made of `original`.
@@ -374,6 +391,147 @@ fn is_cap_of(stored: &str, original: &str) -> bool {
     let head: String = stored.chars().take(256).collect();
     let head = head.lines().next().unwrap_or("");
     head.chars().count() >= 16 && original.starts_with(head)
+}
+
+/// Where a stored tree's branches end, in a form a request can be tested against without the
+/// tree: for every entry with no message below it, how many messages its path holds and a hash
+/// of their [`fingerprint`]s. A request can only extend the tree ([`MatchKind::Extends`]) if its
+/// first `n` messages hash the same as one of these ends (or the tree holds no message).
+///
+/// Why: a server without client ids places a request among every conversation whose first
+/// message reads the same, and an application whose every conversation starts with one system
+/// prompt puts them all in one family; opening each member's session for each request made
+/// the work of a request grow with every conversation the server had ever held. The test is
+/// only ever a filter: a member it keeps is still matched with [`match_history`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchEnds {
+    /// `(messages on the path, chain hash)` of every branch end; empty when the tree holds no
+    /// message.
+    ends: HashSet<(usize, u64)>,
+}
+
+impl BranchEnds {
+    /// The branch ends of `tree`, in one pass over its entries.
+    pub fn of(tree: &SessionTree) -> Self {
+        let entries = tree.entries();
+        let skip = server_answered(tree);
+        // (messages on the path, chain hash) of each entry.
+        let mut chains: Vec<Option<(usize, u64)>> = vec![None; entries.len()];
+        for index in 0..entries.len() {
+            if chains[index].is_some() {
+                continue;
+            }
+            let extend = |from: (usize, u64)| match counted(&entries[index], index, &skip) {
+                Some(message) => (from.0 + 1, chain_step(from.1, message)),
+                None => from,
+            };
+            match tree.parent_index(index) {
+                None => {
+                    chains[index] = Some(extend((0, CHAIN_SEED)));
+                    continue;
+                }
+                Some(parent) if parent < index => {
+                    chains[index] = chains[parent].map(extend);
+                    if chains[index].is_some() {
+                        continue;
+                    }
+                }
+                Some(_) => {}
+            }
+            // A hand-edited file whose parent comes later: walk the path.
+            let mut at = (0usize, CHAIN_SEED);
+            for step_at in tree.path_to(index) {
+                if let Some(known) = chains[step_at] {
+                    at = known;
+                    continue;
+                }
+                if let Some(message) = counted(&entries[step_at], step_at, &skip) {
+                    at = (at.0 + 1, chain_step(at.1, message));
+                }
+                chains[step_at] = Some(at);
+            }
+        }
+        let mut message_below = vec![false; entries.len()];
+        for index in (0..entries.len()).rev() {
+            if let Some(parent) = tree.parent_index(index) {
+                let below =
+                    message_below[index] || counted(&entries[index], index, &skip).is_some();
+                message_below[parent] |= below;
+            }
+        }
+        let ends = chains
+            .iter()
+            .zip(&message_below)
+            .filter_map(|(chain, below)| chain.filter(|(n, _)| *n > 0 && !below))
+            .collect();
+        Self { ends }
+    }
+
+    /// Whether a request whose messages hash to `chain` ([`request_chain`]) may extend the
+    /// tree: false only when it certainly cannot.
+    pub fn may_extend(&self, chain: &[u64]) -> bool {
+        self.ends.is_empty()
+            || self
+                .ends
+                .iter()
+                .any(|(n, hash)| chain.get(*n).is_some_and(|h| h == hash))
+    }
+}
+
+const CHAIN_SEED: u64 = 0x7261_6d70_6172_7400;
+
+/// The chain hashes of a request's messages: element `n` hashes the first `n`.
+pub fn request_chain(incoming: &[AgentMessage]) -> Vec<u64> {
+    let mut chain = Vec::with_capacity(incoming.len() + 1);
+    let mut at = CHAIN_SEED;
+    chain.push(at);
+    for message in incoming {
+        at = chain_step(at, message);
+        chain.push(at);
+    }
+    chain
+}
+
+fn chain_step(previous: u64, message: &AgentMessage) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    previous.hash(&mut hasher);
+    fingerprint(message, &mut hasher);
+    hasher.finish()
+}
+
+/// Feeds what [`same_message`] compares, or less, to `hasher`: two messages it calls the same
+/// always hash the same (the converse need not hold). The role, the canonical text of users
+/// and assistants with the ids of the assistant's tool calls, a tool result's call id (its
+/// text may be a cap of what the client sends), an opaque message's wire.
+fn fingerprint(message: &AgentMessage, hasher: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    match message {
+        AgentMessage::User(u) => {
+            1u8.hash(hasher);
+            match &u.content {
+                Content::Text(t) => t.trim().hash(hasher),
+                Content::Blocks(blocks) => canonical_text(blocks.iter()).hash(hasher),
+            }
+        }
+        AgentMessage::Assistant(a) => {
+            2u8.hash(hasher);
+            canonical_text(a.content.iter()).hash(hasher);
+            for block in &a.content {
+                if let ContentBlock::ToolCall(call) = block {
+                    call.id.hash(hasher);
+                }
+            }
+        }
+        AgentMessage::ToolResult(r) => {
+            3u8.hash(hasher);
+            r.tool_call_id.hash(hasher);
+        }
+        other => {
+            4u8.hash(hasher);
+            as_opaque(other).map(|o| o.wire).hash(hasher);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -341,3 +341,129 @@ fn an_opaque_message_matches_its_resent_item_breakpoints_aside() {
     assert_eq!(m.kind, MatchKind::Diverges);
     assert_eq!(m.attach_at.as_deref(), Some(ids[0].as_str()));
 }
+
+/// The branch-end filter never rules out a tree a request extends: for random trees (branches,
+/// aborted answers, capped results, non-message entries, text split across blocks) and
+/// requests made from their paths with and without changes, whenever [`match_history`] says
+/// `Extends` or `Empty`, [`BranchEnds::may_extend`] says true. And it does rule out most of
+/// the rest (else it would filter nothing).
+#[test]
+fn branch_ends_never_rule_out_a_tree_the_request_extends() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let original = "0123456789abcdefghij\n".repeat(300);
+    let capped = "0123456789abcdefghij\n[... truncated ...]";
+    let mut aborted = answer("half");
+    if let AgentMessage::Assistant(a) = &mut aborted {
+        a.stop_reason = rampart_message::StopReason::Aborted;
+    }
+    let split: AgentMessage = serde_json::from_value(json!({
+        "role": "assistant",
+        "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+        "api": "anthropic-messages", "provider": "up", "model": "m",
+        "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": "stop", "timestamp": 9
+    }))
+    .unwrap();
+    let pool = [
+        user("u1"),
+        user("u2"),
+        user(" u1 "),
+        answer("a1"),
+        answer("a\nb"),
+        split,
+        aborted,
+        call("c1", json!({"path": "x"})),
+        result("c1", &original),
+        result("c1", capped),
+        result("c2", "other"),
+    ];
+    let (mut ruled_out, mut extends) = (0, 0);
+    for _ in 0..3000 {
+        let mut tree = SessionTree::new();
+        for _ in 0..1 + next(7) {
+            if !tree.is_empty() && next(3) == 0 {
+                let at = tree.entries()[next(tree.len() as u64) as usize].id.clone();
+                tree.branch(&at);
+            }
+            if next(8) == 0 {
+                tree.append(EntryBody::Custom(
+                    serde_json::from_value(json!({"customType": "x", "data": {}})).unwrap(),
+                ));
+            } else {
+                tree.append(EntryBody::from_message(
+                    pool[next(pool.len() as u64) as usize].clone(),
+                ));
+            }
+        }
+        let ends = BranchEnds::of(&tree);
+        for _ in 0..6 {
+            // A path's messages, perhaps with one swapped, perhaps with more after.
+            let mut request: Vec<AgentMessage> = if tree.is_empty() {
+                Vec::new()
+            } else {
+                let leaf = next(tree.len() as u64) as usize;
+                // A client re-sends the whole result the store keeps capped.
+                tree.path_to(leaf)
+                    .into_iter()
+                    .filter_map(|i| tree.entries()[i].body.message().cloned())
+                    .map(|m| match &m {
+                        AgentMessage::ToolResult(r) if r.content.joined_text() == capped => {
+                            result("c1", &original)
+                        }
+                        _ => m,
+                    })
+                    .collect()
+            };
+            if !request.is_empty() && next(3) == 0 {
+                let at = next(request.len() as u64) as usize;
+                request[at] = pool[next(pool.len() as u64) as usize].clone();
+            }
+            for _ in 0..next(3) {
+                request.push(pool[next(pool.len() as u64) as usize].clone());
+            }
+            if request.is_empty() {
+                continue;
+            }
+            let kind = match_history(&tree, &request).kind;
+            let may = ends.may_extend(&request_chain(&request));
+            if matches!(kind, MatchKind::Extends | MatchKind::Empty) {
+                extends += 1;
+                assert!(
+                    may,
+                    "ruled out a tree the request extends: {tree:?} {request:?}"
+                );
+            } else if !may {
+                ruled_out += 1;
+            }
+        }
+    }
+    assert!(extends > 1000, "{extends}");
+    assert!(ruled_out > 1000, "{ruled_out}");
+}
+
+#[test]
+fn branch_ends_pass_over_a_conversation_that_went_elsewhere() {
+    let (tree, _) = tree_of(&[user("rules"), answer("ok 1"), user("q1"), answer("a1")]);
+    let ends = BranchEnds::of(&tree);
+    // The same opening, another conversation: ruled out without matching.
+    let other = [user("rules"), answer("ok 2"), user("q2")];
+    assert!(!ends.may_extend(&request_chain(&other)));
+    // Its own next turn is kept.
+    let next = [
+        user("rules"),
+        answer("ok 1"),
+        user("q1"),
+        answer("a1"),
+        user("q3"),
+    ];
+    assert!(ends.may_extend(&request_chain(&next)));
+    // A tree with no message rules nothing out.
+    assert!(BranchEnds::of(&SessionTree::new()).may_extend(&request_chain(&other)));
+}

@@ -34,6 +34,13 @@ pub struct RequestConversation {
     pub warnings: Vec<String>,
 }
 
+/// The `extra` key of a user, assistant or tool message holding the message-level fields of a
+/// chat-completions client's message that pi's message has no place for (a user's `name`, an
+/// assistant's `refusal` or `audio`, a tool result's own `name`, fields a provider added), as
+/// the client wrote them. Why: the chat writer puts them back, so a chat upstream receives the
+/// message as the client sent it; before, they were dropped on the way in.
+pub const CHAT_FIELDS_KEY: &str = "rampartChatFields";
+
 /// A chat-completions request's `messages`, stamped `timestamp_ms`.
 pub fn from_openai_chat(messages: &[Value], model: &str, timestamp_ms: u64) -> RequestConversation {
     let mut b = Builder::new();
@@ -48,10 +55,24 @@ pub fn from_openai_chat(messages: &[Value], model: &str, timestamp_ms: u64) -> R
                 .push(format!("{at}: not a JSON object; left out"));
             continue;
         };
-        let (kind, _) = converter.convert(&mut b, msg, &at, timestamp_ms, &info);
+        let (kind, mut rest) = converter.convert(&mut b, msg, &at, timestamp_ms, &info);
         match kind {
             ImportedKind::SystemPrompt { text, .. } => system.push(text),
-            ImportedKind::Message(m) => out.messages.push(m),
+            ImportedKind::Message(mut m) => {
+                // A tool result's `name` names its tool in pi's model, but it is kept as the
+                // client wrote it too (present or not).
+                if m.role() == "toolResult"
+                    && let Some(name) = msg.get("name")
+                {
+                    rest.insert("name".to_owned(), name.clone());
+                }
+                if !rest.is_empty()
+                    && let Some(extra) = message_extra(&mut m)
+                {
+                    extra.insert(CHAT_FIELDS_KEY.to_owned(), Value::Object(rest));
+                }
+                out.messages.push(m);
+            }
             _ => out
                 .warnings
                 .push(format!("{at}: a message pi cannot hold; left out")),
@@ -63,6 +84,16 @@ pub fn from_openai_chat(messages: &[Value], model: &str, timestamp_ms: u64) -> R
     );
     out.system = (!system.is_empty()).then(|| system.join("\n\n"));
     out
+}
+
+/// The `extra` map of a user, assistant or tool-result message.
+fn message_extra(message: &mut AgentMessage) -> Option<&mut rampart_message::Extra> {
+    match message {
+        AgentMessage::User(m) => Some(&mut m.extra),
+        AgentMessage::Assistant(m) => Some(&mut m.extra),
+        AgentMessage::ToolResult(m) => Some(&mut m.extra),
+        _ => None,
+    }
 }
 
 /// An Anthropic messages request's `system` and `messages`, stamped `timestamp_iso` (RFC 3339).

@@ -27,6 +27,7 @@ use std::cell::RefCell;
 use std::collections::btree_map::Entry;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -296,8 +297,9 @@ impl StoreError {
 
 /// A handle on one sessions directory's registry.
 ///
-/// Holds no cached copy: every read goes to the file, every update re-reads it under the
-/// lock, so several handles and several processes can share a directory safely. `Sync`, so
+/// Every read goes to the file and every update re-reads it under the lock, so several
+/// handles and several processes can share a directory safely; what it keeps is only the
+/// parse of the text it last saw, reused when the file's bytes are the same. `Sync`, so
 /// threads may share one handle by reference.
 #[derive(Debug)]
 pub struct SessionStore {
@@ -308,18 +310,25 @@ pub struct SessionStore {
     /// Writes performed through this handle; lets tests and diagnostics prove that no-op
     /// updates skip the disk without relying on mtime granularity.
     writes: AtomicU64,
-    /// The registry as last parsed by [`SessionStore::snapshot`], with the exact text it was
-    /// parsed from: a read whose text is the same (compared byte for byte, so a write by any
-    /// process is seen) reuses it instead of parsing again.
-    parsed: std::sync::Mutex<Option<(String, std::sync::Arc<SessionMap>)>>,
+    /// The registry as last read or written through this handle, with the exact text: a read
+    /// whose text is the same (compared byte for byte, so a write by any process is seen)
+    /// reuses it instead of parsing again, and an update leaves what it wrote here. Why: serve
+    /// registers every new conversation, and with 10,000 of them parsing the file on each
+    /// registration (and again for the next request's family lookup) made a long-running
+    /// server's work per conversation grow with every conversation it had seen.
+    parsed: std::sync::Mutex<Option<Arc<Loaded>>>,
 }
 
 /// What was on disk: the merged map, the exact text (for the unchanged-text check) and how
 /// many mixed-case duplicates were merged away (for the backup before the first write).
+#[derive(Debug, Default)]
 struct Loaded {
-    map: SessionMap,
+    map: Arc<SessionMap>,
     text: Option<String>,
     merged: usize,
+    /// The text of each entry as it was last written, for the next write to reuse
+    /// ([`disk::pretty_reusing`]); empty after a parse.
+    pieces: disk::Pieces,
 }
 
 thread_local! {
@@ -542,7 +551,7 @@ impl SessionStore {
     /// A snapshot of the whole registry, read without the lock (writes are atomic renames,
     /// so a reader always sees one complete version).
     pub fn load(&self) -> Result<SessionMap, StoreError> {
-        Ok(self.load_from_disk()?.map)
+        Ok(SessionMap::clone(&self.load_from_disk()?.map))
     }
 
     /// The entry for `key` (any case), if registered.
@@ -568,18 +577,21 @@ impl SessionStore {
         let _reentry = ReentryGuard::enter(&self.lock_path, &self.path)?;
         let _lock = FileLock::acquire(&self.lock_path, self.lock_timeout)?;
         let loaded = self.load_from_disk()?;
-        let mut map = loaded.map.clone();
+        let mut map = SessionMap::clone(&loaded.map);
         let result = change(&mut map);
         normalize_map_keys(&self.path, &mut map);
 
-        if map == loaded.map {
+        if map == *loaded.map {
             tracing::trace!(registry = %self.path.display(), "registry unchanged; not rewritten");
             return Ok(result);
         }
-        let text = serde_json::to_string_pretty(&map).map_err(|source| StoreError::Serialize {
-            path: self.path.clone(),
-            source,
-        })?;
+        let (text, pieces) =
+            disk::pretty_reusing(&map, &loaded.map, &loaded.pieces).map_err(|source| {
+                StoreError::Serialize {
+                    path: self.path.clone(),
+                    source,
+                }
+            })?;
         if loaded.text.as_deref() == Some(text.as_str()) {
             tracing::trace!(registry = %self.path.display(), "registry text unchanged; not rewritten");
             return Ok(result);
@@ -597,7 +609,74 @@ impl SessionStore {
             bytes = text.len(),
             "session registry written"
         );
+        // What was just written is what the next read will find unless another process
+        // writes first (then the text differs and that read parses).
+        *self.lock_parsed() = Some(Arc::new(Loaded {
+            map: Arc::new(map),
+            text: Some(text),
+            merged: 0,
+            pieces,
+        }));
         Ok(result)
+    }
+
+    /// Registers a new entry under the key `pick` chooses from the registry as it stands
+    /// (the closure is told the whole map), made by `make` only when the key is free; returns
+    /// the key and whether this call registered it. Atomic across processes, like
+    /// [`update`](Self::update).
+    ///
+    /// Why not `update`: an insertion changes no other entry, so the registry is written from
+    /// the text each entry already has (one serialisation, one copy of the rest) and the map
+    /// is not copied to be compared: a server registering its ten-thousandth conversation did
+    /// as much work as for the first ten thousand together.
+    pub fn insert_new(
+        &self,
+        pick: impl FnOnce(&SessionMap) -> String,
+        make: impl FnOnce() -> Result<SessionEntry, StoreError>,
+    ) -> Result<(String, bool), StoreError> {
+        let _reentry = ReentryGuard::enter(&self.lock_path, &self.path)?;
+        let _lock = FileLock::acquire(&self.lock_path, self.lock_timeout)?;
+        let loaded = self.load_from_disk()?;
+        let key = normalize_key(&pick(&loaded.map));
+        if loaded.map.contains_key(&key) {
+            return Ok((key, false));
+        }
+        let entry = make()?;
+        if loaded.merged > 0
+            && let Some(original) = &loaded.text
+        {
+            self.backup_before_merge(original, loaded.merged)?;
+        }
+        // The cache's copy is let go so the map and its pieces are taken, not copied, when
+        // nothing else holds them (a reader of a snapshot may).
+        *self.lock_parsed() = None;
+        let (map, mut pieces) = match Arc::try_unwrap(loaded) {
+            Ok(owned) => (owned.map, owned.pieces),
+            Err(shared) => (Arc::clone(&shared.map), shared.pieces.clone()),
+        };
+        let mut map = Arc::try_unwrap(map).unwrap_or_else(|shared| SessionMap::clone(&shared));
+        map.insert(key.clone(), entry);
+        let text =
+            disk::pretty_filling(&map, &mut pieces).map_err(|source| StoreError::Serialize {
+                path: self.path.clone(),
+                source,
+            })?;
+        disk::write_atomic(&self.path, &text)?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            registry = %self.path.display(),
+            key = %key,
+            sessions = map.len(),
+            bytes = text.len(),
+            "session registered"
+        );
+        *self.lock_parsed() = Some(Arc::new(Loaded {
+            map: Arc::new(map),
+            text: Some(text),
+            merged: 0,
+            pieces,
+        }));
+        Ok((key, true))
     }
 
     /// Registers or replaces the entry for `key`; returns the previous entry.
@@ -700,42 +779,43 @@ impl SessionStore {
     }
 
     /// The registry as it stands on disk, shared: read every time, parsed only when its text
-    /// changed since the last call. Why: `rampart serve` looks up a conversation's family on
-    /// every request, and parsing `sessions.json` of a thousand conversations took longer
-    /// than the rest of the request; reading it and comparing the bytes takes microseconds.
-    pub fn snapshot(&self) -> Result<std::sync::Arc<SessionMap>, StoreError> {
-        let Some(text) = disk::read_text(&self.path)? else {
-            return Ok(std::sync::Arc::default());
-        };
-        let mut parsed = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((cached, map)) = &*parsed
-            && *cached == text
-        {
-            return Ok(std::sync::Arc::clone(map));
-        }
-        let mut map = SessionMap::new();
-        for (raw_key, entry) in disk::parse(&self.path, &text)? {
-            insert_merging(&self.path, &mut map, &raw_key, entry);
-        }
-        let map = std::sync::Arc::new(map);
-        *parsed = Some((text, std::sync::Arc::clone(&map)));
-        Ok(map)
+    /// changed since the last read or write through this handle. Why: `rampart serve` looks up
+    /// a conversation's family on every request, and parsing `sessions.json` of a thousand
+    /// conversations took longer than the rest of the request; reading it and comparing the
+    /// bytes takes microseconds.
+    pub fn snapshot(&self) -> Result<Arc<SessionMap>, StoreError> {
+        Ok(Arc::clone(&self.load_from_disk()?.map))
     }
 
-    fn load_from_disk(&self) -> Result<Loaded, StoreError> {
-        let text = disk::read_text(&self.path)?;
-        let pairs = match &text {
-            Some(text) => disk::parse(&self.path, text)?,
-            None => Vec::new(),
+    fn lock_parsed(&self) -> std::sync::MutexGuard<'_, Option<Arc<Loaded>>> {
+        self.parsed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads the file; parses it unless its bytes are those last read or written here.
+    fn load_from_disk(&self) -> Result<Arc<Loaded>, StoreError> {
+        let Some(text) = disk::read_text(&self.path)? else {
+            return Ok(Arc::default());
         };
+        if let Some(cached) = &*self.lock_parsed()
+            && cached.text.as_deref() == Some(text.as_str())
+        {
+            return Ok(Arc::clone(cached));
+        }
         let mut map = SessionMap::new();
         let mut merged = 0;
-        for (raw_key, entry) in pairs {
+        for (raw_key, entry) in disk::parse(&self.path, &text)? {
             if insert_merging(&self.path, &mut map, &raw_key, entry) {
                 merged += 1;
             }
         }
-        Ok(Loaded { map, text, merged })
+        let loaded = Arc::new(Loaded {
+            map: Arc::new(map),
+            text: Some(text),
+            merged,
+            pieces: disk::Pieces::default(),
+        });
+        *self.lock_parsed() = Some(Arc::clone(&loaded));
+        Ok(loaded)
     }
 
     /// Keeps the file as it was before the first write that drops merged duplicates, so the
@@ -869,6 +949,75 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    /// Every write splices the entries it did not change from their earlier text: the file is
+    /// still exactly what serde_json would write for the whole map, through creations, changes
+    /// of one entry, removals, unknown fields with escapes, and a write by another handle.
+    #[test]
+    fn a_spliced_registry_is_byte_for_byte_the_pretty_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::open(dir.path()).unwrap();
+        let other = SessionStore::open(dir.path()).unwrap();
+        let check = |store: &SessionStore| {
+            let text = std::fs::read_to_string(store.path()).unwrap();
+            let map = store.load().unwrap();
+            assert_eq!(text, serde_json::to_string_pretty(&map).unwrap());
+        };
+        for n in 0..20 {
+            let mut entry = SessionEntry::new(format!("id-{n}"), n);
+            entry.extra.insert(
+                "label".into(),
+                serde_json::json!(format!("q\"{n}\n\u{1f600}")),
+            );
+            store.upsert(&format!("k:{n}"), entry).unwrap();
+            check(&store);
+        }
+        // Registrations through the insertion path, between the others' keys and after.
+        for key in ["k:10a", "k:99", "a:first"] {
+            let (registered, created) = store
+                .insert_new(|_| key.to_owned(), || Ok(SessionEntry::new(key, 5)))
+                .unwrap();
+            assert!(created && registered == key);
+            check(&store);
+        }
+        let (_, created) = store
+            .insert_new(|_| "k:99".to_owned(), || unreachable!("the key is taken"))
+            .unwrap();
+        assert!(!created);
+        store
+            .record_usage(
+                "k:7",
+                UsageSample {
+                    input: 5,
+                    output: 6,
+                    ..UsageSample::default()
+                },
+            )
+            .unwrap();
+        check(&store);
+        // A fresh handle reads the file itself, not this handle's copy.
+        let fresh = SessionStore::open(dir.path()).unwrap().load().unwrap();
+        assert_eq!(fresh["k:7"].input_tokens, Some(5));
+        // Another handle writes; this one's pieces must not be reused for the changed entry.
+        other
+            .update(|map| {
+                map.get_mut("k:3").unwrap().updated_at = 99;
+                map.remove("k:4");
+            })
+            .unwrap();
+        store
+            .update(|map| {
+                map.get_mut("k:5").unwrap().updated_at = 77;
+            })
+            .unwrap();
+        check(&store);
+        let map = store.load().unwrap();
+        assert_eq!(map["k:3"].updated_at, 99);
+        assert_eq!(map["k:5"].updated_at, 77);
+        assert!(!map.contains_key("k:4"));
+        store.update(SessionMap::clear).unwrap();
+        assert_eq!(std::fs::read_to_string(store.path()).unwrap(), "{}");
+    }
 
     #[test]
     fn keys_are_lower_cased_only() {

@@ -113,6 +113,21 @@ pub trait SharedStore: Send + Sync + Debug {
         exact: Option<&str>,
     ) -> Result<Vec<(String, SessionEntry)>, StoreError>;
 
+    /// The keys of [`family`](Self::family), newest first, each with its entry's `updatedAt`:
+    /// for a caller that looks at most members' keys only. A store that can answers without
+    /// copying every member's entry (a family can hold every conversation of a server).
+    fn family_stamps(
+        &self,
+        prefix: &str,
+        exact: Option<&str>,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        Ok(self
+            .family(prefix, exact)?
+            .into_iter()
+            .map(|(key, entry)| (key, entry.updated_at))
+            .collect())
+    }
+
     /// How many sessions are registered.
     fn count(&self) -> Result<usize, StoreError>;
 
@@ -212,11 +227,23 @@ impl SharedStore for SessionStore {
     ) -> Result<Vec<(String, SessionEntry)>, StoreError> {
         let map = self.snapshot()?;
         Ok(newest_first(
-            map.iter()
-                .filter(|(k, _)| k.starts_with(prefix) || Some(k.as_str()) == exact)
+            family_of(&map, prefix, exact)
                 .map(|(k, e)| (k.clone(), e.clone()))
                 .collect(),
         ))
+    }
+
+    fn family_stamps(
+        &self,
+        prefix: &str,
+        exact: Option<&str>,
+    ) -> Result<Vec<(String, u64)>, StoreError> {
+        let map = self.snapshot()?;
+        let mut family: Vec<(String, u64)> = family_of(&map, prefix, exact)
+            .map(|(k, e)| (k.clone(), e.updated_at))
+            .collect();
+        family.sort_by(|(ka, a), (kb, b)| b.cmp(a).then_with(|| ka.cmp(kb)));
+        Ok(family)
     }
 
     fn count(&self) -> Result<usize, StoreError> {
@@ -230,17 +257,15 @@ impl SharedStore for SessionStore {
         fields: EntryFields,
     ) -> Result<(String, bool), StoreError> {
         let dir = self.dir().to_owned();
-        self.update(|map| -> Result<(String, bool), StoreError> {
-            let key = normalize_key(&pick(&|k: &str| map.contains_key(&normalize_key(k))));
-            if map.contains_key(&key) {
-                return Ok((key, false));
-            }
-            let file = dir.join(format!("{}.jsonl", header.id));
-            let session =
-                Session::create(&file, header, SessionOptions::default()).map_err(session_error)?;
-            map.insert(key.clone(), new_entry(&session, &file, fields));
-            Ok((key, true))
-        })?
+        self.insert_new(
+            |map| pick(&|k: &str| map.contains_key(&normalize_key(k))),
+            || {
+                let file = dir.join(format!("{}.jsonl", header.id));
+                let session = Session::create(&file, header, SessionOptions::default())
+                    .map_err(session_error)?;
+                Ok(new_entry(&session, &file, fields))
+            },
+        )
     }
 
     fn open(
@@ -293,6 +318,25 @@ impl SharedStore for SessionStore {
 }
 
 /// Most recently updated first, ties by key (the order `SessionStore::list` gives).
+/// The entries under `prefix`, and `exact`'s: the keys are sorted, so the family is one range
+/// of the map, not a scan of every conversation.
+fn family_of<'m>(
+    map: &'m SessionMap,
+    prefix: &'m str,
+    exact: Option<&'m str>,
+) -> impl Iterator<Item = (&'m String, &'m SessionEntry)> {
+    let under = map
+        .range::<str, _>((
+            std::ops::Bound::Included(prefix),
+            std::ops::Bound::Unbounded,
+        ))
+        .take_while(move |(k, _)| k.starts_with(prefix));
+    let named = exact
+        .filter(|exact| !exact.starts_with(prefix))
+        .and_then(|exact| map.get_key_value(exact));
+    under.chain(named)
+}
+
 fn newest_first(mut found: Vec<(String, SessionEntry)>) -> Vec<(String, SessionEntry)> {
     found.sort_by(|(ka, a), (kb, b)| b.updated_at.cmp(&a.updated_at).then_with(|| ka.cmp(kb)));
     found

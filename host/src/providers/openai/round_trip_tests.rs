@@ -38,6 +38,26 @@ fn a_user_message_given_as_text_parts_goes_upstream_as_parts() {
     assert_eq!(body["messages"], messages);
 }
 
+/// Message-level fields pi's messages have no place for (a user's `name`, an assistant's
+/// `refusal`, a tool message's `name`, a field of the client's own) reach a chat upstream as
+/// the client wrote them; they used to be dropped.
+#[test]
+fn message_fields_pi_does_not_model_go_upstream_as_sent() {
+    let messages = json!([
+        {"role": "user", "content": "hi", "name": "alice"},
+        {"role": "assistant", "content": null, "refusal": null,
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}},
+                        {"id": "c2", "type": "function",
+                         "function": {"name": "read", "arguments": "{\"path\":\"b\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "read", "content": "body"},
+        {"role": "tool", "tool_call_id": "c2", "content": "other"},
+        {"role": "user", "content": "go on", "x_vendor": {"k": [1, 2]}},
+    ]);
+    let body = through(&json!({"model": "m", "messages": messages}));
+    assert_eq!(body["messages"], messages);
+}
+
 #[test]
 fn function_tools_go_upstream_as_declared_with_strict() {
     let tools = json!([
