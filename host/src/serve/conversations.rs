@@ -147,21 +147,26 @@ impl SessionCache {
 
     /// How `messages` continue `key`'s session, from the cache when it is there (a cached
     /// session may lag behind another process; the turn places the request again under the
-    /// lock).
+    /// lock). With `note_ends`, its [`BranchEnds`] are recorded for the next request's filter.
     fn placement(
         &self,
         store: &dyn SharedStore,
         key: &str,
         entry: &rampart_sessions::store::SessionEntry,
         messages: &[AgentMessage],
+        note_ends: bool,
     ) -> Result<BranchMatch, StoreError> {
         if let Some(cached) = self.map().get(key) {
-            self.note_ends(key, entry, cached.session.tree());
+            if note_ends {
+                self.note_ends(key, entry, cached.session.tree());
+            }
             return Ok(match_history(cached.session.tree(), messages));
         }
         let session = store.open(key, entry, SessionOptions::default())?;
         let placement = match_history(session.tree(), messages);
-        self.note_ends(key, entry, session.tree());
+        if note_ends {
+            self.note_ends(key, entry, session.tree());
+        }
         self.put_keeping_ends(key, session, TurnMemos::default());
         Ok(placement)
     }
@@ -420,7 +425,9 @@ fn best(
         store.family(prefix, exact)?
     };
     for (key, entry) in members {
-        let m = match cache.placement(store, &key, &entry, messages) {
+        // Branch ends are kept only for the families they filter (anonymous ones): a client's
+        // own family is small, and its conversations long.
+        let m = match cache.placement(store, &key, &entry, messages, extends_only) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!(key = %key, error = %e, "a conversation could not be opened; it is skipped");
