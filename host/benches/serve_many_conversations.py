@@ -18,21 +18,14 @@ import http.client
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def start(args, prefix):
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline().strip()
-    if not line.startswith(prefix):
-        proc.kill()
-        sys.exit(f"{args[0]} did not start: {line!r}")
-    return proc, line[len(prefix):].strip()
+# serve_load.py sits beside this script; no __pycache__ left in the source tree.
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_load import ROOT, start  # noqa: E402
 
 
 def cpu_seconds(pid):

@@ -128,10 +128,16 @@ impl SessionCache {
     }
 
     /// Puts `key`'s session back (its lock released), with what its last runner derived.
-    pub fn put(&self, key: &str, mut session: Session, memos: TurnMemos) {
-        session.release();
+    pub fn put(&self, key: &str, session: Session, memos: TurnMemos) {
         // The turn may have changed where its branches end.
         self.lock_ends().remove(key);
+        self.keep(key, session, memos);
+    }
+
+    /// Keeps `key`'s session (its lock released), evicting another when full; its branch ends
+    /// are left as they are (a session only read, not written, keeps them).
+    fn keep(&self, key: &str, mut session: Session, memos: TurnMemos) {
+        session.release();
         if self.capacity == 0 {
             return;
         }
@@ -167,7 +173,7 @@ impl SessionCache {
         if note_ends {
             self.note_ends(key, entry, session.tree());
         }
-        self.put_keeping_ends(key, session, TurnMemos::default());
+        self.keep(key, session, TurnMemos::default());
         Ok(placement)
     }
 
@@ -201,15 +207,6 @@ impl SessionCache {
             return;
         }
         ends.insert(key.to_owned(), (entry.updated_at, BranchEnds::of(tree)));
-    }
-
-    /// [`put`](Self::put) of a session only read, not written: its branch ends stay known.
-    fn put_keeping_ends(&self, key: &str, session: Session, memos: TurnMemos) {
-        let known = self.lock_ends().remove(key);
-        self.put(key, session, memos);
-        if let Some(known) = known {
-            self.lock_ends().insert(key.to_owned(), known);
-        }
     }
 }
 
@@ -407,20 +404,13 @@ fn best(
     extends_only: bool,
 ) -> Result<Option<String>, ConversationError> {
     let mut chosen: Option<((bool, usize, bool, u64), String)> = None;
-    let members: Vec<(String, rampart_sessions::store::SessionEntry)> = if extends_only {
+    let members = if extends_only {
         // Most members of a large family are ruled out by their branch ends alone; only
         // the others' entries are read.
         let chain = request_chain(messages);
-        let stamps = store.family_stamps(prefix, exact)?;
-        let mut kept = Vec::new();
-        for (key, updated_at) in stamps {
-            if cache.may_extend(&key, updated_at, &chain)
-                && let Some(entry) = store.get(&key)?
-            {
-                kept.push((key, entry));
-            }
-        }
-        kept
+        store.family_kept(prefix, exact, &mut |key, updated_at| {
+            cache.may_extend(key, updated_at, &chain)
+        })?
     } else {
         store.family(prefix, exact)?
     };

@@ -87,14 +87,7 @@ pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMat
             matched: 0,
         };
     }
-    // Whether a message entry hangs below each entry.
-    let mut message_below = vec![false; entries.len()];
-    for index in (0..entries.len()).rev() {
-        if let Some(parent) = tree.parent_index(index) {
-            let below = message_below[index] || counted(&entries[index], index, &skip).is_some();
-            message_below[parent] |= below;
-        }
-    }
+    let message_below = messages_below(tree, &skip);
     let active: std::collections::HashSet<usize> = tree
         .leaf_index()
         .map(|leaf| tree.path_to(leaf).into_iter().collect())
@@ -128,6 +121,19 @@ pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMat
             matched: n,
         },
     }
+}
+
+/// Whether a counted message entry hangs below each entry (anywhere in its subtree).
+fn messages_below(tree: &SessionTree, skip: &HashSet<usize>) -> Vec<bool> {
+    let entries = tree.entries();
+    let mut below = vec![false; entries.len()];
+    for index in (0..entries.len()).rev() {
+        if let Some(parent) = tree.parent_index(index) {
+            let here = below[index] || counted(&entries[index], index, skip).is_some();
+            below[parent] |= here;
+        }
+    }
+    below
 }
 
 fn state_of(
@@ -451,14 +457,7 @@ impl BranchEnds {
                 chains[step_at] = Some(at);
             }
         }
-        let mut message_below = vec![false; entries.len()];
-        for index in (0..entries.len()).rev() {
-            if let Some(parent) = tree.parent_index(index) {
-                let below =
-                    message_below[index] || counted(&entries[index], index, &skip).is_some();
-                message_below[parent] |= below;
-            }
-        }
+        let message_below = messages_below(tree, &skip);
         let ends = chains
             .iter()
             .zip(&message_below)

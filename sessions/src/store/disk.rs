@@ -49,50 +49,23 @@ impl<'de> Deserialize<'de> for RawEntries {
 /// `serde_json::to_string_pretty` indents a member of the top-level object), by key.
 pub(super) type Pieces = std::collections::HashMap<String, std::sync::Arc<str>>;
 
-/// `serde_json::to_string_pretty(map)`, byte for byte, serialising only the entries that are
-/// not in `before` as they are in `map`: the others reuse their text from `pieces`. Returns the
-/// text and the pieces it is made of.
+/// `serde_json::to_string_pretty(map)`, byte for byte, serialising only the entries that have
+/// no piece in `pieces` or that `unchanged` says changed since their piece was written: the
+/// others reuse their text. `pieces` is left holding exactly the pieces of `map`.
 ///
 /// Why: serve registers every new conversation in `sessions.json`, and serialising every
 /// entry for each registration was most of a new conversation's cost once a server had held a
 /// few thousand; comparing an entry with its previous version is far cheaper than writing it.
-pub(super) fn pretty_reusing(
-    map: &SessionMap,
-    before: &SessionMap,
-    pieces: &Pieces,
-) -> Result<(String, Pieces), serde_json::Error> {
-    let mut text = String::with_capacity(pieces.values().map(|p| p.len() + 2).sum::<usize>() + 4);
-    let mut used = Pieces::with_capacity(map.len());
-    text.push('{');
-    for (index, (key, entry)) in map.iter().enumerate() {
-        let kept = pieces
-            .get(key)
-            .filter(|_| before.get(key) == Some(entry))
-            .cloned();
-        let piece = match kept {
-            Some(piece) => piece,
-            None => std::sync::Arc::from(pretty_piece(key, entry)?),
-        };
-        text.push_str(if index == 0 { "\n" } else { ",\n" });
-        text.push_str(&piece);
-        used.insert(key.clone(), piece);
-    }
-    text.push_str(if map.is_empty() { "}" } else { "\n}" });
-    Ok((text, used))
-}
-
-/// `serde_json::to_string_pretty(map)`, byte for byte, when every entry of `map` that has a
-/// piece in `pieces` is unchanged since that piece was written: the others are serialised and
-/// added to `pieces`. For an insertion, which changes no other entry.
-pub(super) fn pretty_filling(
+pub(super) fn pretty_splicing(
     map: &SessionMap,
     pieces: &mut Pieces,
+    unchanged: impl Fn(&str, &SessionEntry) -> bool,
 ) -> Result<String, serde_json::Error> {
     let mut text = String::with_capacity(pieces.values().map(|p| p.len() + 2).sum::<usize>() + 4);
     text.push('{');
     for (index, (key, entry)) in map.iter().enumerate() {
         text.push_str(if index == 0 { "\n" } else { ",\n" });
-        match pieces.get(key) {
+        match pieces.get(key).filter(|_| unchanged(key, entry)) {
             Some(piece) => text.push_str(piece),
             None => {
                 let piece: std::sync::Arc<str> = std::sync::Arc::from(pretty_piece(key, entry)?);
@@ -102,6 +75,9 @@ pub(super) fn pretty_filling(
         }
     }
     text.push_str(if map.is_empty() { "}" } else { "\n}" });
+    if pieces.len() > map.len() {
+        pieces.retain(|key, _| map.contains_key(key));
+    }
     Ok(text)
 }
 

@@ -327,7 +327,7 @@ struct Loaded {
     text: Option<String>,
     merged: usize,
     /// The text of each entry as it was last written, for the next write to reuse
-    /// ([`disk::pretty_reusing`]); empty after a parse.
+    /// ([`disk::pretty_splicing`]); empty after a parse.
     pieces: disk::Pieces,
 }
 
@@ -585,13 +585,14 @@ impl SessionStore {
             tracing::trace!(registry = %self.path.display(), "registry unchanged; not rewritten");
             return Ok(result);
         }
-        let (text, pieces) =
-            disk::pretty_reusing(&map, &loaded.map, &loaded.pieces).map_err(|source| {
-                StoreError::Serialize {
-                    path: self.path.clone(),
-                    source,
-                }
-            })?;
+        let mut pieces = loaded.pieces.clone();
+        let text = disk::pretty_splicing(&map, &mut pieces, |key, entry| {
+            loaded.map.get(key) == Some(entry)
+        })
+        .map_err(|source| StoreError::Serialize {
+            path: self.path.clone(),
+            source,
+        })?;
         if loaded.text.as_deref() == Some(text.as_str()) {
             tracing::trace!(registry = %self.path.display(), "registry text unchanged; not rewritten");
             return Ok(result);
@@ -656,11 +657,13 @@ impl SessionStore {
         };
         let mut map = Arc::try_unwrap(map).unwrap_or_else(|shared| SessionMap::clone(&shared));
         map.insert(key.clone(), entry);
-        let text =
-            disk::pretty_filling(&map, &mut pieces).map_err(|source| StoreError::Serialize {
+        // Only the new entry has no piece; no other changed.
+        let text = disk::pretty_splicing(&map, &mut pieces, |_, _| true).map_err(|source| {
+            StoreError::Serialize {
                 path: self.path.clone(),
                 source,
-            })?;
+            }
+        })?;
         disk::write_atomic(&self.path, &text)?;
         self.writes.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(

@@ -113,19 +113,19 @@ pub trait SharedStore: Send + Sync + Debug {
         exact: Option<&str>,
     ) -> Result<Vec<(String, SessionEntry)>, StoreError>;
 
-    /// The keys of [`family`](Self::family), newest first, each with its entry's `updatedAt`:
-    /// for a caller that looks at most members' keys only. A store that can answers without
-    /// copying every member's entry (a family can hold every conversation of a server).
-    fn family_stamps(
+    /// The members of [`family`](Self::family) that `keep` keeps (told each key and its
+    /// entry's `updatedAt`), newest first: for a caller that can rule most members out by key
+    /// alone. A store that can answers without copying the others' entries (a family can hold
+    /// every conversation of a server).
+    fn family_kept(
         &self,
         prefix: &str,
         exact: Option<&str>,
-    ) -> Result<Vec<(String, u64)>, StoreError> {
-        Ok(self
-            .family(prefix, exact)?
-            .into_iter()
-            .map(|(key, entry)| (key, entry.updated_at))
-            .collect())
+        keep: &mut dyn FnMut(&str, u64) -> bool,
+    ) -> Result<Vec<(String, SessionEntry)>, StoreError> {
+        let mut family = self.family(prefix, exact)?;
+        family.retain(|(key, entry)| keep(key, entry.updated_at));
+        Ok(family)
     }
 
     /// How many sessions are registered.
@@ -233,17 +233,19 @@ impl SharedStore for SessionStore {
         ))
     }
 
-    fn family_stamps(
+    fn family_kept(
         &self,
         prefix: &str,
         exact: Option<&str>,
-    ) -> Result<Vec<(String, u64)>, StoreError> {
+        keep: &mut dyn FnMut(&str, u64) -> bool,
+    ) -> Result<Vec<(String, SessionEntry)>, StoreError> {
         let map = self.snapshot()?;
-        let mut family: Vec<(String, u64)> = family_of(&map, prefix, exact)
-            .map(|(k, e)| (k.clone(), e.updated_at))
-            .collect();
-        family.sort_by(|(ka, a), (kb, b)| b.cmp(a).then_with(|| ka.cmp(kb)));
-        Ok(family)
+        Ok(newest_first(
+            family_of(&map, prefix, exact)
+                .filter(|(k, e)| keep(k, e.updated_at))
+                .map(|(k, e)| (k.clone(), e.clone()))
+                .collect(),
+        ))
     }
 
     fn count(&self) -> Result<usize, StoreError> {
