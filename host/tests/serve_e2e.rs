@@ -872,6 +872,32 @@ fn a_system_message_an_openai_upstream_cannot_take_is_counted() {
     );
 }
 
+/// A chat client's message-level fields (a user's `name`) have no place in an Anthropic
+/// upstream's messages: the request goes without them, and each message that carried them is
+/// counted in `/metrics` instead of vanishing unseen; the session keeps them.
+#[test]
+fn chat_message_fields_an_anthropic_upstream_cannot_take_are_counted() {
+    let up = Loopback::start();
+    up.push(anthropic_text_stream("Hello, Alice.", 10, 2));
+    let serve = Serve::start(&anthropic_config(&up.url()));
+    let body = json!({"model": "claude-up", "messages": [
+        {"role": "user", "content": "Hi, I am Alice.", "name": "alice"},
+    ]});
+    let (status, answer) = serve.post("/v1/chat/completions", &[], &body);
+    assert_eq!(status, 200, "{answer}");
+    let sent = up.requests()[0].body.to_string();
+    assert!(!sent.contains("alice"), "{sent}");
+    let (_, metrics) = serve.get("/metrics");
+    assert!(
+        metrics
+            .contains("rampart_serve_content_not_forwarded_total{kind=\"chat_message_field\"} 1"),
+        "{metrics}"
+    );
+    let keys = serve.keys();
+    let raw = String::from_utf8(serve.file_bytes(&keys[0])).unwrap();
+    assert!(raw.contains("\"name\":\"alice\""), "{raw}");
+}
+
 /// Claude Code 2.1 asks for a new session's title first, on the main model with the main
 /// `max_tokens`: no tools, one user message, a JSON-schema answer (`output_config.format`). It
 /// is a side request, so the real session that follows is the root conversation, not a child

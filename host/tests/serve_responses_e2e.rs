@@ -144,13 +144,13 @@ fn a_codex_turn_reaches_a_responses_upstream_with_its_items_and_tools_unchanged(
     let output =
         json!({"type": "function_call_output", "call_id": "call_ls", "output": "a.txt\nb.txt"});
     let second_input = vec![
-        developer,
-        user,
+        developer.clone(),
+        user.clone(),
         items[0].clone(),
         items[1].clone(),
         output.clone(),
     ];
-    let (status, second) = post(&serve, &codex_body(second_input));
+    let (status, second) = post(&serve, &codex_body(second_input.clone()));
     assert_eq!(status, 200, "{second}");
     let items = done_items(&second);
     assert_eq!(items[0], reasoning(2));
@@ -174,7 +174,8 @@ fn a_codex_turn_reaches_a_responses_upstream_with_its_items_and_tools_unchanged(
     }
     let body = &sent.body;
     assert_eq!(body["tools"], codex_tools());
-    assert_eq!(body["instructions"], "You are Codex.\n\nsandbox: read-only");
+    // The instructions as sent; the developer message opens `input`, as sent.
+    assert_eq!(body["instructions"], "You are Codex.");
     for field in [
         "reasoning",
         "store",
@@ -196,13 +197,18 @@ fn a_codex_turn_reaches_a_responses_upstream_with_its_items_and_tools_unchanged(
         kinds,
         [
             "message",
+            "message",
             "reasoning",
             "function_call",
             "function_call_output"
         ],
         "{body:#}"
     );
-    assert_eq!(body["input"][3], output);
+    // Every item as the client sent it, and the model's call as the model wrote it (its own
+    // `id`: serve's answer gave the client an id of serve's making).
+    let mut expected = second_input;
+    expected[3] = call;
+    assert_eq!(body["input"], Value::Array(expected), "{body:#}");
 
     // Nothing was counted as not forwarded: the upstream took every tool and item.
     let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))

@@ -41,6 +41,19 @@ impl std::fmt::Display for Quarantined {
 
 const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
+/// Whether the file at `path` is a whole SQLite database already in WAL mode (its header's
+/// format versions are 2): an index some process finished making, which a process may open
+/// without the lock that makes a new one ([`crate::store::Store::open`]).
+pub fn is_made(path: &Path) -> bool {
+    let mut header = [0u8; 100];
+    fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .is_ok()
+        && &header[..16] == MAGIC
+        && header[18] == 2
+        && header[19] == 2
+}
+
 /// Why the file at `path` is not a usable SQLite database, judged from its header and size;
 /// `Ok(())` when it looks sound or does not exist (or is empty: SQLite makes an empty file a
 /// new database).

@@ -29,8 +29,9 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{MemoryError, is_corruption};
-use crate::quarantine::{Quarantined, check_header, move_aside};
+use crate::quarantine::{Quarantined, check_header, is_made, move_aside};
 use crate::settings::Source;
+use crate::sync_lock::{SYNC_LOCK_WAIT, SyncLock};
 use crate::vectors::{TopK, VectorMatrix, cosine, from_blob, to_blob};
 
 /// The layout version of this crate's tables. A database of another version is rebuilt.
@@ -230,6 +231,16 @@ impl Store {
                 source,
             })?;
         }
+        // One process at a time makes a new index (or replaces a damaged one): processes that
+        // opened one file together used to see each other's half-written header as damage and
+        // move it aside, or fail with "database is locked" while another switched it to WAL.
+        // A made index is opened without waiting (the lock is the sync's, which only a made
+        // index can have).
+        let _making = if is_made(path) {
+            None
+        } else {
+            Some(SyncLock::acquire(path, SYNC_LOCK_WAIT)?)
+        };
         let verdict = check_header(path).map_err(|source| MemoryError::Io {
             path: path.to_path_buf(),
             action: "read the header of",
@@ -289,9 +300,8 @@ impl Store {
         // while another rebuilt). Readers never wait: the index is in WAL mode.
         conn.busy_timeout(OPEN_BUSY_TIMEOUT)
             .map_err(|e| db("set the busy timeout", e))?;
-        let journal: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(|e| db("switch to WAL mode", e))?;
+        let journal =
+            switch_to_wal(&conn, OPEN_BUSY_TIMEOUT).map_err(|e| db("switch to WAL mode", e))?;
         tracing::trace!(path = %path.display(), journal, "memory index opened");
         conn.execute_batch(
             "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32000; PRAGMA temp_store=MEMORY;",
@@ -947,6 +957,30 @@ fn load_sqlite_vec(conn: &Connection) -> bool {
     conn.query_row("SELECT vec_version()", [], |r| r.get::<_, String>(0))
         .map_err(|e| tracing::warn!(error = %e, "sqlite-vec did not load; vectors are searched in process"))
         .is_ok()
+}
+
+/// Puts the index in WAL mode (kept in the file: later opens find it so), retrying while
+/// another process holds the file. Why a loop: SQLite answers a journal-mode change that
+/// would need a lock another connection is upgrading from "database is locked" at once,
+/// without the busy handler (it would deadlock), so the busy timeout alone did not cover
+/// processes that open a new index together (three `memory index` runs started at once).
+fn switch_to_wal(conn: &Connection, patience: std::time::Duration) -> rusqlite::Result<String> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && started.elapsed() < patience =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -305,3 +305,32 @@ fn a_new_index_and_its_directory_are_owner_only() {
     let (_store, _) = open(&path);
     assert_eq!(mode(&path), 0o640);
 }
+
+/// Several connections opening one new index at the same moment (three `memory index` runs
+/// started together) all open it: none fails with "database is locked" while another switches
+/// the file to WAL mode or writes the schema.
+#[test]
+fn connections_opening_a_new_index_together_all_open_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..40 {
+        let path = dir.path().join(format!("index-{round}.sqlite"));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(6));
+        let handles: Vec<_> = (0..6)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    Store::open(&path, StoreOptions::default()).map(|_| ())
+                })
+            })
+            .collect();
+        for handle in handles {
+            if let Err(e) = handle.join().unwrap() {
+                panic!("round {round}: {e}");
+            }
+        }
+        // Made: the next opens go without the lock.
+        assert!(crate::quarantine::is_made(&path));
+    }
+    assert!(!crate::quarantine::is_made(&dir.path().join("none.sqlite")));
+}

@@ -287,7 +287,8 @@ fn client_system_blocks(request: &ModelRequest) -> Option<&[Value]> {
         .forwarded
         .client_system
         .as_ref()
-        .and_then(|c| c.blocks_for(request.system.as_deref()))
+        .and_then(|c| c.form_for(FieldsWire::Anthropic, request.system.as_deref()))
+        .map(|form| form.blocks.as_slice())
 }
 
 /// The breakpoints the system prompt takes: the client's own when its blocks are sent as they

@@ -265,7 +265,11 @@ fn system_request(system_text: &str, client_marked_last: bool) -> ModelRequest {
             },
             client_system: Some(crate::providers::ClientSystem {
                 text,
-                blocks: client_system(),
+                form: crate::providers::SystemForm {
+                    wire: FieldsWire::Anthropic,
+                    blocks: client_system(),
+                    instructions: None,
+                },
             }),
             ..Default::default()
         },

@@ -157,34 +157,49 @@ pub struct Forwarded {
     /// Where a provider reports the opaque messages it could not send ([`report_unsent`]);
     /// `rampart serve` counts and warns about them per conversation. `None`: nobody asks.
     pub unsent: Option<UnsentSink>,
-    /// An Anthropic client's `system` blocks as it sent them, sent as they are by an Anthropic
-    /// upstream while the system prompt is still the text read from them.
+    /// The client's system prompt as it wrote it, written so by an upstream of its wire while
+    /// the system prompt is still the text read from it.
     pub client_system: Option<ClientSystem>,
 }
 
-/// An Anthropic client's `system` as a list of blocks (Claude Code sends three, two of them
-/// with `cache_control`), and the text Rampart read from it. Why both: the engine and the
-/// configured prompt work on text, and a prompt they did not change goes back to the client's
-/// wire as the client wrote it (issue 25), its breakpoints where the client put them. A
-/// prompt they changed (an engine's addition, `serve.systemPrompt` other than `client`) is
-/// written from the text.
+/// A client's system prompt as it wrote it, and the text Rampart read from it. Why both: the
+/// engine and the configured prompt work on text, and a prompt they did not change goes back
+/// to the client's wire as the client wrote it (issue 25): an Anthropic client's `system`
+/// blocks (Claude Code sends three, two with `cache_control`) with their breakpoints where the
+/// client put them, a Responses client's `instructions` and the developer messages that open
+/// its `input` (Codex sends its instructions so). A prompt they changed (an engine's
+/// addition, `serve.systemPrompt` other than `client`) is written from the text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientSystem {
     /// The text the conversation's system prompt was read as.
     pub text: String,
-    /// The blocks, verbatim.
+    /// How the client wrote it.
+    pub form: SystemForm,
+}
+
+/// How a client wrote its system prompt ([`ClientSystem`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemForm {
+    /// The client's wire: only an upstream of the same wire writes the prompt so.
+    pub wire: FieldsWire,
+    /// Anthropic: the `system` blocks, verbatim. Responses: the `developer` (or `system`)
+    /// message items `input` opened with, verbatim, which go before the conversation's items.
     pub blocks: Vec<serde_json::Value>,
+    /// Responses: the request's `instructions` as sent (`None`: it had none).
+    pub instructions: Option<serde_json::Value>,
 }
 
 impl ClientSystem {
-    /// The blocks, when `system` (the system prompt a request carries) is still their text.
-    pub fn blocks_for(&self, system: Option<&str>) -> Option<&[serde_json::Value]> {
-        (system == Some(self.text.as_str())).then_some(self.blocks.as_slice())
+    /// How the client wrote the prompt, when an upstream of `wire` writes `system` (the system
+    /// prompt a request carries) and that is still the text read from it.
+    pub fn form_for(&self, wire: FieldsWire, system: Option<&str>) -> Option<&SystemForm> {
+        (self.form.wire == wire && system == Some(self.text.as_str())).then_some(&self.form)
     }
 
     /// How many `cache_control` breakpoints the blocks carry.
     pub fn breakpoints(&self) -> usize {
-        self.blocks
+        self.form
+            .blocks
             .iter()
             .filter(|b| b.get("cache_control").is_some())
             .count()

@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::not_forwarded::NotForwarded;
 use super::request_checks::{self, Api, FieldError};
 use crate::providers::responses::opaque::{OPAQUE_BLOCK_TYPE, is_client_item, opaque_part};
-use crate::providers::{ClientFields, FieldsWire, ToolSpec};
+use crate::providers::responses::template;
+use crate::providers::{ClientFields, FieldsWire, SystemForm, ToolSpec};
 
 /// The API a client speaks; its answers and errors are written in the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +51,11 @@ pub struct ClientRequest {
     pub not_forwarded: Vec<NotForwarded>,
     /// Whether the client put an Anthropic `cache_control` breakpoint on its system prompt.
     pub system_breakpoint: bool,
-    /// An Anthropic client's `system` when it sent a list of blocks, verbatim: sent as it is
-    /// to an Anthropic upstream while the system prompt stays [`Self::system`].
-    pub system_blocks: Option<Vec<Value>>,
+    /// How the client wrote its system prompt, when it can go back so: an Anthropic client's
+    /// `system` as a list of blocks, a Responses client's `instructions` and opening developer
+    /// messages ([`ResponsesAsChat::system_form`], set by the server). Written so by an upstream
+    /// of the client's wire while the system prompt stays [`Self::system`].
+    pub system_form: Option<SystemForm>,
     /// The client's messages that carry a `cache_control` breakpoint, oldest first.
     pub breakpoints: Vec<AgentMessage>,
     /// The client asked the server to offer and answer the memory tools
@@ -134,15 +137,21 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
             "`messages` holds no user or assistant message".into(),
         ));
     }
-    warnings.extend(conversation.warnings);
-    let system_blocks = obj
+    let mut conversation = conversation;
+    warnings.append(&mut conversation.warnings);
+    keep_templates(wire, &mut conversation.messages);
+    let system_form = obj
         .get("system")
         .and_then(Value::as_array)
         .filter(|_| matches!(wire, Wire::Anthropic))
-        .cloned();
-    let system_breakpoint = system_blocks
+        .map(|blocks| SystemForm {
+            wire: FieldsWire::Anthropic,
+            blocks: blocks.clone(),
+            instructions: None,
+        });
+    let system_breakpoint = system_form
         .as_ref()
-        .is_some_and(|blocks| blocks.iter().any(|b| b.get("cache_control").is_some()));
+        .is_some_and(|form| form.blocks.iter().any(|b| b.get("cache_control").is_some()));
     let breakpoints = conversation
         .messages
         .iter()
@@ -165,7 +174,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         warnings,
         not_forwarded,
         system_breakpoint,
-        system_blocks,
+        system_form,
         breakpoints,
         memory_tools: false,
         engine_tools: false,
@@ -324,6 +333,7 @@ pub fn responses_as_chat_after(
         chat: Value::Object(chat),
         warnings,
         not_forwarded,
+        system_form: responses_system_form(obj),
         tools: obj
             .get("tools")
             .and_then(Value::as_array)
@@ -345,6 +355,36 @@ pub struct ResponsesAsChat {
     pub not_forwarded: Vec<NotForwarded>,
     /// The client's `tools` as declared, for a Responses upstream ([`ClientFields::tools`]).
     pub tools: Vec<Value>,
+    /// How the client wrote its system prompt: its `instructions` as sent and the developer
+    /// (or system) messages `input` opened with, verbatim. `None` when a developer message
+    /// stands later in `input`: the prompt read from it can then not be written back so.
+    pub system_form: Option<SystemForm>,
+}
+
+/// How a Responses client wrote its system prompt ([`ResponsesAsChat::system_form`]).
+fn responses_system_form(obj: &serde_json::Map<String, Value>) -> Option<SystemForm> {
+    let is_system = |item: &Value| {
+        matches!(
+            item.get("role").and_then(Value::as_str),
+            Some("developer" | "system")
+        ) && item
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(|t| t == "message")
+    };
+    let input = match obj.get("input") {
+        Some(Value::Array(items)) => items.as_slice(),
+        _ => &[],
+    };
+    let opening = input.iter().take_while(|item| is_system(item)).count();
+    if input[opening..].iter().any(is_system) {
+        return None;
+    }
+    Some(SystemForm {
+        wire: FieldsWire::Responses,
+        blocks: input[..opening].to_vec(),
+        instructions: obj.get("instructions").cloned(),
+    })
 }
 
 /// One Responses input item, appended to `messages` in chat form.
@@ -362,13 +402,33 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
                 Some("assistant") => "assistant",
                 _ => "user",
             };
-            let content = match item.get("content") {
-                Some(Value::String(text)) => json!(text),
-                Some(Value::Array(parts)) => {
-                    let mut texts = Vec::new();
-                    let mut chat_parts = Vec::new();
-                    for part in parts {
-                        match part.get("type").and_then(Value::as_str) {
+            // A message of text parts keeps how it was written ([`template`]): one chat text
+            // part per part, the first carrying the item's template.
+            let template = (role != "system")
+                .then(|| template::message_template(item))
+                .flatten();
+            let content =
+                match (item.get("content"), template) {
+                    (Some(Value::Array(parts)), Some(template)) => Value::Array(
+                        parts
+                            .iter()
+                            .enumerate()
+                            .map(|(k, part)| {
+                                let mut chat = json!({"type": "text", "text": part["text"]});
+                                if k == 0 {
+                                    chat[template::TEMPLATE_KEY] = template.clone();
+                                }
+                                chat
+                            })
+                            .collect(),
+                    ),
+                    (content, _) => match content {
+                        Some(Value::String(text)) => json!(text),
+                        Some(Value::Array(parts)) => {
+                            let mut texts = Vec::new();
+                            let mut chat_parts = Vec::new();
+                            for part in parts {
+                                match part.get("type").and_then(Value::as_str) {
                             Some("input_text" | "output_text" | "text") => {
                                 let text = part.get("text").and_then(Value::as_str).unwrap_or("");
                                 texts.push(text.to_owned());
@@ -392,16 +452,17 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
                                 other.unwrap_or("?")
                             )),
                         }
-                    }
-                    // Chat assistant and system messages take text only.
-                    if role == "user" && chat_parts.iter().any(|p| p["type"] != "text") {
-                        Value::Array(chat_parts)
-                    } else {
-                        json!(texts.join("\n"))
-                    }
-                }
-                _ => json!(""),
-            };
+                            }
+                            // Chat assistant and system messages take text only.
+                            if role == "user" && chat_parts.iter().any(|p| p["type"] != "text") {
+                                Value::Array(chat_parts)
+                            } else {
+                                json!(texts.join("\n"))
+                            }
+                        }
+                        _ => json!(""),
+                    },
+                };
             // Text after the model's opaque items of the same turn joins their message.
             if role == "assistant"
                 && let Some(last) = messages.last_mut()
@@ -413,6 +474,7 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
                     Value::String(text) if !text.is_empty() => {
                         parts.push(json!({"type": "text", "text": text}));
                     }
+                    Value::Array(texts) => parts.extend(texts),
                     _ => {}
                 }
                 return;
@@ -420,7 +482,7 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
             messages.push(json!({"role": role, "content": content}));
         }
         Some("function_call") => {
-            let call = json!({
+            let mut call = json!({
                 "id": item.get("call_id").cloned().unwrap_or(Value::Null),
                 "type": "function",
                 "function": {
@@ -428,6 +490,9 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
                     "arguments": item.get("arguments").cloned().unwrap_or_else(|| json!("{}")),
                 },
             });
+            if let Some(template) = template::call_template(item) {
+                call[template::TEMPLATE_KEY] = template;
+            }
             // Calls join the assistant message they follow, as one chat turn holds them.
             match messages.last_mut() {
                 Some(last) if last["role"] == "assistant" => {
@@ -454,11 +519,16 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
                 Some(other) => other.to_string(),
                 None => String::new(),
             };
-            messages.push(json!({
+            let mut tool = json!({
                 "role": "tool",
                 "tool_call_id": item.get("call_id").cloned().unwrap_or(Value::Null),
                 "content": output,
-            }));
+            });
+            // Kept among the message's chat fields by the importer; [`decode`] moves it.
+            if let Some(template) = template::output_template(item) {
+                tool[template::TEMPLATE_KEY] = template;
+            }
+            messages.push(tool);
         }
         Some(kind) if item.is_object() => {
             // An item Rampart does not model (reasoning, built-in and custom tool calls and
@@ -493,6 +563,55 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
             "input[{i}]: a `{}` item is not an object with a `type`; not forwarded",
             other.unwrap_or("?")
         )),
+    }
+}
+
+/// Puts each Responses item template where the writer looks for it ([`template`]): a tool
+/// output's, which the importer kept among the tool message's chat fields, on the message.
+/// A client of another wire has no templates: what it sent under the key is left out (its
+/// chat fields keep theirs, written back to a chat upstream as the client sent them).
+fn keep_templates(wire: Wire, messages: &mut [AgentMessage]) {
+    use rampart_message::Content;
+    use rampart_sessions::import::api_request::CHAT_FIELDS_KEY;
+    for message in messages {
+        let (extra, blocks): (_, &mut [rampart_message::ContentBlock]) = match message {
+            AgentMessage::User(m) => match &mut m.content {
+                Content::Blocks(blocks) => (&mut m.extra, blocks),
+                Content::Text(_) => (&mut m.extra, &mut []),
+            },
+            AgentMessage::Assistant(m) => (&mut m.extra, &mut m.content),
+            AgentMessage::ToolResult(m) => {
+                if wire == Wire::Responses
+                    && let Some(Value::Object(fields)) = m.extra.get_mut(CHAT_FIELDS_KEY)
+                    && let Some(t) = fields.remove(template::TEMPLATE_KEY)
+                {
+                    if fields.is_empty() {
+                        m.extra.remove(CHAT_FIELDS_KEY);
+                    }
+                    m.extra.insert(template::TEMPLATE_KEY.to_owned(), t);
+                }
+                match &mut m.content {
+                    Content::Blocks(blocks) => (&mut m.extra, blocks),
+                    Content::Text(_) => (&mut m.extra, &mut []),
+                }
+            }
+            _ => continue,
+        };
+        if wire != Wire::Responses {
+            template::forget(Some(extra), blocks);
+        }
+    }
+}
+
+/// Whether a chat client's message kept fields pi's messages have no place for
+/// ([`rampart_sessions::import::api_request::CHAT_FIELDS_KEY`]).
+pub fn carries_chat_fields(message: &AgentMessage) -> bool {
+    use rampart_sessions::import::api_request::CHAT_FIELDS_KEY;
+    match message {
+        AgentMessage::User(m) => m.extra.contains_key(CHAT_FIELDS_KEY),
+        AgentMessage::Assistant(m) => m.extra.contains_key(CHAT_FIELDS_KEY),
+        AgentMessage::ToolResult(m) => m.extra.contains_key(CHAT_FIELDS_KEY),
+        _ => false,
     }
 }
 
@@ -739,7 +858,12 @@ mod tests {
             warnings,
             not_forwarded,
             tools,
+            system_form,
         } = responses_as_chat(&body).unwrap();
+        // Its instructions and the developer message that opened `input`, as sent.
+        let form = system_form.unwrap();
+        assert_eq!(form.instructions, Some(body["instructions"].clone()));
+        assert_eq!(form.blocks, body["input"].as_array().unwrap()[..1]);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert_eq!(
             not_forwarded,

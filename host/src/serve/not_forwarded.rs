@@ -30,6 +30,11 @@ pub enum NotForwarded {
     /// call or its output): kept in the session, but an upstream of another wire has no form
     /// for it.
     ResponsesItem,
+    /// A chat client's message carrying fields pi's messages have no place for (a user's
+    /// `name`, an assistant's `refusal`, a vendor's own field): kept in the session and written
+    /// back for a chat-completions upstream, but an Anthropic or Responses upstream's messages
+    /// have no place for them. Counted per message, per request.
+    ChatMessageField,
 }
 
 impl NotForwarded {
@@ -40,6 +45,7 @@ impl NotForwarded {
             Self::ServerTool => "server_tool",
             Self::NonFunctionTool => "non_function_tool",
             Self::ResponsesItem => "responses_item",
+            Self::ChatMessageField => "chat_message_field",
         }
     }
 }

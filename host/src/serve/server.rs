@@ -844,6 +844,7 @@ async fn conversation_request(
     // A Responses body is read as the chat request it means, by the rule and the decoder alike.
     let mut responses_not_forwarded = Vec::new();
     let mut responses_tools = Vec::new();
+    let mut responses_system = None;
     let raw = match wire {
         Wire::Responses => match inbound::responses_as_chat_after(
             &raw,
@@ -855,6 +856,7 @@ async fn conversation_request(
                 }
                 responses_not_forwarded = converted.not_forwarded;
                 responses_tools = converted.tools;
+                responses_system = converted.system_form;
                 converted.chat
             }
             Err(e) => {
@@ -912,6 +914,7 @@ async fn conversation_request(
     // are the ones its body declared before it was read as a chat body.
     if wire == Wire::Responses {
         request.fields.tools = responses_tools;
+        request.system_form = responses_system;
     }
     request.not_forwarded.extend(responses_not_forwarded);
     // A Responses upstream takes a Responses client's tools and items as they are.
@@ -924,6 +927,23 @@ async fn conversation_request(
                 NotForwarded::NonFunctionTool | NotForwarded::ResponsesItem
             )
         });
+    }
+    // A chat client's message-level fields reach a chat upstream (and the simulator) only.
+    if wire == Wire::OpenAi
+        && matches!(
+            upstream_api(state, &request.model),
+            Some(ApiKind::AnthropicMessages | ApiKind::OpenAiResponses)
+        )
+    {
+        let carrying = request
+            .messages
+            .iter()
+            .filter(|m| inbound::carries_chat_fields(m))
+            .count();
+        request.not_forwarded.extend(std::iter::repeat_n(
+            NotForwarded::ChatMessageField,
+            carrying,
+        ));
     }
     report_not_forwarded(state, &label, &request.not_forwarded);
     let conversation = label.clone();
@@ -980,10 +1000,10 @@ async fn conversation_request(
         query,
         unsent: Some(unsent_sink(state, conversation)),
         client_system: request
-            .system_blocks
+            .system_form
             .clone()
             .zip(request.system.clone())
-            .map(|(blocks, text)| ClientSystem { text, blocks }),
+            .map(|(form, text)| ClientSystem { text, form }),
     };
     let (model, include_usage) = (request.model.clone(), request.include_usage);
     let id = answer_id(state, wire);

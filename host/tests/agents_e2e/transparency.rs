@@ -1,4 +1,4 @@
-//! The transparency differential: each agent runs the same task once straight to the scripted
+//! The transparency differential: each agent runs the same two turns once straight to the scripted
 //! model and once through `rampart serve` with a window so large that nothing is managed. What
 //! reaches the model must be the same both times, except for the differences README.md lists
 //! under "Differences a client sees through serve" ([`KNOWN`] here, each with the way to look
@@ -39,59 +39,8 @@ pub struct Known {
 pub const KNOWN: &[Known] = &[
     // Headers.
     // Chat-completions bodies (pi's): none.
-    // Codex (Responses bodies, to a Responses upstream).
-    Known {
-        agents: &[Agent::Codex],
-        readme: "Codex's developer messages (its instructions, skills and permissions): sent as \
-                 the request's `instructions`, blank lines between messages and line breaks \
-                 between the parts of one.",
-        look_past: developer_as_instructions,
-    },
-    Known {
-        agents: &[Agent::Codex],
-        readme: "The `id` of each input item Codex sends (its messages, function calls and \
-                 outputs) and a function call's `status`: not sent; the upstream gets the items \
-                 without them.",
-        look_past: |v| {
-            for item in v["body"]["input"].as_array_mut().into_iter().flatten() {
-                if let Some(item) = item.as_object_mut() {
-                    item.remove("id");
-                    if item.get("type") == Some(&json!("function_call")) {
-                        item.remove("status");
-                    }
-                }
-            }
-        },
-    },
+    // Codex (Responses bodies, to a Responses upstream): none.
 ];
-
-/// A Responses body's developer messages as its `instructions`: their texts (the parts of one
-/// joined by line breaks) joined by blank lines, after any instructions it had.
-fn developer_as_instructions(v: &mut Value) {
-    let mut texts: Vec<String> = v["body"]["instructions"]
-        .as_str()
-        .map(str::to_owned)
-        .into_iter()
-        .collect();
-    let Some(input) = v["body"]["input"].as_array_mut() else {
-        return;
-    };
-    input.retain(|item| {
-        if item["role"] != "developer" {
-            return true;
-        }
-        let parts: Vec<&str> = match &item["content"] {
-            Value::String(s) => vec![s.as_str()],
-            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
-            _ => Vec::new(),
-        };
-        texts.push(parts.join("\n"));
-        false
-    });
-    if !texts.is_empty() {
-        v["body"]["instructions"] = Value::String(texts.join("\n\n"));
-    }
-}
 
 /// Headers that belong to the connection, not to the client's request.
 const TRANSPORT_HEADERS: &[&str] = &[
@@ -102,7 +51,12 @@ const TRANSPORT_HEADERS: &[&str] = &[
     "transfer-encoding",
 ];
 
-/// Runs `agent` straight to a scripted model and through serve, and checks that the model saw
+/// The prompt of the second turn, in the first turn's session: the model then gets back what it
+/// answered (its text items with their ids, as the agent keeps them).
+const SECOND_TURN: &str = "What was the secret number again?";
+
+/// Runs `agent` straight to a scripted model and through serve (a one-shot task with a tool,
+/// then a second turn in the same session), and checks that the model saw
 /// the same requests but for [`KNOWN`]'s differences.
 pub fn differential(agent: Agent) {
     let Some(bin) = common::agents::installed() else {
@@ -115,6 +69,11 @@ pub fn differential(agent: Agent) {
     let run = direct.run(&direct.read_prompt(), false, RUN_LIMIT);
     run.assert_ok(&format!("{} straight to the model", agent.name()));
     assert!(run.stdout.contains(&secret.to_string()), "{run:?}");
+    let again = direct.run(SECOND_TURN, true, RUN_LIMIT);
+    again.assert_ok(&format!(
+        "{} straight to the model, second turn",
+        agent.name()
+    ));
 
     let served_model = AgentModel::start();
     let serve = Serve::start(&served_model, HUGE_WINDOW);
@@ -122,6 +81,8 @@ pub fn differential(agent: Agent) {
     let run = served.run(&served.read_prompt(), false, RUN_LIMIT);
     run.assert_ok(&format!("{} through serve", agent.name()));
     assert!(run.stdout.contains(&secret.to_string()), "{run:?}");
+    let again = served.run(SECOND_TURN, true, RUN_LIMIT);
+    again.assert_ok(&format!("{} through serve, second turn", agent.name()));
 
     let left: Vec<Value> = direct_model
         .requests()

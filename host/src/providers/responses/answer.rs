@@ -4,19 +4,23 @@
 //! The output items decide the message, in their order: a `message` item's `output_text` (and
 //! `refusal`) parts are text, a `function_call` is a tool call, and every other item
 //! (`reasoning`, built-in and custom tool calls) is kept verbatim as an opaque block
-//! ([`super::opaque`]). A stream is read to its `response.completed` (or `.incomplete`); one
+//! ([`super::opaque`]). Each modelled item's own fields (its `id`, a call's `status`, a part's
+//! `annotations`) are kept as its template ([`super::template`]). A stream is read to its `response.completed` (or `.incomplete`); one
 //! that ends before is cut and retried, a `response.failed` or `error` event is classified
 //! like the HTTP error it stands for.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rampart_message::{AssistantMessage, ContentBlock, Extra, StopReason, ToolCall, Usage};
+use rampart_message::{
+    AssistantMessage, ContentBlock, Extra, StopReason, TextContent, ToolCall, Usage,
+};
 use reqwest::blocking::Response;
 use serde_json::{Value, json};
 
 use super::API;
 use super::opaque::opaque_block;
+use super::template::TEMPLATE_KEY;
 use crate::providers::http::{self, Failure, SseReader, content_type, parse_event_json, read_json};
 use crate::providers::openai::parse_arguments;
 use crate::providers::{DeltaSink, StreamDelta};
@@ -335,6 +339,13 @@ impl Answer {
         for item in self.items {
             match item.get("type").and_then(Value::as_str) {
                 Some("message") => {
+                    // The item as the model wrote it goes on its first text, when each of its
+                    // parts became one ([`super::template`]): the client sends it back so.
+                    let mut template = super::template::message_template(&item).filter(|_| {
+                        item["content"].as_array().is_some_and(|parts| {
+                            parts.iter().all(|p| !str_of(p, "text").is_empty())
+                        })
+                    });
                     for part in item
                         .get("content")
                         .and_then(Value::as_array)
@@ -347,18 +358,30 @@ impl Answer {
                             _ => "",
                         };
                         if !text.is_empty() {
-                            content.push(ContentBlock::text(text));
+                            let mut block = TextContent {
+                                text: text.to_owned(),
+                                text_signature: None,
+                                extra: Extra::new(),
+                            };
+                            if let Some(t) = template.take() {
+                                block.extra.insert(TEMPLATE_KEY.to_owned(), t);
+                            }
+                            content.push(ContentBlock::Text(block));
                         }
                     }
                 }
                 Some("function_call") => {
                     has_calls = true;
+                    let mut extra = Extra::new();
+                    if let Some(t) = super::template::call_template(&item) {
+                        extra.insert(TEMPLATE_KEY.to_owned(), t);
+                    }
                     content.push(ContentBlock::ToolCall(ToolCall {
                         id: str_of(&item, "call_id").to_owned(),
                         name: str_of(&item, "name").to_owned(),
                         arguments: parse_arguments(str_of(&item, "arguments")),
                         thought_signature: None,
-                        extra: Extra::new(),
+                        extra,
                     }));
                 }
                 _ => content.push(opaque_block(item)),

@@ -1,6 +1,7 @@
 use super::*;
 use crate::providers::http::SseEvent;
 use crate::providers::responses::opaque::opaque_item;
+use rampart_message::AgentMessage;
 
 fn events(values: &[Value]) -> Vec<Result<SseEvent, Failure>> {
     values
@@ -187,4 +188,19 @@ fn whole_items_without_deltas_still_reach_a_streaming_client() {
         block: 1,
         text: "Done.".into()
     }));
+}
+
+/// The model's items as it wrote them (ids, a call's `status`, a text's `annotations`) are
+/// kept with the message and written back so: Codex sends them back with those fields.
+#[test]
+fn the_models_items_are_written_back_as_it_wrote_them() {
+    let answer = read_stream(events(&stream()).into_iter(), None).unwrap();
+    let message = AgentMessage::Assistant(answer.into_message("openai", "gpt-5"));
+    let written = crate::providers::responses::items::message_items(&message);
+    let done: Vec<Value> = stream()
+        .iter()
+        .filter(|e| e["type"] == "response.output_item.done")
+        .map(|e| e["item"].clone())
+        .collect();
+    assert_eq!(written, done);
 }

@@ -4,8 +4,10 @@
 //! `encrypted_content` the model needs back), built-in tools, namespaces or custom tools, so
 //! a Codex client behind a chat upstream loses them. Behind this one they go through:
 //! - the request is written from the engine's messages (`instructions` from the system prompt,
-//!   `input` items from the messages: [`items`]), and items Rampart does not model are written
-//!   back verbatim at their position ([`opaque`]);
+//!   or a Responses client's own `instructions` and developer messages while the prompt is
+//!   theirs unchanged; `input` items from the messages: [`items`]); items Rampart does not
+//!   model are written back verbatim at their position ([`opaque`]), and those it models in
+//!   the form they came in ([`template`]);
 //! - a Responses client's own tools go as it declared them (the raw JSON, namespaces and
 //!   `web_search` included), and its unmanaged top-level fields (`include`, `reasoning`,
 //!   `store`, `prompt_cache_key`, …) unchanged ([`super::ClientFields::merge`]);
@@ -15,6 +17,7 @@
 pub mod answer;
 pub mod items;
 pub mod opaque;
+pub mod template;
 
 use std::sync::Arc;
 
@@ -90,6 +93,11 @@ impl Provider for ResponsesProvider {
 pub fn request_body(request: &ModelRequest) -> Value {
     let mut body = body_shell(request);
     if let Some(input) = body.get_mut("input").and_then(Value::as_array_mut) {
+        input.extend(
+            client_system(request)
+                .into_iter()
+                .flat_map(|f| f.blocks.clone()),
+        );
         for message in sent_messages(request) {
             input.extend(items::message_items(message));
         }
@@ -102,9 +110,21 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// its items' JSON joined by commas, and empty pieces are left out.
 pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
     let body = body_shell(request);
+    let opening = client_system(request).map(|form| {
+        let mut bytes = Vec::new();
+        for (i, item) in form.blocks.iter().enumerate() {
+            if i > 0 {
+                bytes.push(b',');
+            }
+            // Writing a `Value` into a `Vec` cannot fail.
+            let _ = serde_json::to_writer(&mut bytes, item);
+        }
+        Arc::<[u8]>::from(bytes)
+    });
     let pieces: Vec<Arc<[u8]>> = memo.batch(|batch| {
-        sent_messages(request)
-            .map(|m| {
+        opening
+            .into_iter()
+            .chain(sent_messages(request).map(|m| {
                 batch.get_or_insert_with(m, |message| {
                     let mut bytes = Vec::new();
                     for (i, item) in items::message_items(message).iter().enumerate() {
@@ -116,7 +136,7 @@ pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
                     }
                     Arc::from(bytes)
                 })
-            })
+            }))
             .filter(|piece| !piece.is_empty())
             .collect()
     });
@@ -124,6 +144,16 @@ pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
         Some(shell) => splice::write_spliced(shell, "input", &pieces),
         None => serde_json::to_vec(&body).unwrap_or_default(),
     }
+}
+
+/// How a Responses client wrote the request's system prompt, while it is still the text read
+/// from it ([`super::ClientSystem`]).
+fn client_system(request: &ModelRequest) -> Option<&super::SystemForm> {
+    request
+        .forwarded
+        .client_system
+        .as_ref()
+        .and_then(|c| c.form_for(FieldsWire::Responses, request.system.as_deref()))
 }
 
 /// The messages this wire sends: an opaque message of another wire (an Anthropic client's
@@ -135,9 +165,19 @@ fn sent_messages(request: &ModelRequest) -> impl Iterator<Item = &SharedMessage>
 /// The body with everything but the conversation's items (`input` is empty).
 fn body_shell(request: &ModelRequest) -> Value {
     let mut body = json!({"model": request.model});
-    if let Some(system) = &request.system {
+    match (client_system(request), &request.system) {
+        // The client's own form of a prompt nothing changed: its developer messages open
+        // `input` ([`request_body`]), its `instructions` go as sent.
+        (Some(form), _) => {
+            if let Some(instructions) = &form.instructions {
+                body["instructions"] = instructions.clone();
+            }
+        }
         // The builder's cache marker reaches no model: Responses has no breakpoints.
-        body["instructions"] = json!(super::text::wire_system(system).text());
+        (None, Some(system)) => {
+            body["instructions"] = json!(super::text::wire_system(system).text());
+        }
+        (None, None) => {}
     }
     body["input"] = json!([]);
     body["stream"] = json!(true);
@@ -213,3 +253,8 @@ fn tools(request: &ModelRequest) -> Vec<Value> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "request_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "transparency_tests.rs"]
+mod transparency_tests;
