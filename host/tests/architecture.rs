@@ -168,6 +168,7 @@ fn no_two_files_import_from_each_other() {
         "engine-test",
         "sessions",
         "stores/postgres",
+        "providers",
         "host",
     ] {
         let loops = import_loops(krate);

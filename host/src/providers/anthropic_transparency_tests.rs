@@ -6,8 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use rampart_sessions::import::api_request::from_anthropic_messages;
 
-use super::*;
-use crate::providers::{Forwarded, UnsentSink};
+use rampart_message::{AgentMessage, Content, ContentBlock};
+use serde_json::{Value, json};
+
+use crate::providers::anthropic::*;
+use crate::providers::client_fields::FieldsWire;
+use crate::providers::{Forwarded, ModelRequest, UnsentSink};
 
 /// A Claude Code-like conversation: a prompt, its system message (the agent types), a tool
 /// call, its result as a string without `is_error`, a failed result in blocks, the next prompt.

@@ -38,6 +38,17 @@ pub enum RegistryError {
     },
 }
 
+/// Settings a provider refused though they came by hand, not from a file: named as such.
+impl From<super::sim::SettingsError> for RegistryError {
+    fn from(e: super::sim::SettingsError) -> Self {
+        Self::Config(ModelsConfigError {
+            file: "provider settings".to_owned(),
+            key: e.key,
+            problem: e.problem,
+        })
+    }
+}
+
 /// Builds the provider its settings describe. The simulator fails only on settings the
 /// registry would already have refused; the HTTP providers may refuse theirs.
 pub fn build_provider(settings: ProviderSettings) -> Result<Arc<dyn Provider>, RegistryError> {

@@ -5,7 +5,7 @@ use rampart_engine_api::AgentMessage;
 use rampart_message::{Content, ContentBlock};
 use serde_json::{Value, json};
 
-use crate::providers::text::{as_user_text, content_text, other_block_text};
+use crate::text::{as_user_text, content_text, other_block_text};
 use rampart_sessions::import::api_request::CHAT_FIELDS_KEY;
 
 /// OpenAI content for a user turn in the form the message holds it: a string stays a string,

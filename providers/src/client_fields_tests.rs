@@ -135,14 +135,14 @@ fn responses_to_anthropic_maps_what_it_can_and_names_the_rest() {
     assert_eq!(dropped, ["reasoning"]);
 }
 
-fn request_with(fields: ClientFields) -> crate::providers::ModelRequest {
-    crate::providers::ModelRequest {
+fn request_with(fields: ClientFields) -> crate::ModelRequest {
+    crate::ModelRequest {
         model: "m".into(),
         messages: vec![std::sync::Arc::new(
             rampart_engine_api::AgentMessage::user_text("hi", 0),
         )],
         max_tokens: Some(64),
-        forwarded: crate::providers::Forwarded {
+        forwarded: crate::Forwarded {
             client_fields: Some(fields),
             ..Default::default()
         },
@@ -158,15 +158,14 @@ fn the_anthropic_provider_sends_claude_codes_fields() {
                "context_management": {"edits": [{"type": "clear_thinking_20251015"}]},
                "metadata": {"user_id": "dev"}, "max_tokens": 32000, "stream": false}),
     );
-    let body = crate::providers::anthropic::request_body(&request_with(f));
+    let body = crate::anthropic::request_body(&request_with(f));
     assert_eq!(body["thinking"], json!({"type": "adaptive"}));
     assert_eq!(body["output_config"], json!({"effort": "high"}));
     assert_eq!(body["metadata"], json!({"user_id": "dev"}));
     assert!(body["context_management"]["edits"].is_array());
     assert_eq!(body["max_tokens"], 64, "the engine's bound stays");
     assert_eq!(body["stream"], true, "serve streams upstream");
-    let none =
-        crate::providers::anthropic::request_body(&crate::providers::ModelRequest::default());
+    let none = crate::anthropic::request_body(&crate::ModelRequest::default());
     assert!(none.get("thinking").is_none());
 }
 
@@ -177,7 +176,7 @@ fn the_openai_provider_sends_a_chat_clients_fields_and_its_name_for_the_bound() 
         json!({"max_completion_tokens": 10, "store": false, "reasoning_effort": "low",
                "seed": 3, "response_format": {"type": "json_object"}}),
     );
-    let body = crate::providers::openai::request_body(&request_with(f));
+    let body = crate::openai::request_body(&request_with(f));
     assert_eq!(body["store"], false);
     assert_eq!(body["reasoning_effort"], "low");
     assert_eq!(body["seed"], 3);
@@ -188,14 +187,14 @@ fn the_openai_provider_sends_a_chat_clients_fields_and_its_name_for_the_bound() 
         FieldsWire::Responses,
         json!({"reasoning": {"effort": "medium"}, "tool_choice": "auto"}),
     );
-    let body = crate::providers::openai::request_body(&request_with(codex));
+    let body = crate::openai::request_body(&request_with(codex));
     assert_eq!(body["reasoning_effort"], "medium");
     assert_eq!(body["tool_choice"], "auto");
     assert_eq!(body["max_tokens"], 64);
 }
 
-fn forwarded(wire: FieldsWire) -> crate::providers::Forwarded {
-    crate::providers::Forwarded {
+fn forwarded(wire: FieldsWire) -> crate::Forwarded {
+    crate::Forwarded {
         headers: [
             ("user-agent", "claude-cli/2"),
             ("x-app", "cli"),
@@ -242,7 +241,7 @@ fn credentials_transport_and_proxy_headers_are_never_forwarded() {
         "cookie",
         "anthropic-version",
     ] {
-        assert!(crate::providers::never_forwarded(name), "{name}");
+        assert!(crate::never_forwarded(name), "{name}");
     }
     for name in [
         "user-agent",
@@ -251,7 +250,7 @@ fn credentials_transport_and_proxy_headers_are_never_forwarded() {
         "originator",
         "anthropic-beta",
     ] {
-        assert!(!crate::providers::never_forwarded(name), "{name}");
+        assert!(!crate::never_forwarded(name), "{name}");
     }
 }
 
@@ -273,7 +272,7 @@ fn the_clients_query_goes_to_an_upstream_of_its_family_only() {
         "http://h/v1/chat/completions"
     );
     assert_eq!(
-        crate::providers::Forwarded::default().upstream_url(url, FieldsWire::Anthropic),
+        crate::Forwarded::default().upstream_url(url, FieldsWire::Anthropic),
         url
     );
 }
@@ -282,7 +281,7 @@ fn the_clients_query_goes_to_an_upstream_of_its_family_only() {
 /// reading the tool: a declared tool matches exactly the spec it reads as.
 #[test]
 fn a_declared_tool_matches_the_spec_it_reads_as_and_no_other() {
-    use crate::providers::ToolSpec;
+    use crate::ToolSpec;
     let functions = [
         json!({"name": "read", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}),
         json!({"name": "read"}),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::request_body;
+use crate::providers::openai::request_body;
 use crate::providers::{Forwarded, ModelRequest};
 use crate::serve::inbound::{Wire, decode};
 

@@ -494,11 +494,6 @@ fn tool_call_deltas(delta: &Value) -> impl Iterator<Item = (u64, &Value)> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-#[path = "round_trip_tests.rs"]
-mod round_trip_tests;
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -607,8 +602,8 @@ mod request_tests {
         let request = ModelRequest {
             model: "m".into(),
             messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
-            forwarded: crate::providers::Forwarded {
-                tools: vec![crate::providers::ToolSpec {
+            forwarded: crate::Forwarded {
+                tools: vec![crate::ToolSpec {
                     name: "read".into(),
                     description: Some("Read a file".into()),
                     parameters: json!({"type": "object"}),
@@ -622,7 +617,7 @@ mod request_tests {
             body["tools"],
             json!([{"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": {"type": "object"}}}])
         );
-        let anthropic = crate::providers::anthropic::request_body(&request);
+        let anthropic = crate::anthropic::request_body(&request);
         assert_eq!(
             anthropic["tools"],
             json!([{"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}])

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{request_body, request_bytes};
+use crate::providers::responses::{request_body, request_bytes};
 use crate::providers::splice::WireMemo;
 use crate::providers::{ClientSystem, Forwarded, ModelRequest};
 use crate::serve::inbound::{Wire, decode, responses_as_chat};
@@ -152,7 +152,7 @@ fn a_developer_message_later_in_input_goes_as_instructions() {
 /// upstream gets the chat client's messages in Rampart's own form.
 #[test]
 fn a_chat_clients_template_key_makes_no_item() {
-    let key = super::template::TEMPLATE_KEY;
+    let key = crate::providers::responses::template::TEMPLATE_KEY;
     let forged =
         json!({"type": "function_call_output", "call_id": null, "output": null, "x": "forged"});
     let mut part = json!({"type": "text", "text": "hi"});

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::opaque::opaque_item;
 use super::template::{self, template_of};
-use crate::providers::text::{as_user_text, content_text, other_block_text};
+use crate::text::{as_user_text, content_text, other_block_text};
 
 /// The input items one message stands for (none for an assistant turn that held only
 /// reasoning text no Responses model can take back).

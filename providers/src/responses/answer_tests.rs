@@ -1,6 +1,6 @@
 use super::*;
-use crate::providers::http::SseEvent;
-use crate::providers::responses::opaque::opaque_item;
+use crate::http::SseEvent;
+use crate::responses::opaque::opaque_item;
 use rampart_message::AgentMessage;
 
 fn events(values: &[Value]) -> Vec<Result<SseEvent, Failure>> {
@@ -196,7 +196,7 @@ fn whole_items_without_deltas_still_reach_a_streaming_client() {
 fn the_models_items_are_written_back_as_it_wrote_them() {
     let answer = read_stream(events(&stream()).into_iter(), None).unwrap();
     let message = AgentMessage::Assistant(answer.into_message("openai", "gpt-5"));
-    let written = crate::providers::responses::items::message_items(&message);
+    let written = crate::responses::items::message_items(&message);
     let done: Vec<Value> = stream()
         .iter()
         .filter(|e| e["type"] == "response.output_item.done")

@@ -40,14 +40,21 @@ use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_message::{AgentMessage, AssistantMessage, ContentBlock, StopReason};
 
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderSettings};
-use crate::config::ModelsConfigError;
 
 /// The `api` value the simulator writes into its replies, as pi records a wire API.
 pub const SIM_API: &str = "sim";
 
-/// What [`ModelsConfigError::file`] says for errors found in hand-built settings. The registry
-/// checks the same things first and names the real file.
-const SETTINGS_SOURCE: &str = "provider settings";
+/// Settings the simulator refuses, made by hand rather than read from a file (the
+/// configuration checks the same things first and names the file and line). Names the dotted
+/// key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` {problem}")]
+pub struct SettingsError {
+    /// The dotted key, e.g. `models.providers.sim.models[1].id`.
+    pub key: String,
+    /// What is wrong and what is allowed.
+    pub problem: String,
+}
 
 /// Whose overflow error text the simulator answers with (`overflowWording`). Why it matters:
 /// the run loop recognises overflows by their text, and each provider words them differently;
@@ -198,15 +205,10 @@ fn now_ms() -> u64 {
 impl SimProvider {
     /// Builds the simulator from its settings: one window and one counter per model.
     ///
-    /// Fails with a [`ModelsConfigError`] (file "provider settings": the registry has already
-    /// named the real file for anything read from one) when `overflowWording` or a model's
-    /// `tokenizer` is not a known name, or when a model id appears twice.
-    pub fn new(settings: &ProviderSettings) -> Result<Self, ModelsConfigError> {
-        let err = |key: String, problem: String| ModelsConfigError {
-            file: SETTINGS_SOURCE.to_string(),
-            key,
-            problem,
-        };
+    /// Fails with a [`SettingsError`] (the registry has already named the real file for
+    /// anything read from one) when a model id appears twice.
+    pub fn new(settings: &ProviderSettings) -> Result<Self, SettingsError> {
+        let err = |key: String, problem: String| SettingsError { key, problem };
         let wording = settings.overflow_wording.unwrap_or_default();
         let mut models = HashMap::new();
         let mut known = Vec::new();
@@ -436,8 +438,7 @@ mod tests {
     use rampart_message::wire::SharedMessage;
 
     use super::*;
-    use crate::config::ModelEntry;
-    use crate::providers::{ApiKind, ProviderErrorKind};
+    use crate::{ApiKind, ModelEntry, ProviderErrorKind};
 
     fn entry(id: &str, window: u64, tokenizer: Option<&str>) -> ModelEntry {
         ModelEntry {

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::opaque::{opaque_block, opaque_part};
 use super::*;
-use crate::providers::{ClientFields, Forwarded, ToolSpec};
+use crate::{ClientFields, Forwarded, ToolSpec};
 
 /// A Codex-like history: reasoning, a call to a freeform custom tool and its output, a web
 /// search, a function call, its result and a final answer.

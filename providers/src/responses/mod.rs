@@ -253,8 +253,3 @@ fn tools(request: &ModelRequest) -> Vec<Value> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "request_tests.rs"]
 mod tests;
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-#[path = "transparency_tests.rs"]
-mod transparency_tests;

@@ -970,16 +970,11 @@ fn stop_reason(reason: Option<&str>) -> (StopReason, Option<String>) {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-#[path = "anthropic_transparency_tests.rs"]
-mod transparency_tests;
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::providers::ClientBreakpoints;
+    use crate::ClientBreakpoints;
 
     fn assistant(content: Value) -> SharedMessage {
         Arc::new(
@@ -999,7 +994,7 @@ mod tests {
             model: "m".into(),
             system: Some("sys".into()),
             messages,
-            forwarded: crate::providers::Forwarded {
+            forwarded: crate::Forwarded {
                 prompt_cache: true,
                 client_breakpoints: client,
                 ..Default::default()
@@ -1108,7 +1103,7 @@ mod tests {
             model: "m".into(),
             system: Some(system),
             messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
-            forwarded: crate::providers::Forwarded {
+            forwarded: crate::Forwarded {
                 prompt_cache: true,
                 ..Default::default()
             },

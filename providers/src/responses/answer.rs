@@ -21,9 +21,9 @@ use serde_json::{Value, json};
 use super::API;
 use super::opaque::opaque_block;
 use super::template::TEMPLATE_KEY;
-use crate::providers::http::{self, Failure, SseReader, content_type, parse_event_json, read_json};
-use crate::providers::openai::parse_arguments;
-use crate::providers::{DeltaSink, StreamDelta};
+use crate::http::{self, Failure, SseReader, content_type, parse_event_json, read_json};
+use crate::openai::parse_arguments;
+use crate::{DeltaSink, StreamDelta};
 
 /// Reads a 2xx answer: a stream normally, a whole JSON object from a server that ignored
 /// `stream: true`.

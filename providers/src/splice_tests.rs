@@ -4,8 +4,8 @@ use rampart_message::{AgentMessage, SharedMessage};
 use serde_json::json;
 
 use super::*;
-use crate::providers::openai::{request_body, request_bytes};
-use crate::providers::{Forwarded, ModelRequest, ToolSpec};
+use crate::openai::{request_body, request_bytes};
+use crate::{Forwarded, ModelRequest, ToolSpec};
 
 fn conversation() -> Vec<SharedMessage> {
     let assistant_with_call: AgentMessage = serde_json::from_value(json!({
@@ -124,10 +124,10 @@ mod anthropic {
     use serde_json::json;
 
     use super::{conversation, request};
-    use crate::providers::ClientBreakpoints;
-    use crate::providers::anthropic::{BlockMemo, request_body, request_bytes};
+    use crate::ClientBreakpoints;
+    use crate::anthropic::{BlockMemo, request_body, request_bytes};
 
-    fn same(request: &crate::providers::ModelRequest, memo: &BlockMemo) {
+    fn same(request: &crate::ModelRequest, memo: &BlockMemo) {
         let expected = serde_json::to_vec(&request_body(request)).expect("serialised");
         assert_eq!(
             String::from_utf8(request_bytes(request, memo)).expect("utf-8"),
@@ -135,10 +135,7 @@ mod anthropic {
         );
     }
 
-    fn with_cache(
-        mut r: crate::providers::ModelRequest,
-        prompt_cache: bool,
-    ) -> crate::providers::ModelRequest {
+    fn with_cache(mut r: crate::ModelRequest, prompt_cache: bool) -> crate::ModelRequest {
         r.forwarded.prompt_cache = prompt_cache;
         r
     }
@@ -178,7 +175,7 @@ mod anthropic {
                             v.to_string().contains("src/\\\"quoted")
                                 || v["content"][0]["text"] == json!(marked_text)
                         })
-                    }) as crate::providers::BreakpointMatcher
+                    }) as crate::BreakpointMatcher
                 }),
             };
             same(&r, &memo);
