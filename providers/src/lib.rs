@@ -356,6 +356,17 @@ pub enum StreamDelta {
         /// The fragment.
         fragment: String,
     },
+    /// The upstream's own id of an output item it started that the host's messages model (a
+    /// Responses `message` or `function_call`), before the item's text or call. Why: a proxy
+    /// answering a client of the same wire names the item as the upstream did, so the client
+    /// sends back the id the upstream made; other receivers ignore it.
+    ItemId {
+        /// The upstream's output index (the [`StreamDelta::Text`] block, the
+        /// [`StreamDelta::ToolCallStart`] index).
+        index: u64,
+        /// The item's id.
+        id: String,
+    },
     /// A whole output item the host's messages do not model (a Responses `reasoning` item,
     /// a built-in or custom tool call), as the upstream finished it; kept in the answer as an
     /// opaque block ([`responses::opaque`]) and passed on as is to a Responses client.

@@ -368,11 +368,13 @@ fn responses_items(reply: &AssistantMessage, response_id: &str) -> Vec<Value> {
         }
         if matches!(block, ContentBlock::Text(_)) && !text_written {
             text_written = true;
-            let id = format!("msg_{response_id}_{}", items.len());
+            let id =
+                upstream_id(block).unwrap_or_else(|| format!("msg_{response_id}_{}", items.len()));
             items.push(responses_message_item(&id, &text.join("\n"), "completed"));
         }
         if let ContentBlock::ToolCall(call) = block {
-            let id = format!("fc_{response_id}_{}", items.len());
+            let id =
+                upstream_id(block).unwrap_or_else(|| format!("fc_{response_id}_{}", items.len()));
             let arguments = call.arguments.to_string();
             items.push(responses_call_item(
                 &id,
@@ -384,6 +386,15 @@ fn responses_items(reply: &AssistantMessage, response_id: &str) -> Vec<Value> {
         }
     }
     items
+}
+
+/// The id a Responses upstream gave the item a block came from (kept in its template,
+/// [`crate::providers::responses::template`]).
+fn upstream_id(block: &ContentBlock) -> Option<String> {
+    crate::providers::responses::template::block_template(block)
+        .and_then(|t| t.get("id"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
 }
 
 /// A Responses object around `output`: `completed`, or `incomplete` when the answer stopped
@@ -423,9 +434,20 @@ pub fn responses_sse(reply: &AssistantMessage, meta: &AnswerMeta<'_>) -> Vec<Str
             continue;
         }
         match block {
-            ContentBlock::Text(t) => out.extend(stream.text(0, &t.text)),
+            ContentBlock::Text(t) => {
+                // Only a text that starts a message item names it.
+                if stream.text_item.is_none()
+                    && let Some(id) = upstream_id(block)
+                {
+                    stream.upstream_ids.insert(0, id);
+                }
+                out.extend(stream.text(0, &t.text));
+            }
             ContentBlock::ToolCall(call) => {
                 let index = stream.items.len() as u64;
+                if let Some(id) = upstream_id(block) {
+                    stream.upstream_ids.insert(index, id);
+                }
                 out.extend(stream.call_start(index, &call.id, &call.name));
                 out.extend(stream.call_arguments(index, &call.arguments.to_string()));
             }
@@ -452,6 +474,10 @@ struct ResponsesStream {
     text_item: Option<usize>,
     /// Upstream tool-call index → output index.
     calls: BTreeMap<u64, usize>,
+    /// The ids a Responses upstream gave the items it started, by its output index
+    /// ([`StreamDelta::ItemId`]): the client's items take them, so the ids it sends back are
+    /// the upstream's. Items without one get ids of serve's making.
+    upstream_ids: BTreeMap<u64, String>,
 }
 
 #[derive(Debug)]
@@ -483,6 +509,7 @@ impl ResponsesStream {
             items: Vec::new(),
             text_item: None,
             calls: BTreeMap::new(),
+            upstream_ids: BTreeMap::new(),
         }
     }
 
@@ -510,13 +537,16 @@ impl ResponsesStream {
         ]
     }
 
-    fn text(&mut self, _block: u64, text: &str) -> Vec<String> {
+    fn text(&mut self, block: u64, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         let index = match self.text_item {
             Some(index) => index,
             None => {
                 let index = self.items.len();
-                let id = format!("msg_{}_{index}", self.id);
+                let id = self
+                    .upstream_ids
+                    .remove(&block)
+                    .unwrap_or_else(|| format!("msg_{}_{index}", self.id));
                 out.push(self.event(
                     "response.output_item.added",
                     json!({"output_index": index,
@@ -557,7 +587,10 @@ impl ResponsesStream {
         // Text after a tool call starts a new message item.
         let mut out = self.close_text();
         let index = self.items.len();
-        let id = format!("fc_{}_{index}", self.id);
+        let id = self
+            .upstream_ids
+            .remove(&upstream)
+            .unwrap_or_else(|| format!("fc_{}_{index}", self.id));
         out.push(self.event(
             "response.output_item.added",
             json!({"output_index": index,
@@ -858,11 +891,16 @@ impl StreamEncoder {
                         stream.call_arguments(*index, fragment)
                     }
                     StreamDelta::Item { item, .. } => stream.item(item),
+                    StreamDelta::ItemId { index, id } => {
+                        stream.upstream_ids.insert(*index, id.clone());
+                        Vec::new()
+                    }
                     StreamDelta::Attempt => Vec::new(),
                 }
             }
-            // Chat completions and Anthropic have no form for a Responses item.
-            StreamDelta::Item { .. } => Vec::new(),
+            // Chat completions and Anthropic have no form for a Responses item, nor use for
+            // its id.
+            StreamDelta::Item { .. } | StreamDelta::ItemId { .. } => Vec::new(),
             StreamDelta::Text { block, text } => {
                 self.started = true;
                 let new_block = self.text_block != Some(*block);

@@ -496,3 +496,96 @@ fn a_responses_client_gets_the_upstreams_items_unchanged_in_order() {
         .is_empty()
     );
 }
+
+/// A Responses client gets the items named as the Responses upstream named them (so the ids
+/// it sends back are the upstream's): streamed, from each item's `ItemId`; whole, from the
+/// templates the answer kept. Items without one keep ids of serve's making.
+#[test]
+fn a_responses_client_gets_the_upstreams_item_ids() {
+    let mut encoder = StreamEncoder::new(Wire::Responses, &META, false);
+    let mut frames = encoder.begin();
+    for delta in [
+        StreamDelta::Attempt,
+        StreamDelta::ItemId {
+            index: 0,
+            id: "msg_up".into(),
+        },
+        StreamDelta::Text {
+            block: 0,
+            text: "Reading.".into(),
+        },
+        StreamDelta::ItemId {
+            index: 1,
+            id: "fc_up".into(),
+        },
+        StreamDelta::ToolCallStart {
+            index: 1,
+            id: "call_1".into(),
+            name: "Read".into(),
+        },
+        StreamDelta::ToolCallArguments {
+            index: 1,
+            fragment: "{}".into(),
+        },
+    ] {
+        frames.extend(encoder.delta(&delta));
+    }
+    frames.extend(encoder.finish(&tool_answer()));
+    let events = frames_data(&frames);
+    let completed = events.last().unwrap();
+    let ids: Vec<&str> = completed["response"]["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["msg_up", "fc_up"]);
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "response.output_text.delta")
+            .all(|e| e["item_id"] == "msg_up")
+    );
+
+    // The whole answer, from the templates a Responses upstream's answer keeps.
+    let mut answer = tool_answer();
+    let template = |item: Value| {
+        let mut extra = rampart_message::Extra::new();
+        extra.insert(
+            crate::providers::responses::template::TEMPLATE_KEY.into(),
+            item,
+        );
+        extra
+    };
+    for block in &mut answer.content {
+        match block {
+            ContentBlock::Text(t) => {
+                t.extra = template(
+                    json!({"type": "message", "id": "msg_up", "role": "assistant",
+                                          "content": [{"type": "output_text", "text": null}]}),
+                );
+            }
+            ContentBlock::ToolCall(c) => {
+                c.extra = template(json!({"type": "function_call", "id": "fc_up",
+                                          "call_id": null, "name": null, "arguments": null}));
+            }
+            _ => {}
+        }
+    }
+    for output in [
+        responses_response(&answer, &META)["output"].clone(),
+        frames_data(&responses_sse(&answer, &META)).last().unwrap()["response"]["output"].clone(),
+    ] {
+        let ids: Vec<&str> = output
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["msg_up", "fc_up"], "{output:#}");
+    }
+    // Without templates: serve's own.
+    let own = responses_response(&tool_answer(), &META);
+    assert!(own["output"][0]["id"].as_str().unwrap().starts_with("msg_"));
+    assert_ne!(own["output"][0]["id"], "msg_up");
+}

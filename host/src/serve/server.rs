@@ -1372,7 +1372,7 @@ impl StreamLog {
                         item.clone(),
                     ));
                 }
-                StreamDelta::Attempt => {}
+                StreamDelta::Attempt | StreamDelta::ItemId { .. } => {}
             }
         }
         if content.is_empty() {

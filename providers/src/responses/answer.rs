@@ -125,6 +125,14 @@ impl StreamState {
                 let (Some(index), Some(item)) = (index, event.get("item")) else {
                     return Ok(out);
                 };
+                if modelled(item)
+                    && let Some(id) = item.get("id").and_then(Value::as_str)
+                {
+                    out.push(StreamDelta::ItemId {
+                        index,
+                        id: id.to_owned(),
+                    });
+                }
                 if item.get("type").and_then(Value::as_str) == Some("function_call") {
                     out.push(StreamDelta::ToolCallStart {
                         index,

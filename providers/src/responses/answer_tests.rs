@@ -77,6 +77,16 @@ fn a_streamed_answer_keeps_reasoning_text_and_calls_in_order() {
     );
     let seen = seen.lock().unwrap();
     assert_eq!(seen[0], StreamDelta::Attempt);
+    // The upstream's ids of the items it models, for a client of the same wire.
+    for (index, id) in [(1, "msg_1"), (2, "fc_1")] {
+        assert!(
+            seen.contains(&StreamDelta::ItemId {
+                index,
+                id: id.into()
+            }),
+            "{seen:?}"
+        );
+    }
     assert_eq!(
         seen[1],
         StreamDelta::Item {
