@@ -397,9 +397,12 @@ def loadavg():
 def commit():
     out = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", "host/src"],
+    # The sources serve is built from: the host and the providers (its own crate since
+    # issue 25), and the crates below them.
+    sources = ["host/src", "providers/src", "sessions/src", "context/src", "message/src"]
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--", *sources],
                            capture_output=True, text=True).stdout.strip()
-    return out + (" with uncommitted changes in host/src" if dirty else "")
+    return out + (" with uncommitted changes in its sources" if dirty else "")
 
 
 def rampart_config(work, up):

@@ -25,7 +25,7 @@ import time
 # serve_load.py sits beside this script; no __pycache__ left in the source tree.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_load import ROOT, start  # noqa: E402
+from serve_load import MODELS, ROOT, rampart_config, start  # noqa: E402
 
 
 def cpu_seconds(pid):
@@ -45,21 +45,7 @@ def main():
     work = tempfile.mkdtemp(prefix="rampart-many-")
     up_proc, up = start([os.path.join(ROOT, "target", profile, "examples", "instant_upstream"),
                          "127.0.0.1:0"], "instant upstream listening on")
-    config = os.path.join(work, "plugins.toml")
-    with open(config, "w") as f:
-        f.write(f"""
-[agents.defaults.model]
-primary = "up/gpt-bench"
-
-[models.providers.up]
-api = "openai-completions"
-baseUrl = "{up}/v1"
-maxRetries = 0
-
-[[models.providers.up.models]]
-id = "gpt-bench"
-contextWindow = 1000000
-""")
+    config = rampart_config(work, up)
     sessions = os.path.join(work, "sessions")
     rampart = args.rampart or os.path.join(ROOT, "target", profile, "rampart")
     serve, base = start([rampart, "--config", config,
@@ -73,7 +59,7 @@ contextWindow = 1000000
         times = []
         cpu_before = cpu_seconds(serve.pid)
         for n in range(1, args.count + 1):
-            body = json.dumps({"model": "up/gpt-bench", "messages": [
+            body = json.dumps({"model": MODELS["openai"], "messages": [
                 {"role": "user", "content": "Follow the house rules and answer briefly."},
                 {"role": "assistant", "content": f"Understood ({n})."},
                 {"role": "user", "content": f"Question number {n}?"},

@@ -962,8 +962,10 @@ fn load_sqlite_vec(conn: &Connection) -> bool {
 /// Puts the index in WAL mode (kept in the file: later opens find it so), retrying while
 /// another process holds the file. Why a loop: SQLite answers a journal-mode change that
 /// would need a lock another connection is upgrading from "database is locked" at once,
-/// without the busy handler (it would deadlock), so the busy timeout alone did not cover
-/// processes that open a new index together (three `memory index` runs started at once).
+/// without the busy handler (it would deadlock). [`Store::open`] makes a new index under the
+/// sync lock, so this is for the one open that does not take it: the new index put in place
+/// of a damaged one in use ([`Store::quarantine_and_reopen`]), which a process without the
+/// lock may open beside it.
 fn switch_to_wal(conn: &Connection, patience: std::time::Duration) -> rusqlite::Result<String> {
     let started = std::time::Instant::now();
     let mut pause = std::time::Duration::from_millis(5);

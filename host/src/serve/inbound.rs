@@ -407,62 +407,12 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
             let template = (role != "system")
                 .then(|| template::message_template(item))
                 .flatten();
-            let content =
-                match (item.get("content"), template) {
-                    (Some(Value::Array(parts)), Some(template)) => Value::Array(
-                        parts
-                            .iter()
-                            .enumerate()
-                            .map(|(k, part)| {
-                                let mut chat = json!({"type": "text", "text": part["text"]});
-                                if k == 0 {
-                                    chat[template::TEMPLATE_KEY] = template.clone();
-                                }
-                                chat
-                            })
-                            .collect(),
-                    ),
-                    (content, _) => match content {
-                        Some(Value::String(text)) => json!(text),
-                        Some(Value::Array(parts)) => {
-                            let mut texts = Vec::new();
-                            let mut chat_parts = Vec::new();
-                            for part in parts {
-                                match part.get("type").and_then(Value::as_str) {
-                            Some("input_text" | "output_text" | "text") => {
-                                let text = part.get("text").and_then(Value::as_str).unwrap_or("");
-                                texts.push(text.to_owned());
-                                chat_parts.push(json!({"type": "text", "text": text}));
-                            }
-                            Some("refusal") => {
-                                let text =
-                                    part.get("refusal").and_then(Value::as_str).unwrap_or("");
-                                texts.push(text.to_owned());
-                                chat_parts.push(json!({"type": "text", "text": text}));
-                            }
-                            Some("input_image") => match part.get("image_url") {
-                                Some(url) => chat_parts
-                                    .push(json!({"type": "image_url", "image_url": {"url": url}})),
-                                None => warnings.push(format!(
-                                    "input[{i}]: an image given by file id cannot be forwarded"
-                                )),
-                            },
-                            other => warnings.push(format!(
-                                "input[{i}]: a `{}` content part is not forwarded",
-                                other.unwrap_or("?")
-                            )),
-                        }
-                            }
-                            // Chat assistant and system messages take text only.
-                            if role == "user" && chat_parts.iter().any(|p| p["type"] != "text") {
-                                Value::Array(chat_parts)
-                            } else {
-                                json!(texts.join("\n"))
-                            }
-                        }
-                        _ => json!(""),
-                    },
-                };
+            let content = match (item.get("content"), template) {
+                (Some(Value::Array(parts)), Some(template)) => templated_parts(parts, template),
+                (Some(Value::Array(parts)), None) => chat_content(i, role, parts, warnings),
+                (Some(Value::String(text)), _) => json!(text),
+                _ => json!(""),
+            };
             // Text after the model's opaque items of the same turn joins their message.
             if role == "assistant"
                 && let Some(last) = messages.last_mut()
@@ -566,23 +516,74 @@ fn responses_item(i: usize, item: &Value, messages: &mut Vec<Value>, warnings: &
     }
 }
 
+/// A message item's text parts as chat text parts, one each, the first carrying the item's
+/// template ([`template::message_template`]).
+fn templated_parts(parts: &[Value], template: Value) -> Value {
+    let mut template = Some(template);
+    Value::Array(
+        parts
+            .iter()
+            .map(|part| {
+                let mut chat = serde_json::json!({"type": "text", "text": part["text"]});
+                if let Some(template) = template.take() {
+                    chat[template::TEMPLATE_KEY] = template;
+                }
+                chat
+            })
+            .collect(),
+    )
+}
+
+/// A message item's content parts in chat form: its texts joined (a user's images beside them
+/// keep the parts apart), what has no chat form named in `warnings`.
+fn chat_content(i: usize, role: &str, parts: &[Value], warnings: &mut Vec<String>) -> Value {
+    use serde_json::json;
+    let mut texts = Vec::new();
+    let mut chat_parts = Vec::new();
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("input_text" | "output_text" | "text") => {
+                let text = part.get("text").and_then(Value::as_str).unwrap_or("");
+                texts.push(text.to_owned());
+                chat_parts.push(json!({"type": "text", "text": text}));
+            }
+            Some("refusal") => {
+                let text = part.get("refusal").and_then(Value::as_str).unwrap_or("");
+                texts.push(text.to_owned());
+                chat_parts.push(json!({"type": "text", "text": text}));
+            }
+            Some("input_image") => match part.get("image_url") {
+                Some(url) => {
+                    chat_parts.push(json!({"type": "image_url", "image_url": {"url": url}}))
+                }
+                None => warnings.push(format!(
+                    "input[{i}]: an image given by file id cannot be forwarded"
+                )),
+            },
+            other => warnings.push(format!(
+                "input[{i}]: a `{}` content part is not forwarded",
+                other.unwrap_or("?")
+            )),
+        }
+    }
+    // Chat assistant and system messages take text only.
+    if role == "user" && chat_parts.iter().any(|p| p["type"] != "text") {
+        Value::Array(chat_parts)
+    } else {
+        json!(texts.join("\n"))
+    }
+}
+
 /// Puts each Responses item template where the writer looks for it ([`template`]): a tool
 /// output's, which the importer kept among the tool message's chat fields, on the message.
 /// A client of another wire has no templates: what it sent under the key is left out (its
 /// chat fields keep theirs, written back to a chat upstream as the client sent them).
 fn keep_templates(wire: Wire, messages: &mut [AgentMessage]) {
-    use rampart_message::Content;
     use rampart_sessions::import::api_request::CHAT_FIELDS_KEY;
     for message in messages {
-        let (extra, blocks): (_, &mut [rampart_message::ContentBlock]) = match message {
-            AgentMessage::User(m) => match &mut m.content {
-                Content::Blocks(blocks) => (&mut m.extra, blocks),
-                Content::Text(_) => (&mut m.extra, &mut []),
-            },
-            AgentMessage::Assistant(m) => (&mut m.extra, &mut m.content),
-            AgentMessage::ToolResult(m) => {
-                if wire == Wire::Responses
-                    && let Some(Value::Object(fields)) = m.extra.get_mut(CHAT_FIELDS_KEY)
+        match (wire, message) {
+            (Wire::Responses, AgentMessage::ToolResult(m)) => {
+                if let Some(Value::Object(fields)) = m.extra.get_mut(CHAT_FIELDS_KEY)
                     && let Some(t) = fields.remove(template::TEMPLATE_KEY)
                 {
                     if fields.is_empty() {
@@ -590,28 +591,12 @@ fn keep_templates(wire: Wire, messages: &mut [AgentMessage]) {
                     }
                     m.extra.insert(template::TEMPLATE_KEY.to_owned(), t);
                 }
-                match &mut m.content {
-                    Content::Blocks(blocks) => (&mut m.extra, blocks),
-                    Content::Text(_) => (&mut m.extra, &mut []),
-                }
             }
-            _ => continue,
-        };
-        if wire != Wire::Responses {
-            template::forget(Some(extra), blocks);
+            (Wire::Responses, _) => {}
+            (Wire::OpenAi | Wire::Anthropic, message) => {
+                template::forget(message);
+            }
         }
-    }
-}
-
-/// Whether a chat client's message kept fields pi's messages have no place for
-/// ([`rampart_sessions::import::api_request::CHAT_FIELDS_KEY`]).
-pub fn carries_chat_fields(message: &AgentMessage) -> bool {
-    use rampart_sessions::import::api_request::CHAT_FIELDS_KEY;
-    match message {
-        AgentMessage::User(m) => m.extra.contains_key(CHAT_FIELDS_KEY),
-        AgentMessage::Assistant(m) => m.extra.contains_key(CHAT_FIELDS_KEY),
-        AgentMessage::ToolResult(m) => m.extra.contains_key(CHAT_FIELDS_KEY),
-        _ => false,
     }
 }
 

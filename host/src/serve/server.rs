@@ -27,6 +27,7 @@ use axum::routing::{get, post};
 use rampart_context::tokens::TokenCounter;
 use rampart_message::wire::SharedMessage;
 use rampart_message::{AgentMessage, AssistantMessage};
+use rampart_sessions::import::api_request::chat_fields;
 use rampart_sessions::lanes::Lanes;
 use rampart_sessions::store::now_unix_ms;
 use rampart_sessions::store::shared::SharedStore;
@@ -917,10 +918,9 @@ async fn conversation_request(
         request.system_form = responses_system;
     }
     request.not_forwarded.extend(responses_not_forwarded);
+    let upstream = upstream_api(state, &request.model);
     // A Responses upstream takes a Responses client's tools and items as they are.
-    if wire == Wire::Responses
-        && upstream_api(state, &request.model) == Some(ApiKind::OpenAiResponses)
-    {
+    if wire == Wire::Responses && upstream == Some(ApiKind::OpenAiResponses) {
         request.not_forwarded.retain(|kind| {
             !matches!(
                 kind,
@@ -931,14 +931,14 @@ async fn conversation_request(
     // A chat client's message-level fields reach a chat upstream (and the simulator) only.
     if wire == Wire::OpenAi
         && matches!(
-            upstream_api(state, &request.model),
+            upstream,
             Some(ApiKind::AnthropicMessages | ApiKind::OpenAiResponses)
         )
     {
         let carrying = request
             .messages
             .iter()
-            .filter(|m| inbound::carries_chat_fields(m))
+            .filter(|m| chat_fields(m).is_some())
             .count();
         request.not_forwarded.extend(std::iter::repeat_n(
             NotForwarded::ChatMessageField,

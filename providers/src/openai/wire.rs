@@ -6,7 +6,7 @@ use rampart_message::{Content, ContentBlock};
 use serde_json::{Value, json};
 
 use crate::text::{as_user_text, content_text, other_block_text};
-use rampart_sessions::import::api_request::CHAT_FIELDS_KEY;
+use rampart_sessions::import::api_request::chat_fields;
 
 /// OpenAI content for a user turn in the form the message holds it: a string stays a string,
 /// blocks become content parts (a client that sent a list of text parts gets a list back, so a
@@ -45,15 +45,7 @@ pub fn to_openai_message(message: &AgentMessage) -> Value {
     let mut out = openai_message_fields(message);
     // The message-level fields a chat client sent that pi's message has no place for, back
     // where the client wrote them (never over a field written above).
-    let extra = match message {
-        AgentMessage::User(m) => Some(&m.extra),
-        AgentMessage::Assistant(m) => Some(&m.extra),
-        AgentMessage::ToolResult(m) => Some(&m.extra),
-        _ => None,
-    };
-    if let Some(fields) = extra
-        .and_then(|e| e.get(CHAT_FIELDS_KEY))
-        .and_then(Value::as_object)
+    if let Some(fields) = chat_fields(message)
         && let Some(out) = out.as_object_mut()
     {
         for (key, value) in fields {

@@ -5,9 +5,9 @@
 //! `refusal`) parts are text, a `function_call` is a tool call, and every other item
 //! (`reasoning`, built-in and custom tool calls) is kept verbatim as an opaque block
 //! ([`super::opaque`]). Each modelled item's own fields (its `id`, a call's `status`, a part's
-//! `annotations`) are kept as its template ([`super::template`]). A stream is read to its `response.completed` (or `.incomplete`); one
-//! that ends before is cut and retried, a `response.failed` or `error` event is classified
-//! like the HTTP error it stands for.
+//! `annotations`) are kept as its template ([`super::template`]). A stream is read to its
+//! `response.completed` (or `.incomplete`); one that ends before is cut and retried, a
+//! `response.failed` or `error` event is classified like the HTTP error it stands for.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

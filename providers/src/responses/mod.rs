@@ -110,32 +110,12 @@ pub fn request_body(request: &ModelRequest) -> Value {
 /// its items' JSON joined by commas, and empty pieces are left out.
 pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
     let body = body_shell(request);
-    let opening = client_system(request).map(|form| {
-        let mut bytes = Vec::new();
-        for (i, item) in form.blocks.iter().enumerate() {
-            if i > 0 {
-                bytes.push(b',');
-            }
-            // Writing a `Value` into a `Vec` cannot fail.
-            let _ = serde_json::to_writer(&mut bytes, item);
-        }
-        Arc::<[u8]>::from(bytes)
-    });
+    let opening = client_system(request).map(|form| joined(&form.blocks));
     let pieces: Vec<Arc<[u8]>> = memo.batch(|batch| {
         opening
             .into_iter()
             .chain(sent_messages(request).map(|m| {
-                batch.get_or_insert_with(m, |message| {
-                    let mut bytes = Vec::new();
-                    for (i, item) in items::message_items(message).iter().enumerate() {
-                        if i > 0 {
-                            bytes.push(b',');
-                        }
-                        // Writing a `Value` into a `Vec` cannot fail.
-                        let _ = serde_json::to_writer(&mut bytes, item);
-                    }
-                    Arc::from(bytes)
-                })
+                batch.get_or_insert_with(m, |message| joined(&items::message_items(message)))
             }))
             .filter(|piece| !piece.is_empty())
             .collect()
@@ -144,6 +124,19 @@ pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
         Some(shell) => splice::write_spliced(shell, "input", &pieces),
         None => serde_json::to_vec(&body).unwrap_or_default(),
     }
+}
+
+/// Items as one piece of `input`: their JSON joined by commas (empty for none).
+fn joined(items: &[Value]) -> Arc<[u8]> {
+    let mut bytes = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        // Writing a `Value` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut bytes, item);
+    }
+    Arc::from(bytes)
 }
 
 /// How a Responses client wrote the request's system prompt, while it is still the text read

@@ -18,7 +18,7 @@
 //! (a message whose parts are all texts, an output that is a string); any other item is written
 //! in Rampart's own form, as before.
 
-use rampart_message::{ContentBlock, Extra, ToolCall};
+use rampart_message::{AgentMessage, Content, ContentBlock, Extra, ToolCall};
 use serde_json::{Map, Value};
 
 /// The `extra` key a template is kept under.
@@ -125,11 +125,23 @@ pub fn block_template(block: &ContentBlock) -> Option<&Value> {
     }
 }
 
-/// Removes every template from `blocks` and `extra`: what a client of another wire sent under
-/// [`TEMPLATE_KEY`] is not a Responses item, and must not reach a Responses upstream as one.
-/// Returns how many were removed.
-pub fn forget(extra: Option<&mut Extra>, blocks: &mut [ContentBlock]) -> usize {
-    let mut removed = usize::from(extra.and_then(|e| e.remove(TEMPLATE_KEY)).is_some());
+/// Removes every template from `message` (its own and its text blocks' and tool calls'): what a
+/// client of another wire sent under [`TEMPLATE_KEY`] is not a Responses item, and must not
+/// reach a Responses upstream as one. Returns how many were removed.
+pub fn forget(message: &mut AgentMessage) -> usize {
+    fn blocks(content: &mut Content) -> &mut [ContentBlock] {
+        match content {
+            Content::Blocks(blocks) => blocks,
+            Content::Text(_) => &mut [],
+        }
+    }
+    let (extra, blocks) = match message {
+        AgentMessage::User(m) => (&mut m.extra, blocks(&mut m.content)),
+        AgentMessage::Assistant(m) => (&mut m.extra, m.content.as_mut_slice()),
+        AgentMessage::ToolResult(m) => (&mut m.extra, blocks(&mut m.content)),
+        _ => return 0,
+    };
+    let mut removed = usize::from(extra.remove(TEMPLATE_KEY).is_some());
     for block in blocks {
         let extra = match block {
             ContentBlock::Text(t) => &mut t.extra,

@@ -81,8 +81,6 @@ fn only_shapes_the_filler_rebuilds_get_a_template() {
 
 #[test]
 fn forget_removes_every_template() {
-    let mut extra = Extra::new();
-    extra.insert(TEMPLATE_KEY.into(), json!({"type": "function_call_output"}));
     let mut text = rampart_message::TextContent {
         text: "t".into(),
         text_signature: None,
@@ -90,8 +88,21 @@ fn forget_removes_every_template() {
     };
     text.extra
         .insert(TEMPLATE_KEY.into(), json!({"type": "message"}));
-    let mut blocks = vec![ContentBlock::Text(text), ContentBlock::text("plain")];
-    assert_eq!(forget(Some(&mut extra), &mut blocks), 2);
-    assert!(extra.is_empty());
-    assert_eq!(block_template(&blocks[0]), None);
+    let mut user = rampart_message::UserMessage {
+        content: rampart_message::Content::Blocks(vec![
+            ContentBlock::Text(text),
+            ContentBlock::text("plain"),
+        ]),
+        timestamp: 0,
+        extra: Extra::new(),
+    };
+    user.extra
+        .insert(TEMPLATE_KEY.into(), json!({"type": "function_call_output"}));
+    let mut message = AgentMessage::User(user);
+    assert_eq!(forget(&mut message), 2);
+    let AgentMessage::User(user) = &message else {
+        unreachable!()
+    };
+    assert!(user.extra.is_empty());
+    assert_eq!(block_template(&user.content.blocks()[0]), None);
 }

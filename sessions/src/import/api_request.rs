@@ -41,6 +41,18 @@ pub struct RequestConversation {
 /// message as the client sent it; before, they were dropped on the way in.
 pub const CHAT_FIELDS_KEY: &str = "rampartChatFields";
 
+/// The chat fields a message keeps under [`CHAT_FIELDS_KEY`], if any: what a chat writer puts
+/// back, and what an upstream of another wire cannot take.
+pub fn chat_fields(message: &AgentMessage) -> Option<&Map<String, Value>> {
+    let extra = match message {
+        AgentMessage::User(m) => &m.extra,
+        AgentMessage::Assistant(m) => &m.extra,
+        AgentMessage::ToolResult(m) => &m.extra,
+        _ => return None,
+    };
+    extra.get(CHAT_FIELDS_KEY).and_then(Value::as_object)
+}
+
 /// A chat-completions request's `messages`, stamped `timestamp_ms`.
 pub fn from_openai_chat(messages: &[Value], model: &str, timestamp_ms: u64) -> RequestConversation {
     let mut b = Builder::new();
