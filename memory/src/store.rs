@@ -234,8 +234,9 @@ impl Store {
         // One process at a time makes a new index (or replaces a damaged one): processes that
         // opened one file together used to see each other's half-written header as damage and
         // move it aside, or fail with "database is locked" while another switched it to WAL.
-        // A made index is opened without waiting (the lock is the sync's, which only a made
-        // index can have).
+        // An index already in WAL mode is opened without waiting (the lock is the sync's,
+        // which only such an index can have); its tables may still be being made by the
+        // process that holds the lock, which creates them in one transaction ([`Self::try_open`]).
         let _making = if is_made(path) {
             None
         } else {
@@ -293,7 +294,7 @@ impl Store {
             action: "create",
             source,
         })?;
-        let conn = Connection::open(path).map_err(|e| db("open", e))?;
+        let mut conn = Connection::open(path).map_err(|e| db("open", e))?;
         // Writes outside a sync (the schema at open) wait for another process's sync
         // transaction; 5 s was too short for a `--force` rebuild on a loaded machine (one of
         // three `memory index --force` runs started together failed with "database is locked"
@@ -366,18 +367,27 @@ impl Store {
                 });
             }
             tracing::info!(path = %path.display(), from = ?version, to = SCHEMA_VERSION, "memory index schema changed, rebuilding");
+        }
+        // The tables and the version that says whose they are appear together: another
+        // process opening the file between them took the tables without a version for someone
+        // else's database and moved the index being made aside.
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| db("begin creating the tables", e))?;
+        if !tables.is_empty() && version.as_deref() != Some(SCHEMA_VERSION) {
             for table in OUR_TABLES {
-                conn.execute_batch(&format!("DROP TABLE IF EXISTS {table}"))
+                tx.execute_batch(&format!("DROP TABLE IF EXISTS {table}"))
                     .map_err(|e| db("drop an old table", e))?;
             }
         }
-        conn.execute_batch(SCHEMA)
+        tx.execute_batch(SCHEMA)
             .map_err(|e| db("create the tables", e))?;
-        conn.execute(
+        tx.execute(
             "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?1)",
             [SCHEMA_VERSION],
         )
         .map_err(|e| db("write the schema version", e))?;
+        tx.commit().map_err(|e| db("create the tables", e))?;
         let fts = match conn.execute_batch(FTS_SCHEMA) {
             Ok(()) => true,
             Err(e) if is_corruption(&e) => return Err(db("create the keyword index", e)),

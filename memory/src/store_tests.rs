@@ -308,7 +308,8 @@ fn a_new_index_and_its_directory_are_owner_only() {
 
 /// Several connections opening one new index at the same moment (three `memory index` runs
 /// started together) all open it: none fails with "database is locked" while another switches
-/// the file to WAL mode or writes the schema.
+/// the file to WAL mode or writes the schema, and none takes the index another is still
+/// making for someone else's database and moves it aside.
 #[test]
 fn connections_opening_a_new_index_together_all_open_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -331,6 +332,12 @@ fn connections_opening_a_new_index_together_all_open_it() {
         }
         // Made: the next opens go without the lock.
         assert!(crate::quarantine::is_made(&path));
+        // Nobody took another's index in the making for damage.
+        assert_eq!(
+            quarantined_files(dir.path()),
+            Vec::<String>::new(),
+            "round {round}"
+        );
     }
     assert!(!crate::quarantine::is_made(&dir.path().join("none.sqlite")));
 }
