@@ -452,7 +452,10 @@ pub struct MaintainParams {
     /// its summary now (inline, or concurrently with a real model) and swap it in when
     /// `compact` comes, rather than make that request wait for a summariser. An engine that
     /// does not prepare ignores it; `None` from hosts before 1.2 and from one-shot commands,
-    /// whose process ends before the summary could be used.
+    /// whose process ends before the summary could be used. The host asks once per stretch
+    /// of context: while the context only grows after an accepted request (no compaction, no
+    /// branch switch), later turns carry `None`, and the engine keeps what it prepared while
+    /// the context continues it (as the legacy engine does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prepare_compaction: Option<PrepareCompaction>,
 }

@@ -72,6 +72,47 @@ impl<S: Default> BranchFold<S> {
     }
 }
 
+/// Where the active branch of a tree stood, to ask later whether it only grew since and
+/// gained no compaction ([`BranchMark::still_continued_by`]): then the context it gives is the
+/// marked one with the new messages after it.
+///
+/// Why: a caller that did something for one stretch of context (asked an engine to prepare a
+/// compaction of it, say) need not do it again on every turn while that stretch only grows;
+/// telling so costs the entries added since, where comparing the contexts costs the branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchMark {
+    stamp: u64,
+    len: usize,
+    leaf: Option<usize>,
+    compaction: Option<usize>,
+}
+
+impl BranchMark {
+    /// The active branch of `tree` as it stands.
+    pub fn of(tree: &SessionTree) -> Self {
+        let leaf = tree.leaf_index();
+        Self {
+            stamp: tree.stamp(),
+            len: tree.len(),
+            leaf,
+            compaction: leaf.and_then(|at| tree.nearest(at).compaction),
+        }
+    }
+
+    /// Whether the active branch of `tree` is the marked one grown by appends (the same tree,
+    /// the marked leaf still on the way to the root) with no compaction added. A branch
+    /// switch, a reload, another tree or a new compaction all answer `false`. Costs the
+    /// entries added since the mark.
+    pub fn still_continued_by(&self, tree: &SessionTree) -> bool {
+        if self.stamp != tree.stamp() || self.len > tree.len() {
+            return false;
+        }
+        let leaf = tree.leaf_index();
+        tree.grown_from(leaf, self.len, self.leaf).is_some()
+            && leaf.and_then(|at| tree.nearest(at).compaction) == self.compaction
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "fold_tests.rs"]

@@ -62,3 +62,50 @@ fn a_clone_that_grew_apart_is_not_taken_for_its_original() {
     assert_eq!(ids(&mut fold, &other), walked(&other));
     assert_eq!(ids(&mut fold, &tree), walked(&tree));
 }
+
+fn compact(tree: &mut SessionTree, first_kept: &str) {
+    tree.append(EntryBody::Compaction(crate::entry::CompactionEntry {
+        summary: "earlier turns".into(),
+        first_kept_entry_id: first_kept.into(),
+        tokens_before: 1_000,
+        details: None,
+        from_hook: None,
+        extra: Default::default(),
+    }));
+}
+
+#[test]
+fn a_mark_is_continued_by_appends_only() {
+    let mut tree = SessionTree::new();
+    let first = say(&mut tree, "a");
+    let kept = say(&mut tree, "b");
+    let mark = BranchMark::of(&tree);
+    assert!(
+        mark.still_continued_by(&tree),
+        "an unchanged branch continues"
+    );
+    say(&mut tree, "c");
+    say(&mut tree, "d");
+    assert!(
+        mark.still_continued_by(&tree),
+        "appends continue the marked branch"
+    );
+
+    // A compaction changes what the context starts with: no longer the marked stretch.
+    compact(&mut tree, &kept);
+    assert!(!mark.still_continued_by(&tree));
+    let after = BranchMark::of(&tree);
+    say(&mut tree, "e");
+    assert!(after.still_continued_by(&tree));
+
+    // A branch switch to an earlier entry, even one that then grows, is not the marked branch.
+    assert!(tree.branch(&first));
+    say(&mut tree, "f");
+    assert!(!after.still_continued_by(&tree));
+
+    // Nor is a clone of the tree that grew apart.
+    let mark = BranchMark::of(&tree);
+    let mut other = tree.clone();
+    say(&mut other, "g");
+    assert!(!mark.still_continued_by(&other));
+}

@@ -4,7 +4,9 @@
 //! Calls run on the engine's own worker thread so the host can stop waiting: a call that
 //! overruns its deadline gets its cancel flag raised and the caller receives a `Timeout` error
 //! at once. The worker thread cannot be killed; it is abandoned (the slot quarantines the
-//! engine, so nothing more is queued behind it).
+//! engine, so nothing more is queued behind it). The one exception is a linked engine's
+//! bookkeeping calls, which are the host's own code answering in microseconds: they run on the
+//! caller's thread (see [`runs_inline`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -116,6 +118,37 @@ fn spin_for<T>(rx: &mpsc::Receiver<T>, budget: Duration) -> Option<T> {
         // machine waiting awake must not take time from the work being waited for.
         std::thread::yield_now();
     }
+}
+
+/// Whether a call to a *linked* engine runs on the caller's thread rather than the worker's.
+///
+/// Why: a linked engine is one of the host's own (legacy, memory-core), and its bookkeeping
+/// calls — taking in messages, assembling, the turn's end, maintenance — answer in
+/// microseconds without waiting on a model or a lock held elsewhere. Handing each to the worker
+/// and back cost more than the call: in a replay of tiny messages the hand-offs were a quarter
+/// of the wall time and half of the CPU (BENCHMARKS.md, "the built-in engine on the caller's
+/// thread"). Such a call cannot be abandoned at its deadline, so the calls that may wait on a
+/// model or run long (`compact`, `bootstrap`, tools, memory, `dispose`) keep the worker.
+fn runs_inline(method_name: &str) -> bool {
+    matches!(
+        Method::from_name(method_name),
+        Some(
+            Method::Ingest
+                | Method::IngestBatch
+                | Method::Assemble
+                | Method::AfterTurn
+                | Method::Maintain
+        )
+    )
+}
+
+/// `timeout` from now, in Unix milliseconds (0 when it cannot be said), as engines see it.
+fn deadline_unix_ms(timeout: Duration) -> u64 {
+    SystemTime::now()
+        .checked_add(timeout)
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// One engine and the thread its calls run on.
@@ -305,14 +338,9 @@ impl EngineHandle {
         job: impl FnOnce(&HostCallCtx) -> Result<R, EngineError> + Send + 'static,
     ) -> Result<R, EngineError> {
         let cancel = Arc::new(AtomicBool::new(false));
-        let deadline_unix_ms = SystemTime::now()
-            .checked_add(timeout)
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
         let ctx = HostCallCtx {
             cancel: cancel.clone(),
-            deadline_unix_ms,
+            deadline_unix_ms: deadline_unix_ms(timeout),
         };
         let (tx, rx) = mpsc::sync_channel::<Result<R, EngineError>>(1);
         let boxed: Job = Box::new(move || {
@@ -375,6 +403,26 @@ impl EngineHandle {
         R: DeserializeOwned + Send + 'static,
     {
         match &self.backend {
+            Backend::Linked { engine, host } if runs_inline(method_name) => {
+                let started = Instant::now();
+                let cancel = AtomicBool::new(false);
+                let cx = CallContext::new(host, &cancel, Some(deadline_unix_ms(timeout)));
+                let result = rampart_engine_api::export::guard(method_name, || {
+                    direct(&**engine, &cx, params)
+                });
+                let took = started.elapsed();
+                if took > timeout {
+                    tracing::warn!(
+                        engine = %self.info.id,
+                        method = method_name,
+                        took_ms = took.as_millis() as u64,
+                        timeout_ms = timeout.as_millis() as u64,
+                        "a built-in engine's call overran its deadline (it runs on the caller's \
+                         thread and cannot be abandoned)"
+                    );
+                }
+                result
+            }
             Backend::Linked { engine, host } => {
                 let (engine, host) = (engine.clone(), host.clone());
                 self.run_within(method_name, timeout, move |ctx| {
@@ -565,3 +613,8 @@ fn call_library<P: Serialize, R: DeserializeOwned>(
     }
     result
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "handle_tests.rs"]
+mod tests;

@@ -650,7 +650,7 @@ struct Walk {
 /// Whether `earlier` (system, messages) is not a prefix of `later`: the provider's prompt
 /// cache, which matches the longest identical prefix, starts over.
 fn breaks_cache(
-    earlier: &(Option<String>, Vec<SharedMessage>),
+    earlier: (&Option<String>, &[SharedMessage]),
     later: (&Option<String>, &[SharedMessage]),
 ) -> bool {
     let (system, messages) = earlier;
@@ -762,13 +762,14 @@ impl Walk {
         };
         self.full_tokens += self.counter.count_shared(reply);
         let tapped = tap.take();
-        for t in &tapped {
-            if let Some(last) = &self.last_request
-                && breaks_cache(last, (&t.system, &t.messages))
-            {
+        for (i, t) in tapped.iter().enumerate() {
+            let earlier = match i.checked_sub(1) {
+                Some(before) => Some((&tapped[before].system, &tapped[before].messages[..])),
+                None => self.last_request.as_ref().map(|(s, m)| (s, &m[..])),
+            };
+            if earlier.is_some_and(|earlier| breaks_cache(earlier, (&t.system, &t.messages))) {
                 row.cache_breaks += 1;
             }
-            self.last_request = Some((t.system.clone(), t.messages.clone()));
         }
         let requests: Vec<RequestRecord> = tapped
             .into_iter()
@@ -790,6 +791,11 @@ impl Walk {
         let started = Instant::now();
         on_row(&row, &requests)?;
         self.output_time += started.elapsed();
+        // The next call's cache breaks are judged against this call's last request (moved,
+        // not copied: a copy per call was a pass over the whole request).
+        if let Some(last) = requests.into_iter().last() {
+            self.last_request = Some((last.system, last.messages));
+        }
         self.rows.push(row);
         Ok(failed)
     }

@@ -405,6 +405,18 @@ pub struct Runner<'a> {
 pub struct TurnMemos {
     counters: HashMap<CountMode, Arc<TokenCounter>>,
     passes: PassMemos,
+    /// The stretch of context the engine was last asked to prepare a compaction of: the
+    /// session, the window, and where its branch stood ([`recovery`]'s
+    /// `compaction_to_prepare` asks once per stretch, not on every turn).
+    prepare_asked: Option<PrepareAsked>,
+}
+
+/// See [`TurnMemos::prepare_asked`].
+#[derive(Debug, Clone)]
+struct PrepareAsked {
+    session_id: String,
+    window: u64,
+    mark: rampart_sessions::fold::BranchMark,
 }
 
 /// The per-message memos of the passes an attempt runs over the whole history.
@@ -996,10 +1008,13 @@ impl<'a> Runner<'a> {
                 window,
                 prompt_tokens: prepared.estimated,
                 system: prepared.system.clone(),
-                messages: request.messages.clone(),
+                messages: Vec::new(),
                 wire: None,
             };
-            match resolved.provider.complete(&request) {
+            let result = resolved.provider.complete(&request);
+            // The request is spent: its messages move to the record rather than be copied.
+            record.messages = request.messages;
+            match result {
                 Ok(response) => {
                     let usage = &response.message.usage;
                     let prompt_tokens = prompt_tokens_of(usage);
@@ -1486,16 +1501,30 @@ impl<'a> Runner<'a> {
         } else {
             self.compaction_to_prepare(session, model, window, next_tokens)
         };
-        if let Err(e) = self.slot.maintain(MaintainParams {
+        let asked = prepare_compaction.is_some().then(|| PrepareAsked {
+            session_id: session.header().id.clone(),
+            window,
+            mark: rampart_sessions::fold::BranchMark::of(session.tree()),
+        });
+        match self.slot.maintain(MaintainParams {
             session: session_ref(session),
             reason: Some("turn".to_string()),
             runtime_context: json!({}),
             prepare_compaction,
         }) {
-            if let SlotCallError::Required(failed) = e {
-                return Err(failed.into());
+            Ok(_) => {
+                if asked.is_some() {
+                    self.memos.prepare_asked = asked;
+                }
             }
-            tracing::warn!(error = %e, "maintain failed; the turn is kept");
+            Err(e) => {
+                // Not asked after all: the next turn asks again.
+                self.memos.prepare_asked = None;
+                if let SlotCallError::Required(failed) = e {
+                    return Err(failed.into());
+                }
+                tracing::warn!(error = %e, "maintain failed; the turn is kept");
+            }
         }
         self.queue_registry(RegistryChange::Usage(UsageSample {
             input: usage.input,

@@ -321,6 +321,17 @@ impl Runner<'_> {
         if growth > self.compaction_target(budget) * 2 / 5 {
             return None;
         }
+        // Asked already for this stretch of context, which has only grown since: the engine
+        // holds (or is making) that preparation and keeps it while the context continues it.
+        // Asking again on every turn built the compaction's parameters (every entry id of the
+        // context) each time, a fifth of a replay's time (BENCHMARKS.md, "asked once").
+        if let Some(asked) = &self.memos.prepare_asked
+            && asked.window == window
+            && asked.session_id == session.header().id
+            && asked.mark.still_continued_by(session.tree())
+        {
+            return None;
+        }
         let compact = self
             .compact_params(session, model, window, None, "budget", 1)
             .ok()?;
