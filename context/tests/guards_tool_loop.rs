@@ -254,7 +254,7 @@ fn assistant_tool_call_counts_its_arguments() {
 /// guard gives without a memo.
 #[test]
 fn with_a_memo_each_message_is_estimated_once_across_turns() {
-    let memo = rampart_context::message_memo::MessageMemo::new();
+    let memo = rampart_context::guards::ToolLoopMemo::new();
     let mut history: Vec<rampart_message::SharedMessage> = vec![Arc::new(user("start"))];
     let turns = 300;
     for turn in 0..turns {
@@ -277,4 +277,42 @@ fn with_a_memo_each_message_is_estimated_once_across_turns() {
     let stats = memo.stats();
     // 1 + 2·300 messages, each estimated once; a pass per turn would estimate 90,000 times.
     assert_eq!(stats.misses, 1 + 2 * turns as u64);
+}
+
+/// Resumed from the last list, the guard still gives the whole guard's verdicts: a result too
+/// large for one slot is truncated in a copy, and the history that outgrows the window is an
+/// overflow, on the very turn the whole guard says so.
+#[test]
+fn a_resumed_guard_truncates_and_overflows_as_the_whole_guard_does() {
+    let window = 2_000; // 7,200 characters in all, 2,000 for one result.
+    let memo = rampart_context::guards::ToolLoopMemo::new();
+    let mut history: Vec<rampart_message::SharedMessage> = vec![Arc::new(user("start"))];
+    let mut verdicts = Vec::new();
+    for turn in 0..40 {
+        history.push(Arc::new(user(&format!("turn {turn} {}", "w".repeat(150)))));
+        let text = if turn == 5 {
+            "r".repeat(5_000)
+        } else {
+            "r".repeat(100)
+        };
+        history.push(Arc::new(result(&text)));
+        let list = MessageList::from(history.clone());
+        let with = rampart_context::guards::tool_loop::guard_tool_loop_with(&list, window, &memo);
+        let without = guard_tool_loop(&list, window);
+        match (&with, &without) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.1, b.1, "turn {turn}");
+                let same = a.0.iter().zip(b.0.iter()).all(|(x, y)| **x == **y);
+                assert!(same && a.0.len() == b.0.len(), "turn {turn}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a, b, "turn {turn}"),
+            _ => panic!("turn {turn}: {with:?} against {without:?}"),
+        }
+        verdicts.push(with.map(|(_, r)| r.truncated.len()).ok());
+    }
+    assert!(
+        verdicts.iter().any(|v| v.is_some_and(|n| n > 0)),
+        "{verdicts:?}"
+    );
+    assert!(verdicts.iter().any(Option::is_none), "{verdicts:?}");
 }

@@ -336,3 +336,40 @@ fn bad_modes_say_what_is_allowed() {
     assert!(serde_json::from_str::<CountMode>("{\"fast\": \"o200k_base\"}").is_err());
     assert!(serde_json::from_str::<CountMode>("42").is_err());
 }
+
+/// A list that only grew since the last one the counter summed costs its new messages: the sum
+/// is always `count_total`'s, each message is counted once, and a list that is not an
+/// extension (a compaction replaced its head, a message in the middle changed) is summed whole.
+#[test]
+fn a_growing_list_is_summed_from_where_the_last_sum_ended() {
+    let counter = TokenCounter::estimate();
+    let mut history: Vec<SharedMessage> = Vec::new();
+    for turn in 0..200 {
+        history.push(Arc::new(AgentMessage::user_text(
+            format!("question {turn}"),
+            1,
+        )));
+        history.push(Arc::new(reply(&format!("answer {turn}"), "stop", None)));
+        let list = MessageList::from(history.clone());
+        assert_eq!(counter.count_list(&list), counter.count_total(&list));
+    }
+    // 400 messages counted once each (by `count_list`, first); every hit is a lookup of
+    // `count_total`'s whole-list check (2·t at turn t): the resumed sums looked up nothing but
+    // their two new messages, which were the misses.
+    let stats = counter.memo_stats();
+    assert_eq!(stats.misses, 400);
+    let whole_list_lookups: u64 = (1..=200).map(|t| 2 * t).sum();
+    assert_eq!(stats.hits, whole_list_lookups);
+
+    // A changed message in the middle: not an extension, summed whole (and still right).
+    let mut edited = history.clone();
+    edited[10] = Arc::new(AgentMessage::user_text(
+        "a much longer question than before",
+        1,
+    ));
+    let edited = MessageList::from(edited);
+    assert_eq!(counter.count_list(&edited), counter.count_total(&edited));
+    // A shorter list (a compaction's): summed whole.
+    let head = MessageList::from(history[..7].to_vec());
+    assert_eq!(counter.count_list(&head), counter.count_total(&head));
+}

@@ -39,7 +39,7 @@ fn request(model: &str, messages: &[SharedMessage]) -> ModelRequest {
     ModelRequest {
         model: model.to_string(),
         system: Some("You are a test.".to_string()),
-        messages: messages.to_vec(),
+        messages: messages.to_vec().into(),
         max_tokens: None,
         deadline: None,
         ..Default::default()

@@ -68,6 +68,21 @@ impl MessageList {
     pub fn same_list(a: &MessageList, b: &MessageList) -> bool {
         Arc::ptr_eq(&a.0, &b.0)
     }
+
+    /// True when this list starts with every message of `earlier`, the very same allocations
+    /// in the same order (then, possibly, more): what a history that only grew since gives.
+    ///
+    /// Why: a pass that kept its result for `earlier` can resume from it and read only the new
+    /// messages. Costs a pointer comparison per message of `earlier`; `earlier` is held, so
+    /// its allocations cannot have been reused by other messages.
+    pub fn extends(&self, earlier: &MessageList) -> bool {
+        Self::same_list(self, earlier)
+            || (self.len() >= earlier.len()
+                && self
+                    .iter()
+                    .zip(earlier.iter())
+                    .all(|(a, b)| Arc::ptr_eq(a, b)))
+    }
 }
 
 impl Deref for MessageList {

@@ -993,7 +993,7 @@ mod tests {
         let request = ModelRequest {
             model: "m".into(),
             system: Some("sys".into()),
-            messages,
+            messages: messages.into(),
             forwarded: crate::Forwarded {
                 prompt_cache: true,
                 client_breakpoints: client,
@@ -1102,7 +1102,7 @@ mod tests {
         let mut request = ModelRequest {
             model: "m".into(),
             system: Some(system),
-            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))].into(),
             forwarded: crate::Forwarded {
                 prompt_cache: true,
                 ..Default::default()

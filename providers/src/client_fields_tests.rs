@@ -140,7 +140,8 @@ fn request_with(fields: ClientFields) -> crate::ModelRequest {
         model: "m".into(),
         messages: vec![std::sync::Arc::new(
             rampart_engine_api::AgentMessage::user_text("hi", 0),
-        )],
+        )]
+        .into(),
         max_tokens: Some(64),
         forwarded: crate::Forwarded {
             client_fields: Some(fields),

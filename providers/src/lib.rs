@@ -24,7 +24,7 @@ use std::time::Duration;
 use rampart_engine_api::AgentMessage;
 
 use rampart_message::AssistantMessage;
-use rampart_message::wire::SharedMessage;
+use rampart_message::wire::{MessageList, SharedMessage};
 
 pub mod anthropic;
 pub mod client_fields;
@@ -110,6 +110,15 @@ pub fn wire_messages(messages: &[SharedMessage]) -> std::borrow::Cow<'_, [Shared
     )
 }
 
+/// [`wire_messages`] as a list: the request's own list (a shared handle, no copy) when every
+/// message is sent, the filtered copy otherwise.
+pub fn wire_list(messages: &MessageList) -> MessageList {
+    match wire_messages(messages) {
+        std::borrow::Cow::Borrowed(_) => messages.clone(),
+        std::borrow::Cow::Owned(sent) => sent.into(),
+    }
+}
+
 /// One request to a model: what the run loop hands a provider after hygiene, assemble and the
 /// precheck. Providers translate it to their wire format and never change the messages' meaning.
 #[derive(Debug, Clone, Default)]
@@ -121,8 +130,9 @@ pub struct ModelRequest {
     /// ([`rampart_prompt::CACHE_BOUNDARY`]): each provider sends it through
     /// [`text::wire_system`], so no model sees it.
     pub system: Option<String>,
-    /// The conversation in pi's message format.
-    pub messages: Vec<SharedMessage>,
+    /// The conversation in pi's message format: the run loop's list itself (a shared
+    /// handle), so handing it to a provider, recording it and counting it copy nothing.
+    pub messages: MessageList,
     /// An upper bound on the answer's tokens; `None` lets the provider pick.
     pub max_tokens: Option<u64>,
     /// When the caller stops waiting (a compaction's safety timeout). The request, its retries

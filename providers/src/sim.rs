@@ -342,7 +342,7 @@ impl Provider for SimProvider {
                 .count_text(&super::text::wire_system(s).text())
         });
         // What a real provider's adapter would send, not what the run loop handed over.
-        let sent = super::wire_messages(&request.messages);
+        let sent = super::wire_list(&request.messages);
         // The tool schemas count as the run loop counts them (`ToolSpec::counted_text`).
         let tools: u64 = request
             .forwarded
@@ -351,7 +351,7 @@ impl Provider for SimProvider {
             .map(|t| model.counter.count_text(&t.counted_text()))
             .sum();
         let prompt_tokens = system
-            .saturating_add(model.counter.count_total(&sent))
+            .saturating_add(model.counter.count_list(&sent))
             .saturating_add(tools);
         {
             let mut log = lock(&self.log);
@@ -475,7 +475,7 @@ mod tests {
         ModelRequest {
             model: model.into(),
             system: None,
-            messages,
+            messages: messages.into(),
             max_tokens: None,
             deadline: None,
             ..Default::default()
@@ -700,8 +700,10 @@ mod tests {
         let first = sim.last_prompt_tokens().unwrap();
         sim.complete(&request("est", history.clone())).unwrap();
         assert_eq!(sim.last_prompt_tokens(), Some(first));
+        // Each message counted once; the same list again resumes from the last sum, with no
+        // lookup at all.
         let stats = sim.models["est"].counter.memo_stats();
-        assert_eq!((stats.misses, stats.hits), (50, 50));
+        assert_eq!((stats.misses, stats.hits), (50, 0));
         sim.complete(&request("exact", history)).unwrap();
         let exact = sim.last_prompt_tokens().unwrap();
         if rampart_context::tokens::EXACT_TOKENS_AVAILABLE {

@@ -49,7 +49,7 @@ fn request(messages: Vec<SharedMessage>) -> ModelRequest {
     ModelRequest {
         model: "gpt-x".into(),
         system: Some("You are terse.".into()),
-        messages,
+        messages: messages.into(),
         max_tokens: Some(512),
         forwarded: Forwarded {
             tools: vec![ToolSpec {

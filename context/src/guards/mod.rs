@@ -29,7 +29,7 @@ pub use precheck::{
     precheck,
 };
 pub use tool_loop::{
-    ContextOverflow, TOOL_LOOP_OVERFLOW_MESSAGE, ToolLoopReport, guard_tool_loop,
+    ContextOverflow, TOOL_LOOP_OVERFLOW_MESSAGE, ToolLoopMemo, ToolLoopReport, guard_tool_loop,
     guard_tool_loop_with,
 };
 pub use tool_result::{

@@ -122,19 +122,103 @@ pub fn guard_tool_loop(
     guard(list, ctx_window_tokens, |m| estimate_message_chars(m))
 }
 
-/// [`guard_tool_loop`] with each message's estimate kept in `memo` across calls: a turn then
-/// costs one lookup per message instead of reading the text of the whole history again (and
-/// serialising every tool call's arguments). Keep one memo per run loop.
+/// What [`guard_tool_loop_with`] keeps from one call to the next: each message's estimate, and
+/// the last verdict that changed nothing, to resume from.
+///
+/// Why: the guard runs before every model call over the whole history, which only grows
+/// between calls. With each estimate kept, a call cost a lookup per message; resuming from the
+/// last list when the new one [extends](MessageList::extends) it costs the new messages
+/// (BENCHMARKS.md, issue 24 item 10). Keep one per run loop; clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct ToolLoopMemo {
+    chars: MessageMemo<usize>,
+    /// The last list that passed with nothing truncated, its window and its estimate.
+    last: Arc<std::sync::Mutex<Option<(MessageList, u64, usize)>>>,
+}
+
+impl ToolLoopMemo {
+    /// An empty memo.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How often an estimate was reused (`hits`) or made (`misses`).
+    pub fn stats(&self) -> crate::tokens::MemoStats {
+        self.chars.stats()
+    }
+}
+
+/// [`guard_tool_loop`] with what `memo` keeps across calls: a turn costs the messages added
+/// since the last call when the list only grew (and nothing had to be truncated), else one
+/// lookup per message instead of reading the text of the whole history again (and serialising
+/// every tool call's arguments). The verdict is the one [`guard_tool_loop`] gives.
 pub fn guard_tool_loop_with(
     list: &MessageList,
     ctx_window_tokens: u64,
-    memo: &MessageMemo<usize>,
+    memo: &ToolLoopMemo,
 ) -> Result<(MessageList, ToolLoopReport), ContextOverflow> {
-    memo.batch(|memo| {
-        guard(list, ctx_window_tokens, |m| {
-            memo.get_or_insert_with(m, estimate_message_chars)
-        })
-    })
+    let mut last = match memo.last.lock() {
+        Ok(last) => last,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let resume = last
+        .as_ref()
+        .filter(|(earlier, window, _)| *window == ctx_window_tokens && list.extends(earlier))
+        .map(|(earlier, _, chars)| (earlier.len(), *chars));
+    let result = memo.chars.batch(|chars| {
+        let mut estimate_of =
+            |m: &SharedMessage| chars.get_or_insert_with(m, estimate_message_chars);
+        match resume {
+            Some((from, before)) => {
+                resume_guard(list, from, before, ctx_window_tokens, &mut estimate_of)
+                    .unwrap_or_else(|| guard(list, ctx_window_tokens, estimate_of))
+            }
+            None => guard(list, ctx_window_tokens, estimate_of),
+        }
+    });
+    *last = match &result {
+        Ok((out, report)) if report.truncated.is_empty() && MessageList::same_list(out, list) => {
+            Some((list.clone(), ctx_window_tokens, report.estimated_chars))
+        }
+        _ => None,
+    };
+    result
+}
+
+/// The guard's verdict on `list` given that its first `from` messages passed untouched with an
+/// estimate of `before` characters; `None` when a new message would be truncated (only the
+/// whole guard makes the copy).
+fn resume_guard(
+    list: &MessageList,
+    from: usize,
+    before: usize,
+    ctx_window_tokens: u64,
+    estimate_of: &mut impl FnMut(&SharedMessage) -> usize,
+) -> Option<Result<(MessageList, ToolLoopReport), ContextOverflow>> {
+    let (max_context, max_single) = tool_loop_limits(ctx_window_tokens);
+    let mut total = before;
+    for shared in &list[from..] {
+        let estimate = estimate_of(shared);
+        if estimate > max_single && matches!(shared.as_ref(), AgentMessage::ToolResult(_)) {
+            return None;
+        }
+        total = total.saturating_add(estimate);
+    }
+    if total > max_context {
+        return Some(Err(ContextOverflow {
+            estimated_chars: total,
+            max_context_chars: max_context,
+        }));
+    }
+    Some(Ok((
+        list.clone(),
+        ToolLoopReport {
+            max_context_chars: max_context,
+            max_single_tool_result_chars: max_single,
+            estimated_chars: total,
+            truncated: Vec::new(),
+        },
+    )))
 }
 
 /// The guard, with `estimate` giving each input message's [`estimate_message_chars`].

@@ -297,6 +297,22 @@ fn strip_stale_usage(
     (out.finish(), report)
 }
 
+/// The stale-usage rule for a message after the latest compaction (dated `compacted`): its
+/// usage-zeroed copy (kept in `memo`) when it is a reply not later than the summary that still
+/// reports usage, as [`strip_stale_usage_before_latest_compaction_with`] would make it.
+pub(super) fn zeroed_if_stale(
+    message: &SharedMessage,
+    compacted: u64,
+    memo: &mut crate::message_memo::MemoBatch<'_, SharedMessage>,
+) -> Option<SharedMessage> {
+    match message.as_ref() {
+        AgentMessage::Assistant(a) if a.timestamp <= compacted && !is_zero_usage(&a.usage) => {
+            Some(memo.get_or_insert_with(message, |_| Arc::new(zeroed_usage(a))))
+        }
+        _ => None,
+    }
+}
+
 /// `a` with its usage zeroed.
 fn zeroed_usage(a: &AssistantMessage) -> AgentMessage {
     AgentMessage::Assistant(AssistantMessage {

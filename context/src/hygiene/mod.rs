@@ -25,6 +25,7 @@ pub(crate) mod calls;
 mod history;
 pub mod pairing;
 mod report;
+mod resume;
 mod sanitize;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -254,9 +255,13 @@ pub fn run(input: &MessageList, policy: &HygienePolicy) -> (MessageList, Hygiene
 /// Why: after a compaction every reply still in the context is stale, and copying each again
 /// on every turn cost a turn O(bytes of history) and gave the token counter's memo and the
 /// engine ABI's pointer-identity deltas new messages to count and send. Keep one per run loop.
+///
+/// It also keeps the last run, so that a history that only grew by plain messages since is
+/// not read again (see `resume.rs`): the result is the same as a full run's.
 #[derive(Debug, Clone, Default)]
 pub struct HygieneMemo {
     zeroed_usage: MessageMemo<SharedMessage>,
+    last: resume::LastSlot,
 }
 
 impl HygieneMemo {
@@ -274,6 +279,31 @@ impl HygieneMemo {
 /// [`run`], with what passes derive from single messages kept in `memo` across calls (the
 /// result is the same as [`run`]'s; only the allocations are reused).
 pub fn run_with(
+    input: &MessageList,
+    policy: &HygienePolicy,
+    memo: &HygieneMemo,
+) -> (MessageList, HygieneReport) {
+    let mut last = match memo.last.lock() {
+        Ok(last) => last,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let resumed = last
+        .as_ref()
+        .and_then(|run| run.resume(policy, input, &memo.zeroed_usage));
+    let run = match resumed {
+        Some(run) => run,
+        None => {
+            let (output, report) = run_full(input, policy, memo);
+            resume::LastRun::new(policy, input, &output, &report)
+        }
+    };
+    let result = run.result();
+    *last = Some(run);
+    result
+}
+
+/// Every pass over `input`, as [`run`] documents.
+fn run_full(
     input: &MessageList,
     policy: &HygienePolicy,
     memo: &HygieneMemo,

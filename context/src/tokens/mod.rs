@@ -60,7 +60,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use rampart_engine_api::tokens::{Part, visit_parts};
-use rampart_message::{AgentMessage, SharedMessage, StopReason, Usage};
+use rampart_message::{AgentMessage, MessageList, SharedMessage, StopReason, Usage};
 
 pub use memo::MemoStats;
 /// The estimate is defined once, in the engine API, so that an engine without this library
@@ -318,6 +318,8 @@ pub struct TokenCounter {
 struct Inner {
     mode: CountMode,
     memo: memo::Memo,
+    /// The last list [`TokenCounter::count_list`] summed, and its sum.
+    last_list: std::sync::Mutex<Option<(MessageList, u64)>>,
 }
 
 impl fmt::Debug for TokenCounter {
@@ -335,7 +337,7 @@ impl TokenCounter {
         Self {
             inner: Arc::new(Inner {
                 mode,
-                memo: memo::Memo::default(),
+                ..Inner::default()
             }),
         }
     }
@@ -444,6 +446,29 @@ impl TokenCounter {
         for (_, tokens) in self.count_missing(messages, &missing) {
             total = total.saturating_add(tokens);
         }
+        total
+    }
+
+    /// [`Self::count_total`] of a list, resuming from the last list this counter summed that
+    /// way when `list` [extends](MessageList::extends) it: a history that grew by a turn costs
+    /// the turn's messages, not a lookup per message of the history (a replay of tiny messages
+    /// spent a tenth of each call on those lookups, BENCHMARKS.md issue 24 item 10).
+    pub fn count_list(&self, list: &MessageList) -> u64 {
+        let lock = || match self.inner.last_list.lock() {
+            Ok(last) => last,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        // The lock is not held while counting: a long exact count must not block the other
+        // threads that share this counter.
+        let resume = lock()
+            .as_ref()
+            .filter(|(earlier, _)| list.extends(earlier))
+            .map(|(earlier, sum)| (earlier.len(), *sum));
+        let total = match resume {
+            Some((len, sum)) => sum.saturating_add(self.count_total(&list[len..])),
+            None => self.count_total(list),
+        };
+        *lock() = Some((list.clone(), total));
         total
     }
 

@@ -383,7 +383,7 @@ fn the_registry_hands_out_the_same_simulator_it_exposes() {
         .complete(&ModelRequest {
             model: "small".into(),
             system: None,
-            messages: vec![Arc::new(AgentMessage::user_text("hi", 1))],
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 1))].into(),
             max_tokens: None,
             deadline: None,
             ..Default::default()

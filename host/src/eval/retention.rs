@@ -140,7 +140,8 @@ pub fn kept(facts: &[String], request: &str, blobs: Option<&BlobStore>) -> Vec<b
 /// ([`rampart_message::ORIGINAL_BLOB_KEY`]): they never reach the model, so a blob counts as
 /// one the request names only when the text the model reads (the cap's notice) names it.
 pub fn as_sent(mut request: crate::run::RequestRecord) -> crate::run::RequestRecord {
-    for message in &mut request.messages {
+    let mut messages = request.messages.to_vec();
+    for message in &mut messages {
         if let AgentMessage::ToolResult(r) = &**message
             && r.extra.contains_key(rampart_message::ORIGINAL_BLOB_KEY)
         {
@@ -151,6 +152,7 @@ pub fn as_sent(mut request: crate::run::RequestRecord) -> crate::run::RequestRec
             *message = std::sync::Arc::new(plain);
         }
     }
+    request.messages = messages.into();
     request
 }
 
@@ -188,7 +190,7 @@ mod tests {
             window: 1_000,
             prompt_tokens: 1,
             system: None,
-            messages: vec![std::sync::Arc::new(m)],
+            messages: vec![std::sync::Arc::new(m)].into(),
             wire: None,
         };
         let facts = vec!["48213".to_string()];

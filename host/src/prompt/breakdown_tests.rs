@@ -95,7 +95,12 @@ fn preview(system: Option<String>) -> Preview {
         .iter()
         .map(|t| counter.count_text(&t.counted_text()))
         .sum();
-    let tokens = request_tokens(&counter, system.as_deref(), &messages, tool_tokens);
+    let tokens = request_tokens(
+        &counter,
+        system.as_deref(),
+        &messages.clone().into(),
+        tool_tokens,
+    );
     Preview {
         model: "sim/small".parse().unwrap(),
         window: 32_000,
@@ -111,7 +116,7 @@ fn preview(system: Option<String>) -> Preview {
         request: ModelRequest {
             model: "small".into(),
             system,
-            messages,
+            messages: messages.into(),
             forwarded: crate::providers::Forwarded {
                 tools,
                 ..Default::default()

@@ -172,7 +172,8 @@ fn rampart_s_own_results_keep_the_written_out_form() {
         messages: vec![
             Arc::new(AgentMessage::user_text("go", 0)),
             Arc::new(AgentMessage::tool_result("t1", "Read", "ok", false, 0)),
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     let body = request_body(&request);

@@ -102,11 +102,13 @@ fn a_changed_prompt_goes_as_instructions_and_the_items_keep_their_fields() {
 fn a_capped_output_keeps_its_item_fields() {
     use rampart_message::{AgentMessage, Content};
     let mut request = through(&json!({"model": "m", "input": codex_input()}), None);
-    for message in &mut request.messages {
+    let mut messages = request.messages.to_vec();
+    for message in &mut messages {
         if let AgentMessage::ToolResult(r) = Arc::make_mut(message) {
             r.content = Content::Text("the secret…".into());
         }
     }
+    request.messages = messages.into();
     let body = sent(&request);
     let output = body["input"]
         .as_array()

@@ -644,7 +644,7 @@ struct Walk {
     /// The subagent being replayed, when it is one: its rows say so.
     subagent: Option<String>,
     /// The system prompt and messages of the last request, to tell a cache break.
-    last_request: Option<(Option<String>, Vec<SharedMessage>)>,
+    last_request: Option<(Option<String>, rampart_message::MessageList)>,
 }
 
 /// Whether `earlier` (system, messages) is not a prefix of `later`: the provider's prompt

@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rampart_context::guards::window::WindowNumbers;
 use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::protocol::ModelRef;
-use rampart_message::wire::SharedMessage;
 
 use crate::config::{Config, ModelName};
-use crate::providers::{ModelRequest, ModelResponse, Provider, ProviderError, wire_messages};
+use crate::providers::{
+    ModelRequest, ModelResponse, Provider, ProviderError, wire_list, wire_messages,
+};
 use crate::run::{ModelSource, ResolvedProvider, TurnError};
 
 /// One request as the provider received it (the messages its wire adapter sends: errored and
@@ -27,7 +28,7 @@ pub struct Tapped {
     /// The system prompt sent.
     pub system: Option<String>,
     /// The messages sent.
-    pub messages: Vec<SharedMessage>,
+    pub messages: rampart_message::MessageList,
     /// The provider's usage when it answered; else the size its error stated; else the
     /// host's count with the model's tokenizer (what the simulator counts too).
     pub prompt_tokens: u64,
@@ -157,7 +158,7 @@ impl Provider for TapProvider {
         lock(&self.log).push(Tapped {
             model: self.name.clone(),
             system: request.system.clone(),
-            messages: wire_messages(&request.messages).into_owned(),
+            messages: wire_list(&request.messages),
             prompt_tokens,
             answered: result.is_ok(),
             wire: self.family.and_then(|family| wire_body(family, request)),

@@ -37,7 +37,7 @@ fn without_a_marker_the_addition_goes_first() {
 #[test]
 fn the_request_is_counted_as_the_wire_sends_it() {
     let counter = TokenCounter::new(CountMode::Exact(Encoding::O200kBase));
-    let messages: Vec<SharedMessage> = vec![Arc::new(AgentMessage::user_text("hello", 0))];
+    let messages: MessageList = vec![Arc::new(AgentMessage::user_text("hello", 0))].into();
     let marked = format!("Stable.{CACHE_BOUNDARY}Runtime.");
     let sent = crate::providers::text::wire_system(&marked)
         .text()

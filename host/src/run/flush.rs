@@ -220,7 +220,7 @@ impl<'a> Runner<'a> {
             let request = ModelRequest {
                 model: resolved.name.model.clone(),
                 system: system.clone(),
-                messages: list.clone(),
+                messages: list.clone().into(),
                 max_tokens: resolved.max_output_tokens,
                 deadline: None,
                 forwarded: forwarded.clone(),

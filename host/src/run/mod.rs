@@ -35,7 +35,6 @@ use rampart_context::guards::tool_result::{
 };
 use rampart_context::guards::window::WindowNumbers;
 use rampart_context::hygiene::{self, HygienePolicy};
-use rampart_context::message_memo::MessageMemo;
 use rampart_context::tokens::{CountMode, TokenCounter};
 use rampart_engine_api::protocol::{AfterTurnParams, AssembleParams, MaintainParams, ModelRef};
 use rampart_message::wire::{MessageList, SharedMessage};
@@ -325,8 +324,8 @@ pub struct RequestRecord {
     pub prompt_tokens: u64,
     /// The system prompt sent.
     pub system: Option<String>,
-    /// The messages sent, in pi's format.
-    pub messages: Vec<SharedMessage>,
+    /// The messages sent, in pi's format (the request's own list, shared).
+    pub messages: MessageList,
     /// The body the provider's wire adapter sends for them (Anthropic messages or OpenAI chat
     /// completions JSON), when it is known: a replay records it for the API the simulator
     /// speaks. Turns merged, roles mapped, ids rewritten: what that provider would receive.
@@ -423,7 +422,7 @@ struct PrepareAsked {
 #[derive(Debug, Default)]
 struct PassMemos {
     hygiene: hygiene::HygieneMemo,
-    loop_chars: MessageMemo<usize>,
+    loop_chars: rampart_context::guards::ToolLoopMemo,
 }
 
 /// The registry entry a runner keeps up to date, and the changes not yet written to it.
@@ -560,13 +559,14 @@ pub fn with_addition(system: Option<&str>, addition: Option<&str>) -> Option<Str
 pub fn request_tokens(
     counter: &TokenCounter,
     system: Option<&str>,
-    list: &[SharedMessage],
+    list: &MessageList,
     tool_tokens: u64,
 ) -> u64 {
     let system = system.map_or(0, |s| {
         counter.count_text(&crate::providers::text::wire_system(s).text())
     });
-    system + counter.count_total(list) + tool_tokens
+    // Resumed from the last request's list when this one only grew from it.
+    system + counter.count_list(list) + tool_tokens
 }
 
 /// What the precheck and the guards decided for an attempt.
@@ -988,7 +988,7 @@ impl<'a> Runner<'a> {
             let request = ModelRequest {
                 model: name.model.clone(),
                 system: prepared.system.clone(),
-                messages: prepared.list.iter().cloned().collect(),
+                messages: prepared.list.clone(),
                 max_tokens,
                 deadline: None,
                 forwarded,
@@ -1008,11 +1008,11 @@ impl<'a> Runner<'a> {
                 window,
                 prompt_tokens: prepared.estimated,
                 system: prepared.system.clone(),
-                messages: Vec::new(),
+                messages: MessageList::default(),
                 wire: None,
             };
             let result = resolved.provider.complete(&request);
-            // The request is spent: its messages move to the record rather than be copied.
+            // The request is spent: its list moves to the record.
             record.messages = request.messages;
             match result {
                 Ok(response) => {
@@ -1414,7 +1414,7 @@ impl<'a> Runner<'a> {
         let request = ModelRequest {
             model: resolved.name.model.clone(),
             system: assembled.system.clone(),
-            messages: assembled.list.iter().cloned().collect(),
+            messages: assembled.list.clone(),
             max_tokens: resolved.max_output_tokens,
             deadline: None,
             forwarded: self.settings.forwarded.clone(),

@@ -1553,7 +1553,7 @@ fn side_request(
         .complete(&ModelRequest {
             model: name.model.clone(),
             system: request.system.clone(),
-            messages,
+            messages: messages.into(),
             max_tokens,
             deadline: None,
             forwarded,

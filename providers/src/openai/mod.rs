@@ -551,7 +551,7 @@ mod request_tests {
                 "Stable.{}Runtime: thinking=off",
                 rampart_prompt::CACHE_BOUNDARY
             )),
-            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))].into(),
             ..ModelRequest::default()
         };
         let body = request_body(&request);
@@ -586,7 +586,8 @@ mod request_tests {
                 Arc::new(AgentMessage::user_text("hi", 0)),
                 Arc::new(thinking),
                 Arc::new(private),
-            ],
+            ]
+            .into(),
             ..ModelRequest::default()
         };
         let body = request_body(&request);
@@ -601,7 +602,7 @@ mod request_tests {
     fn forwarded_tools_are_written_as_functions() {
         let request = ModelRequest {
             model: "m".into(),
-            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+            messages: vec![Arc::new(AgentMessage::user_text("hi", 0))].into(),
             forwarded: crate::Forwarded {
                 tools: vec![crate::ToolSpec {
                     name: "read".into(),

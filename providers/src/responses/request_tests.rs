@@ -91,7 +91,7 @@ fn codex_request() -> ModelRequest {
     ModelRequest {
         model: "gpt-5".into(),
         system: Some("You are Codex.".into()),
-        messages: conversation(),
+        messages: conversation().into(),
         max_tokens: Some(900),
         forwarded: Forwarded {
             tools: vec![ToolSpec {
@@ -179,7 +179,7 @@ fn host_and_other_clients_tools_go_as_function_tools() {
 
     let chat = ModelRequest {
         model: "gpt-5".into(),
-        messages: vec![Arc::new(AgentMessage::user_text("hi", 0))],
+        messages: vec![Arc::new(AgentMessage::user_text("hi", 0))].into(),
         forwarded: Forwarded {
             tools: request.forwarded.tools.clone(),
             client_fields: Some(ClientFields::capture(

@@ -1,0 +1,184 @@
+//! A hygiene run that continues the previous one: when the history is the last input with
+//! plain messages appended, the result is the last result with those messages appended.
+//!
+//! Why: the run loop hands hygiene the whole history on every model call, and the history
+//! only grows between calls. Each pass reads every message, so a call cost O(messages held)
+//! even when nothing could have changed: in a replay of tiny messages at 32k, hygiene was the
+//! largest single cost of a call (BENCHMARKS.md, issue 24 item 10). A resumed run costs a
+//! pointer comparison per old message and the passes' rules for the new ones.
+//!
+//! When it is safe: every pass is local to what it repairs (tool calls and their results,
+//! runs of same-role messages, the transcript's first message, images, replies before the
+//! latest compaction), and a *plain* message ([`is_plain`]: a user or a finished assistant
+//! message of non-empty text, no tool call, no result, no image, no summary) gives none of
+//! them anything to do, provided it alternates with the message before it and that message is
+//! plain too (so no call is left waiting for a result it will not get). The rules a plain
+//! message can still meet — a reply dated before the latest compaction has its usage zeroed —
+//! are applied to the new messages as the full pass would. Anything else (a history limit, an
+//! image in the history, another list) is a full run. `hygiene_resume_tests.rs` checks the
+//! two agree on random transcripts grown in random steps, for every provider family.
+
+use std::sync::{Arc, Mutex};
+
+use rampart_message::{AgentMessage, Content, ContentBlock, MessageList, StopReason};
+
+use super::{HygienePolicy, HygieneReport, history};
+use crate::message_memo::MessageMemo;
+use rampart_message::SharedMessage;
+
+/// The last full or resumed run, kept to resume from ([`super::HygieneMemo`]).
+#[derive(Debug, Clone)]
+pub(super) struct LastRun {
+    policy: HygienePolicy,
+    input: MessageList,
+    output: MessageList,
+    report: HygieneReport,
+    /// Whether the input may be resumed at all: no image in it, and its last message plain.
+    resumable: bool,
+    /// The timestamp of the latest compaction summary in the input, if any.
+    compacted: Option<u64>,
+}
+
+/// The slot [`super::HygieneMemo`] keeps, shared by its clones like its other memos.
+pub(super) type LastSlot = Arc<Mutex<Option<LastRun>>>;
+
+impl LastRun {
+    /// What a full run over `input` leaves to resume from.
+    pub(super) fn new(
+        policy: &HygienePolicy,
+        input: &MessageList,
+        output: &MessageList,
+        report: &HygieneReport,
+    ) -> Self {
+        let resumable = policy.history_limit.is_none()
+            && input.last().is_some_and(|m| is_plain(m))
+            && !input.iter().any(|m| has_image(m));
+        let compacted = input.iter().rev().find_map(|m| match m.as_ref() {
+            AgentMessage::CompactionSummary(s) => Some(s.timestamp),
+            _ => None,
+        });
+        Self {
+            policy: policy.clone(),
+            input: input.clone(),
+            output: output.clone(),
+            report: report.clone(),
+            resumable,
+            compacted,
+        }
+    }
+
+    /// The run over `input` resumed from this one, or `None` when `input` does not continue
+    /// it with plain messages (then only a full run can tell).
+    pub(super) fn resume(
+        &self,
+        policy: &HygienePolicy,
+        input: &MessageList,
+        zeroed_usage: &MessageMemo<SharedMessage>,
+    ) -> Option<Self> {
+        if !self.resumable || *policy != self.policy {
+            return None;
+        }
+        let old = self.input.len();
+        if !input.extends(&self.input) {
+            return None;
+        }
+        let added = &input[old..];
+        let mut before = self.input.last()?;
+        for message in added {
+            if !is_plain(message) || same_role(before, message) {
+                return None;
+            }
+            before = message;
+        }
+        let mut report = self.report.clone();
+        // The only rule a plain message meets: a reply dated no later than the latest
+        // compaction is stale (the kept tail predates the summary).
+        let mut changed: Vec<(usize, SharedMessage)> = Vec::new();
+        if let Some(compacted) = self.compacted {
+            zeroed_usage.batch(|memo| {
+                for (i, message) in added.iter().enumerate() {
+                    if let Some(copy) = history::zeroed_if_stale(message, compacted, memo) {
+                        report.stale_usage.zeroed += 1;
+                        changed.push((i, copy));
+                    }
+                }
+            });
+        }
+        let output = if MessageList::same_list(&self.output, &self.input) && changed.is_empty() {
+            input.clone()
+        } else {
+            let mut out = Vec::with_capacity(self.output.len() + added.len());
+            out.extend(self.output.iter().cloned());
+            out.extend(added.iter().cloned());
+            for (i, copy) in changed {
+                out[self.output.len() + i] = copy;
+            }
+            MessageList::from(out)
+        };
+        Some(Self {
+            policy: self.policy.clone(),
+            input: input.clone(),
+            output,
+            report,
+            resumable: true,
+            compacted: self.compacted,
+        })
+    }
+
+    /// The run's result.
+    pub(super) fn result(&self) -> (MessageList, HygieneReport) {
+        (self.output.clone(), self.report.clone())
+    }
+}
+
+/// A user message, or an assistant message that finished (`stop` or `length`), whose content
+/// is nothing but non-empty text: no pass has anything to repair in it.
+fn is_plain(message: &AgentMessage) -> bool {
+    let text_only = |blocks: &[ContentBlock]| {
+        !blocks.is_empty()
+            && blocks
+                .iter()
+                .all(|b| matches!(b, ContentBlock::Text(t) if !t.text.is_empty()))
+    };
+    match message {
+        AgentMessage::User(u) => match &u.content {
+            Content::Text(text) => !text.is_empty(),
+            Content::Blocks(blocks) => text_only(blocks),
+        },
+        AgentMessage::Assistant(a) => {
+            matches!(a.stop_reason, StopReason::Stop | StopReason::Length)
+                && a.error_message.is_none()
+                && text_only(&a.content)
+        }
+        _ => false,
+    }
+}
+
+/// Whether both are user messages or both assistant messages (a run the turn validations
+/// would merge).
+fn same_role(a: &AgentMessage, b: &AgentMessage) -> bool {
+    matches!(
+        (a, b),
+        (AgentMessage::User(_), AgentMessage::User(_))
+            | (AgentMessage::Assistant(_), AgentMessage::Assistant(_))
+    )
+}
+
+/// Whether a message carries an image block (the image pass's business).
+fn has_image(message: &AgentMessage) -> bool {
+    let content = match message {
+        AgentMessage::User(u) => &u.content,
+        AgentMessage::ToolResult(r) => &r.content,
+        AgentMessage::Custom(c) => &c.content,
+        _ => return false,
+    };
+    content
+        .blocks()
+        .iter()
+        .any(|b| matches!(b, ContentBlock::Image(_)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "resume_tests.rs"]
+mod tests;
