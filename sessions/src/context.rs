@@ -108,25 +108,59 @@ impl SessionContext {
     }
 }
 
-/// Builds the context of the branch ending at `leaf`.
-pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> SessionContext {
-    let last = tree.len().checked_sub(1);
-    let leaf = match leaf {
-        LeafSelector::Current => tree.leaf_index(),
-        LeafSelector::Last => last,
-        LeafSelector::Null => None,
-        LeafSelector::Id(id) => tree.index_of(id).or(last),
-    };
-    let Some(leaf) = leaf else {
-        return SessionContext::empty();
-    };
-    let entries = tree.entries();
-    // The last thinking level, model and compaction on the path come from the tree's memo
-    // (rule 3 and 4): a turn costs the entries it sends, not a walk of the whole branch.
-    let nearest = tree.nearest(leaf);
+/// The context of the current branch, kept between calls and extended when the branch only
+/// grew ([`crate::Session::context`]).
+///
+/// Why: the run loop asks for the context before every model call, and the branch only grows
+/// between calls. A build walks every entry of the branch and follows each to its message; an
+/// extension copies the last context's list and adds the new entries' messages (BENCHMARKS.md,
+/// issue 24 item 10). A branch switch, a compaction, a reload or another tree is a full build,
+/// so the context is always what [`build_session_context`] gives.
+#[derive(Debug, Default)]
+pub(crate) struct ContextCache {
+    last: std::sync::Mutex<Option<(crate::fold::BranchMark, SessionContext)>>,
+}
 
+impl ContextCache {
+    /// The context of the current branch of `tree`.
+    pub(crate) fn current(&self, tree: &SessionTree) -> SessionContext {
+        let mut last = match self.last.lock() {
+            Ok(last) => last,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((mark, context)) = last.as_mut()
+            && let Some(added) = mark.added_since(tree)
+            && let Some(leaf) = tree.leaf_index()
+            && context.leaf_id.is_some()
+        {
+            for index in added {
+                push_message(
+                    &mut context.messages,
+                    &mut context.entry_indices,
+                    tree,
+                    index,
+                );
+            }
+            // Rule 3 again, from the tree's memo (a new entry may change either).
+            let fresh = build_settings(tree, leaf);
+            context.thinking_level = fresh.thinking_level;
+            context.model = fresh.model;
+            context.leaf_id = Some(tree.entries()[leaf].id.clone());
+            *mark = crate::fold::BranchMark::of(tree);
+            return context.clone();
+        }
+        let built = build_session_context(tree, LeafSelector::Current);
+        *last = Some((crate::fold::BranchMark::of(tree), built.clone()));
+        built
+    }
+}
+
+/// A context with rule 3's settings (thinking level, model) of the branch ending at `leaf`,
+/// and nothing else.
+fn build_settings(tree: &SessionTree, leaf: usize) -> SessionContext {
+    let entries = tree.entries();
+    let nearest = tree.nearest(leaf);
     let mut context = SessionContext::empty();
-    context.leaf_id = Some(entries[leaf].id.clone());
     if let Some(EntryBody::ThinkingLevelChange(change)) =
         nearest.thinking_level.map(|at| &entries[at].body)
     {
@@ -146,6 +180,28 @@ pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> Sess
             provider: provider.clone(),
             model_id: model_id.clone(),
         });
+    context
+}
+
+/// Builds the context of the branch ending at `leaf`.
+pub fn build_session_context(tree: &SessionTree, leaf: LeafSelector<'_>) -> SessionContext {
+    let last = tree.len().checked_sub(1);
+    let leaf = match leaf {
+        LeafSelector::Current => tree.leaf_index(),
+        LeafSelector::Last => last,
+        LeafSelector::Null => None,
+        LeafSelector::Id(id) => tree.index_of(id).or(last),
+    };
+    let Some(leaf) = leaf else {
+        return SessionContext::empty();
+    };
+    let entries = tree.entries();
+    // The last thinking level, model and compaction on the path come from the tree's memo
+    // (rule 3 and 4): a turn costs the entries it sends, not a walk of the whole branch.
+    let nearest = tree.nearest(leaf);
+
+    let mut context = build_settings(tree, leaf);
+    context.leaf_id = Some(entries[leaf].id.clone());
 
     let (messages, indices) = match nearest.compaction {
         Some(at) => {
@@ -602,3 +658,8 @@ mod tests {
         assert!(Arc::ptr_eq(ctx.messages.last().unwrap(), &shared));
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[path = "context_cache_tests.rs"]
+mod cache_tests;

@@ -104,12 +104,18 @@ impl BranchMark {
     /// switch, a reload, another tree or a new compaction all answer `false`. Costs the
     /// entries added since the mark.
     pub fn still_continued_by(&self, tree: &SessionTree) -> bool {
+        self.added_since(tree).is_some()
+    }
+
+    /// The entries the active branch of `tree` gained since the mark, root side first, when
+    /// [`BranchMark::still_continued_by`] holds; `None` otherwise.
+    pub fn added_since(&self, tree: &SessionTree) -> Option<Vec<usize>> {
         if self.stamp != tree.stamp() || self.len > tree.len() {
-            return false;
+            return None;
         }
         let leaf = tree.leaf_index();
-        tree.grown_from(leaf, self.len, self.leaf).is_some()
-            && leaf.and_then(|at| tree.nearest(at).compaction) == self.compaction
+        let added = tree.grown_from(leaf, self.len, self.leaf)?;
+        (leaf.and_then(|at| tree.nearest(at).compaction) == self.compaction).then_some(added)
     }
 }
 

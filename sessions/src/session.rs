@@ -113,6 +113,8 @@ pub struct Session {
     unsynced: bool,
     /// Everything noticed since open (the load plus every catch-up).
     report: LoadReport,
+    /// The last context built, extended while the branch only grows ([`Session::context`]).
+    context_cache: crate::context::ContextCache,
 }
 
 impl Session {
@@ -258,6 +260,7 @@ impl Session {
             held: None,
             unsynced: false,
             report: loaded.report,
+            context_cache: Default::default(),
         };
         if pending {
             // Decide now whether the tail is torn, so the open reports it.
@@ -304,7 +307,7 @@ impl Session {
     /// The model context of the current branch. Its messages share the tree's allocations,
     /// so this is cheap enough to call every turn (see `context`).
     pub fn context(&self) -> SessionContext {
-        build_session_context(&self.tree, LeafSelector::Current)
+        self.context_cache.current(&self.tree)
     }
 
     /// The model context for another leaf.

@@ -98,6 +98,49 @@ pub fn cap_executed_tool_arguments(
     }
 }
 
+/// What [`cap_executed_tool_arguments_with`] keeps between calls: the last list it left
+/// unchanged, and the limit it had.
+///
+/// Why: the pass runs before every model call over the whole history, and a history that grew
+/// by messages without tool calls or results cannot have gained an argument to cut (a call
+/// becomes "executed" only when its result arrives). Keep one per run loop; clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct ToolArgsMemo {
+    last: Arc<std::sync::Mutex<Option<(MessageList, usize)>>>,
+}
+
+/// [`cap_executed_tool_arguments`], resumed: when `list` [extends](MessageList::extends) the
+/// last list it left unchanged (with the same limit) by messages that neither call a tool nor
+/// answer one, the answer is the same without reading the history again.
+pub fn cap_executed_tool_arguments_with(
+    list: &MessageList,
+    max_chars: usize,
+    memo: &ToolArgsMemo,
+) -> (MessageList, ToolArgsReport) {
+    let mut last = match memo.last.lock() {
+        Ok(last) => last,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let unchanged_since = last
+        .as_ref()
+        .filter(|(earlier, limit)| *limit == max_chars && list.extends(earlier))
+        .map(|(earlier, _)| earlier.len());
+    let touches_tools =
+        |m: &SharedMessage| m.tool_call_id().is_some() || m.tool_calls().next().is_some();
+    let (out, report) = match unchanged_since {
+        Some(from) if !list[from..].iter().any(touches_tools) => (
+            list.clone(),
+            ToolArgsReport {
+                max_chars,
+                ..ToolArgsReport::default()
+            },
+        ),
+        _ => cap_executed_tool_arguments(list, max_chars),
+    };
+    *last = MessageList::same_list(&out, list).then(|| (list.clone(), max_chars));
+    (out, report)
+}
+
 /// The length in bytes of the longest string anywhere in `value` (bytes bound characters
 /// from above, so this is a cheap first test).
 fn longest_string(value: &Value) -> usize {
@@ -185,6 +228,37 @@ mod tests {
             panic!()
         };
         assert_eq!(c.arguments["path"], "big.txt");
+    }
+
+    /// Resumed turn after turn, the pass answers as a whole pass does: plain turns are
+    /// skipped, and the result that makes a waiting call executed still gets it shortened.
+    #[test]
+    fn a_resumed_pass_cuts_what_a_whole_pass_cuts() {
+        let memo = ToolArgsMemo::default();
+        let limit = executed_argument_limit(10_000, 32_000, 400_000);
+        let mut history: Vec<SharedMessage> = Vec::new();
+        for turn in 0..30 {
+            history.push(Arc::new(AgentMessage::user_text(format!("turn {turn}"), 0)));
+            match turn % 10 {
+                3 => history.push(Arc::new(call(&format!("w{turn}"), &"x".repeat(90_000)))),
+                6 => history.push(Arc::new(AgentMessage::tool_result(
+                    format!("w{}", turn - 3),
+                    "write",
+                    "wrote it",
+                    false,
+                    2,
+                ))),
+                _ => history.push(Arc::new(AgentMessage::assistant_text(
+                    "ok", "sim", "sim", "m", 1,
+                ))),
+            }
+            let input = MessageList::from(history.clone());
+            let (kept, kept_report) = cap_executed_tool_arguments_with(&input, limit, &memo);
+            let (whole, whole_report) = cap_executed_tool_arguments(&input, limit);
+            assert_eq!(kept_report, whole_report, "turn {turn}");
+            let same = kept.iter().zip(whole.iter()).all(|(a, b)| **a == **b);
+            assert!(same && kept.len() == whole.len(), "turn {turn}");
+        }
     }
 
     #[test]

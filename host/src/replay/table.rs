@@ -55,6 +55,8 @@ pub struct Screen {
     total: usize,
     done: usize,
     bar: bool,
+    /// Whether rows reach a terminal (then each is flushed, so the bar below it stays put).
+    rows_on_terminal: bool,
     drawn: bool,
     last_draw: Option<Instant>,
 }
@@ -67,6 +69,7 @@ impl Screen {
             total,
             done: 0,
             bar: total >= PROGRESS_MIN_CALLS && std::io::stderr().is_terminal(),
+            rows_on_terminal: std::io::stdout().is_terminal(),
             drawn: false,
             last_draw: None,
         }
@@ -86,7 +89,7 @@ impl Screen {
                 self.clear();
             }
             writeln!(out, "{}", format_row(row))?;
-            if self.bar {
+            if self.bar && self.rows_on_terminal {
                 out.flush()?;
             }
         }

@@ -418,11 +418,13 @@ struct PrepareAsked {
     mark: rampart_sessions::fold::BranchMark,
 }
 
-/// The per-message memos of the passes an attempt runs over the whole history.
+/// The per-message memos of the passes an attempt runs over the whole history, and each
+/// pass's last run, which it resumes from when the history only grew since.
 #[derive(Debug, Default)]
 struct PassMemos {
     hygiene: hygiene::HygieneMemo,
     loop_chars: rampart_context::guards::ToolLoopMemo,
+    args: tool_args::ToolArgsMemo,
 }
 
 /// The registry entry a runner keeps up to date, and the changes not yet written to it.
@@ -1332,13 +1334,14 @@ impl<'a> Runner<'a> {
         // Arguments of calls that already ran (a whole file sent to `write`) are cut like tool
         // results: no result guard sees them, and a kept turn carrying one can hold a small
         // window over budget with nothing left for compaction to cut.
-        let (list, args) = tool_args::cap_executed_tool_arguments(
+        let (list, args) = tool_args::cap_executed_tool_arguments_with(
             &list,
             tool_args::executed_argument_limit(
                 self.compaction_budget(window, resolved.max_output_tokens),
                 window,
                 self.settings.tool_result_max_chars,
             ),
+            &self.memos.passes.args,
         );
         if !args.shortened.is_empty() {
             self.events
