@@ -755,4 +755,18 @@ keep_last_deltas.main()
         "{as_deltas} of {} assemble requests were deltas",
         assembles.len()
     );
+    // `after_turn`, declined on the first turn, is not asked again (its parameters are the
+    // whole request): each later turn gets its default, the answer ingested.
+    let count = |method: &str| frames.iter().filter(|f| f["method"] == method).count();
+    assert_eq!(
+        count("after_turn"),
+        1,
+        "after_turn asked again after it was declined"
+    );
+    assert!(
+        count("ingest_batch") >= assembles.len(),
+        "{} ingest_batch calls for {} turns",
+        count("ingest_batch"),
+        assembles.len()
+    );
 }

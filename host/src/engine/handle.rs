@@ -126,9 +126,9 @@ fn spin_for<T>(rx: &mpsc::Receiver<T>, budget: Duration) -> Option<T> {
 /// calls — taking in messages, assembling, the turn's end, maintenance — answer in
 /// microseconds without waiting on a model or a lock held elsewhere. Handing each to the worker
 /// and back cost more than the call: in a replay of tiny messages the hand-offs were a quarter
-/// of the wall time and half of the CPU (BENCHMARKS.md, "the built-in engine on the caller's
-/// thread"). Such a call cannot be abandoned at its deadline, so the calls that may wait on a
-/// model or run long (`compact`, `bootstrap`, tools, memory, `dispose`) keep the worker.
+/// of the wall time and half of the CPU (BENCHMARKS.md, issue 24 item 10). Such a call cannot
+/// be abandoned at its deadline, so the calls that may wait on a model or run long (`compact`,
+/// `bootstrap`, tools, memory, `dispose`) keep the worker.
 fn runs_inline(method_name: &str) -> bool {
     matches!(
         Method::from_name(method_name),

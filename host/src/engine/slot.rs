@@ -20,7 +20,7 @@ use rampart_engine_api::protocol::{
     IngestResult, MaintainParams, SessionRef, TranscriptRewriteResult,
 };
 use rampart_engine_api::tools::{EngineTool, ToolCallParams, ToolCallResult, ToolsListParams};
-use rampart_engine_api::{EngineError, ErrorKind, Host, LogLevel};
+use rampart_engine_api::{EngineError, ErrorKind, Host, LogLevel, SharedMessage};
 use rampart_legacy::{LEGACY_ID, LegacyEngine};
 
 use crate::blobs::BlobStore;
@@ -381,7 +381,9 @@ impl EngineSlot {
     /// is still made (an engine may answer differently later); what it declined is only a hint
     /// not to build optional parts of its parameters, such as `maintain`'s compaction to
     /// prepare, for an engine that ignores them (through a child, building and sending one
-    /// cost a millisecond a turn).
+    /// cost a millisecond a turn). The one exception is `after_turn`, whose parameters are all
+    /// optional to an engine that declines it: the run loop then applies its default
+    /// ([`EngineSlot::after_turn_default`]) without the call.
     pub fn declined(&self, operation: &str) -> bool {
         let active = self.active();
         self.declined
@@ -604,10 +606,24 @@ impl EngineSlot {
             .get(start..)
             .map(<[_]>::to_vec)
             .unwrap_or_default();
+        self.after_turn_default(params.session, new, params.is_heartbeat)
+    }
+
+    /// What `after_turn` does for an engine that declines it: the turn's new messages
+    /// ingested in one batch. The run loop calls it directly once the engine has declined
+    /// `after_turn` ([`EngineSlot::declined`]): that call's parameters are the whole request
+    /// again, a copy of every held message each turn, for an engine that said it does not use
+    /// them.
+    pub fn after_turn_default(
+        &self,
+        session: SessionRef,
+        new: Vec<SharedMessage>,
+        is_heartbeat: bool,
+    ) -> Result<(), SlotCallError> {
         self.ingest_batch(IngestBatchParams {
-            session: params.session,
+            session,
             messages: new.into(),
-            is_heartbeat: params.is_heartbeat,
+            is_heartbeat,
             model: None,
         })?;
         Ok(())

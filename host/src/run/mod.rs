@@ -1010,13 +1010,11 @@ impl<'a> Runner<'a> {
                 window,
                 prompt_tokens: prepared.estimated,
                 system: prepared.system.clone(),
-                messages: MessageList::default(),
+                // The request's own list (a shared handle, not a copy).
+                messages: request.messages.clone(),
                 wire: None,
             };
-            let result = resolved.provider.complete(&request);
-            // The request is spent: its list moves to the record.
-            record.messages = request.messages;
-            match result {
+            match resolved.provider.complete(&request) {
                 Ok(response) => {
                     let usage = &response.message.usage;
                     let prompt_tokens = prompt_tokens_of(usage);
@@ -1468,26 +1466,38 @@ impl<'a> Runner<'a> {
         }
         session.sync().map_err(PersistError::from)?;
 
-        let mut messages: Vec<SharedMessage> = prepared.list.iter().cloned().collect();
-        let pre_prompt = messages.len() as u64;
-        messages.push(reply.clone());
-        if let Err(e) = self.slot.after_turn(AfterTurnParams {
-            session: session_ref(session),
-            messages: messages.into(),
-            pre_prompt_message_count: pre_prompt,
-            auto_compaction_summary: None,
-            is_heartbeat: false,
-            // The budget `assemble` was given, not the window: an engine that sweeps at a share
-            // of it (the lossless engine's threshold) must compare against what requests may
-            // hold, or it sweeps only after the precheck has already had to act.
-            token_budget: Some(
-                self.compaction_budget(window, self.output_cap(&recovery::model_name(model))),
-            ),
-            // What the turn's request held by the host's count (the provider's usage when it
-            // answered): an engine knows only its messages, not the system prompt and tool
-            // schemas around them.
-            runtime_context: json!({ "promptTokens": prompt_tokens }),
-        }) {
+        let after_turn = if self
+            .slot
+            .declined(rampart_engine_api::protocol::method::AFTER_TURN)
+        {
+            // Declined before: its default (the answer ingested), without copying the whole
+            // request into parameters the engine does not read.
+            self.slot
+                .after_turn_default(session_ref(session), vec![reply.clone()], false)
+        } else {
+            let mut messages: Vec<SharedMessage> = prepared.list.iter().cloned().collect();
+            let pre_prompt = messages.len() as u64;
+            messages.push(reply.clone());
+            self.slot.after_turn(AfterTurnParams {
+                session: session_ref(session),
+                messages: messages.into(),
+                pre_prompt_message_count: pre_prompt,
+                auto_compaction_summary: None,
+                is_heartbeat: false,
+                // The budget `assemble` was given, not the window: an engine that sweeps at a
+                // share of it (the lossless engine's threshold) must compare against what
+                // requests may hold, or it sweeps only after the precheck has already had to
+                // act.
+                token_budget: Some(
+                    self.compaction_budget(window, self.output_cap(&recovery::model_name(model))),
+                ),
+                // What the turn's request held by the host's count (the provider's usage when
+                // it answered): an engine knows only its messages, not the system prompt and
+                // tool schemas around them.
+                runtime_context: json!({ "promptTokens": prompt_tokens }),
+            })
+        };
+        if let Err(e) = after_turn {
             // The answer is on disk either way; a required engine still stops the run.
             if let SlotCallError::Required(failed) = e {
                 return Err(failed.into());

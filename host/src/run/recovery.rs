@@ -324,7 +324,7 @@ impl Runner<'_> {
         // Asked already for this stretch of context, which has only grown since: the engine
         // holds (or is making) that preparation and keeps it while the context continues it.
         // Asking again on every turn built the compaction's parameters (every entry id of the
-        // context) each time, a fifth of a replay's time (BENCHMARKS.md, "asked once").
+        // context) each time, a fifth of a replay's call (BENCHMARKS.md, issue 24 item 10).
         if let Some(asked) = &self.memos.prepare_asked
             && asked.window == window
             && asked.session_id == session.header().id
