@@ -72,3 +72,29 @@ fn numbers_come_as_numbers_or_numeric_strings() {
     assert_eq!(whole(&args, "d"), Some(0));
     assert_eq!(whole(&args, "missing"), None);
 }
+
+/// A provider's URL is not its answer: a loopback provider on a port holding the digits 429
+/// (`34291`) that refuses with a 400 gets the generic pair, not the quota one (this made
+/// `embedders::memory_search_reports_case_20_failures_through_the_tool` fail whenever the
+/// test's server drew such a port). A 429 said in words is still a quota.
+#[test]
+fn case_20_a_port_holding_429_is_no_quota() {
+    let refused = MemoryError::from(EmbedError::Http {
+        provider: "openai".into(),
+        url: "http://127.0.0.1:34291/v1/embeddings".into(),
+        status: 400,
+        message: "model not found".into(),
+    });
+    assert_eq!(search_failure(&refused)["warning"], json!(GENERIC_WARNING));
+    for text in [
+        "HTTP 429",
+        "status 429: slow down",
+        "429 Too Many Requests",
+        "(429)",
+    ] {
+        assert!(crate::embed::text_mentions_quota(text), "{text}");
+    }
+    for text in ["port 34291", "4290 items", "v1/embeddings?id=14293"] {
+        assert!(!crate::embed::text_mentions_quota(text), "{text}");
+    }
+}

@@ -165,8 +165,19 @@ impl EmbedError {
     }
 }
 
-/// Whether an error text is about a quota or rate limit: it mentions `quota` or `429`.
+/// Whether an error text is about a quota or rate limit: it mentions `quota`, or `429` as a
+/// number of its own. Why "of its own": the text of an HTTP error names its URL, and a port
+/// such as `34291` holds the digits `429` (a loopback provider on such a port was reported as
+/// out of quota).
 pub fn text_mentions_quota(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
-    lower.contains("quota") || lower.contains("429")
+    if lower.contains("quota") {
+        return true;
+    }
+    let bytes = lower.as_bytes();
+    lower.match_indices("429").any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + 3).copied();
+        !before.is_some_and(|b| b.is_ascii_digit()) && !after.is_some_and(|b| b.is_ascii_digit())
+    })
 }
