@@ -262,12 +262,20 @@ pub fn run(input: &MessageList, policy: &HygienePolicy) -> (MessageList, Hygiene
 pub struct HygieneMemo {
     zeroed_usage: MessageMemo<SharedMessage>,
     last: resume::LastSlot,
+    /// Runs answered by resuming the last one ([`HygieneMemo::resumed_runs`]).
+    resumed: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl HygieneMemo {
     /// An empty memo.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many runs resumed from the last one instead of running every pass, so callers and
+    /// tests can see that resuming works.
+    pub fn resumed_runs(&self) -> u64 {
+        self.resumed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How often a derived message was reused (`hits`) or made (`misses`).
@@ -291,7 +299,11 @@ pub fn run_with(
         .as_ref()
         .and_then(|run| run.resume(policy, input, &memo.zeroed_usage));
     let run = match resumed {
-        Some(run) => run,
+        Some(run) => {
+            memo.resumed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            run
+        }
         None => {
             let (output, report) = run_full(input, policy, memo);
             resume::LastRun::new(policy, input, &output, &report)

@@ -15,7 +15,7 @@
 //! plain too (so no call is left waiting for a result it will not get). The rules a plain
 //! message can still meet — a reply dated before the latest compaction has its usage zeroed —
 //! are applied to the new messages as the full pass would. Anything else (a history limit, an
-//! image in the history, another list) is a full run. `hygiene_resume_tests.rs` checks the
+//! image in the history, another list) is a full run. `resume_tests.rs` checks the
 //! two agree on random transcripts grown in random steps, for every provider family.
 
 use std::sync::{Arc, Mutex};

@@ -382,13 +382,15 @@ impl EngineSlot {
     /// not to build optional parts of its parameters, such as `maintain`'s compaction to
     /// prepare, for an engine that ignores them (through a child, building and sending one
     /// cost a millisecond a turn). The one exception is `after_turn`, whose parameters are all
-    /// optional to an engine that declines it: the run loop then applies its default
-    /// ([`EngineSlot::after_turn_default`]) without the call.
+    /// optional to an engine that declines it: [`EngineSlot::after_turn_with`] then applies its
+    /// default without the call.
     pub fn declined(&self, operation: &str) -> bool {
         let active = self.active();
-        self.declined
-            .lock()
-            .is_ok_and(|d| d.contains(&(active.id().to_string(), operation.to_string())))
+        // The set holds a few pairs: a scan, not two new strings per turn for a hash lookup.
+        self.declined.lock().is_ok_and(|d| {
+            d.iter()
+                .any(|(engine, op)| engine == active.id() && op == operation)
+        })
     }
 
     /// The slot's health now (see [`SlotHealth`]).
@@ -609,12 +611,26 @@ impl EngineSlot {
         self.after_turn_default(params.session, new, params.is_heartbeat)
     }
 
+    /// `after_turn` with its parameters built only when they are sent: an engine that declined
+    /// the method before ([`EngineSlot::declined`]) gets its default, `new` (the turn's new
+    /// messages) ingested, without the call and without `params` being built. They are the
+    /// whole request again, a copy of every held message each turn, for an engine that said it
+    /// does not read them.
+    pub fn after_turn_with(
+        &self,
+        session: SessionRef,
+        new: Vec<SharedMessage>,
+        params: impl FnOnce() -> AfterTurnParams,
+    ) -> Result<(), SlotCallError> {
+        if self.declined(Method::AfterTurn.name()) {
+            return self.after_turn_default(session, new, false);
+        }
+        self.after_turn(params())
+    }
+
     /// What `after_turn` does for an engine that declines it: the turn's new messages
-    /// ingested in one batch. The run loop calls it directly once the engine has declined
-    /// `after_turn` ([`EngineSlot::declined`]): that call's parameters are the whole request
-    /// again, a copy of every held message each turn, for an engine that said it does not use
-    /// them.
-    pub fn after_turn_default(
+    /// ingested in one batch.
+    fn after_turn_default(
         &self,
         session: SessionRef,
         new: Vec<SharedMessage>,

@@ -1466,37 +1466,32 @@ impl<'a> Runner<'a> {
         }
         session.sync().map_err(PersistError::from)?;
 
-        let after_turn = if self
-            .slot
-            .declined(rampart_engine_api::protocol::method::AFTER_TURN)
-        {
-            // Declined before: its default (the answer ingested), without copying the whole
-            // request into parameters the engine does not read.
+        let after_turn =
             self.slot
-                .after_turn_default(session_ref(session), vec![reply.clone()], false)
-        } else {
-            let mut messages: Vec<SharedMessage> = prepared.list.iter().cloned().collect();
-            let pre_prompt = messages.len() as u64;
-            messages.push(reply.clone());
-            self.slot.after_turn(AfterTurnParams {
-                session: session_ref(session),
-                messages: messages.into(),
-                pre_prompt_message_count: pre_prompt,
-                auto_compaction_summary: None,
-                is_heartbeat: false,
-                // The budget `assemble` was given, not the window: an engine that sweeps at a
-                // share of it (the lossless engine's threshold) must compare against what
-                // requests may hold, or it sweeps only after the precheck has already had to
-                // act.
-                token_budget: Some(
-                    self.compaction_budget(window, self.output_cap(&recovery::model_name(model))),
-                ),
-                // What the turn's request held by the host's count (the provider's usage when
-                // it answered): an engine knows only its messages, not the system prompt and
-                // tool schemas around them.
-                runtime_context: json!({ "promptTokens": prompt_tokens }),
-            })
-        };
+                .after_turn_with(session_ref(session), vec![reply.clone()], || {
+                    let mut messages: Vec<SharedMessage> = prepared.list.iter().cloned().collect();
+                    let pre_prompt = messages.len() as u64;
+                    messages.push(reply.clone());
+                    AfterTurnParams {
+                        session: session_ref(session),
+                        messages: messages.into(),
+                        pre_prompt_message_count: pre_prompt,
+                        auto_compaction_summary: None,
+                        is_heartbeat: false,
+                        // The budget `assemble` was given, not the window: an engine that sweeps at
+                        // a share of it (the lossless engine's threshold) must compare against what
+                        // requests may hold, or it sweeps only after the precheck has already had
+                        // to act.
+                        token_budget: Some(self.compaction_budget(
+                            window,
+                            self.output_cap(&recovery::model_name(model)),
+                        )),
+                        // What the turn's request held by the host's count (the provider's usage
+                        // when it answered): an engine knows only its messages, not the system
+                        // prompt and tool schemas around them.
+                        runtime_context: json!({ "promptTokens": prompt_tokens }),
+                    }
+                });
         if let Err(e) = after_turn {
             // The answer is on disk either way; a required engine still stops the run.
             if let SlotCallError::Required(failed) = e {
