@@ -8,7 +8,8 @@
 //! them, and reads what the search names, within [`MAX_CALLS_PER_FACT`] tool calls and
 //! [`MAX_TOKENS_PER_FACT`] tokens of answers. The fact counts when a tool answer holds it.
 //!
-//! Which tools: `lcm_grep` then `lcm_describe` of its hits (the lossless engine), and
+//! Which tools: `lcm_grep` (with the tool's own default number of hits, as a model reading
+//! its schema asks) then `lcm_describe` of its hits (the lossless engine), and
 //! `memory_search` then `memory_get` of its first hit (memory notes the flushes wrote). A
 //! fact is never "recovered" by a tool the cell's engine and memory do not offer.
 
@@ -139,7 +140,9 @@ impl ProbeIndex {
 
 /// The words of `text` as byte ranges: runs of letters and digits (what a full-text index
 /// takes as one term) with four or more letters, leaving out hexadecimal runs with a digit
-/// (hashes and ids: no one remembers `3cdfb9`, and they are facts, not context).
+/// (hashes and ids: no one remembers `3cdfb9`, and they are facts, not context). An ideograph
+/// or syllable of Chinese, Japanese or Korean counts as two letters: two of them (`你好`) make
+/// a word as `hello` does, where "four letters" would have left a CJK message no words at all.
 fn words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut start: Option<usize> = None;
     text.char_indices()
@@ -151,11 +154,27 @@ fn words(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
             }
             let from = start.take()?;
             let token = &text[from..i];
-            let letters = token.chars().filter(|c| c.is_alphabetic()).count();
+            let letters: usize = token
+                .chars()
+                .filter(|c| c.is_alphabetic())
+                .map(|c| if is_wide_letter(c) { 2 } else { 1 })
+                .sum();
             let hex = token.chars().any(|c| c.is_ascii_digit())
                 && token.chars().all(|c| c.is_ascii_hexdigit());
             (letters >= 4 && !hex).then_some((from, i))
         })
+}
+
+/// Whether `c` is a CJK ideograph, kana or Hangul syllable: one such character carries about
+/// what two Latin letters do.
+fn is_wide_letter(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF        // Hiragana, Katakana
+        | 0x3400..=0x4DBF      // CJK Extension A
+        | 0x4E00..=0x9FFF      // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF      // Hangul syllables
+        | 0xF900..=0xFAFF      // CJK Compatibility Ideographs
+        | 0x20000..=0x2FA1F) // CJK Extensions B–F, Compatibility Supplement
 }
 
 /// The probe words for `fact` in `messages` (see [`ProbeIndex::probe`]); builds the index, so
@@ -223,7 +242,8 @@ fn recover(fact: &str, probe: &str, tools: &dyn RecallTools) -> bool {
     if tools.offers("lcm_grep")
         && let Some(found) = ask(
             "lcm_grep",
-            json!({"pattern": probe, "mode": "full_text", "limit": 5}),
+            // No limit: the tool's own default, as a model that reads the tool's schema asks.
+            json!({"pattern": probe, "mode": "full_text"}),
         )
     {
         if found.contains(fact) {

@@ -173,3 +173,43 @@ fn the_budget_bounds_the_calls_for_one_fact() {
     assert_eq!(recoverable(&facts, &tools), [false]);
     assert_eq!(*tools.0.borrow(), MAX_CALLS_PER_FACT);
 }
+
+#[test]
+fn two_cjk_characters_make_a_probe_word_as_four_latin_letters_do() {
+    // A greeting in Chinese is all the context a message id has here; "four letters" would
+    // leave only `message`, which every such line shares.
+    let messages = [
+        user("[Wed 2026-02-11 15:03 GMT+8] 你好\n[message_id: d509cb51-ffa3]"),
+        user("[Wed 2026-02-11 15:09 GMT+8] ok\n[message_id: 0b2a41c7-19de]"),
+    ];
+    let probe = probe_words("d509cb51-ffa3", &messages).unwrap();
+    assert!(probe.split(' ').any(|w| w == "你好"), "{probe}");
+    // One ideograph is no more a word than three letters are.
+    let messages = [user("好 [message_id: d509cb51-ffa3] gateway")];
+    let probe = probe_words("d509cb51-ffa3", &messages).unwrap();
+    assert!(!probe.contains('好'), "{probe}");
+}
+
+#[test]
+fn the_search_asks_for_the_tools_own_default_number_of_hits() {
+    // A model reading `lcm_grep`'s schema leaves `limit` out unless it has a reason; the probe
+    // does the same, so the engine's default (not a number the probe picked) decides how many
+    // hits it reads.
+    struct Recording(RefCell<Vec<Value>>);
+    impl RecallTools for Recording {
+        fn offers(&self, name: &str) -> bool {
+            name == "lcm_grep"
+        }
+        fn call(&self, _: &str, arguments: Value) -> Option<String> {
+            self.0.borrow_mut().push(arguments);
+            Some(json!({"hits": []}).to_string())
+        }
+    }
+    let tools = Recording(RefCell::new(Vec::new()));
+    let facts = [("48213".to_owned(), Some("gateway edge router".to_owned()))];
+    assert_eq!(recoverable(&facts, &tools), [false]);
+    let calls = tools.0.borrow();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["pattern"], "gateway edge router");
+    assert!(calls[0].get("limit").is_none(), "{}", calls[0]);
+}
