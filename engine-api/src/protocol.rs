@@ -341,6 +341,14 @@ pub struct AssembleParams {
     /// use this rather than the wall clock for time-based decisions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub now_ms: Option<u64>,
+    /// The most characters of text the host leaves in one tool result of the request it sends
+    /// (its tool-loop guard cuts a longer one in its copy of the request and says how much it
+    /// cut); `None` when the host sends tool results as the engine returns them. Why: an engine
+    /// that budgets the request (a threshold, a fresh tail in tokens) and counts a 40,000-character
+    /// result whole believes the request twice as full as the model sees it, and compacts turns
+    /// early. Engine API 1.4, additive: older hosts never send it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_result_max_chars: Option<u64>,
 }
 
 /// Result of `assemble`.
@@ -499,6 +507,9 @@ pub struct AfterTurnParams {
     pub token_budget: Option<u64>,
     /// Open record of runtime facts.
     pub runtime_context: serde_json::Value,
+    /// As [`AssembleParams::tool_result_max_chars`], for the turn's request (engine API 1.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_result_max_chars: Option<u64>,
 }
 
 /// Result of `after_turn`. Empty today; a struct so later versions can add fields.

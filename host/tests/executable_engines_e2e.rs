@@ -602,7 +602,8 @@ while (frame := read_frame(pipe)) is not None:
 /// window), and what the turn's request held by the host's count (`runtimeContext.promptTokens`,
 /// the system prompt and tool schemas included): an engine that sweeps at a share of its budget
 /// (the lossless engine) otherwise compares against a number 60 % too large at a 32k window and
-/// sweeps only after the precheck has had to act.
+/// sweeps only after the precheck has had to act. Both calls also say how far the tool-loop
+/// guard cuts a tool result (`toolResultMaxChars`, engine API 1.4).
 #[test]
 fn after_turn_gets_the_budget_assemble_got_and_the_requests_count() {
     let Some(python) = python() else { return };
@@ -621,7 +622,8 @@ def read_frame(pipe):
         params = json.loads(frame["payload"])
         with open({log:?}, "a") as f:
             f.write(json.dumps({{"method": frame["method"], "tokenBudget": params.get("tokenBudget"),
-                                 "runtimeContext": params.get("runtimeContext")}}) + "\n")
+                                 "runtimeContext": params.get("runtimeContext"),
+                                 "toolResultMaxChars": params.get("toolResultMaxChars")}}) + "\n")
     return frame
 keep_last.read_frame = read_frame
 keep_last.main()
@@ -647,6 +649,14 @@ keep_last.main()
             .unwrap()
     };
     assert_eq!(budget_of("after_turn"), budget_of("assemble"), "{seen:?}");
+    // Both are told how far the host's tool-loop guard cuts a tool result in the request.
+    let cut_of = |method: &str| {
+        seen.iter().find(|v| v["method"] == method).unwrap()["toolResultMaxChars"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no toolResultMaxChars in {method}: {seen:?}"))
+    };
+    assert_eq!(cut_of("after_turn"), cut_of("assemble"), "{seen:?}");
+    assert!(cut_of("assemble") >= 1_024 / 2, "{seen:?}");
     let after = seen.iter().find(|v| v["method"] == "after_turn").unwrap();
     assert!(
         after["runtimeContext"]["promptTokens"]

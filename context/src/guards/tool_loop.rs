@@ -104,6 +104,20 @@ pub fn tool_loop_limits(ctx_window_tokens: u64) -> (usize, usize) {
     )
 }
 
+/// The most characters of text the guard leaves in one tool result for a window of
+/// `ctx_window_tokens` (notice included): what a longer result is cut to. Engines are told
+/// (`tool_result_max_chars` of `assemble` and `after_turn`) so that they budget what the model
+/// is sent, not the whole result.
+pub fn tool_result_text_budget(ctx_window_tokens: u64) -> usize {
+    text_budget(tool_loop_limits(ctx_window_tokens).1)
+}
+
+/// The text budget of a result whose estimate may be `max_single` characters: results are
+/// weighted [`TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE`] against [`CHARS_PER_TOKEN_ESTIMATE`].
+fn text_budget(max_single: usize) -> usize {
+    max_single / (CHARS_PER_TOKEN_ESTIMATE / TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE)
+}
+
 /// Checks and shrinks the context before a model call inside the tool loop.
 ///
 /// 1. Each tool result estimated above the single-result limit is truncated in a copy: its text
@@ -240,9 +254,7 @@ fn guard(
         if estimate > max_single
             && let AgentMessage::ToolResult(tr) = shared.as_ref()
         {
-            let text_budget =
-                max_single / (CHARS_PER_TOKEN_ESTIMATE / TOOL_RESULT_CHARS_PER_TOKEN_ESTIMATE);
-            let truncated = truncate_for_loop(tr, text_budget);
+            let truncated = truncate_for_loop(tr, text_budget(max_single));
             estimate = estimate_message_chars(&truncated);
             let copy = copy.get_or_insert_with(|| list[..index].to_vec());
             copy.push(Arc::new(truncated));

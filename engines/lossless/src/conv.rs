@@ -62,16 +62,40 @@ pub enum Role {
 pub struct Item {
     /// What it is.
     pub what: ItemRef,
-    /// Estimated tokens as the model sees it (rendered, for a summary).
+    /// Estimated tokens of it in a request (rendered, for a summary; a tool result cut to what
+    /// the host leaves of one, [`Conv::set_tool_result_max_chars`]). Every budget decision
+    /// (threshold, tail, assembly, chunks) counts this.
     pub tokens: u64,
+    /// Estimated tokens of the item whole: `tokens` before the host's cut.
+    pub whole: u64,
     /// Role class.
     pub role: Role,
 }
 
 impl Item {
+    /// An item costing `whole` tokens, counted in a request as the host's cut of tool results
+    /// (`cap`, in tokens) leaves it.
+    pub fn new(what: ItemRef, whole: u64, role: Role, cap: Option<u64>) -> Self {
+        Self {
+            tokens: sent_tokens(whole, role, cap),
+            what,
+            whole,
+            role,
+        }
+    }
+
     /// True for a summary item.
     pub fn is_summary(&self) -> bool {
         matches!(self.what, ItemRef::Summary { .. })
+    }
+}
+
+/// What an item of `whole` tokens costs in a request whose tool results the host cuts to
+/// `cap` tokens.
+fn sent_tokens(whole: u64, role: Role, cap: Option<u64>) -> u64 {
+    match cap {
+        Some(cap) if role == Role::ToolResult => whole.min(cap),
+        _ => whole,
     }
 }
 
@@ -92,6 +116,9 @@ pub struct Conv {
     /// ([`crate::files`]), by position in the branch; every other message is sent as the
     /// session has it.
     pub replaced: HashMap<u64, SharedMessage>,
+    /// The tokens the host leaves of one tool result in a request (from the last call's
+    /// `tool_result_max_chars`); `None` when it sends them whole.
+    pub tool_result_cap: Option<u64>,
 }
 
 /// The sizes above which content is stored aside.
@@ -106,6 +133,23 @@ pub struct Sizes {
 }
 
 impl Conv {
+    /// Takes the host's cut of tool results for this call (`tool_result_max_chars` of
+    /// `assemble` or `after_turn`, in characters): every tool result is then counted as what
+    /// the model is sent of it. Why: a result the host cuts to 16,000 characters counted as
+    /// its whole 40,000 made the context look full turns early, so sweeps (each a break of the
+    /// provider's prompt cache) ran while requests were at half the budget, and the assembler
+    /// dropped items a request had room for.
+    pub fn set_tool_result_max_chars(&mut self, chars: Option<u64>) {
+        let cap = chars.map(|c| c.div_ceil(rampart_engine_api::tokens::CHARS_PER_TOKEN));
+        if cap == self.tool_result_cap {
+            return;
+        }
+        self.tool_result_cap = cap;
+        for item in &mut self.items {
+            item.tokens = sent_tokens(item.whole, item.role, cap);
+        }
+    }
+
     /// Sum of the items' tokens: what the context would cost unbudgeted.
     pub fn stored_tokens(&self) -> u64 {
         self.items.iter().map(|i| i.tokens).sum()
@@ -166,11 +210,12 @@ pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, E
                     .as_ref()
                     .map(role_of)
                     .unwrap_or(Role::Other);
-                items.push(Item {
-                    what: ItemRef::Carried { id: mid },
-                    tokens: tokens.unwrap_or(0) as u64,
+                items.push(Item::new(
+                    ItemRef::Carried { id: mid },
+                    tokens.unwrap_or(0) as u64,
                     role,
-                });
+                    None,
+                ));
             }
             (Some(mid), _) => {
                 let message = raw
@@ -183,28 +228,30 @@ pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, E
                 {
                     replaced.insert(seq.unwrap_or(0) as u64, sent);
                 }
-                items.push(Item {
-                    what: ItemRef::Message {
+                items.push(Item::new(
+                    ItemRef::Message {
                         seq: seq.unwrap_or(0) as u64,
                         id: mid,
                     },
-                    tokens: tokens.unwrap_or(0) as u64,
+                    tokens.unwrap_or(0) as u64,
                     role,
-                });
+                    None,
+                ));
             }
             (None, Some(sid)) => {
                 let depth = depth.unwrap_or(0) as u32;
                 let carried = owner.is_some_and(|o| o != id);
                 let tokens = crate::render::rendered_tokens(store, &sid, carried)?;
-                items.push(Item {
-                    what: ItemRef::Summary {
+                items.push(Item::new(
+                    ItemRef::Summary {
                         id: sid,
                         depth,
                         carried,
                     },
                     tokens,
-                    role: Role::Other,
-                });
+                    Role::Other,
+                    None,
+                ));
             }
             (None, None) => {}
         }
@@ -234,6 +281,7 @@ pub fn load(store: &Store, id: i64, agent: &str, sizes: Sizes) -> Result<Conv, E
         stored,
         last_hash: last.and_then(|(_, h)| u64::from_str_radix(&h, 16).ok()),
         replaced,
+        tool_result_cap: None,
     })
 }
 
@@ -310,7 +358,9 @@ pub fn reconcile(
     if !agrees {
         store.clear_conversation(conv.id)?;
         // What the conversation carried over from the one it replaced comes back with it.
+        let cap = conv.tool_result_cap;
         *conv = load(store, conv.id, &conv.agent, sizes)?;
+        conv.tool_result_cap = cap;
         out.rebuilt = true;
     }
     let start = conv.stored as usize;
@@ -475,14 +525,15 @@ fn append<'m>(
             params![conv.id, ordinal, message_id],
         )
         .map_err(|e| db("append a context item", e))?;
-        conv.items.push(Item {
-            what: ItemRef::Message {
+        conv.items.push(Item::new(
+            ItemRef::Message {
                 seq: seq as u64,
                 id: message_id,
             },
             tokens,
-            role: role_of(message),
-        });
+            role_of(message),
+            conv.tool_result_cap,
+        ));
         if let Some((sent, _)) = files {
             conv.replaced.insert(seq as u64, sent);
         }

@@ -541,15 +541,16 @@ impl Sweep<'_> {
         let mut items = self.conv.items.clone();
         items.splice(
             range,
-            [Item {
-                what: ItemRef::Summary {
+            [Item::new(
+                ItemRef::Summary {
                     id: row.id.clone(),
                     depth: row.depth,
                     carried: false,
                 },
                 tokens,
-                role: Role::Other,
-            }],
+                Role::Other,
+                None,
+            )],
         );
         let conv_id = self.conv.id;
         let tx = self

@@ -3,26 +3,28 @@ use super::*;
 use crate::assemble::select;
 
 fn msg(seq: u64, tokens: u64, role: Role) -> Item {
-    Item {
-        what: ItemRef::Message {
+    Item::new(
+        ItemRef::Message {
             seq,
             id: seq as i64,
         },
         tokens,
         role,
-    }
+        None,
+    )
 }
 
 fn sum(id: &str, depth: u32, tokens: u64) -> Item {
-    Item {
-        what: ItemRef::Summary {
+    Item::new(
+        ItemRef::Summary {
             id: id.into(),
             depth,
             carried: false,
         },
         tokens,
-        role: Role::Other,
-    }
+        Role::Other,
+        None,
+    )
 }
 
 /// §8.1: `u1 a1 u2 a2(call) t2 a3(call) t3 a4` with a tail of 3 keeps `u2…a4`.

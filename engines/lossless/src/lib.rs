@@ -288,6 +288,7 @@ impl ContextEngine for LosslessEngine {
         let now = self.now();
         let sizes = self.sizes();
         self.with_session(&p.session, |store, conv, state| {
+            conv.set_tool_result_max_chars(p.tool_result_max_chars);
             let done =
                 conv::reconcile(store, conv, &p.messages, sizes, now, &|r| self.original(r))?;
             if done.rebuilt {
@@ -397,6 +398,7 @@ impl ContextEngine for LosslessEngine {
         let budget = p.token_budget.unwrap_or(self.config.default_token_budget);
         let session = p.session.session_id.clone();
         self.with_session(&p.session, |store, conv, state| {
+            conv.set_tool_result_max_chars(p.tool_result_max_chars);
             // The answer joins the store now (lossless-claw's afterTurn ingests the turn),
             // when the request ended with the newest stored message.
             if let [.., before, answer] = &p.messages[..] {

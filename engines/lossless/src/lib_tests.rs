@@ -870,3 +870,69 @@ fn retain_depth_zero_keeps_every_summary_and_minus_one_keeps_the_whole_context()
     let e = Config::from_json(&serde_json::json!({"newSessionRetainDepth": -2})).unwrap_err();
     assert!(e.message.contains("newSessionRetainDepth"), "{}", e.message);
 }
+
+/// The host cuts a long tool result in the request it sends (its tool-loop guard) and says how
+/// far (`tool_result_max_chars`); the engine counts such a result as the model is sent it.
+/// Counted whole, four results of 5,000 tokens put the context far over the threshold of an
+/// 8,000-token budget and a sweep summarises them; cut to 1,000 tokens each they fit, and
+/// nothing is summarised while the requests are half full.
+#[test]
+fn tool_results_count_as_the_host_cuts_them() {
+    for (cap, swept) in [(None, true), (Some(4_000u64), false)] {
+        let dir = temp(&format!("cut-{swept}"));
+        let host = FakeHost::new();
+        let h = Harness::new(engine(&dir, serde_json::json!({})), &host);
+        // "line " × 4,000: 20,000 characters, 5,000 estimated tokens a result.
+        let msgs = tool_loop(4, 4_000);
+        let mut p = AssembleParams {
+            messages: MessageList::from(msgs.clone()),
+            token_budget: Some(8_000),
+            tool_result_max_chars: cap,
+            ..Default::default()
+        };
+        p.session.session_id = "s1".into();
+        let first: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
+        assert_eq!(first.messages.len(), msgs.len());
+        if swept {
+            assert!(
+                first.estimated_tokens > 20_000,
+                "{}",
+                first.estimated_tokens
+            );
+        } else {
+            assert!(first.estimated_tokens < 4_500, "{}", first.estimated_tokens);
+        }
+        let mut a = AfterTurnParams {
+            messages: MessageList::from(msgs.clone()),
+            token_budget: Some(8_000),
+            tool_result_max_chars: cap,
+            ..Default::default()
+        };
+        a.session.session_id = "s1".into();
+        let _: serde_json::Value = h.call(method::AFTER_TURN, &a).unwrap();
+        assert_eq!(summary_count(&h) > 0, swept, "cap {cap:?}");
+        let second: AssembleResult = h.call(method::ASSEMBLE, &p).unwrap();
+        assert_eq!(
+            second.messages.iter().any(|m| is_summary(m)),
+            swept,
+            "cap {cap:?}"
+        );
+        // The store keeps every result whole either way.
+        h.engine()
+            .with_conv("s1", None, |store, conv, _| {
+                let whole: i64 = store
+                    .conn()
+                    .query_row(
+                        "SELECT sum(length(content)) FROM messages WHERE conversation_id = ?1 \
+                         AND role = 'toolResult'",
+                        [conv.id],
+                        |r| r.get(0),
+                    )
+                    .unwrap();
+                assert!(whole >= 80_000, "{whole}");
+                Ok(())
+            })
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

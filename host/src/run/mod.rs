@@ -29,7 +29,7 @@ use std::sync::Arc;
 use rampart_context::compaction::CompactionSettings;
 use rampart_context::guards::precheck::{PRE_PROMPT_SAFETY_FACTOR, PrecheckInput, precheck};
 use rampart_context::guards::tool_args;
-use rampart_context::guards::tool_loop::guard_tool_loop_with;
+use rampart_context::guards::tool_loop::{guard_tool_loop_with, tool_result_text_budget};
 use rampart_context::guards::tool_result::{
     DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, estimate_tool_result_reduction_potential_capped,
 };
@@ -1296,6 +1296,8 @@ impl<'a> Runner<'a> {
             prompt: None,
             cache_touched_at,
             now_ms: Some(self.now_ms()),
+            // The tool-loop guard below cuts longer results in the request it sends.
+            tool_result_max_chars: Some(tool_result_text_budget(window) as u64),
         });
         let (list, addition) = match assembled {
             Ok(result) => (result.messages, result.system_prompt_addition),
@@ -1490,6 +1492,7 @@ impl<'a> Runner<'a> {
                         // when it answered): an engine knows only its messages, not the system
                         // prompt and tool schemas around them.
                         runtime_context: json!({ "promptTokens": prompt_tokens }),
+                        tool_result_max_chars: Some(tool_result_text_budget(window) as u64),
                     }
                 });
         if let Err(e) = after_turn {
