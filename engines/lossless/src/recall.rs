@@ -51,6 +51,35 @@ pub enum Mode {
     FullText,
     /// A case-insensitive substring.
     Substring,
+    /// A regular expression (Rust `regex` syntax, case-insensitive unless the pattern says
+    /// `(?-i)`), over the newest [`REGEX_SCAN_ROWS`] messages and every summary. Why this
+    /// crate: it matches in time linear in the text, so no pattern a model writes can hang the
+    /// engine (lossless-claw refuses nested quantifiers to avoid exactly that, §4.1).
+    Regex,
+}
+
+/// Messages a regular-expression search reads at most, newest first (lossless-claw's bound).
+pub const REGEX_SCAN_ROWS: usize = 10_000;
+
+/// The longest regular expression a search takes, in characters.
+pub const MAX_REGEX_CHARS: usize = 500;
+
+/// When what a search finds was said: `since` inclusive, `before` exclusive, Unix ms. A
+/// summary is in range when the time it covers overlaps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeRange {
+    /// The earliest instant, inclusive.
+    pub since: u64,
+    /// The first instant past the range.
+    pub before: u64,
+}
+
+impl TimeRange {
+    /// Every time.
+    pub const ALL: Self = Self {
+        since: 0,
+        before: i64::MAX as u64,
+    };
 }
 
 /// One search hit.
@@ -124,7 +153,39 @@ fn terms(pattern: &str, mode: Mode) -> Vec<String> {
             .map(|t| t.to_ascii_lowercase())
             .collect(),
         Mode::Substring => vec![pattern.to_ascii_lowercase()],
+        Mode::Regex => Vec::new(),
     }
+}
+
+/// The snippet of `text` around the first match of `regex` and where it starts (as
+/// [`snippet`] places one: a quarter of the window before the match).
+fn regex_snippet(text: &str, regex: &regex::Regex) -> Option<(String, usize)> {
+    let at = regex.find(text)?.start();
+    let mut start = at.saturating_sub(SNIPPET_CHARS / 4);
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    Some((text[start..].chars().take(SNIPPET_CHARS).collect(), start))
+}
+
+/// `pattern` compiled for [`Mode::Regex`], or what is wrong with it in words.
+fn compile(pattern: &str) -> Result<regex::Regex, EngineError> {
+    if pattern.chars().count() > MAX_REGEX_CHARS {
+        return Err(EngineError::invalid_params(
+            "search",
+            format!("the regular expression is longer than {MAX_REGEX_CHARS} characters"),
+        ));
+    }
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            EngineError::invalid_params(
+                "search",
+                format!("`{pattern}` is not a regular expression this search reads: {e}"),
+            )
+        })
 }
 
 /// Finds messages and summaries of `conversation` matching `pattern`. A full-text pattern with
@@ -136,6 +197,19 @@ pub fn search(
     pattern: &str,
     mode: Mode,
     limit: usize,
+) -> Result<Vec<Hit>, EngineError> {
+    search_in(store, scope, pattern, mode, limit, TimeRange::ALL)
+}
+
+/// [`search`] of what was said within `range` (messages by when they were stored, summaries
+/// by the time they cover).
+pub fn search_in(
+    store: &Store,
+    scope: &Scope,
+    pattern: &str,
+    mode: Mode,
+    limit: usize,
+    range: TimeRange,
 ) -> Result<Vec<Hit>, EngineError> {
     if pattern.trim().is_empty() {
         return Err(EngineError::invalid_params(
@@ -149,6 +223,13 @@ pub fn search(
             format!("limit must be between 1 and {MAX_LIMIT}, found {limit}"),
         ));
     }
+    if range.since >= range.before {
+        return Err(EngineError::invalid_params(
+            "search",
+            "`since` must be earlier than `before`",
+        ));
+    }
+    let (since, before) = (range.since as i64, range.before as i64);
     let mut hits = Vec::new();
     let terms = terms(pattern, mode);
     let conn = store.conn();
@@ -159,7 +240,8 @@ pub fn search(
                     "search",
                     format!(
                         "`{pattern}` looks like a regular expression; full-text mode takes plain \
-                         terms: use substring mode or plain words"
+                         terms: use regex mode for a pattern, substring mode for exact text, or \
+                         plain words"
                     ),
                 ));
             }
@@ -173,19 +255,23 @@ pub fn search(
                     "SELECT m.message_id, m.role, m.content FROM messages_fts f \
                      JOIN messages m ON m.message_id = f.rowid \
                      WHERE messages_fts MATCH ?1 AND m.conversation_id IN (SELECT value FROM json_each(?2)) \
+                     AND m.created_at >= ?4 AND m.created_at < ?5 \
                      ORDER BY m.seq DESC LIMIT ?3",
                 )
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
-                .query_map(params![query, scope.sql(), limit as i64], |r| {
-                    let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
-                    Ok(Hit {
-                        id: format!("msg#{}", r.get::<_, i64>(0)?),
-                        label: r.get(1)?,
-                        snippet,
-                        offset,
-                    })
-                })
+                .query_map(
+                    params![query, scope.sql(), limit as i64, since, before],
+                    |r| {
+                        let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
+                        Ok(Hit {
+                            id: format!("msg#{}", r.get::<_, i64>(0)?),
+                            label: r.get(1)?,
+                            snippet,
+                            offset,
+                        })
+                    },
+                )
                 .map_err(|e| db("search messages", e))?;
             for r in rows {
                 hits.push(r.map_err(|e| db("read a hit", e))?);
@@ -195,42 +281,53 @@ pub fn search(
                     "SELECT s.summary_id, s.kind, s.content FROM summaries_fts f \
                      JOIN summaries s ON s.summary_id = f.summary_id \
                      WHERE summaries_fts MATCH ?1 AND s.conversation_id IN (SELECT value FROM json_each(?2)) \
+                     AND s.latest_at >= ?4 AND s.earliest_at < ?5 \
                      ORDER BY s.latest_at DESC LIMIT ?3",
                 )
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
-                .query_map(params![query, scope.sql(), limit as i64], |r| {
-                    let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
-                    Ok(Hit {
-                        id: r.get(0)?,
-                        label: r.get(1)?,
-                        snippet,
-                        offset,
-                    })
-                })
+                .query_map(
+                    params![query, scope.sql(), limit as i64, since, before],
+                    |r| {
+                        let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
+                        Ok(Hit {
+                            id: r.get(0)?,
+                            label: r.get(1)?,
+                            snippet,
+                            offset,
+                        })
+                    },
+                )
                 .map_err(|e| db("search summaries", e))?;
             for r in rows {
                 hits.push(r.map_err(|e| db("read a hit", e))?);
             }
+        }
+        Mode::Regex => {
+            hits = regex_search(store, scope, &compile(pattern)?, limit, (since, before))?;
         }
         Mode::Substring => {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
                      (SELECT value FROM json_each(?1)) \
-                     AND instr(lower(content), lower(?2)) > 0 ORDER BY seq DESC LIMIT ?3",
+                     AND instr(lower(content), lower(?2)) > 0 \
+                     AND created_at >= ?4 AND created_at < ?5 ORDER BY seq DESC LIMIT ?3",
                 )
                 .map_err(|e| db("prepare a search", e))?;
             let rows = stmt
-                .query_map(params![scope.sql(), pattern, limit as i64], |r| {
-                    let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
-                    Ok(Hit {
-                        id: format!("msg#{}", r.get::<_, i64>(0)?),
-                        label: r.get(1)?,
-                        snippet,
-                        offset,
-                    })
-                })
+                .query_map(
+                    params![scope.sql(), pattern, limit as i64, since, before],
+                    |r| {
+                        let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
+                        Ok(Hit {
+                            id: format!("msg#{}", r.get::<_, i64>(0)?),
+                            label: r.get(1)?,
+                            snippet,
+                            offset,
+                        })
+                    },
+                )
                 .map_err(|e| db("search messages", e))?;
             for r in rows {
                 hits.push(r.map_err(|e| db("read a hit", e))?);
@@ -238,6 +335,69 @@ pub fn search(
         }
     }
     hits.truncate(limit);
+    Ok(hits)
+}
+
+/// [`Mode::Regex`]: the newest [`REGEX_SCAN_ROWS`] messages in range, then the summaries in
+/// range, newest first, until `limit` hits.
+fn regex_search(
+    store: &Store,
+    scope: &Scope,
+    regex: &regex::Regex,
+    limit: usize,
+    (since, before): (i64, i64),
+) -> Result<Vec<Hit>, EngineError> {
+    let conn = store.conn();
+    let mut hits = Vec::new();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
+             (SELECT value FROM json_each(?1)) AND created_at >= ?2 AND created_at < ?3 \
+             ORDER BY seq DESC LIMIT ?4",
+        )
+        .map_err(|e| db("prepare a search", e))?;
+    let mut rows = stmt
+        .query(params![scope.sql(), since, before, REGEX_SCAN_ROWS as i64])
+        .map_err(|e| db("search messages", e))?;
+    while hits.len() < limit
+        && let Some(r) = rows.next().map_err(|e| db("read a message", e))?
+    {
+        let content: String = r.get(2).map_err(|e| db("read a message", e))?;
+        if let Some((snippet, offset)) = regex_snippet(&content, regex) {
+            hits.push(Hit {
+                id: format!(
+                    "msg#{}",
+                    r.get::<_, i64>(0).map_err(|e| db("read a message", e))?
+                ),
+                label: r.get(1).map_err(|e| db("read a message", e))?,
+                snippet,
+                offset,
+            });
+        }
+    }
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT summary_id, kind, content FROM summaries WHERE conversation_id IN \
+             (SELECT value FROM json_each(?1)) AND latest_at >= ?2 AND earliest_at < ?3 \
+             ORDER BY latest_at DESC",
+        )
+        .map_err(|e| db("prepare a search", e))?;
+    let mut rows = stmt
+        .query(params![scope.sql(), since, before])
+        .map_err(|e| db("search summaries", e))?;
+    while hits.len() < limit
+        && let Some(r) = rows.next().map_err(|e| db("read a summary", e))?
+    {
+        let content: String = r.get(2).map_err(|e| db("read a summary", e))?;
+        if let Some((snippet, offset)) = regex_snippet(&content, regex) {
+            hits.push(Hit {
+                id: r.get(0).map_err(|e| db("read a summary", e))?,
+                label: r.get(1).map_err(|e| db("read a summary", e))?,
+                snippet,
+                offset,
+            });
+        }
+    }
     Ok(hits)
 }
 

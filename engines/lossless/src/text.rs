@@ -60,6 +60,75 @@ pub fn utc_minute(unix_ms: u64) -> String {
     )
 }
 
+/// The instant an ISO 8601 date or time names, in Unix ms: `2026-02-11`,
+/// `2026-02-11T16:00`, `2026-02-11T16:00:26`, `2026-02-11 16:00:26.071Z`,
+/// `2026-02-11T16:00+08:00`; UTC when no offset is given. `None` for anything else.
+pub fn parse_instant(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let num = |s: &str| -> Option<i64> {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    let (date, rest) = text.split_at(text.len().min(10));
+    let mut parts = date.split('-');
+    let (y, m, d) = (
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+        num(parts.next()?)?,
+    );
+    if parts.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) || y < 1970 {
+        return None;
+    }
+    let mut ms = days_from_civil(y, m as u32, d as u32) * 86_400_000;
+    if rest.is_empty() {
+        return u64::try_from(ms).ok();
+    }
+    let rest = rest.strip_prefix(['T', 't', ' '])?;
+    // The offset: `Z`, or a sign and `HH:MM` after the time.
+    let (time, offset_ms) = if let Some(time) = rest.strip_suffix(['Z', 'z']) {
+        (time, 0)
+    } else if let Some(at) = rest.rfind(['+', '-']) {
+        let (time, offset) = rest.split_at(at);
+        let sign = if offset.starts_with('-') { -1 } else { 1 };
+        let (h, mi) = offset[1..].split_once(':')?;
+        let (h, mi) = (num(h)?, num(mi)?);
+        if h > 23 || mi > 59 {
+            return None;
+        }
+        (time, sign * (h * 3_600_000 + mi * 60_000))
+    } else {
+        (rest, 0)
+    };
+    let (time, fraction) = time.split_once('.').unwrap_or((time, ""));
+    let mut fields = time.split(':');
+    let h = num(fields.next()?)?;
+    let mi = num(fields.next()?)?;
+    let sec = fields.next().map_or(Some(0), num)?;
+    if fields.next().is_some() || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let millis = if fraction.is_empty() {
+        0
+    } else {
+        let digits: String = fraction.chars().chain("000".chars()).take(3).collect();
+        num(&digits)?
+    };
+    ms += h * 3_600_000 + mi * 60_000 + sec * 1_000 + millis - offset_ms;
+    u64::try_from(ms).ok()
+}
+
+/// Howard Hinnant's civil-to-days algorithm: days since 1970-01-01.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Howard Hinnant's days-to-civil algorithm.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;

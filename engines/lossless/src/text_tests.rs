@@ -44,3 +44,33 @@ fn identifiers_are_paths_urls_hashes_uuids_and_long_numbers() {
     assert_eq!(identifiers(text, 2).len(), 2, "the limit holds");
     assert_eq!(identifiers("same 12345 and 12345 again", 16), ["12345"]);
 }
+
+#[test]
+fn instants_parse_in_the_forms_a_model_writes_and_agree_with_what_is_rendered() {
+    // 2024-02-29 13:45:00 UTC, as utc_minute renders it.
+    let at = 1_709_214_300_000;
+    assert_eq!(parse_instant("2024-02-29T13:45Z"), Some(at));
+    assert_eq!(parse_instant(&utc_minute(at)), Some(at));
+    assert_eq!(parse_instant("2024-02-29T13:45"), Some(at));
+    assert_eq!(parse_instant("2024-02-29 13:45:00"), Some(at));
+    assert_eq!(parse_instant("2024-02-29T13:45:00.250Z"), Some(at + 250));
+    assert_eq!(parse_instant("2024-02-29T21:45+08:00"), Some(at));
+    assert_eq!(parse_instant("2024-02-29T08:45-05:00"), Some(at));
+    assert_eq!(
+        parse_instant("2024-02-29"),
+        Some(at - (13 * 60 + 45) * 60_000)
+    );
+    assert_eq!(parse_instant("1970-01-01"), Some(0));
+    for bad in [
+        "",
+        "yesterday",
+        "2024-13-01",
+        "2024-02-29T25:00",
+        "2024-02-29T13",
+        "1770825486616",
+        "2024-02-29T13:45+8",
+        "1969-12-31",
+    ] {
+        assert_eq!(parse_instant(bad), None, "{bad}");
+    }
+}

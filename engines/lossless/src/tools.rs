@@ -47,15 +47,18 @@ pub fn specs() -> Vec<EngineTool> {
             name: GREP.into(),
             description: "Search this conversation's full history, including what was \
                 compacted into summaries (<summary id=\"sum_…\"> blocks): raw messages (ids \
-                `msg#N`) and summaries (ids `sum_…`), newest first, each with a snippet where the words occur and its offset. \
+                `msg#N`) and summaries (ids `sum_…`), newest first, each with a snippet where the words occur and its offset; \
+                since/before narrow it to a time. \
                 Use it when a summary mentions something whose exact details (paths, numbers, \
                 ids, error text) you need. Then read a hit with lcm_describe or lcm_expand."
                 .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", "description": "Words to find (full_text: every word must occur), or the exact text (substring)."},
-                    "mode": {"type": "string", "enum": ["full_text", "substring"], "description": "full_text (default): words, ranked; substring: exact, case-insensitive text, use it for symbols like | [ ] ^ $ \\."},
+                    "pattern": {"type": "string", "description": "Words to find (full_text: every word must occur), the exact text (substring), or a regular expression (regex)."},
+                    "mode": {"type": "string", "enum": ["full_text", "substring", "regex"], "description": "full_text (default): words, ranked; substring: exact, case-insensitive text, use it for symbols like | [ ] ^ $ \\; regex: a regular expression (case-insensitive, at most 500 characters), over the newest 10,000 messages and every summary."},
+                    "since": {"type": "string", "description": "Only what was said at or after this time (ISO 8601: 2026-02-11, 2026-02-11T16:00, 2026-02-11T16:00:00+08:00; UTC when no offset is given)."},
+                    "before": {"type": "string", "description": "Only what was said before this time (ISO 8601, as since)."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": recall::MAX_LIMIT, "description": "At most this many hits (default 20)."}
                 },
                 "required": ["pattern"]
@@ -106,6 +109,10 @@ struct GrepArgs {
     mode: Option<String>,
     #[serde(default)]
     limit: Option<usize>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    before: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -180,15 +187,35 @@ fn grep(store: &Store, scope: &recall::Scope, arguments: &Value) -> Result<Value
     let mode = match a.mode.as_deref() {
         None | Some("full_text") => Mode::FullText,
         Some("substring") => Mode::Substring,
+        Some("regex") => Mode::Regex,
         Some(other) => {
             return Err(EngineError::invalid_params(
                 GREP,
-                format!("mode `{other}` is not one of full_text, substring"),
+                format!("mode `{other}` is not one of full_text, substring, regex"),
             ));
         }
     };
     let limit = a.limit.unwrap_or(GREP_DEFAULT_LIMIT);
-    let hits = recall::search(store, scope, &a.pattern, mode, limit)?;
+    let instant = |field: &str, text: &Option<String>| -> Result<Option<u64>, EngineError> {
+        text.as_deref()
+            .map(|t| {
+                crate::text::parse_instant(t).ok_or_else(|| {
+                    EngineError::invalid_params(
+                        GREP,
+                        format!(
+                            "`{field}` is `{t}`, not an ISO 8601 date or time (2026-02-11, \
+                             2026-02-11T16:00, 2026-02-11T16:00:00+08:00)"
+                        ),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let range = recall::TimeRange {
+        since: instant("since", &a.since)?.unwrap_or(recall::TimeRange::ALL.since),
+        before: instant("before", &a.before)?.unwrap_or(recall::TimeRange::ALL.before),
+    };
+    let hits = recall::search_in(store, scope, &a.pattern, mode, limit, range)?;
     Ok(json!({
         "hits": hits.iter().map(|h| json!({"id": h.id, "kind": h.label, "snippet": h.snippet, "offset": h.offset})).collect::<Vec<_>>(),
         "count": hits.len(),

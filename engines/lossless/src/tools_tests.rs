@@ -357,3 +357,128 @@ fn a_capped_results_original_is_what_recall_finds() {
     assert!(!out.to_string().contains("vol-7731"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `lcm_grep` in regex mode finds by pattern what words cannot (`quartz-\d+`); what is not a
+/// regular expression, or is longer than 500 characters, is a tool error saying so; a pattern
+/// built to hang a backtracking matcher is answered (this crate matches in linear time). A
+/// full-text pattern with regex syntax is told to use regex mode (§8.20).
+#[test]
+fn grep_takes_regular_expressions() {
+    let dir = temp("regex");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir), &host);
+    compacted(&h, "s1");
+
+    let found = answer(&call(
+        &h,
+        "s1",
+        "lcm_grep",
+        json!({"pattern": r"QUARTZ-\d+/obj", "mode": "regex"}),
+    ));
+    let hits = found["hits"].as_array().unwrap();
+    assert!(
+        hits.iter()
+            .any(|h| h["id"].as_str().unwrap().starts_with("msg#")
+                && h["snippet"].as_str().unwrap().contains("quartz-17/obj")),
+        "{found}"
+    );
+    let words = call(&h, "s1", "lcm_grep", json!({"pattern": "quartz|cache"}));
+    assert!(
+        words.is_error && words.content.contains("regex mode"),
+        "{}",
+        words.content
+    );
+    let bad = call(
+        &h,
+        "s1",
+        "lcm_grep",
+        json!({"pattern": "(unclosed", "mode": "regex"}),
+    );
+    assert!(
+        bad.is_error && bad.content.contains("not a regular expression"),
+        "{}",
+        bad.content
+    );
+    let long = call(
+        &h,
+        "s1",
+        "lcm_grep",
+        json!({"pattern": "a".repeat(501), "mode": "regex"}),
+    );
+    assert!(
+        long.is_error && long.content.contains("500"),
+        "{}",
+        long.content
+    );
+    let hostile = call(
+        &h,
+        "s1",
+        "lcm_grep",
+        json!({"pattern": "(d+e*)+$x", "mode": "regex"}),
+    );
+    assert_eq!(answer(&hostile)["count"], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `since` and `before` narrow `lcm_grep` to what was said in a time (messages by their own
+/// time, ISO 8601, UTC unless an offset is given); a time that is not ISO 8601, or a range
+/// that ends before it starts, is a tool error naming the field.
+#[test]
+fn grep_narrows_to_a_time() {
+    let dir = temp("since");
+    let host = FakeHost::new();
+    let h = Harness::new(engine(&dir), &host);
+    compacted(&h, "s1");
+    // Turn i's question was asked at 2023-11-14T22:13:20Z plus i minutes.
+    let in_range = |args: Value| -> Vec<String> {
+        let found = answer(&call(&h, "s1", "lcm_grep", args));
+        found["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["id"].as_str().unwrap().starts_with("msg#"))
+            .map(|h| h["snippet"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let hits = in_range(json!({"pattern": "question", "since": "2023-11-14T22:15",
+                                "before": "2023-11-14T22:16"}));
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(hits[0].contains("question 2 "), "{hits:?}");
+    // The same minute, written in another zone.
+    let hits = in_range(
+        json!({"pattern": "question", "since": "2023-11-15T06:15+08:00",
+                                "before": "2023-11-15T06:16+08:00", "mode": "substring"}),
+    );
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    let hits = in_range(json!({"pattern": "question \\d+ about", "mode": "regex",
+                                "since": "2023-11-14T22:30"}));
+    assert_eq!(hits.len(), 3, "questions 17, 18 and 19: {hits:?}");
+    // Without a range, all twenty.
+    assert_eq!(
+        in_range(json!({"pattern": "question", "mode": "substring", "limit": 50})).len(),
+        20
+    );
+    let wrong = call(
+        &h,
+        "s1",
+        "lcm_grep",
+        json!({"pattern": "question", "since": "yesterday"}),
+    );
+    assert!(
+        wrong.is_error && wrong.content.contains("`since`"),
+        "{}",
+        wrong.content
+    );
+    let backwards = call(
+        &h,
+        "s1",
+        "lcm_grep",
+        json!({"pattern": "question", "since": "2023-11-15", "before": "2023-11-14"}),
+    );
+    assert!(
+        backwards.is_error && backwards.content.contains("earlier"),
+        "{}",
+        backwards.content
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
