@@ -19,6 +19,7 @@ pub mod compaction;
 pub mod events;
 pub mod guards;
 pub mod hygiene;
+pub mod list_resume;
 pub mod message_memo;
 pub mod overflow;
 pub mod pruning;

@@ -106,7 +106,7 @@ pub fn cap_executed_tool_arguments(
 /// becomes "executed" only when its result arrives). Keep one per run loop; clones share it.
 #[derive(Debug, Clone, Default)]
 pub struct ToolArgsMemo {
-    last: Arc<std::sync::Mutex<Option<(MessageList, usize)>>>,
+    last: crate::list_resume::ListResume<usize, ()>,
 }
 
 /// [`cap_executed_tool_arguments`], resumed: when `list` [extends](MessageList::extends) the
@@ -117,14 +117,7 @@ pub fn cap_executed_tool_arguments_with(
     max_chars: usize,
     memo: &ToolArgsMemo,
 ) -> (MessageList, ToolArgsReport) {
-    let mut last = match memo.last.lock() {
-        Ok(last) => last,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let unchanged_since = last
-        .as_ref()
-        .filter(|(earlier, limit)| *limit == max_chars && list.extends(earlier))
-        .map(|(earlier, _)| earlier.len());
+    let unchanged_since = memo.last.resume(list, &max_chars).map(|last| last.from);
     let touches_tools =
         |m: &SharedMessage| m.tool_call_id().is_some() || m.tool_calls().next().is_some();
     let (out, report) = match unchanged_since {
@@ -137,7 +130,11 @@ pub fn cap_executed_tool_arguments_with(
         ),
         _ => cap_executed_tool_arguments(list, max_chars),
     };
-    *last = MessageList::same_list(&out, list).then(|| (list.clone(), max_chars));
+    if MessageList::same_list(&out, list) {
+        memo.last.keep(list, max_chars, ());
+    } else {
+        memo.last.forget();
+    }
     (out, report)
 }
 

@@ -146,8 +146,8 @@ pub fn guard_tool_loop(
 #[derive(Debug, Clone, Default)]
 pub struct ToolLoopMemo {
     chars: MessageMemo<usize>,
-    /// The last list that passed with nothing truncated, its window and its estimate.
-    last: Arc<std::sync::Mutex<Option<(MessageList, u64, usize)>>>,
+    /// The last list that passed with nothing truncated, under its window, with its estimate.
+    last: crate::list_resume::ListResume<u64, usize>,
 }
 
 impl ToolLoopMemo {
@@ -171,14 +171,10 @@ pub fn guard_tool_loop_with(
     ctx_window_tokens: u64,
     memo: &ToolLoopMemo,
 ) -> Result<(MessageList, ToolLoopReport), ContextOverflow> {
-    let mut last = match memo.last.lock() {
-        Ok(last) => last,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let resume = last
-        .as_ref()
-        .filter(|(earlier, window, _)| *window == ctx_window_tokens && list.extends(earlier))
-        .map(|(earlier, _, chars)| (earlier.len(), *chars));
+    let resume = memo
+        .last
+        .resume(list, &ctx_window_tokens)
+        .map(|last| (last.from, last.state));
     let result = memo.chars.batch(|chars| {
         let mut estimate_of =
             |m: &SharedMessage| chars.get_or_insert_with(m, estimate_message_chars);
@@ -190,12 +186,13 @@ pub fn guard_tool_loop_with(
             None => guard(list, ctx_window_tokens, estimate_of),
         }
     });
-    *last = match &result {
+    match &result {
         Ok((out, report)) if report.truncated.is_empty() && MessageList::same_list(out, list) => {
-            Some((list.clone(), ctx_window_tokens, report.estimated_chars))
+            memo.last
+                .keep(list, ctx_window_tokens, report.estimated_chars)
         }
-        _ => None,
-    };
+        _ => memo.last.forget(),
+    }
     result
 }
 

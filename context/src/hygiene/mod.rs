@@ -291,26 +291,26 @@ pub fn run_with(
     policy: &HygienePolicy,
     memo: &HygieneMemo,
 ) -> (MessageList, HygieneReport) {
-    let mut last = match memo.last.lock() {
-        Ok(last) => last,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let resumed = last
-        .as_ref()
-        .and_then(|run| run.resume(policy, input, &memo.zeroed_usage));
-    let run = match resumed {
+    let resumed = memo
+        .last
+        .resume(input, policy)
+        .and_then(|last| last.state.resume(last.from, input, &memo.zeroed_usage));
+    let (result, kept) = match resumed {
         Some(run) => {
             memo.resumed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            run
+            (run.result(), Some(run))
         }
         None => {
             let (output, report) = run_full(input, policy, memo);
-            resume::LastRun::new(policy, input, &output, &report)
+            let kept = resume::Kept::new(policy, input, &output, &report);
+            ((output, report), kept)
         }
     };
-    let result = run.result();
-    *last = Some(run);
+    match kept {
+        Some(kept) => memo.last.keep(input, policy.clone(), kept),
+        None => memo.last.forget(),
+    }
     result
 }
 

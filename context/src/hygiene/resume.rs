@@ -18,38 +18,37 @@
 //! image in the history, another list) is a full run. `resume_tests.rs` checks the
 //! two agree on random transcripts grown in random steps, for every provider family.
 
-use std::sync::{Arc, Mutex};
-
 use rampart_message::{AgentMessage, Content, ContentBlock, MessageList, StopReason};
 
 use super::{HygienePolicy, HygieneReport, history};
+use crate::list_resume::ListResume;
 use crate::message_memo::MessageMemo;
 use rampart_message::SharedMessage;
 
-/// The last full or resumed run, kept to resume from ([`super::HygieneMemo`]).
+/// What a run leaves to resume from, beside its input (kept by [`ListResume`]): its result,
+/// and the timestamp of the latest compaction summary in its input, if any.
 #[derive(Debug, Clone)]
-pub(super) struct LastRun {
-    policy: HygienePolicy,
-    input: MessageList,
+pub(super) struct Kept {
     output: MessageList,
     report: HygieneReport,
-    /// Whether the input may be resumed at all: no image in it, and its last message plain.
-    resumable: bool,
-    /// The timestamp of the latest compaction summary in the input, if any.
     compacted: Option<u64>,
+    /// Whether `output` is the input itself (no pass changed anything).
+    unchanged: bool,
 }
 
-/// The slot [`super::HygieneMemo`] keeps, shared by its clones like its other memos.
-pub(super) type LastSlot = Arc<Mutex<Option<LastRun>>>;
+/// The slot [`super::HygieneMemo`] keeps, shared by its clones like its other memos: the last
+/// input, under the policy it ran with.
+pub(super) type LastSlot = ListResume<HygienePolicy, Kept>;
 
-impl LastRun {
-    /// What a full run over `input` leaves to resume from.
+impl Kept {
+    /// What a full run over `input` leaves to resume from; `None` when no run can resume from
+    /// it (a history limit, an image in it, or a last message that is not plain).
     pub(super) fn new(
         policy: &HygienePolicy,
         input: &MessageList,
         output: &MessageList,
         report: &HygieneReport,
-    ) -> Self {
+    ) -> Option<Self> {
         let resumable = policy.history_limit.is_none()
             && input.last().is_some_and(|m| is_plain(m))
             && !input.iter().any(|m| has_image(m));
@@ -57,33 +56,25 @@ impl LastRun {
             AgentMessage::CompactionSummary(s) => Some(s.timestamp),
             _ => None,
         });
-        Self {
-            policy: policy.clone(),
-            input: input.clone(),
+        resumable.then(|| Self {
             output: output.clone(),
             report: report.clone(),
-            resumable,
             compacted,
-        }
+            unchanged: MessageList::same_list(output, input),
+        })
     }
 
-    /// The run over `input` resumed from this one, or `None` when `input` does not continue
-    /// it with plain messages (then only a full run can tell).
+    /// The run over `input`, whose first `from` messages were this run's input, resumed from
+    /// this one; `None` when the messages after them are not plain alternating messages (then
+    /// only a full run can tell).
     pub(super) fn resume(
         &self,
-        policy: &HygienePolicy,
+        from: usize,
         input: &MessageList,
         zeroed_usage: &MessageMemo<SharedMessage>,
     ) -> Option<Self> {
-        if !self.resumable || *policy != self.policy {
-            return None;
-        }
-        let old = self.input.len();
-        if !input.extends(&self.input) {
-            return None;
-        }
-        let added = &input[old..];
-        let mut before = self.input.last()?;
+        let added = &input[from..];
+        let mut before = input[..from].last()?;
         for message in added {
             if !is_plain(message) || same_role(before, message) {
                 return None;
@@ -104,7 +95,8 @@ impl LastRun {
                 }
             });
         }
-        let output = if MessageList::same_list(&self.output, &self.input) && changed.is_empty() {
+        let unchanged = self.unchanged && changed.is_empty();
+        let output = if unchanged {
             input.clone()
         } else {
             let mut out = Vec::with_capacity(self.output.len() + added.len());
@@ -116,12 +108,10 @@ impl LastRun {
             MessageList::from(out)
         };
         Some(Self {
-            policy: self.policy.clone(),
-            input: input.clone(),
             output,
             report,
-            resumable: true,
             compacted: self.compacted,
+            unchanged,
         })
     }
 

@@ -319,7 +319,7 @@ struct Inner {
     mode: CountMode,
     memo: memo::Memo,
     /// The last list [`TokenCounter::count_list`] summed, and its sum.
-    last_list: std::sync::Mutex<Option<(MessageList, u64)>>,
+    last_list: crate::list_resume::ListResume<(), u64>,
 }
 
 impl fmt::Debug for TokenCounter {
@@ -454,21 +454,15 @@ impl TokenCounter {
     /// the turn's messages, not a lookup per message of the history (a replay of tiny messages
     /// spent a tenth of each call on those lookups, BENCHMARKS.md issue 24 item 10).
     pub fn count_list(&self, list: &MessageList) -> u64 {
-        let lock = || match self.inner.last_list.lock() {
-            Ok(last) => last,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        // The lock is not held while counting: a long exact count must not block the other
-        // threads that share this counter.
-        let resume = lock()
-            .as_ref()
-            .filter(|(earlier, _)| list.extends(earlier))
-            .map(|(earlier, sum)| (earlier.len(), *sum));
-        let total = match resume {
-            Some((len, sum)) => sum.saturating_add(self.count_total(&list[len..])),
+        // The memo's lock is not held while counting: a long exact count must not block the
+        // other threads that share this counter.
+        let total = match self.inner.last_list.resume(list, &()) {
+            Some(last) => last
+                .state
+                .saturating_add(self.count_total(&list[last.from..])),
             None => self.count_total(list),
         };
-        *lock() = Some((list.clone(), total));
+        self.inner.last_list.keep(list, (), total);
         total
     }
 

@@ -233,6 +233,7 @@ pub fn search_in(
     let mut hits = Vec::new();
     let terms = terms(pattern, mode);
     let conn = store.conn();
+    let by_terms = |text: &str| Some(snippet(text, &terms));
     match mode {
         Mode::FullText => {
             if pattern.contains(['|', '[', ']', '^', '$', '\\']) || pattern.contains(".*") {
@@ -250,155 +251,128 @@ pub fn search_in(
                 .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT m.message_id, m.role, m.content FROM messages_fts f \
-                     JOIN messages m ON m.message_id = f.rowid \
-                     WHERE messages_fts MATCH ?1 AND m.conversation_id IN (SELECT value FROM json_each(?2)) \
-                     AND m.created_at >= ?4 AND m.created_at < ?5 \
-                     ORDER BY m.seq DESC LIMIT ?3",
-                )
-                .map_err(|e| db("prepare a search", e))?;
-            let rows = stmt
-                .query_map(
-                    params![query, scope.sql(), limit as i64, since, before],
-                    |r| {
-                        let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
-                        Ok(Hit {
-                            id: format!("msg#{}", r.get::<_, i64>(0)?),
-                            label: r.get(1)?,
-                            snippet,
-                            offset,
-                        })
-                    },
-                )
-                .map_err(|e| db("search messages", e))?;
-            for r in rows {
-                hits.push(r.map_err(|e| db("read a hit", e))?);
-            }
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT s.summary_id, s.kind, s.content FROM summaries_fts f \
-                     JOIN summaries s ON s.summary_id = f.summary_id \
-                     WHERE summaries_fts MATCH ?1 AND s.conversation_id IN (SELECT value FROM json_each(?2)) \
-                     AND s.latest_at >= ?4 AND s.earliest_at < ?5 \
-                     ORDER BY s.latest_at DESC LIMIT ?3",
-                )
-                .map_err(|e| db("prepare a search", e))?;
-            let rows = stmt
-                .query_map(
-                    params![query, scope.sql(), limit as i64, since, before],
-                    |r| {
-                        let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
-                        Ok(Hit {
-                            id: r.get(0)?,
-                            label: r.get(1)?,
-                            snippet,
-                            offset,
-                        })
-                    },
-                )
-                .map_err(|e| db("search summaries", e))?;
-            for r in rows {
-                hits.push(r.map_err(|e| db("read a hit", e))?);
-            }
+            let found = params![query, scope.sql(), limit as i64, since, before];
+            collect_hits(
+                conn,
+                "SELECT m.message_id, m.role, m.content FROM messages_fts f \
+                 JOIN messages m ON m.message_id = f.rowid \
+                 WHERE messages_fts MATCH ?1 AND m.conversation_id IN (SELECT value FROM json_each(?2)) \
+                 AND m.created_at >= ?4 AND m.created_at < ?5 \
+                 ORDER BY m.seq DESC LIMIT ?3",
+                found,
+                Source::Messages,
+                limit,
+                by_terms,
+                &mut hits,
+            )?;
+            collect_hits(
+                conn,
+                "SELECT s.summary_id, s.kind, s.content FROM summaries_fts f \
+                 JOIN summaries s ON s.summary_id = f.summary_id \
+                 WHERE summaries_fts MATCH ?1 AND s.conversation_id IN (SELECT value FROM json_each(?2)) \
+                 AND s.latest_at >= ?4 AND s.earliest_at < ?5 \
+                 ORDER BY s.latest_at DESC LIMIT ?3",
+                found,
+                Source::Summaries,
+                limit,
+                by_terms,
+                &mut hits,
+            )?;
         }
         Mode::Regex => {
-            hits = regex_search(store, scope, &compile(pattern)?, limit, (since, before))?;
+            // The newest messages in range, then the summaries in range, until the limit.
+            let regex = compile(pattern)?;
+            let by_regex = |text: &str| regex_snippet(text, &regex);
+            collect_hits(
+                conn,
+                "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
+                 (SELECT value FROM json_each(?1)) AND created_at >= ?2 AND created_at < ?3 \
+                 ORDER BY seq DESC LIMIT ?4",
+                params![scope.sql(), since, before, REGEX_SCAN_ROWS as i64],
+                Source::Messages,
+                limit,
+                by_regex,
+                &mut hits,
+            )?;
+            collect_hits(
+                conn,
+                "SELECT summary_id, kind, content FROM summaries WHERE conversation_id IN \
+                 (SELECT value FROM json_each(?1)) AND latest_at >= ?2 AND earliest_at < ?3 \
+                 ORDER BY latest_at DESC",
+                params![scope.sql(), since, before],
+                Source::Summaries,
+                limit,
+                by_regex,
+                &mut hits,
+            )?;
         }
         Mode::Substring => {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
-                     (SELECT value FROM json_each(?1)) \
-                     AND instr(lower(content), lower(?2)) > 0 \
-                     AND created_at >= ?4 AND created_at < ?5 ORDER BY seq DESC LIMIT ?3",
-                )
-                .map_err(|e| db("prepare a search", e))?;
-            let rows = stmt
-                .query_map(
-                    params![scope.sql(), pattern, limit as i64, since, before],
-                    |r| {
-                        let (snippet, offset) = snippet(&r.get::<_, String>(2)?, &terms);
-                        Ok(Hit {
-                            id: format!("msg#{}", r.get::<_, i64>(0)?),
-                            label: r.get(1)?,
-                            snippet,
-                            offset,
-                        })
-                    },
-                )
-                .map_err(|e| db("search messages", e))?;
-            for r in rows {
-                hits.push(r.map_err(|e| db("read a hit", e))?);
-            }
+            collect_hits(
+                conn,
+                "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
+                 (SELECT value FROM json_each(?1)) \
+                 AND instr(lower(content), lower(?2)) > 0 \
+                 AND created_at >= ?4 AND created_at < ?5 ORDER BY seq DESC LIMIT ?3",
+                params![scope.sql(), pattern, limit as i64, since, before],
+                Source::Messages,
+                limit,
+                by_terms,
+                &mut hits,
+            )?;
         }
     }
     hits.truncate(limit);
     Ok(hits)
 }
 
-/// [`Mode::Regex`]: the newest [`REGEX_SCAN_ROWS`] messages in range, then the summaries in
-/// range, newest first, until `limit` hits.
-fn regex_search(
-    store: &Store,
-    scope: &Scope,
-    regex: &regex::Regex,
+/// Which table a query's rows come from (a message's id is shown as `msg#N`).
+#[derive(Clone, Copy)]
+enum Source {
+    Messages,
+    Summaries,
+}
+
+/// Reads the rows of `sql` (id, role or kind, text) and adds a hit for each row `place` finds a
+/// snippet in, until `hits` holds `limit`.
+fn collect_hits(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    source: Source,
     limit: usize,
-    (since, before): (i64, i64),
-) -> Result<Vec<Hit>, EngineError> {
-    let conn = store.conn();
-    let mut hits = Vec::new();
+    place: impl Fn(&str) -> Option<(String, usize)>,
+    hits: &mut Vec<Hit>,
+) -> Result<(), EngineError> {
+    let what = match source {
+        Source::Messages => "search messages",
+        Source::Summaries => "search summaries",
+    };
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
-             (SELECT value FROM json_each(?1)) AND created_at >= ?2 AND created_at < ?3 \
-             ORDER BY seq DESC LIMIT ?4",
-        )
+        .prepare_cached(sql)
         .map_err(|e| db("prepare a search", e))?;
-    let mut rows = stmt
-        .query(params![scope.sql(), since, before, REGEX_SCAN_ROWS as i64])
-        .map_err(|e| db("search messages", e))?;
+    let mut rows = stmt.query(params).map_err(|e| db(what, e))?;
     while hits.len() < limit
-        && let Some(r) = rows.next().map_err(|e| db("read a message", e))?
+        && let Some(row) = rows.next().map_err(|e| db(what, e))?
     {
-        let content: String = r.get(2).map_err(|e| db("read a message", e))?;
-        if let Some((snippet, offset)) = regex_snippet(&content, regex) {
-            hits.push(Hit {
-                id: format!(
-                    "msg#{}",
-                    r.get::<_, i64>(0).map_err(|e| db("read a message", e))?
-                ),
-                label: r.get(1).map_err(|e| db("read a message", e))?,
-                snippet,
-                offset,
-            });
-        }
+        let text: String = row.get(2).map_err(|e| db("read a hit", e))?;
+        let Some((snippet, offset)) = place(&text) else {
+            continue;
+        };
+        let id = match source {
+            Source::Messages => format!(
+                "msg#{}",
+                row.get::<_, i64>(0).map_err(|e| db("read a hit", e))?
+            ),
+            Source::Summaries => row.get(0).map_err(|e| db("read a hit", e))?,
+        };
+        hits.push(Hit {
+            id,
+            label: row.get(1).map_err(|e| db("read a hit", e))?,
+            snippet,
+            offset,
+        });
     }
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT summary_id, kind, content FROM summaries WHERE conversation_id IN \
-             (SELECT value FROM json_each(?1)) AND latest_at >= ?2 AND earliest_at < ?3 \
-             ORDER BY latest_at DESC",
-        )
-        .map_err(|e| db("prepare a search", e))?;
-    let mut rows = stmt
-        .query(params![scope.sql(), since, before])
-        .map_err(|e| db("search summaries", e))?;
-    while hits.len() < limit
-        && let Some(r) = rows.next().map_err(|e| db("read a summary", e))?
-    {
-        let content: String = r.get(2).map_err(|e| db("read a summary", e))?;
-        if let Some((snippet, offset)) = regex_snippet(&content, regex) {
-            hits.push(Hit {
-                id: r.get(0).map_err(|e| db("read a summary", e))?,
-                label: r.get(1).map_err(|e| db("read a summary", e))?,
-                snippet,
-                offset,
-            });
-        }
-    }
-    Ok(hits)
+    Ok(())
 }
 
 /// What [`describe`] returns.
