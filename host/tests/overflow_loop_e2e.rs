@@ -107,7 +107,7 @@ fn run(
         &slot,
         &source,
         settings,
-        RunEvents::new(sink, None),
+        RunEvents::recording(sink, None),
     );
     let mut session = Session::create(
         &dir.path().join("s.jsonl"),

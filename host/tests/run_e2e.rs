@@ -84,7 +84,7 @@ fn an_8k_model_is_blocked_before_any_request_and_the_64k_fallback_gets_the_turn(
     let slot = EngineSlot::resolve(&config, &EventSink::tracing_only()).unwrap();
     let providers = Providers::from_config(&config).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let events = RunEvents::recording(EventSink::tracing_only(), None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
 
@@ -119,7 +119,7 @@ fn with_no_fallback_the_turn_stops_with_the_block_message_and_the_server_sees_no
     let slot = EngineSlot::resolve(&config, &EventSink::tracing_only()).unwrap();
     let providers = Providers::from_config(&config).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let events = RunEvents::recording(EventSink::tracing_only(), None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
 
@@ -147,7 +147,7 @@ fn the_server_receives_a_repaired_transcript_whatever_the_session_holds() {
     let slot = EngineSlot::resolve(&config, &EventSink::tracing_only()).unwrap();
     let providers = Providers::from_config(&config).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let events = RunEvents::recording(EventSink::tracing_only(), None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
     // A call whose result never came, and a result whose call is gone: written straight into
@@ -191,7 +191,7 @@ fn an_overflow_nothing_can_shrink_ends_in_the_actionable_error_without_retrying(
     let slot = EngineSlot::resolve(&config, &EventSink::tracing_only()).unwrap();
     let providers = Providers::from_config(&config).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let events = RunEvents::recording(EventSink::tracing_only(), None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
 
@@ -217,7 +217,7 @@ fn with_no_config_the_simulator_answers_offline() {
     let slot = EngineSlot::resolve(&config, &EventSink::tracing_only()).unwrap();
     let providers = Providers::from_config(&config).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let events = RunEvents::recording(EventSink::tracing_only(), None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
 
@@ -281,7 +281,7 @@ fn turn_over(
     let slot = EngineSlot::resolve(config, &EventSink::tracing_only()).unwrap();
     let providers = Providers::from_config(config).unwrap();
     let settings = RunSettings::from_config(config).unwrap();
-    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let events = RunEvents::recording(EventSink::tracing_only(), None);
     let mut runner = Runner::new(config, &slot, &providers, settings, events);
     let report = runner
         .run_turn(
@@ -394,7 +394,7 @@ fn when_compaction_fails_the_recovery_truncates_tool_results_in_the_session() {
         &slot,
         &*providers,
         settings,
-        RunEvents::new(sink, None),
+        RunEvents::recording(sink, None),
     );
 
     let report = runner
@@ -450,7 +450,7 @@ fn cache_ttl_pruning_waits_for_the_cache_to_expire_then_prunes_in_memory_only() 
     let slot = EngineSlot::resolve(&config, &sink).unwrap();
     let providers = Providers::from_config(&config).unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    let events = RunEvents::new(sink, None);
+    let events = RunEvents::recording(sink, None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
     // Eight old reads of 42,000 characters: over the soft-trim ratio of a 200k window, within
@@ -545,7 +545,7 @@ required = true
     let providers = Providers::from_config(&config).unwrap();
     let sim = providers.sim("sim").unwrap();
     let settings = RunSettings::from_config(&config).unwrap();
-    let events = RunEvents::new(EventSink::tracing_only(), None);
+    let events = RunEvents::recording(EventSink::tracing_only(), None);
     let mut runner = Runner::new(&config, &slot, &providers, settings, events);
     let mut w = world();
 

@@ -129,7 +129,9 @@ impl Host {
         key: Option<&str>,
         settings: RunSettings,
     ) -> anyhow::Result<Runner<'a>> {
-        let run_events = RunEvents::new(events.clone(), Some(session.header().id.clone()));
+        // Recording: `rampart compact` reads the compaction's figures back; a one-shot command
+        // holds a turn's events at most.
+        let run_events = RunEvents::recording(events.clone(), Some(session.header().id.clone()));
         let mut runner = Runner::new(
             config,
             &self.slot,

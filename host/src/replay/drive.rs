@@ -363,7 +363,8 @@ impl<'a> Replayer<'a> {
         };
         let system_prompt = settings.system_prompt.clone();
         let tap = TapSource::new(self.providers.as_ref()).recording_wire(self.record_wire);
-        let run_events = RunEvents::new(self.events.clone(), Some(session.header().id.clone()));
+        let run_events =
+            RunEvents::recording(self.events.clone(), Some(session.header().id.clone()));
         // A replay lives on across its calls, as an agent's host would: compactions are
         // prepared ahead of need and swapped in when the budget is reached.
         let runner = Runner::new(self.config, &self.slot, &tap, settings, run_events)

@@ -12,8 +12,9 @@ pub use crate::engine::services::RecordedEvent;
 /// The source name host events carry, beside engine ids.
 pub const HOST_SOURCE: &str = "host";
 
-/// Publishes run-loop events to the sink (tracing and `--events FILE`) and keeps a copy for
-/// whoever drives the loop (the replay's per-turn row and report).
+/// Publishes run-loop events to the sink (tracing, `--events FILE`, serve's live page), and,
+/// when made by [`RunEvents::recording`], keeps a copy for whoever drives the loop and drains
+/// it (the replay's per-turn row and report, `rampart compact`'s answer).
 #[derive(Debug, Clone)]
 pub struct RunEvents {
     sink: EventSink,
@@ -21,13 +22,21 @@ pub struct RunEvents {
 }
 
 impl RunEvents {
-    /// Events of one session, published to `sink`.
-    /// Starts the sink's recording, so engine events (a prune, an engine's own compaction
-    /// events) are read back together with the host's. Pass the sink the engine slot was
-    /// resolved with (or a clone of it): engines publish to that one.
+    /// Events of one session, published to `sink` and kept nowhere. Why not kept: a
+    /// long-lived server (`rampart serve`) never reads them back, and a copy of every event of
+    /// every request was memory that only grew (about 2 KB a request; 250 MB after a few tens
+    /// of thousands). Pass the sink the engine slot was resolved with (or a clone of it):
+    /// engines publish to that one.
     pub fn new(sink: EventSink, session_id: Option<String>) -> Self {
-        sink.start_recording();
         Self { sink, session_id }
+    }
+
+    /// [`RunEvents::new`], also keeping every event (the engines' included, so a prune or an
+    /// engine's own compaction is read back with the host's) until [`RunEvents::drain`] takes
+    /// them. For whoever drains after each turn or once at the end of a short command.
+    pub fn recording(sink: EventSink, session_id: Option<String>) -> Self {
+        sink.start_recording();
+        Self::new(sink, session_id)
     }
 
     /// The sink events go to; engines' services publish there too.

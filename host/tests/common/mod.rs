@@ -167,7 +167,7 @@ impl Harness {
             &self.slot,
             &*self.providers,
             settings,
-            rampart_host::run::RunEvents::new(self.sink.clone(), None),
+            rampart_host::run::RunEvents::recording(self.sink.clone(), None),
         )
     }
 }
