@@ -308,7 +308,9 @@ pub fn run_with(
         }
     };
     match kept {
-        Some(kept) => memo.last.keep(input, policy.clone(), kept),
+        Some(kept) => memo
+            .last
+            .keep(input, policy.clone(), std::sync::Arc::new(kept)),
         None => memo.last.forget(),
     }
     result

@@ -37,8 +37,9 @@ pub(super) struct Kept {
 }
 
 /// The slot [`super::HygieneMemo`] keeps, shared by its clones like its other memos: the last
-/// input, under the policy it ran with.
-pub(super) type LastSlot = ListResume<HygienePolicy, Kept>;
+/// input, under the policy it ran with. Behind an `Arc`, so handing it to a resume copies no
+/// report.
+pub(super) type LastSlot = ListResume<HygienePolicy, std::sync::Arc<Kept>>;
 
 impl Kept {
     /// What a full run over `input` leaves to resume from; `None` when no run can resume from

@@ -140,7 +140,13 @@ impl Conv {
     /// provider's prompt cache) ran while requests were at half the budget, and the assembler
     /// dropped items a request had room for.
     pub fn set_tool_result_max_chars(&mut self, chars: Option<u64>) {
-        let cap = chars.map(|c| c.div_ceil(rampart_engine_api::tokens::CHARS_PER_TOKEN));
+        self.set_tool_result_cap(
+            chars.map(|c| c.div_ceil(rampart_engine_api::tokens::CHARS_PER_TOKEN)),
+        );
+    }
+
+    /// [`Conv::set_tool_result_max_chars`] in tokens: every item counted anew when it changed.
+    pub fn set_tool_result_cap(&mut self, cap: Option<u64>) {
         if cap == self.tool_result_cap {
             return;
         }
@@ -360,7 +366,8 @@ pub fn reconcile(
         // What the conversation carried over from the one it replaced comes back with it.
         let cap = conv.tool_result_cap;
         *conv = load(store, conv.id, &conv.agent, sizes)?;
-        conv.tool_result_cap = cap;
+        // The reloaded items (what was carried over) are counted whole until the cut is set.
+        conv.set_tool_result_cap(cap);
         out.rebuilt = true;
     }
     let start = conv.stored as usize;

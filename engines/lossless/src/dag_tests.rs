@@ -172,3 +172,29 @@ fn a_pressed_tail_cuts_inside_a_long_user_turn() {
     let with_summary = vec![sum("s", 0, 50), msg(1, 100, User), msg(2, 100, Other)];
     assert_eq!(pressed_tail_start(&with_summary, 10_000), 1);
 }
+
+/// The host's cut of tool results counts every tool result anew when it changes, items that
+/// were loaded counted whole included (a rebuilt conversation's carried items), and leaves
+/// other items as they are.
+#[test]
+fn the_cut_of_tool_results_counts_every_item_anew() {
+    let mut conv = crate::conv::Conv {
+        id: 1,
+        agent: "a".into(),
+        items: vec![
+            msg(0, 300, Role::User),
+            msg(1, 5_000, Role::ToolResult),
+            sum("sum_a", 0, 2_000),
+        ],
+        stored: 2,
+        last_hash: None,
+        replaced: Default::default(),
+        tool_result_cap: None,
+    };
+    assert_eq!(conv.stored_tokens(), 7_300);
+    conv.set_tool_result_max_chars(Some(4_000));
+    assert_eq!(conv.items[1].tokens, 1_000);
+    assert_eq!(conv.stored_tokens(), 3_300);
+    conv.set_tool_result_cap(None);
+    assert_eq!(conv.stored_tokens(), 7_300);
+}

@@ -70,7 +70,13 @@ pub fn parse_instant(text: &str) -> Option<u64> {
             .then(|| s.parse().ok())
             .flatten()
     };
-    let (date, rest) = text.split_at(text.len().min(10));
+    // A model writes this: a character of several bytes where a digit belongs must be refused,
+    // not split.
+    let cut = text.len().min(10);
+    if !text.is_char_boundary(cut) {
+        return None;
+    }
+    let (date, rest) = text.split_at(cut);
     let mut parts = date.split('-');
     let (y, m, d) = (
         num(parts.next()?)?,

@@ -70,6 +70,10 @@ fn instants_parse_in_the_forms_a_model_writes_and_agree_with_what_is_rendered() 
         "1770825486616",
         "2024-02-29T13:45+8",
         "1969-12-31",
+        // Characters of several bytes where digits belong (a split inside one panicked).
+        "２０２４-02-29",
+        "2024-02-2é",
+        "2024-02-29T13:4５",
     ] {
         assert_eq!(parse_instant(bad), None, "{bad}");
     }
