@@ -161,20 +161,20 @@ impl SessionCache {
         entry: &rampart_sessions::store::SessionEntry,
         messages: &[AgentMessage],
         note_ends: bool,
-    ) -> Result<BranchMatch, StoreError> {
+    ) -> Result<Placed, StoreError> {
         if let Some(cached) = self.map().get(key) {
             if note_ends {
                 self.note_ends(key, entry, cached.session.tree());
             }
-            return Ok(match_history(cached.session.tree(), messages));
+            return Ok(Placed::on(cached.session.tree(), messages));
         }
         let session = store.open(key, entry, SessionOptions::default())?;
-        let placement = match_history(session.tree(), messages);
+        let placed = Placed::on(session.tree(), messages);
         if note_ends {
             self.note_ends(key, entry, session.tree());
         }
         self.keep(key, session, TurnMemos::default());
-        Ok(placement)
+        Ok(placed)
     }
 
     fn lock_ends(
@@ -229,6 +229,50 @@ pub struct Chosen {
     pub created: bool,
     /// The conversation it was spawned by, when it is a child.
     pub spawned_by: Option<String>,
+    /// Where the request went in the tree it was chosen by, when it was matched against one:
+    /// reused under the lock if the tree has not changed since ([`open_chosen`]).
+    pub placed: Option<Placed>,
+}
+
+/// A request's placement in a tree, with the mark of the tree it was made on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// Where the request's unseen messages go.
+    pub placement: BranchMatch,
+    mark: TreeMark,
+}
+
+/// What identifies a state of an append-only tree: how many entries it holds, the last one,
+/// and its leaf (the active branch breaks ties between equally deep matches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TreeMark {
+    entries: usize,
+    last: Option<String>,
+    leaf: Option<String>,
+}
+
+impl TreeMark {
+    fn of(tree: &rampart_sessions::SessionTree) -> Self {
+        Self {
+            entries: tree.entries().len(),
+            last: tree.entries().last().map(|e| e.id.clone()),
+            leaf: tree.leaf_id().map(str::to_owned),
+        }
+    }
+}
+
+impl Placed {
+    fn on(tree: &rampart_sessions::SessionTree, messages: &[AgentMessage]) -> Self {
+        Self {
+            placement: match_history(tree, messages),
+            mark: TreeMark::of(tree),
+        }
+    }
+
+    /// The placement, if `tree` is still the tree it was made on.
+    fn still_on(self, tree: &rampart_sessions::SessionTree) -> Option<BranchMatch> {
+        (self.mark == TreeMark::of(tree)).then_some(self.placement)
+    }
 }
 
 /// The bucket of a request without a client id: a hash of its first message's role and text.
@@ -273,6 +317,7 @@ pub fn open_chosen(
         key,
         created,
         spawned_by,
+        placed,
     } = chosen;
     let (mut session, memos) = cache.take(store, &key)?;
     if let Err(source) = session.hold(lock_timeout) {
@@ -286,8 +331,12 @@ pub fn open_chosen(
             source: Box::new(source),
         });
     }
-    // Placed again under the lock: another process may have appended meanwhile.
-    let placement = match_history(session.tree(), messages);
+    // Placed again under the lock when another request or process appended meanwhile (the
+    // tree is not the one the request was chosen by); matching a 200k-token history twice
+    // was a tenth of a continuing request.
+    let placement = placed
+        .and_then(|p| p.still_on(session.tree()))
+        .unwrap_or_else(|| match_history(session.tree(), messages));
     Ok(Conversation {
         key,
         session,
@@ -310,11 +359,12 @@ pub fn choose(
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
 ) -> Result<Chosen, ConversationError> {
-    let (key, created, spawned_by) = choose_key(store, cache, client, messages)?;
+    let (key, created, spawned_by, placed) = choose_key(store, cache, client, messages)?;
     Ok(Chosen {
         key,
         created,
         spawned_by,
+        placed,
     })
 }
 
@@ -323,30 +373,31 @@ fn choose_key(
     cache: &SessionCache,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
-) -> Result<(String, bool, Option<String>), ConversationError> {
+) -> Result<(String, bool, Option<String>, Option<Placed>), ConversationError> {
     let Some(client) = client else {
         let bucket = anon_bucket(messages);
         let prefix = format!("{bucket}:");
-        if let Some(key) = best(store, cache, &prefix, None, messages, true)? {
-            return Ok((key, false, None));
+        if let Some((key, placed)) = best(store, cache, &prefix, None, messages, true)? {
+            return Ok((key, false, None, Some(placed)));
         }
         let key = create(store, &prefix, None, None)?;
-        return Ok((key, true, None));
+        return Ok((key, true, None, None));
     };
     let root = client.root_key();
     if let Some(thread) = client.thread() {
-        return codex_thread(store, client, &root, thread);
+        let (key, created, spawned_by) = codex_thread(store, client, &root, thread)?;
+        return Ok((key, created, spawned_by, None));
     }
     let children = format!("{root}:child:");
-    if let Some(key) = best(store, cache, &children, Some(&root), messages, false)? {
-        return Ok((key, false, None));
+    if let Some((key, placed)) = best(store, cache, &children, Some(&root), messages, false)? {
+        return Ok((key, false, None, Some(placed)));
     }
     if store.get(&root)?.is_none() {
         let key = create_exact(store, &root, None, None)?;
-        return Ok((key, true, None));
+        return Ok((key, true, None, None));
     }
     let key = create(store, &children, Some(&root), None)?;
-    Ok((key, true, Some(root)))
+    Ok((key, true, Some(root), None))
 }
 
 /// A Codex request with a `thread-id`: the root's thread (the first one seen, or the one named
@@ -402,8 +453,8 @@ fn best(
     exact: Option<&str>,
     messages: &[AgentMessage],
     extends_only: bool,
-) -> Result<Option<String>, ConversationError> {
-    let mut chosen: Option<((bool, usize, bool, u64), String)> = None;
+) -> Result<Option<(String, Placed)>, ConversationError> {
+    let mut chosen: Option<((bool, usize, bool, u64), String, Placed)> = None;
     let members = if extends_only {
         // Most members of a large family are ruled out by their branch ends alone; only
         // the others' entries are read.
@@ -417,13 +468,14 @@ fn best(
     for (key, entry) in members {
         // Branch ends are kept only for the families they filter (anonymous ones): a client's
         // own family is small, and its conversations long.
-        let m = match cache.placement(store, &key, &entry, messages, extends_only) {
-            Ok(m) => m,
+        let placed = match cache.placement(store, &key, &entry, messages, extends_only) {
+            Ok(placed) => placed,
             Err(e) => {
                 tracing::warn!(key = %key, error = %e, "a conversation could not be opened; it is skipped");
                 continue;
             }
         };
+        let m = &placed.placement;
         let usable = match m.kind {
             MatchKind::Extends | MatchKind::Empty => true,
             MatchKind::Diverges => !extends_only,
@@ -438,11 +490,11 @@ fn best(
             m.kind == MatchKind::Extends,
             entry.updated_at,
         );
-        if chosen.as_ref().is_none_or(|(r, _)| rank > *r) {
-            chosen = Some((rank, key));
+        if chosen.as_ref().is_none_or(|(r, _, _)| rank > *r) {
+            chosen = Some((rank, key, placed));
         }
     }
-    Ok(chosen.map(|(_, key)| key))
+    Ok(chosen.map(|(_, key, placed)| (key, placed)))
 }
 
 /// Creates a conversation under a free key `<prefix><n>`: the one after the taken run `1..n`

@@ -227,3 +227,45 @@ fn a_free_key_follows_the_taken_run_in_logarithmic_probes() {
         assert!(probes.get() <= 30, "{taken_count}: {} probes", probes.get());
     }
 }
+
+/// A request is placed when its conversation is chosen and that placement is used under the
+/// lock, unless the tree changed in between: an answer appended by another writer after the
+/// choice is seen, so the request continues it instead of branching beside it.
+#[test]
+fn a_placement_is_made_again_when_the_tree_changed_after_the_choice() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let cache = SessionCache::new(8);
+    let client = cc("race");
+    let first = [user("task")];
+    turn(&store, Some(&client), &first, "one");
+    let next = [first[0].clone(), answer("one"), user("more")];
+    let chosen = choose(&store, &cache, Some(&client), &next).unwrap();
+    let placed = chosen
+        .placed
+        .clone()
+        .expect("a stored conversation is placed");
+    assert_eq!(placed.placement.kind, MatchKind::Extends);
+    assert_eq!(placed.placement.matched, 2);
+    // Unchanged tree: the choice's placement is the one used.
+    let c = open_chosen(
+        &store,
+        &cache,
+        chosen.clone(),
+        &next,
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!(c.placement, placed.placement);
+    cache.put(&c.key, c.session, TurnMemos::default());
+    // Another writer stores the user line and an answer after the choice.
+    let chosen = choose(&store, &cache, Some(&client), &next).unwrap();
+    turn(&store, Some(&client), &next, "two");
+    let later = [next.to_vec(), vec![answer("two"), user("again")]].concat();
+    let c = open_chosen(&store, &cache, chosen, &later, Duration::from_secs(5)).unwrap();
+    assert_eq!(c.placement.kind, MatchKind::Extends);
+    assert_eq!(
+        c.placement.matched, 4,
+        "placed on the tree as it is under the lock"
+    );
+}

@@ -284,9 +284,7 @@ pub fn same_message(stored: &AgentMessage, sent: &AgentMessage) -> bool {
         }
         (AgentMessage::Other(_), AgentMessage::Other(_)) => {
             match (as_opaque(stored), as_opaque(sent)) {
-                (Some(a), Some(b)) => {
-                    a.wire == b.wire && without_breakpoints(a.item) == without_breakpoints(b.item)
-                }
+                (Some(a), Some(b)) => a.wire == b.wire && same_item(a.item, b.item),
                 _ => false,
             }
         }
@@ -294,22 +292,33 @@ pub fn same_message(stored: &AgentMessage, sent: &AgentMessage) -> bool {
     }
 }
 
-/// An opaque message's item without its `cache_control` breakpoints (on it and on its content
-/// blocks): a client moves them from turn to turn, and the message stays the same.
-fn without_breakpoints(item: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
-    let mut item = item.clone();
-    item.remove("cache_control");
-    for block in item
-        .get_mut("content")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(block) = block.as_object_mut() {
-            block.remove("cache_control");
+/// Whether two opaque messages' items are equal once their `cache_control` breakpoints (on
+/// the item and on its content blocks) are set aside: a client moves them from turn to turn,
+/// and the message stays the same. Compared in place, without copying either item.
+fn same_item(a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Value>) -> bool {
+    const MARK: &str = "cache_control";
+    let len = |m: &serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key(MARK));
+    let same_content = |x: &Value, y: &Value| match (x.as_array(), y.as_array()) {
+        (Some(xs), Some(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .zip(ys)
+                    .all(|(x, y)| match (x.as_object(), y.as_object()) {
+                        (Some(x), Some(y)) => same_without_breakpoint(x, y),
+                        _ => x == y,
+                    })
         }
-    }
-    item
+        _ => x == y,
+    };
+    len(a) == len(b)
+        && a.iter()
+            .filter(|(k, _)| k.as_str() != MARK)
+            .all(|(k, v)| match b.get(k) {
+                Some(w) if k == "content" => same_content(v, w),
+                Some(w) => v == w,
+                None => false,
+            })
 }
 
 /// [`canonical`] of a user or tool-result content: a string is its text.
@@ -325,12 +334,70 @@ fn canonical_content(content: &Content) -> Canonical<'_> {
 
 /// What a client carries of some blocks: the text (pieces joined with newlines, trimmed), the
 /// tool calls, and the other non-thinking blocks as JSON without `cache_control`.
-/// The text is borrowed when it is one piece (most messages): every request compares its
-/// whole history, and copying each message's text was most of that.
+/// Everything is borrowed (the text too when it is one piece, as most are): every request
+/// compares its whole history, and copying each message's text, then each tool call's
+/// arguments, was most of that.
 #[derive(Debug, PartialEq)]
 struct Canonical<'a> {
     text: Cow<'a, str>,
-    parts: Vec<Value>,
+    parts: Vec<Part<'a>>,
+}
+
+/// A block a client carries besides text, borrowed from its message.
+#[derive(Debug)]
+enum Part<'a> {
+    ToolCall {
+        id: &'a str,
+        name: &'a str,
+        arguments: &'a Value,
+    },
+    Image {
+        mime_type: &'a str,
+        data: &'a str,
+    },
+    /// Compared without `cache_control`.
+    Other(&'a serde_json::Map<String, Value>),
+}
+
+impl PartialEq for Part<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Part::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                },
+                Part::ToolCall {
+                    id: id2,
+                    name: name2,
+                    arguments: arguments2,
+                },
+            ) => id == id2 && name == name2 && arguments == arguments2,
+            (
+                Part::Image { mime_type, data },
+                Part::Image {
+                    mime_type: mime_type2,
+                    data: data2,
+                },
+            ) => mime_type == mime_type2 && data == data2,
+            (Part::Other(a), Part::Other(b)) => same_without_breakpoint(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// Whether two JSON objects are equal once their `cache_control` fields are set aside.
+fn same_without_breakpoint(
+    a: &serde_json::Map<String, Value>,
+    b: &serde_json::Map<String, Value>,
+) -> bool {
+    const MARK: &str = "cache_control";
+    let len = |m: &serde_json::Map<String, Value>| m.len() - usize::from(m.contains_key(MARK));
+    len(a) == len(b)
+        && a.iter()
+            .filter(|(k, _)| k.as_str() != MARK)
+            .all(|(k, v)| b.get(k) == Some(v))
 }
 
 /// [`canonical`]'s text alone, without building its other parts.
@@ -363,17 +430,16 @@ fn canonical<'a>(blocks: impl Iterator<Item = &'a ContentBlock>) -> Canonical<'a
                 }
             }
             ContentBlock::Thinking(_) => {}
-            ContentBlock::ToolCall(c) => parts.push(serde_json::json!({
-                "toolCall": c.id, "name": c.name, "arguments": c.arguments
-            })),
-            ContentBlock::Image(i) => {
-                parts.push(serde_json::json!({"image": i.mime_type, "data": i.data}));
-            }
-            ContentBlock::Other(map) => {
-                let mut map = map.clone();
-                map.remove("cache_control");
-                parts.push(Value::Object(map));
-            }
+            ContentBlock::ToolCall(c) => parts.push(Part::ToolCall {
+                id: &c.id,
+                name: &c.name,
+                arguments: &c.arguments,
+            }),
+            ContentBlock::Image(i) => parts.push(Part::Image {
+                mime_type: &i.mime_type,
+                data: &i.data,
+            }),
+            ContentBlock::Other(map) => parts.push(Part::Other(map)),
         }
     }
     Canonical {

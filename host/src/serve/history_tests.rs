@@ -467,3 +467,47 @@ fn branch_ends_pass_over_a_conversation_that_went_elsewhere() {
     // A tree with no message rules nothing out.
     assert!(BranchEnds::of(&SessionTree::new()).may_extend(&request_chain(&other)));
 }
+
+/// A user message's other blocks (a document, an image) match when only their breakpoint
+/// moved, and not when their content or kind differs.
+#[test]
+fn other_blocks_match_with_their_breakpoint_aside() {
+    use rampart_message::{Content, ContentBlock, ImageContent};
+    let with = |blocks: Vec<ContentBlock>| {
+        let mut m = user("");
+        if let AgentMessage::User(u) = &mut m {
+            u.content = Content::Blocks(blocks);
+        }
+        m
+    };
+    let doc = |data: &str, mark: bool| {
+        let mut block = json!({"type": "document", "source": {"type": "text", "data": data}});
+        if mark {
+            block["cache_control"] = json!({"type": "ephemeral"});
+        }
+        ContentBlock::Other(block.as_object().cloned().unwrap())
+    };
+    let image = |data: &str| {
+        ContentBlock::Image(ImageContent {
+            data: data.into(),
+            mime_type: "image/png".into(),
+            extra: Default::default(),
+        })
+    };
+    assert!(same_message(
+        &with(vec![doc("spec", false), image("AAAA")]),
+        &with(vec![doc("spec", true), image("AAAA")])
+    ));
+    assert!(!same_message(
+        &with(vec![doc("spec", false)]),
+        &with(vec![doc("other", true)])
+    ));
+    assert!(!same_message(
+        &with(vec![image("AAAA")]),
+        &with(vec![image("BBBB")])
+    ));
+    assert!(!same_message(
+        &with(vec![doc("spec", false)]),
+        &with(vec![image("spec")])
+    ));
+}

@@ -209,6 +209,23 @@ fn a_message_too_large_to_keep_is_refused() {
     assert!(e.contains("`messages[0]`") && e.contains("MB"), "{e}");
 }
 
+/// The size is the message's escaped JSON: a text short in characters but six bytes each
+/// when written (control characters) is refused, a long plain one under the limit is kept.
+#[test]
+fn a_message_is_measured_as_it_is_written() {
+    let escaped = "\u{1}".repeat(MAX_MESSAGE_BYTES / 6 + 1);
+    let e = refused(
+        Api::OpenAiChat,
+        chat(json!([{"role": "user", "content": escaped}])),
+    );
+    assert!(e.contains("`messages[0]`") && e.contains("MB"), "{e}");
+    let plain = "x".repeat(MAX_MESSAGE_BYTES - 100);
+    accepted(
+        Api::OpenAiChat,
+        chat(json!([{"role": "user", "content": plain}])),
+    );
+}
+
 /// A message the conversation cannot hold is refused naming it, never left out with the model
 /// answering a conversation the client did not send (OpenAI refuses these too).
 #[test]
