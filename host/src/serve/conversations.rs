@@ -454,7 +454,9 @@ fn best(
     messages: &[AgentMessage],
     extends_only: bool,
 ) -> Result<Option<(String, Placed)>, ConversationError> {
-    let mut chosen: Option<((bool, usize, bool, u64), String, Placed)> = None;
+    // (matched anything, messages matched, extends, updated at): the larger the better.
+    type Rank = (bool, usize, bool, u64);
+    let mut chosen: Option<(Rank, String, Placed)> = None;
     let members = if extends_only {
         // Most members of a large family are ruled out by their branch ends alone; only
         // the others' entries are read.

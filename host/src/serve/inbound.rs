@@ -40,8 +40,9 @@ pub struct ClientRequest {
     pub max_tokens: Option<u64>,
     /// The system prompt.
     pub system: Option<String>,
-    /// The conversation, system prompt excluded.
-    pub messages: Vec<AgentMessage>,
+    /// The conversation, system prompt excluded. Shared with [`super::inbound_memo`], which
+    /// keeps it for the request that continues this one (a request only reads its messages).
+    pub messages: std::sync::Arc<Vec<AgentMessage>>,
     /// The tools the client declared (function tools; Anthropic server tools are left out).
     pub tools: Vec<ToolSpec>,
     /// What could not be converted exactly.
@@ -169,7 +170,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
             .unwrap_or(false),
         max_tokens,
         system: conversation.system,
-        messages: conversation.messages,
+        messages: std::sync::Arc::new(conversation.messages),
         tools,
         warnings,
         not_forwarded,
@@ -187,6 +188,67 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
             obj,
         ),
     })
+}
+
+/// Decodes a chat-completions request that continues a kept one ([`inbound_memo`]): `rest` is
+/// the body with only the messages after `prior`'s, which are taken as they were decoded and
+/// stamped `now_ms`. The result is what [`decode`] makes of the whole body. `None` when the
+/// new messages cannot be decoded apart from the kept ones, or when the rest is not a valid
+/// request (the caller then decodes the whole body, so that an error names the message by
+/// its place in the whole array): the first new message is a tool result (its call is in the
+/// kept part), a new message is a system message (the prompt joins them all) or holds a
+/// legacy `function_call` or a tool call without an id (the converter numbers those across
+/// the request), or the model differs from the kept request's.
+///
+/// [`inbound_memo`]: super::inbound_memo
+pub fn decode_continuing(
+    rest: &Value,
+    prior: super::inbound_memo::Decoded,
+    now_ms: u64,
+) -> Option<ClientRequest> {
+    let new = rest.get("messages")?.as_array()?;
+    let role = |m: &Value| m.get("role").and_then(Value::as_str).map(str::to_owned);
+    if matches!(
+        new.first().and_then(role).as_deref(),
+        None | Some("tool" | "function")
+    ) {
+        return None;
+    }
+    let apart = new.iter().all(|m| {
+        let calls_have_ids = m
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_none_or(|calls| {
+                calls
+                    .iter()
+                    .all(|c| c.get("id").is_some_and(Value::is_string))
+            });
+        !matches!(
+            role(m).as_deref(),
+            Some("system" | "developer" | "function")
+        ) && m.get("function_call").is_none()
+            && calls_have_ids
+    });
+    if !apart {
+        return None;
+    }
+    let mut request = decode(Wire::OpenAi, rest, now_ms).ok()?;
+    if request.model != prior.model || request.system.is_some() {
+        return None;
+    }
+    request.system = prior.system.clone();
+    let mut messages = prior.messages_at(now_ms);
+    std::sync::Arc::make_mut(&mut messages).extend(std::sync::Arc::unwrap_or_clone(
+        std::mem::take(&mut request.messages),
+    ));
+    request.messages = messages;
+    request.breakpoints = request
+        .messages
+        .iter()
+        .filter(|m| carries_breakpoint(m))
+        .cloned()
+        .collect();
+    Some(request)
 }
 
 /// A Responses API body as the chat-completions body it means, plus what could not be carried

@@ -4,6 +4,8 @@
 //! - [`identity`]: which conversation a request belongs to, from its headers and body;
 //! - [`history`]: where the history a client re-sends continues the stored tree;
 //! - [`inbound`]: a client request decoded once into types;
+//! - [`raw_messages`] and [`inbound_memo`]: the messages array by its bytes, and the decoded
+//!   messages of recent requests, so a request re-sending them parses only what is new;
 //! - [`request_checks`]: the types a request's fields must have, checked before conversion;
 //! - [`conversations`]: which stored conversation a request continues, opened and held;
 //! - [`outbound`]: the answer and errors in the client's wire, JSON or stream;
@@ -26,10 +28,12 @@ pub mod guard;
 pub mod history;
 pub mod identity;
 pub mod inbound;
+pub mod inbound_memo;
 pub mod listener;
 pub mod metrics;
 pub mod not_forwarded;
 pub mod outbound;
+pub mod raw_messages;
 pub mod registry_writes;
 pub mod request_checks;
 pub mod response_log;

@@ -81,6 +81,8 @@ pub struct ServerState {
     not_forwarded: NotForwardedLog,
     /// The Responses answers given, for a later request's `previous_response_id`.
     responses: super::response_log::ResponseLog,
+    /// The decoded messages of recent chat-completions requests, by their bytes.
+    inbound: super::inbound_memo::InboundMemo,
     next_id: AtomicU64,
     sessions: conversations::SessionCache,
     /// Long-term memory: the slot the memory tools and the flush use, and the workspace the
@@ -172,6 +174,7 @@ impl ServerState {
             metrics: Metrics::default(),
             not_forwarded: NotForwardedLog::default(),
             responses: Default::default(),
+            inbound: Default::default(),
             next_id: AtomicU64::new(1),
             sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
             memory: crate::memory::MemorySlot::off(),
@@ -642,7 +645,10 @@ fn count_tokens_inner(state: &ServerState, headers: &HeaderMap, body: &[u8]) -> 
         Err(r) => return r,
     };
     let counter = TokenCounter::for_model(&request.model);
-    let messages: Vec<SharedMessage> = request.messages.into_iter().map(Arc::new).collect();
+    let messages: Vec<SharedMessage> = Arc::unwrap_or_clone(request.messages)
+        .into_iter()
+        .map(Arc::new)
+        .collect();
     let tokens = counter.count_total(&messages)
         + request
             .system
@@ -795,16 +801,29 @@ async fn conversation_request(
         Ok(c) => c,
         Err(r) => return r,
     };
-    let raw: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return error_response(
-                wire,
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
-                &format!("the request body is not JSON ({e}); send a JSON object"),
-            );
-        }
+    // A chat-completions body is indexed by its bytes: the messages a recent request decoded
+    // are taken as they were, and only the rest of the body is parsed (`inbound_memo`).
+    let slices = match wire {
+        Wire::OpenAi => super::raw_messages::index(&body),
+        Wire::Anthropic | Wire::Responses => None,
+    };
+    let now_ms = now_unix_ms();
+    let continued = slices
+        .as_ref()
+        .and_then(|slices| continue_chat(state, endpoint, &headers, &body, slices, now_ms));
+    let (raw, continued) = match continued {
+        Some((raw, identity, request)) => (raw, Some((identity, request))),
+        None => match serde_json::from_slice(&body) {
+            Ok(v) => (v, None),
+            Err(e) => {
+                return error_response(
+                    wire,
+                    StatusCode::BAD_REQUEST,
+                    ErrorKind::InvalidRequest,
+                    &format!("the request body is not JSON ({e}); send a JSON object"),
+                );
+            }
+        },
     };
     // What a Responses answer repeats of the request, taken before the body is converted.
     let echo = match wire {
@@ -872,18 +891,33 @@ async fn conversation_request(
         Wire::OpenAi | Wire::Anthropic => raw,
     };
     let raw = name_the_primary(raw, wire, &state.config);
-    let identity = identify(endpoint, &headers, &raw, &state.config.serve.side_requests);
-    let request = match inbound::decode(wire, &raw, now_unix_ms()) {
-        Ok(r) => r,
-        Err(e) => {
-            return error_response(
-                wire,
-                StatusCode::BAD_REQUEST,
-                ErrorKind::InvalidRequest,
-                &e.0,
-            );
+    let (identity, request) = match continued {
+        Some(continued) => continued,
+        None => {
+            let identity = identify(endpoint, &headers, &raw, &state.config.serve.side_requests);
+            match inbound::decode(wire, &raw, now_ms) {
+                Ok(r) => (identity, r),
+                Err(e) => {
+                    return error_response(
+                        wire,
+                        StatusCode::BAD_REQUEST,
+                        ErrorKind::InvalidRequest,
+                        &e.0,
+                    );
+                }
+            }
         }
     };
+    // Kept for the request that continues this conversation.
+    if let (Some(slices), Identity::Conversation(_)) = (&slices, &identity) {
+        state.inbound.keep(
+            &body,
+            slices,
+            &request.model,
+            &request.messages,
+            request.system.as_deref(),
+        );
+    }
     for w in &request.warnings {
         tracing::debug!(warning = %w, "request conversion");
     }
@@ -908,8 +942,8 @@ async fn conversation_request(
         }
         request.fields.fields.remove("previous_response_id");
         let mut messages = Vec::clone(&prior.messages);
-        messages.append(&mut request.messages);
-        request.messages = messages;
+        messages.extend(Arc::unwrap_or_clone(std::mem::take(&mut request.messages)));
+        request.messages = Arc::new(messages);
     }
     // A chat client's own declared tools were captured with its fields; a Responses client's
     // are the ones its body declared before it was read as a chat body.
@@ -948,7 +982,7 @@ async fn conversation_request(
     report_not_forwarded(state, &label, &request.not_forwarded);
     let conversation = label.clone();
     // What a stored answer continues: the messages it answers (the answer joins them).
-    let answered = store_answer.then(|| (label, request.messages.clone()));
+    let answered = store_answer.then(|| (label, Vec::clone(&request.messages)));
     request.memory_tools = state.config.serve.memory_tools
         || header_switch(&headers, "x-rampart-memory") == Some(true);
     // The engine's tools are offered unless the server or the client turns them off.
@@ -1074,6 +1108,35 @@ async fn conversation_request(
             ),
         ),
     }
+}
+
+/// A chat-completions request whose leading messages are a recent request's, byte for byte:
+/// those are taken decoded and only the rest of the body is parsed
+/// ([`super::inbound_memo`]). `None` sends the body down the whole path: nothing kept matches,
+/// the rest is not valid, it is a side request, or the new messages cannot be decoded alone.
+fn continue_chat(
+    state: &ServerState,
+    endpoint: Endpoint,
+    headers: &HeaderMap,
+    body: &[u8],
+    slices: &super::raw_messages::MessageSlices,
+    now_ms: u64,
+) -> Option<(Value, Identity, ClientRequest)> {
+    let continuation = state.inbound.continuation(body, slices)?;
+    let raw: Value = serde_json::from_slice(&continuation.rest).ok()?;
+    let raw = name_the_primary(raw, Wire::OpenAi, &state.config);
+    // A side request is told by its messages being one user line: read the whole body.
+    let identity = match identify(endpoint, headers, &raw, &state.config.serve.side_requests) {
+        Identity::Side(_) => return None,
+        conversation => conversation,
+    };
+    let request = inbound::decode_continuing(&raw, continuation.prior, now_ms)?;
+    tracing::trace!(
+        messages = request.messages.len(),
+        rest_bytes = continuation.rest.len(),
+        "request continues a decoded one"
+    );
+    Some((raw, identity, request))
 }
 
 /// An OpenAI body (chat or Responses) that names no model (absent, null or empty) names the

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""One line of `serve_load.py`, alone, for comparing builds and for profiles: a conversation
+continued one turn per request against `rampart serve` and the instant upstream ("direct"),
+interleaved; prints the p50 each adds, the server's CPU time per request (from /proc, less
+noisy than latency on a busy machine) and its RSS.
+
+    python3 host/benches/serve_continue.py --rampart target/profiling/rampart
+    python3 host/benches/serve_continue.py --rampart A --rampart B --rounds 2   # A, B, A, B
+    python3 host/benches/serve_continue.py --rampart target/profiling/rampart \\
+        --perf /tmp/serve.data      # perf record -g on serve after the warm-up
+
+Builds nothing: build the binaries first (`cargo build --profile profiling -p rampart-host
+--bin rampart --example instant_upstream`, or --release). Linux only (/proc). Standard library.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_load as sl  # noqa: E402
+from bench_conversations import Conversation  # noqa: E402
+
+WARM = 5
+
+
+def cpu_ms(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def run(rampart, upstream_bin, args):
+    work = tempfile.mkdtemp(prefix="rampart-serve-continue-")
+    upstream, up = sl.start([upstream_bin, "127.0.0.1:0"], "instant upstream listening on")
+    serve, base = sl.start([rampart, "--config", sl.rampart_config(work, up), "--sessions-dir",
+                            os.path.join(work, "sessions"), "serve", "--listen", "127.0.0.1:0"],
+                           "rampart serve listening on")
+    try:
+        targets = [sl.Target("direct", up, upstream), sl.Target("rampart", base, serve)]
+        conv = Conversation(args.shape, args.wire, args.tokens, sl.MODELS[args.wire])
+        times = {"direct": [], "rampart": []}
+        perf, cpu0 = None, None
+        for i in range(WARM + args.requests):
+            body = conv.body(i)
+            for target in targets:
+                times[target.name].append(target.post(conv.path(), args.wire, body, "continue"))
+            if i == WARM - 1:
+                cpu0 = cpu_ms(serve.pid)
+                if args.perf:
+                    perf = subprocess.Popen(["perf", "record", "-F", "2000", "-g", "--call-graph",
+                                             "dwarf,16384", "-o", args.perf, "-p",
+                                             str(serve.pid)], stderr=subprocess.DEVNULL)
+                    time.sleep(1)
+        cpu = (cpu_ms(serve.pid) - cpu0) / args.requests
+        if perf:
+            perf.send_signal(2)
+            perf.wait()
+        direct = statistics.median(times["direct"][WARM:])
+        ours = statistics.median(times["rampart"][WARM:])
+        print(f"{rampart}: added p50 {ours - direct:.2f} ms (direct {direct:.2f}), "
+              f"server CPU per request {cpu:.2f} ms, first request {times['rampart'][0]:.1f} ms, "
+              f"RSS {sl.rss_mib(serve.pid):.0f} MiB", flush=True)
+    finally:
+        serve.kill()
+        upstream.kill()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rampart", action="append", required=True, metavar="PATH",
+                        help="a rampart binary (repeat to compare builds, run in turn)")
+    parser.add_argument("--upstream", metavar="PATH",
+                        help="the instant upstream (default: beside the first rampart)")
+    parser.add_argument("--requests", type=int, default=80)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--wire", choices=["openai", "anthropic"], default="openai")
+    parser.add_argument("--shape", choices=["coding", "text"], default="coding")
+    parser.add_argument("--tokens", type=int, default=200_000)
+    parser.add_argument("--perf", metavar="FILE", help="record a perf profile of serve")
+    args = parser.parse_args()
+    upstream = args.upstream or os.path.join(os.path.dirname(os.path.abspath(args.rampart[0])),
+                                             "examples", "instant_upstream")
+    for _ in range(args.rounds):
+        for rampart in args.rampart:
+            run(rampart, upstream, args)
+
+
+if __name__ == "__main__":
+    main()

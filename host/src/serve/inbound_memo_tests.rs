@@ -1,0 +1,218 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::serve::inbound::{ClientRequest, Wire, decode, decode_continuing};
+use crate::serve::raw_messages::index;
+
+/// What a request decodes to, as a comparable value.
+fn shown(r: &ClientRequest) -> Value {
+    json!({
+        "model": r.model,
+        "system": r.system,
+        "messages": r.messages,
+        "breakpoints": r.breakpoints,
+        "tools": format!("{:?}", r.tools),
+        "stream": r.stream,
+        "max_tokens": r.max_tokens,
+        "not_forwarded": format!("{:?}", r.not_forwarded),
+        "fields": format!("{:?}", r.fields),
+    })
+}
+
+/// Decodes `body` as the server does: from a kept request when one matches, whole otherwise;
+/// then keeps it. Returns the request and whether it continued a kept one.
+fn decode_as_server(memo: &InboundMemo, body: &[u8], now_ms: u64) -> (ClientRequest, bool) {
+    let body = &Bytes::copy_from_slice(body);
+    let slices = index(body).expect("a chat body is indexed");
+    let continued = memo.continuation(body, &slices).and_then(|c| {
+        let rest: Value = serde_json::from_slice(&c.rest).ok()?;
+        decode_continuing(&rest, c.prior, now_ms)
+    });
+    let (request, continued) = match continued {
+        Some(r) => (r, true),
+        None => {
+            let whole: Value = serde_json::from_slice(body).unwrap();
+            (decode(Wire::OpenAi, &whole, now_ms).unwrap(), false)
+        }
+    };
+    memo.keep(
+        body,
+        &slices,
+        &request.model,
+        &request.messages,
+        request.system.as_deref(),
+    );
+    (request, continued)
+}
+
+fn body(model: &str, messages: &[Value]) -> Vec<u8> {
+    // Written with odd spacing, as some clients do: the memo compares bytes, not values.
+    let head = json!({"model": model, "stream": false, "temperature": 0.2,
+        "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]});
+    let head = serde_json::to_string(&head).unwrap();
+    let list: Vec<String> = messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect();
+    format!(
+        "{}, \"messages\" : [ {} ] }}",
+        &head[..head.len() - 1],
+        list.join(" ,\n ")
+    )
+    .into_bytes()
+}
+
+fn call(id: &str, path: &str) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+        "function": {"name": "read", "arguments": format!("{{\"path\": \"{path}\"}}")}}]})
+}
+
+fn result(id: &str, text: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": text})
+}
+
+/// A conversation growing turn by turn decodes, from the kept part plus the new messages,
+/// to exactly what its whole body decodes to, this request's time on every message.
+#[test]
+fn a_continuing_request_decodes_as_its_whole_body_does() {
+    let memo = InboundMemo::default();
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are terse."}),
+        json!({"role": "user", "content": [{"type": "text", "text": "read \"a\\b\" ✓",
+            "cache_control": {"type": "ephemeral"}}]}),
+    ];
+    let mut continued_count = 0;
+    for turn in 0..6u64 {
+        let now = 1_000 + turn;
+        let bytes = body("gpt-x", &messages);
+        let (got, continued) = decode_as_server(&memo, &bytes, now);
+        let whole: Value = serde_json::from_slice(&bytes).unwrap();
+        let expected = decode(Wire::OpenAi, &whole, now).unwrap();
+        assert_eq!(shown(&got), shown(&expected), "turn {turn}");
+        assert!(got.messages.iter().all(|m| m.timestamp() == Some(now)));
+        continued_count += usize::from(continued);
+        // The next request: the answer, a tool round, a new user line.
+        let id = format!("c{turn}");
+        messages.push(call(&id, &format!("src/{turn}.rs")));
+        messages.push(result(&id, &format!("fn f{turn}() {{}}\n\t\"quoted\"")));
+        messages.push(json!({"role": "assistant", "content": format!("done {turn}")}));
+        messages.push(json!({"role": "user", "content": format!("next {turn}")}));
+    }
+    assert_eq!(
+        continued_count, 5,
+        "every request after the first continued a kept one"
+    );
+}
+
+/// What cannot be decoded apart from the kept messages goes down the whole path, and decodes
+/// as the whole body does: a tool result first (its call is kept), a new system message, a
+/// call without an id, another model, an edited earlier message.
+#[test]
+fn what_cannot_be_decoded_apart_is_decoded_whole() {
+    let start = vec![
+        json!({"role": "system", "content": "sys"}),
+        json!({"role": "user", "content": "go"}),
+        call("c1", "a.rs"),
+    ];
+    let cases: Vec<(&str, &str, Vec<Value>)> = vec![
+        ("a tool result first", "m", vec![result("c1", "x")]),
+        (
+            "a new system message",
+            "m",
+            vec![
+                result("c1", "x"),
+                json!({"role": "system", "content": "more"}),
+                json!({"role": "user", "content": "u"}),
+            ],
+        ),
+    ];
+    for (what, model, more) in cases {
+        let memo = InboundMemo::default();
+        decode_as_server(&memo, &body("m", &start), 1);
+        let messages = [start.clone(), more].concat();
+        let bytes = body(model, &messages);
+        let (got, continued) = decode_as_server(&memo, &bytes, 2);
+        let whole: Value = serde_json::from_slice(&bytes).unwrap();
+        assert!(!continued, "{what}");
+        assert_eq!(
+            shown(&got),
+            shown(&decode(Wire::OpenAi, &whole, 2).unwrap()),
+            "{what}"
+        );
+    }
+    // A new system message, a call without an id, after a plain user line.
+    for (what, more) in [
+        (
+            "a system message",
+            vec![
+                result("c1", "x"),
+                json!({"role": "user", "content": "u"}),
+                json!({"role": "system", "content": "late"}),
+            ],
+        ),
+        (
+            "a call without an id",
+            vec![
+                result("c1", "x"),
+                json!({"role": "user", "content": "u"}),
+                json!({"role": "assistant", "content": null, "tool_calls": [{"type": "function",
+                    "function": {"name": "read", "arguments": "{}"}}]}),
+            ],
+        ),
+    ] {
+        let memo = InboundMemo::default();
+        let first = [start.clone(), vec![result("c1", "x")]].concat();
+        decode_as_server(&memo, &body("m", &first), 1);
+        let messages = [start.clone(), more].concat();
+        let bytes = body("m", &messages);
+        let slices = index(&bytes).unwrap();
+        let c = memo
+            .continuation(&bytes, &slices)
+            .expect("the kept part matches");
+        let rest: Value = serde_json::from_slice(&c.rest).unwrap();
+        assert!(decode_continuing(&rest, c.prior, 2).is_none(), "{what}");
+    }
+    // Another model: the converter records the model on assistant messages.
+    let memo = InboundMemo::default();
+    let plain = [json!({"role": "user", "content": "go"})];
+    decode_as_server(&memo, &body("m", &plain), 1);
+    let more = [
+        plain[0].clone(),
+        json!({"role": "assistant", "content": "ok"}),
+        json!({"role": "user", "content": "u"}),
+    ];
+    let bytes = body("other", &more);
+    let (got, continued) = decode_as_server(&memo, &bytes, 2);
+    assert!(!continued, "another model");
+    let whole: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        shown(&got),
+        shown(&decode(Wire::OpenAi, &whole, 2).unwrap())
+    );
+    // An edit of an earlier message: nothing kept matches it.
+    let memo = InboundMemo::default();
+    decode_as_server(&memo, &body("m", &start), 1);
+    let mut edited = start.clone();
+    edited[1] = json!({"role": "user", "content": "go!"});
+    edited.push(result("c1", "x"));
+    let bytes = body("m", &edited);
+    assert!(memo.continuation(&bytes, &index(&bytes).unwrap()).is_none());
+}
+
+/// The newest requests are kept, up to the capacity; the oldest go first.
+#[test]
+fn only_the_newest_requests_are_kept() {
+    let memo = InboundMemo::default();
+    let first = |i: usize| vec![json!({"role": "user", "content": format!("conversation {i}")})];
+    for i in 0..=CAPACITY {
+        decode_as_server(&memo, &body("m", &first(i)), 1);
+    }
+    let continues = |i: usize| {
+        let mut messages = first(i);
+        messages.push(json!({"role": "assistant", "content": "ok"}));
+        let bytes = body("m", &messages);
+        memo.continuation(&bytes, &index(&bytes).unwrap()).is_some()
+    };
+    assert!(!continues(0), "the oldest was let go");
+    assert!(continues(CAPACITY));
+}

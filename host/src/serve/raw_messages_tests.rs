@@ -1,0 +1,50 @@
+use super::*;
+
+fn elements(body: &str) -> Option<Vec<&str>> {
+    let slices = index(body.as_bytes())?;
+    Some(slices.elements.iter().map(|r| &body[r.clone()]).collect())
+}
+
+#[test]
+fn each_message_is_found_by_its_bytes() {
+    let body = r#" { "model" : "m", "tools": [{"a": "]}"}], "messages" : [
+        {"role": "user", "content": "a \"quoted\" ] } [ { text\\"},
+        {"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"arguments":"{\"x\": [1]}"}}]} ,
+        "odd", 42 , true
+    ], "stream": false }"#;
+    let found = elements(body).unwrap();
+    assert_eq!(found.len(), 5);
+    for element in &found[..2] {
+        // Every element is the whole JSON value, as serde_json reads it.
+        serde_json::from_str::<serde_json::Value>(element).unwrap();
+    }
+    assert_eq!(found[2], "\"odd\"");
+    assert_eq!(found[3], "42");
+    assert_eq!(found[4], "true");
+    let slices = index(body.as_bytes()).unwrap();
+    assert!(body[slices.array.clone()].starts_with('[') && body[slices.array].ends_with(']'));
+}
+
+#[test]
+fn an_empty_array_has_no_elements() {
+    assert_eq!(elements(r#"{"messages": []}"#), Some(vec![]));
+}
+
+/// Whatever the scanner is not sure of is left to the parser whole.
+#[test]
+fn unusual_bodies_are_not_indexed() {
+    for body in [
+        r#"[{"messages": []}]"#,
+        r#"{"messages": {"0": 1}}"#,
+        r#"{"messages": [1], "messages": [2]}"#,
+        r#"{"mess\u0061ges": [1]}"#,
+        r#"{"model": "m"}"#,
+        r#"{"messages": [1, 2"#,
+        r#"{"messages": [1] } trailing"#,
+        r#"{"messages": ["unterminated]}"#,
+        "",
+        "{}",
+    ] {
+        assert_eq!(index(body.as_bytes()), None, "{body}");
+    }
+}
