@@ -8,6 +8,7 @@ on loopback, against an upstream that answers at once (`host/examples/instant_up
     python3 host/benches/serve_load.py --skip-litellm  # without LiteLLM's proxy
     python3 host/benches/serve_load.py --debug         # the debug build (for large effects only)
     python3 host/benches/serve_load.py --no-build      # use the binaries already in target/
+    python3 host/benches/serve_load.py --rampart PATH --upstream PATH   # other builds
 
 It builds the release binary and the upstream, installs wrk with apt-get when it is missing,
 installs LiteLLM's proxy (pinned, `host/benches/litellm-venv.sh`, into target/litellm-venv;
@@ -85,6 +86,8 @@ def parse_args():
     parser.add_argument("--debug", action="store_true", help="measure the debug build")
     parser.add_argument("--no-build", action="store_true",
                         help="do not run cargo; use the binaries already in target/")
+    parser.add_argument("--upstream", metavar="PATH",
+                        help="the instant upstream binary (default: the build's examples/)")
     parser.add_argument("--rampart", metavar="PATH",
                         help="measure this rampart binary (another build kept aside, for a "
                              "before/after pair in one session); implies --no-build")
@@ -447,7 +450,8 @@ def main():
     rampart_bin = args.rampart or os.path.join(ROOT, "target", profile, "rampart")
     if args.rampart:
         args.no_build = True
-    upstream_bin = os.path.join(ROOT, "target", profile, "examples", "instant_upstream")
+    upstream_bin = args.upstream or os.path.join(ROOT, "target", profile, "examples",
+                                                 "instant_upstream")
     ensure_wrk()
     if not args.no_build:
         build(profile)

@@ -85,7 +85,7 @@ impl Provider for AnthropicProvider {
             .forwarded
             .upstream_url(&self.url, FieldsWire::Anthropic);
         let deltas = request.forwarded.deltas.as_ref();
-        let (answer, retries) = self.http.post(&url, request, &headers, &body, |response| {
+        let (answer, retries) = self.http.post(&url, request, &headers, body, |response| {
             read(response, idle, deltas)
         })?;
         Ok(ModelResponse {

@@ -152,7 +152,7 @@ impl HttpClient {
         })
     }
 
-    /// POSTs `body` as JSON to `url` and hands each 2xx answer to `read`, retrying 429s, 5xx,
+    /// POSTs `body` (JSON the provider wrote) to `url` and hands each 2xx answer to `read`, retrying 429s, 5xx,
     /// dropped connections and cut streams with exponential back-off. Returns what `read`
     /// produced and how many retries it took.
     ///
@@ -163,7 +163,7 @@ impl HttpClient {
         url: &str,
         request: &super::ModelRequest,
         headers: &[(&str, &str)],
-        body: &[u8],
+        body: Vec<u8>,
         mut read: impl FnMut(Response) -> Result<T, Failure>,
     ) -> Result<(T, u32), ProviderError> {
         let (model, deadline) = (request.model.as_str(), request.deadline);
@@ -192,13 +192,15 @@ impl HttpClient {
             (Ok(None) | Err(ProviderError::MissingApiKey { .. }), Some(_))
         );
         let key = key.map(|(k, _)| k);
+        // Shared by every attempt, never copied: a 200k-token body is 800 KB.
+        let body = bytes::Bytes::from(body);
         let mut attempt: u32 = 0;
         loop {
             let mut builder = self
                 .client
                 .post(url)
                 .headers(header_map.clone())
-                .body(body.to_vec());
+                .body(body.clone());
             if let Some(deadline) = deadline {
                 // The whole exchange, body included, ends at the caller's deadline.
                 let left = deadline.saturating_duration_since(Instant::now());

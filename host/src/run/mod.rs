@@ -1244,20 +1244,29 @@ impl<'a> Runner<'a> {
     ) -> rampart_context::guards::precheck::PrecheckOutcome {
         let window = resolved.context_window;
         let estimated = (tokens as f64 * PRE_PROMPT_SAFETY_FACTOR).ceil() as u64;
-        let potential = estimate_tool_result_reduction_potential_capped(
-            list,
-            window,
-            self.settings.tool_result_max_chars,
-        );
-        precheck(&PrecheckInput {
+        let mut input = PrecheckInput {
             estimated_tokens: estimated,
             context_window: window,
             reserve_tokens: self
                 .settings
                 .compaction
                 .reserve_for(window, resolved.max_output_tokens),
-            tool_result_reducible_chars: potential.max_reducible_chars as u64,
-        })
+            tool_result_reducible_chars: 0,
+        };
+        // What truncating tool results could free only decides the route of a request over
+        // its budget: a request that fits is not charged a count of every tool result's
+        // characters (a sixteenth of a continuing request through serve at 200k tokens).
+        let fits = precheck(&input);
+        if fits.route == rampart_context::guards::precheck::Route::Fits {
+            return fits;
+        }
+        input.tool_result_reducible_chars = estimate_tool_result_reduction_potential_capped(
+            list,
+            window,
+            self.settings.tool_result_max_chars,
+        )
+        .max_reducible_chars as u64;
+        precheck(&input)
     }
 
     /// Steps 2–4 of an attempt, which change nothing in the session: the history with the

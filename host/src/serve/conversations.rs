@@ -13,6 +13,7 @@
 //!   they diverge;
 //! - a Codex thread other than the root's is its own child conversation (`thread-id`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rampart_message::AgentMessage;
@@ -22,7 +23,9 @@ use rampart_sessions::store::shared::{EntryFields, PickKey, SharedStore};
 use rampart_sessions::{Session, SessionError, SessionOptions};
 use serde_json::Value;
 
-use super::history::{BranchEnds, BranchMatch, MatchKind, match_history, request_chain};
+use super::history::{
+    BranchEnds, BranchMatch, MatchKind, match_history, match_history_known, request_chain,
+};
 use super::identity::ClientSession;
 use crate::run::TurnMemos;
 
@@ -88,7 +91,15 @@ pub struct SessionCache {
     /// bytes each), not only the open ones; a changed `updatedAt` or a turn of this server
     /// makes it stale.
     ends: std::sync::Mutex<std::collections::HashMap<String, (u64, BranchEnds)>>,
+    /// For each cached conversation, the entries its last request's messages were matched to
+    /// or stored as, with the number the inbound memo kept those messages under
+    /// ([`super::inbound::Seen`]): a request continuing them skips comparing those.
+    sent: std::sync::Mutex<std::collections::HashMap<String, SentEntries>>,
 }
+
+/// The number the inbound memo keeps a request's messages under, and the ids of the entries
+/// they are in a conversation's tree, in order.
+type SentEntries = (u64, Arc<[String]>);
 
 /// A session kept open, and what the runners derived from its messages.
 #[derive(Debug)]
@@ -104,6 +115,7 @@ impl SessionCache {
             sessions: std::sync::Mutex::new(std::collections::HashMap::new()),
             capacity,
             ends: std::sync::Mutex::default(),
+            sent: std::sync::Mutex::default(),
         }
     }
 
@@ -146,9 +158,38 @@ impl SessionCache {
             let evict = map.keys().next().cloned();
             if let Some(evict) = evict {
                 map.remove(&evict);
+                self.lock_sent().remove(&evict);
             }
         }
         map.insert(key.to_owned(), Cached { session, memos });
+    }
+
+    fn lock_sent(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, SentEntries>> {
+        self.sent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Notes that the messages the inbound memo keeps as `generation` are, in order, the
+    /// entries `ids` of `key`'s tree ([`super::history::sent_entries`]).
+    pub fn note_sent(&self, key: &str, generation: u64, ids: Vec<String>) {
+        if self.capacity == 0 {
+            return;
+        }
+        self.lock_sent()
+            .insert(key.to_owned(), (generation, Arc::from(ids)));
+    }
+
+    /// The entries the leading messages of a request continuing `continues` are known to be
+    /// in `key`'s tree (empty when nothing is known).
+    fn known(&self, key: &str, continues: Option<(u64, usize)>) -> Arc<[String]> {
+        let Some((generation, count)) = continues else {
+            return Arc::from([]);
+        };
+        match self.lock_sent().get(key) {
+            Some((noted, ids)) if *noted == generation && count <= ids.len() => Arc::clone(ids),
+            _ => Arc::from([]),
+        }
     }
 
     /// How `messages` continue `key`'s session, from the cache when it is there (a cached
@@ -160,16 +201,19 @@ impl SessionCache {
         key: &str,
         entry: &rampart_sessions::store::SessionEntry,
         messages: &[AgentMessage],
+        continues: Option<(u64, usize)>,
         note_ends: bool,
     ) -> Result<Placed, StoreError> {
+        let known = self.known(key, continues);
+        let known = &known[..continues.map_or(0, |(_, count)| count.min(known.len()))];
         if let Some(cached) = self.map().get(key) {
             if note_ends {
                 self.note_ends(key, entry, cached.session.tree());
             }
-            return Ok(Placed::on(cached.session.tree(), messages));
+            return Ok(Placed::on(cached.session.tree(), messages, known));
         }
         let session = store.open(key, entry, SessionOptions::default())?;
-        let placed = Placed::on(session.tree(), messages);
+        let placed = Placed::on(session.tree(), messages, known);
         if note_ends {
             self.note_ends(key, entry, session.tree());
         }
@@ -262,9 +306,13 @@ impl TreeMark {
 }
 
 impl Placed {
-    fn on(tree: &rampart_sessions::SessionTree, messages: &[AgentMessage]) -> Self {
+    fn on(
+        tree: &rampart_sessions::SessionTree,
+        messages: &[AgentMessage],
+        known: &[String],
+    ) -> Self {
         Self {
-            placement: match_history(tree, messages),
+            placement: match_history_known(tree, messages, known),
             mark: TreeMark::of(tree),
         }
     }
@@ -359,7 +407,20 @@ pub fn choose(
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
 ) -> Result<Chosen, ConversationError> {
-    let (key, created, spawned_by, placed) = choose_key(store, cache, client, messages)?;
+    choose_continuing(store, cache, client, messages, None)
+}
+
+/// [`choose`] for a request whose first messages are, byte for byte, those of the earlier
+/// request the inbound memo kept under a number (`continues`: that number and how many):
+/// where that request's messages are known to sit in a tree, they are not compared again.
+pub fn choose_continuing(
+    store: &dyn SharedStore,
+    cache: &SessionCache,
+    client: Option<&ClientSession>,
+    messages: &[AgentMessage],
+    continues: Option<(u64, usize)>,
+) -> Result<Chosen, ConversationError> {
+    let (key, created, spawned_by, placed) = choose_key(store, cache, client, messages, continues)?;
     Ok(Chosen {
         key,
         created,
@@ -373,11 +434,12 @@ fn choose_key(
     cache: &SessionCache,
     client: Option<&ClientSession>,
     messages: &[AgentMessage],
+    continues: Option<(u64, usize)>,
 ) -> Result<(String, bool, Option<String>, Option<Placed>), ConversationError> {
     let Some(client) = client else {
         let bucket = anon_bucket(messages);
         let prefix = format!("{bucket}:");
-        if let Some((key, placed)) = best(store, cache, &prefix, None, messages, true)? {
+        if let Some((key, placed)) = best(store, cache, &prefix, None, messages, continues, true)? {
             return Ok((key, false, None, Some(placed)));
         }
         let key = create(store, &prefix, None, None)?;
@@ -389,7 +451,15 @@ fn choose_key(
         return Ok((key, created, spawned_by, None));
     }
     let children = format!("{root}:child:");
-    if let Some((key, placed)) = best(store, cache, &children, Some(&root), messages, false)? {
+    if let Some((key, placed)) = best(
+        store,
+        cache,
+        &children,
+        Some(&root),
+        messages,
+        continues,
+        false,
+    )? {
         return Ok((key, false, None, Some(placed)));
     }
     if store.get(&root)?.is_none() {
@@ -452,6 +522,7 @@ fn best(
     prefix: &str,
     exact: Option<&str>,
     messages: &[AgentMessage],
+    continues: Option<(u64, usize)>,
     extends_only: bool,
 ) -> Result<Option<(String, Placed)>, ConversationError> {
     // (matched anything, messages matched, extends, updated at): the larger the better.
@@ -470,7 +541,7 @@ fn best(
     for (key, entry) in members {
         // Branch ends are kept only for the families they filter (anonymous ones): a client's
         // own family is small, and its conversations long.
-        let placed = match cache.placement(store, &key, &entry, messages, extends_only) {
+        let placed = match cache.placement(store, &key, &entry, messages, continues, extends_only) {
             Ok(placed) => placed,
             Err(e) => {
                 tracing::warn!(key = %key, error = %e, "a conversation could not be opened; it is skipped");

@@ -269,3 +269,39 @@ fn a_placement_is_made_again_when_the_tree_changed_after_the_choice() {
         "placed on the tree as it is under the lock"
     );
 }
+
+/// Where a request's messages were stored is noted under the number the inbound memo kept
+/// them as; the request re-sending the first `n` of them byte for byte has only those taken
+/// as known: a later message that differs from the stored one still makes a branch there.
+#[test]
+fn only_the_messages_a_request_shares_with_the_noted_one_are_taken_as_known() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let cache = SessionCache::new(8);
+    let client = cc("known");
+    let sent = [user("task"), answer("one"), user("more")];
+    let chosen = choose(&store, &cache, Some(&client), &sent).unwrap();
+    let mut c = open_chosen(&store, &cache, chosen, &sent, Duration::from_secs(5)).unwrap();
+    c.session.reset_leaf();
+    for m in c.placement.unseen(&sent) {
+        c.session.append_message(m.clone()).unwrap();
+    }
+    let ids = crate::serve::history::sent_entries(c.session.tree(), sent.len()).unwrap();
+    c.session.sync().unwrap();
+    cache.note_sent(&c.key, 7, ids);
+    cache.put(&c.key, c.session, TurnMemos::default());
+
+    // The next request shares only its first message with the noted one, then edits.
+    let edited = [user("task"), answer("one, edited"), user("more")];
+    let plain = choose(&store, &cache, Some(&client), &edited).unwrap();
+    let known = choose_continuing(&store, &cache, Some(&client), &edited, Some((7, 1))).unwrap();
+    assert_eq!(known, plain);
+    let placement = known.placed.unwrap().placement;
+    assert_eq!(
+        (placement.kind, placement.matched),
+        (MatchKind::Diverges, 1)
+    );
+    // Another number: nothing is known, the same placement.
+    let other = choose_continuing(&store, &cache, Some(&client), &edited, Some((8, 3))).unwrap();
+    assert_eq!(other, plain);
+}

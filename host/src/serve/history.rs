@@ -72,12 +72,33 @@ enum State {
 
 /// Where `incoming` (the request's messages, system prompt excluded) continues `tree`.
 pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMatch {
+    match_history_known(tree, incoming, &[])
+}
+
+/// [`match_history`], where `known[n]` is the id of the entry the request's message `n` is
+/// already known to be (the message is byte for byte one an earlier request sent, which was
+/// matched to or stored as that entry: [`sent_entries`]): such a pair is not compared again.
+/// The result is [`match_history`]'s: a known pair is one [`same_message`] accepts, and the
+/// rest of the walk is the same. Why: comparing every message of a 200k-token history with
+/// the tree was a tenth of a continuing request, though all but the newest were compared,
+/// byte for byte the same, by the request before.
+pub fn match_history_known(
+    tree: &SessionTree,
+    incoming: &[AgentMessage],
+    known: &[String],
+) -> BranchMatch {
     let entries = tree.entries();
     let skip = server_answered(tree);
     let mut states: Vec<Option<State>> = vec![None; entries.len()];
     let mut any_message = false;
+    let walk = Walk {
+        tree,
+        incoming,
+        known,
+        skip: &skip,
+    };
     for (index, entry) in entries.iter().enumerate() {
-        state_of(tree, incoming, index, &mut states, &skip);
+        walk.state_of(index, &mut states);
         any_message |= counted(entry, index, &skip).is_some();
     }
     if !any_message {
@@ -136,61 +157,80 @@ fn messages_below(tree: &SessionTree, skip: &HashSet<usize>) -> Vec<bool> {
     below
 }
 
-fn state_of(
-    tree: &SessionTree,
-    incoming: &[AgentMessage],
-    index: usize,
-    states: &mut [Option<State>],
-    skip: &HashSet<usize>,
-) -> State {
-    if let Some(state) = states[index] {
-        return state;
-    }
-    // A session file is appended to, so a parent comes before its children and its state is
-    // already known: one step per entry, O(entries) for the whole tree. Walking each entry's
-    // path from the root instead was O(entries × depth), a fifth of a request's time on a
-    // 200k-token conversation.
-    let from_parent = match tree.parent_index(index) {
-        None => Some(State::Alive(0)),
-        Some(parent) if parent < index => states[parent],
-        Some(_) => None,
-    };
-    if let Some(parent_state) = from_parent {
-        let state = step(tree, incoming, index, parent_state, skip);
-        states[index] = Some(state);
-        return state;
-    }
-    // A hand-edited file whose parent comes later: walk the path (iteratively, so a long
-    // branch cannot overflow the stack).
-    let path = tree.path_to(index);
-    let mut state = State::Alive(0);
-    for &at in &path {
-        if let Some(known) = states[at] {
-            state = known;
-            continue;
-        }
-        state = step(tree, incoming, at, state, skip);
-        states[at] = Some(state);
-    }
-    state
+/// One walk of a tree against a request's messages.
+struct Walk<'a> {
+    tree: &'a SessionTree,
+    incoming: &'a [AgentMessage],
+    known: &'a [String],
+    skip: &'a HashSet<usize>,
 }
 
-/// The state of entry `at` below an entry in `parent` state.
-fn step(
-    tree: &SessionTree,
-    incoming: &[AgentMessage],
-    at: usize,
-    parent: State,
-    skip: &HashSet<usize>,
-) -> State {
-    match (parent, counted(&tree.entries()[at], at, skip)) {
-        (State::Dead, _) => State::Dead,
-        (alive, None) => alive,
-        (State::Alive(n), Some(stored)) => match incoming.get(n) {
-            Some(sent) if same_message(stored, sent) => State::Alive(n + 1),
-            _ => State::Dead,
-        },
+impl Walk<'_> {
+    fn state_of(&self, index: usize, states: &mut [Option<State>]) -> State {
+        if let Some(state) = states[index] {
+            return state;
+        }
+        // A session file is appended to, so a parent comes before its children and its state
+        // is already known: one step per entry, O(entries) for the whole tree. Walking each
+        // entry's path from the root instead was O(entries × depth), a fifth of a request's
+        // time on a 200k-token conversation.
+        let from_parent = match self.tree.parent_index(index) {
+            None => Some(State::Alive(0)),
+            Some(parent) if parent < index => states[parent],
+            Some(_) => None,
+        };
+        if let Some(parent_state) = from_parent {
+            let state = self.step(index, parent_state);
+            states[index] = Some(state);
+            return state;
+        }
+        // A hand-edited file whose parent comes later: walk the path (iteratively, so a long
+        // branch cannot overflow the stack).
+        let path = self.tree.path_to(index);
+        let mut state = State::Alive(0);
+        for &at in &path {
+            if let Some(known) = states[at] {
+                state = known;
+                continue;
+            }
+            state = self.step(at, state);
+            states[at] = Some(state);
+        }
+        state
     }
+
+    /// The state of entry `at` below an entry in `parent` state.
+    fn step(&self, at: usize, parent: State) -> State {
+        let entry = &self.tree.entries()[at];
+        match (parent, counted(entry, at, self.skip)) {
+            (State::Dead, _) => State::Dead,
+            (alive, None) => alive,
+            (State::Alive(n), Some(_)) if self.known.get(n) == Some(&entry.id) => {
+                State::Alive(n + 1)
+            }
+            (State::Alive(n), Some(stored)) => match self.incoming.get(n) {
+                Some(sent) if same_message(stored, sent) => State::Alive(n + 1),
+                _ => State::Dead,
+            },
+        }
+    }
+}
+
+/// The ids of the entries on the path to `tree`'s leaf that a client's history carries, in
+/// order: after a request's unseen messages are stored, entry `n` is its message `n`
+/// ([`match_history_known`]'s `known` for the request that re-sends them). `None` when the
+/// path does not hold one entry per message (`messages`), so nothing is claimed.
+pub fn sent_entries(tree: &SessionTree, messages: usize) -> Option<Vec<String>> {
+    let skip = server_answered(tree);
+    let leaf = tree.leaf_index()?;
+    let entries = tree.entries();
+    let ids: Vec<String> = tree
+        .path_to(leaf)
+        .into_iter()
+        .filter(|&at| counted(&entries[at], at, &skip).is_some())
+        .map(|at| entries[at].id.clone())
+        .collect();
+    (ids.len() == messages).then_some(ids)
 }
 
 /// The message of an entry that a client's history must carry: one a model is sent.

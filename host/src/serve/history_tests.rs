@@ -511,3 +511,42 @@ fn other_blocks_match_with_their_breakpoint_aside() {
         &with(vec![image("spec")])
     ));
 }
+
+/// The entries a request's messages were stored as are found again on the path to the leaf,
+/// and handed to the next request's match: the known pairs are taken without comparison (a
+/// known entry matches whatever its message, which is why only byte-identical messages may
+/// be given as known), the rest are compared, and with nothing known the result is the plain
+/// match.
+#[test]
+fn known_entries_are_taken_and_the_rest_compared() {
+    let sent = [user("u1"), call("c1", json!({"p": 1})), result("c1", "r1")];
+    let (mut tree, ids) = tree_of(&sent);
+    // A non-message entry on the path is passed over.
+    tree.append(EntryBody::ModelChange(
+        rampart_sessions::entry::ModelChangeEntry {
+            provider: "up".into(),
+            model_id: "m".into(),
+            extra: Default::default(),
+        },
+    ));
+    let known = sent_entries(&tree, sent.len()).unwrap();
+    assert_eq!(known, ids);
+    assert_eq!(
+        sent_entries(&tree, sent.len() + 1),
+        None,
+        "counts must agree"
+    );
+
+    let next = [sent.to_vec(), vec![answer("a1"), user("u2")]].concat();
+    let plain = match_history(&tree, &next);
+    assert_eq!(match_history_known(&tree, &next, &known), plain);
+    assert_eq!(plain.matched, 3);
+    // Known pairs are not compared: a changed message given as known still matches...
+    let mut changed = next.clone();
+    changed[0] = user("edited");
+    assert_eq!(match_history_known(&tree, &changed, &known).matched, 3);
+    // ...and one not known is compared: an edit after the known ones diverges there.
+    changed[2] = result("c1", "other");
+    let m = match_history_known(&tree, &changed, &known[..2]);
+    assert_eq!((m.kind, m.matched), (MatchKind::Diverges, 2));
+}

@@ -65,9 +65,22 @@ pub struct ClientRequest {
     /// Offer and answer the context engine's own tools (engine API 1.2): on unless
     /// `serve.engineTools = false` or the client sends `x-rampart-engine-tools: off`.
     pub engine_tools: bool,
+    /// What the requests before it established about its messages ([`super::inbound_memo`]).
+    pub seen: Seen,
     /// The body's top-level fields the engine does not manage (`temperature`, `thinking`,
     /// `reasoning`, `metadata`, …), forwarded upstream by the provider.
     pub fields: ClientFields,
+}
+
+/// What is known of a request's messages from the requests before it ([`super::inbound_memo`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// The number the memo keeps this request's messages under.
+    pub kept_as: Option<u64>,
+    /// The kept request this one continues, and how many of its leading messages are that
+    /// request's, byte for byte: a placement may take those as matched where that request's
+    /// were ([`super::history::match_history_known`]).
+    pub continues: Option<(u64, usize)>,
 }
 
 /// Why a request body cannot be used; the text says what to fix.
@@ -179,6 +192,7 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
         breakpoints,
         memory_tools: false,
         engine_tools: false,
+        seen: Default::default(),
         fields: ClientFields::capture(
             match wire {
                 Wire::OpenAi => FieldsWire::Chat,
@@ -188,67 +202,6 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
             obj,
         ),
     })
-}
-
-/// Decodes a chat-completions request that continues a kept one ([`inbound_memo`]): `rest` is
-/// the body with only the messages after `prior`'s, which are taken as they were decoded and
-/// stamped `now_ms`. The result is what [`decode`] makes of the whole body. `None` when the
-/// new messages cannot be decoded apart from the kept ones, or when the rest is not a valid
-/// request (the caller then decodes the whole body, so that an error names the message by
-/// its place in the whole array): the first new message is a tool result (its call is in the
-/// kept part), a new message is a system message (the prompt joins them all) or holds a
-/// legacy `function_call` or a tool call without an id (the converter numbers those across
-/// the request), or the model differs from the kept request's.
-///
-/// [`inbound_memo`]: super::inbound_memo
-pub fn decode_continuing(
-    rest: &Value,
-    prior: super::inbound_memo::Decoded,
-    now_ms: u64,
-) -> Option<ClientRequest> {
-    let new = rest.get("messages")?.as_array()?;
-    let role = |m: &Value| m.get("role").and_then(Value::as_str).map(str::to_owned);
-    if matches!(
-        new.first().and_then(role).as_deref(),
-        None | Some("tool" | "function")
-    ) {
-        return None;
-    }
-    let apart = new.iter().all(|m| {
-        let calls_have_ids = m
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .is_none_or(|calls| {
-                calls
-                    .iter()
-                    .all(|c| c.get("id").is_some_and(Value::is_string))
-            });
-        !matches!(
-            role(m).as_deref(),
-            Some("system" | "developer" | "function")
-        ) && m.get("function_call").is_none()
-            && calls_have_ids
-    });
-    if !apart {
-        return None;
-    }
-    let mut request = decode(Wire::OpenAi, rest, now_ms).ok()?;
-    if request.model != prior.model || request.system.is_some() {
-        return None;
-    }
-    request.system = prior.system.clone();
-    let mut messages = prior.messages_at(now_ms);
-    std::sync::Arc::make_mut(&mut messages).extend(std::sync::Arc::unwrap_or_clone(
-        std::mem::take(&mut request.messages),
-    ));
-    request.messages = messages;
-    request.breakpoints = request
-        .messages
-        .iter()
-        .filter(|m| carries_breakpoint(m))
-        .cloned()
-        .collect();
-    Some(request)
 }
 
 /// A Responses API body as the chat-completions body it means, plus what could not be carried
@@ -691,7 +644,7 @@ fn refuse_opaque_parts(messages: &[Value]) -> Result<(), BadRequest> {
 /// converters keep a block's unknown fields). A `tool_result` block's own fields land on the
 /// tool-result message's `extra`: Claude Code and pi mark the newest `tool_result` block itself
 /// in a tool loop, not a block inside its content.
-fn carries_breakpoint(message: &AgentMessage) -> bool {
+pub(super) fn carries_breakpoint(message: &AgentMessage) -> bool {
     use rampart_message::{Content, ContentBlock};
     let marked = |block: &ContentBlock| match block {
         ContentBlock::Text(t) => t.extra.contains_key("cache_control"),

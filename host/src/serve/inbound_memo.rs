@@ -1,5 +1,6 @@
-//! The messages of recent chat-completions requests, decoded, kept with the bytes they were
-//! decoded from, so that a request re-sending them parses and converts only what is new.
+//! The messages of recent chat-completions and Anthropic requests, decoded, kept with the bytes
+//! they were decoded from, so that a request re-sending them parses and converts only what is
+//! new.
 //!
 //! Why: a client re-sends its whole conversation on every request. On a 200k-token coding
 //! conversation, parsing the 800 KB body into a `Value` and converting every message was
@@ -8,21 +9,25 @@
 //! ([`super::raw_messages`]); when its first `n` elements are exactly the bytes of a kept
 //! request's messages (compared with `memcmp`, whole, never trusted to a hash), those `n`
 //! are taken decoded and only the body with the remaining elements is parsed
-//! ([`super::inbound::decode_continuing`]). The result is the same request the whole body
+//! ([`decode_continuing`]). The result is the same request the whole body
 //! decodes to: the kept messages are stamped with this request's time, and anything the
 //! continuation cannot decode alone (a tool result first, a system message, a call without
 //! an id) sends the body down the whole path.
 //!
-//! Only the chat-completions wire is kept: its converter reads each message alone, but for a
-//! tool result's call, which the request checks require right before it.
+//! The chat-completions and Anthropic wires are kept: their converters read each message
+//! nearly alone ([`decode_continuing`] says what sends a request down the whole
+//! path). A Responses body is first rewritten as a chat body, item by item, with state across
+//! items (a call joins the assistant message before it), so it is always decoded whole.
 
 use std::collections::VecDeque;
-use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use rampart_message::AgentMessage;
 
+use serde_json::Value;
+
+use super::inbound::{ClientRequest, Wire, carries_breakpoint, decode};
 use super::raw_messages::MessageSlices;
 
 /// How many decoded requests are kept. Each holds its messages twice (bytes and decoded), so
@@ -33,6 +38,10 @@ pub const CAPACITY: usize = 8;
 /// The decoded messages of a request, with the bytes they came from.
 #[derive(Debug)]
 pub struct Decoded {
+    /// The number it is kept under ([`super::inbound::Seen::kept_as`]).
+    pub generation: u64,
+    /// The wire the request came in (its converter made the messages).
+    pub wire: Wire,
     /// The model the request named (the converter records it on assistant messages).
     pub model: String,
     /// The bytes of the `messages` elements, from the first one's start to the last one's end:
@@ -61,6 +70,7 @@ pub struct Continuation {
 #[derive(Debug, Default)]
 pub struct InboundMemo {
     kept: Mutex<VecDeque<Decoded>>,
+    next: std::sync::atomic::AtomicU64,
 }
 
 impl InboundMemo {
@@ -68,51 +78,66 @@ impl InboundMemo {
         self.kept.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The kept request whose messages are the most leading elements of `body`'s `messages`
-    /// (at least one element must be new), taken out, and the body without those elements.
-    pub fn continuation(&self, body: &[u8], slices: &MessageSlices) -> Option<Continuation> {
-        let first = slices.elements.first()?.start;
+    /// Indexes `body`'s `messages` ([`raw_messages::index_known`]), recognising its leading
+    /// elements by the bytes of the kept request that has the most of them (at least one
+    /// element must be new): that request is taken out of the memo, and returned with the
+    /// body without those elements. The kept bytes are compared, not scanned again.
+    ///
+    /// [`raw_messages::index_known`]: super::raw_messages::index_known
+    pub fn index(&self, wire: Wire, body: &[u8]) -> (Option<MessageSlices>, Option<Continuation>) {
         let mut kept = self.lock();
-        let (at, prior_count) = kept
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.count < slices.elements.len())
-            .filter(|(_, d)| {
-                let end = slices.elements[d.count - 1].end;
-                body[first..end] == d.raw[..]
-            })
-            .map(|(i, d)| (i, d.count))
-            .max_by_key(|(_, count)| *count)?;
-        let prior = kept.remove(at)?;
+        let mut chosen = None;
+        let slices = super::raw_messages::index_known(body, |from_first| {
+            let (at, d) = kept
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.wire == wire && from_first.starts_with(&d.raw))
+                .max_by_key(|(_, d)| d.count)?;
+            chosen = Some(at);
+            Some((d.raw.len(), d.count))
+        });
+        let Some(slices) = slices else {
+            return (None, None);
+        };
+        if slices.known == 0 {
+            return (Some(slices), None);
+        }
+        let Some(prior) = chosen.and_then(|at| kept.remove(at)) else {
+            return (Some(slices), None);
+        };
         drop(kept);
-        let new_from = slices.elements[prior_count].start;
-        let mut rest = Vec::with_capacity(body.len() - (new_from - first));
-        rest.extend_from_slice(&body[..first]);
+        let new_from = slices
+            .elements
+            .first()
+            .map_or(slices.known_end, |e| e.start);
+        let mut rest = Vec::with_capacity(body.len() - (new_from - slices.start));
+        rest.extend_from_slice(&body[..slices.start]);
         rest.extend_from_slice(&body[new_from..]);
-        Some(Continuation { prior, rest })
+        (Some(slices), Some(Continuation { prior, rest }))
     }
 
-    /// Keeps what `body`'s messages decoded to, for the request that continues it. Requests
-    /// holding messages the converter stamps other than by the request's time are not kept.
+    /// Keeps what `body`'s messages decoded to, for the request that continues it, and says
+    /// under which number. Requests holding messages the converter stamps other than by the
+    /// request's time are not kept.
     pub fn keep(
         &self,
+        wire: Wire,
         body: &Bytes,
         slices: &MessageSlices,
         model: &str,
         messages: &Arc<Vec<AgentMessage>>,
         system: Option<&str>,
-    ) {
-        let (Some(first), Some(last)) = (slices.elements.first(), slices.elements.last()) else {
-            return;
-        };
-        if !messages.iter().all(restampable) {
-            return;
+    ) -> Option<u64> {
+        if slices.is_empty() || !messages.iter().all(restampable) {
+            return None;
         }
-        let raw: Range<usize> = first.start..last.end;
+        let generation = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let decoded = Decoded {
+            generation,
+            wire,
             model: model.to_owned(),
-            raw: body.slice(raw),
-            count: slices.elements.len(),
+            raw: body.slice(slices.all()),
+            count: slices.len(),
             messages: Arc::clone(messages),
             system: system.map(str::to_owned),
         };
@@ -121,10 +146,16 @@ impl InboundMemo {
             kept.pop_front();
         }
         kept.push_back(decoded);
+        Some(generation)
     }
 }
 
 impl Decoded {
+    /// How many messages it holds.
+    pub fn message_count(&self) -> usize {
+        self.messages.len()
+    }
+
     /// The messages, stamped `now_ms` as the converter stamps a request's messages (copied
     /// only if the request that decoded them still holds them).
     pub fn messages_at(mut self, now_ms: u64) -> Arc<Vec<AgentMessage>> {
@@ -132,6 +163,98 @@ impl Decoded {
             restamp(message, now_ms);
         }
         self.messages
+    }
+}
+
+/// Decodes a request that continues a kept one : `rest` is the body, sent
+/// in `wire`, with only the messages after `prior`'s, which are taken as they were decoded and
+/// stamped `now_ms`. The result is what [`decode`] makes of the whole body. `None` when the
+/// new messages cannot be decoded apart from the kept ones ([`decodes_apart`]), when the model
+/// differs from the kept request's, or when the rest is not a valid request (the caller then
+/// decodes the whole body, so that an error names the message by its place in the whole
+/// array).
+///
+pub fn decode_continuing(
+    wire: Wire,
+    rest: &Value,
+    prior: Decoded,
+    now_ms: u64,
+) -> Option<ClientRequest> {
+    if prior.wire != wire || !decodes_apart(wire, rest.get("messages")?.as_array()?) {
+        return None;
+    }
+    let mut request = decode(wire, rest, now_ms).ok()?;
+    if request.model != prior.model {
+        return None;
+    }
+    // A chat client's system messages are part of `messages` (none is new, so the kept ones
+    // make the prompt); an Anthropic client's `system` is a field of the rest.
+    if wire == Wire::OpenAi {
+        request.system = prior.system.clone();
+    }
+    request.seen.continues = Some((prior.generation, prior.message_count()));
+    let mut messages = prior.messages_at(now_ms);
+    std::sync::Arc::make_mut(&mut messages).extend(std::sync::Arc::unwrap_or_clone(
+        std::mem::take(&mut request.messages),
+    ));
+    request.messages = messages;
+    request.breakpoints = request
+        .messages
+        .iter()
+        .filter(|m| carries_breakpoint(m))
+        .cloned()
+        .collect();
+    Some(request)
+}
+
+/// Whether `new`, the messages after a kept request's, decode alone as they do after it. The
+/// converters carry little from one message to the next, and what they carry rules these out:
+/// - chat completions: a tool result first (its call is kept; the request checks want it right
+///   after its assistant message), a system message (the prompt joins them all), a legacy
+///   `function_call` or a tool call without an id (the converter numbers those per request);
+/// - Anthropic messages: a user message of `tool_result` blocks first (its `tool_use` is kept),
+///   a message of another role (kept whole in its place among the others), a message with an
+///   `id` (the importer merges a response split across messages by its id).
+fn decodes_apart(wire: Wire, new: &[Value]) -> bool {
+    fn role(m: &Value) -> &str {
+        m.get("role").and_then(Value::as_str).unwrap_or("")
+    }
+    let Some(first) = new.first() else {
+        return false;
+    };
+    match wire {
+        Wire::OpenAi => {
+            !matches!(role(first), "tool" | "function")
+                && new.iter().all(|m| {
+                    let calls_have_ids =
+                        m.get("tool_calls")
+                            .and_then(Value::as_array)
+                            .is_none_or(|calls| {
+                                calls
+                                    .iter()
+                                    .all(|c| c.get("id").is_some_and(Value::is_string))
+                            });
+                    matches!(role(m), "user" | "assistant" | "tool")
+                        && m.get("function_call").is_none()
+                        && calls_have_ids
+                })
+        }
+        Wire::Anthropic => {
+            let answers_a_call =
+                first
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .is_some_and(|blocks| {
+                        blocks
+                            .iter()
+                            .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                    });
+            !answers_a_call
+                && new
+                    .iter()
+                    .all(|m| matches!(role(m), "user" | "assistant") && m.get("id").is_none())
+        }
+        Wire::Responses => false,
     }
 }
 

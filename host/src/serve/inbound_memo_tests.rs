@@ -1,8 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::serve::inbound::{ClientRequest, Wire, decode, decode_continuing};
-use crate::serve::raw_messages::index;
+use crate::serve::inbound::{ClientRequest, Wire, decode};
 
 /// What a request decodes to, as a comparable value.
 fn shown(r: &ClientRequest) -> Value {
@@ -22,20 +21,26 @@ fn shown(r: &ClientRequest) -> Value {
 /// Decodes `body` as the server does: from a kept request when one matches, whole otherwise;
 /// then keeps it. Returns the request and whether it continued a kept one.
 fn decode_as_server(memo: &InboundMemo, body: &[u8], now_ms: u64) -> (ClientRequest, bool) {
+    decode_in(Wire::OpenAi, memo, body, now_ms)
+}
+
+fn decode_in(wire: Wire, memo: &InboundMemo, body: &[u8], now_ms: u64) -> (ClientRequest, bool) {
     let body = &Bytes::copy_from_slice(body);
-    let slices = index(body).expect("a chat body is indexed");
-    let continued = memo.continuation(body, &slices).and_then(|c| {
+    let (slices, continuation) = memo.index(wire, body);
+    let slices = slices.expect("the body is indexed");
+    let continued = continuation.and_then(|c| {
         let rest: Value = serde_json::from_slice(&c.rest).ok()?;
-        decode_continuing(&rest, c.prior, now_ms)
+        decode_continuing(wire, &rest, c.prior, now_ms)
     });
     let (request, continued) = match continued {
         Some(r) => (r, true),
         None => {
             let whole: Value = serde_json::from_slice(body).unwrap();
-            (decode(Wire::OpenAi, &whole, now_ms).unwrap(), false)
+            (decode(wire, &whole, now_ms).unwrap(), false)
         }
     };
     memo.keep(
+        wire,
         body,
         &slices,
         &request.model,
@@ -165,12 +170,15 @@ fn what_cannot_be_decoded_apart_is_decoded_whole() {
         decode_as_server(&memo, &body("m", &first), 1);
         let messages = [start.clone(), more].concat();
         let bytes = body("m", &messages);
-        let slices = index(&bytes).unwrap();
         let c = memo
-            .continuation(&bytes, &slices)
+            .index(Wire::OpenAi, &bytes)
+            .1
             .expect("the kept part matches");
         let rest: Value = serde_json::from_slice(&c.rest).unwrap();
-        assert!(decode_continuing(&rest, c.prior, 2).is_none(), "{what}");
+        assert!(
+            decode_continuing(Wire::OpenAi, &rest, c.prior, 2).is_none(),
+            "{what}"
+        );
     }
     // Another model: the converter records the model on assistant messages.
     let memo = InboundMemo::default();
@@ -196,7 +204,7 @@ fn what_cannot_be_decoded_apart_is_decoded_whole() {
     edited[1] = json!({"role": "user", "content": "go!"});
     edited.push(result("c1", "x"));
     let bytes = body("m", &edited);
-    assert!(memo.continuation(&bytes, &index(&bytes).unwrap()).is_none());
+    assert!(memo.index(Wire::OpenAi, &bytes).1.is_none());
 }
 
 /// The newest requests are kept, up to the capacity; the oldest go first.
@@ -211,8 +219,100 @@ fn only_the_newest_requests_are_kept() {
         let mut messages = first(i);
         messages.push(json!({"role": "assistant", "content": "ok"}));
         let bytes = body("m", &messages);
-        memo.continuation(&bytes, &index(&bytes).unwrap()).is_some()
+        memo.index(Wire::OpenAi, &bytes).1.is_some()
     };
     assert!(!continues(0), "the oldest was let go");
     assert!(continues(CAPACITY));
+}
+
+fn anthropic_body(messages: &[Value]) -> Vec<u8> {
+    let head = json!({"model": "claude-x", "max_tokens": 1024,
+        "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "read", "input_schema": {"type": "object"}}]});
+    let head = serde_json::to_string(&head).unwrap();
+    let list: Vec<String> = messages
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect();
+    format!(
+        "{},\"messages\":[{}]}}",
+        &head[..head.len() - 1],
+        list.join(",")
+    )
+    .into_bytes()
+}
+
+/// An Anthropic conversation (tool_use and tool_result blocks, breakpoints moving) decodes,
+/// from the kept part plus the new messages, to what its whole body decodes to; a new message
+/// of tool results first, or one with an `id`, goes down the whole path; and bytes kept from
+/// a chat request are never taken for an Anthropic one.
+#[test]
+fn an_anthropic_conversation_decodes_as_its_whole_body_does() {
+    let memo = InboundMemo::default();
+    let mut messages = vec![json!({"role": "user", "content": [{"type": "text",
+        "text": "fix the \"bug\"\n", "cache_control": {"type": "ephemeral"}}]})];
+    let mut continued_count = 0;
+    for turn in 0..5u64 {
+        let now = 2_000 + turn;
+        let bytes = anthropic_body(&messages);
+        let (got, continued) = decode_in(Wire::Anthropic, &memo, &bytes, now);
+        let whole: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            shown(&got),
+            shown(&decode(Wire::Anthropic, &whole, now).unwrap()),
+            "turn {turn}"
+        );
+        continued_count += usize::from(continued);
+        let id = format!("toolu_{turn}");
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": "reading"},
+            {"type": "tool_use", "id": id, "name": "read", "input": {"path": format!("{turn}.rs")}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": "fn x() {}\n"},
+            {"type": "text", "text": format!("now {turn}")}]}));
+    }
+    assert_eq!(continued_count, 4);
+
+    // Tool results first: their tool_use is in the kept part.
+    let start = &messages[..messages.len() - 1];
+    let memo = InboundMemo::default();
+    decode_in(Wire::Anthropic, &memo, &anthropic_body(start), 1);
+    let c = memo
+        .index(Wire::Anthropic, &anthropic_body(&messages))
+        .1
+        .expect("the kept part matches");
+    let rest: Value = serde_json::from_slice(&c.rest).unwrap();
+    assert!(decode_continuing(Wire::Anthropic, &rest, c.prior, 2).is_none());
+    // A message with an id may be half of a response split across messages.
+    let memo = InboundMemo::default();
+    decode_in(Wire::Anthropic, &memo, &anthropic_body(&messages), 1);
+    let with_id = [
+        messages.clone(),
+        vec![json!({"role": "assistant", "id": "msg_1", "content": "ok"})],
+    ]
+    .concat();
+    let c = memo
+        .index(Wire::Anthropic, &anthropic_body(&with_id))
+        .1
+        .expect("the kept part matches");
+    let rest: Value = serde_json::from_slice(&c.rest).unwrap();
+    assert!(decode_continuing(Wire::Anthropic, &rest, c.prior, 2).is_none());
+    // Kept from a chat request, never taken for an Anthropic one.
+    let memo = InboundMemo::default();
+    let chat = [json!({"role": "user", "content": "same bytes"})];
+    decode_as_server(&memo, &body("claude-x", &chat), 1);
+    let more = [
+        chat[0].clone(),
+        json!({"role": "assistant", "content": "ok"}),
+    ];
+    assert!(
+        memo.index(Wire::Anthropic, &body("claude-x", &more))
+            .1
+            .is_none()
+    );
+    assert!(
+        memo.index(Wire::OpenAi, &body("claude-x", &more))
+            .1
+            .is_some()
+    );
 }

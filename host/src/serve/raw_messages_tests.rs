@@ -48,3 +48,27 @@ fn unusual_bodies_are_not_indexed() {
         assert_eq!(index(body.as_bytes()), None, "{body}");
     }
 }
+
+/// Leading elements recognised by their bytes are not scanned; the rest are, and the slices
+/// cover the same bytes as a whole scan. Recognised bytes not followed by a comma (nothing new
+/// after them) are not taken.
+#[test]
+fn recognised_elements_are_taken_as_known() {
+    let body = r#"{"model": "m", "messages": [ {"a": 1} , {"b": "]"}, {"c": 3} ], "n": 1}"#;
+    let whole = index(body.as_bytes()).unwrap();
+    let first_two = r#"{"a": 1} , {"b": "]"}"#;
+    let known = index_known(body.as_bytes(), |from_first| {
+        from_first
+            .starts_with(first_two.as_bytes())
+            .then_some((first_two.len(), 2))
+    })
+    .unwrap();
+    assert_eq!((known.known, known.len()), (2, 3));
+    assert_eq!(known.elements, whole.elements[2..].to_vec());
+    assert_eq!(known.all(), whole.all());
+    assert_eq!(&body[known.start..known.known_end], first_two);
+    // All three known: nothing would be left to scan, so none are taken.
+    let all = &body[whole.all()];
+    let none = index_known(body.as_bytes(), |_| Some((all.len(), 3))).unwrap();
+    assert_eq!((none.known, none.elements.len()), (0, 3));
+}

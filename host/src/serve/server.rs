@@ -803,14 +803,14 @@ async fn conversation_request(
     };
     // A chat-completions body is indexed by its bytes: the messages a recent request decoded
     // are taken as they were, and only the rest of the body is parsed (`inbound_memo`).
-    let slices = match wire {
-        Wire::OpenAi => super::raw_messages::index(&body),
-        Wire::Anthropic | Wire::Responses => None,
+    let (slices, continuation) = match wire {
+        Wire::OpenAi | Wire::Anthropic => state.inbound.index(wire, &body),
+        Wire::Responses => (None, None),
     };
     let now_ms = now_unix_ms();
-    let continued = slices
-        .as_ref()
-        .and_then(|slices| continue_chat(state, endpoint, &headers, &body, slices, now_ms));
+    let continued = continuation.and_then(|continuation| {
+        continue_request(state, wire, endpoint, &headers, continuation, now_ms)
+    });
     let (raw, continued) = match continued {
         Some((raw, identity, request)) => (raw, Some((identity, request))),
         None => match serde_json::from_slice(&body) {
@@ -909,8 +909,10 @@ async fn conversation_request(
         }
     };
     // Kept for the request that continues this conversation.
+    let mut request = request;
     if let (Some(slices), Identity::Conversation(_)) = (&slices, &identity) {
-        state.inbound.keep(
+        request.seen.kept_as = state.inbound.keep(
+            wire,
             &body,
             slices,
             &request.model,
@@ -921,7 +923,6 @@ async fn conversation_request(
     for w in &request.warnings {
         tracing::debug!(warning = %w, "request conversion");
     }
-    let mut request = request;
     let label = conversation_label(&identity);
     if let Some(prior) = prior {
         if prior.conversation != label {
@@ -1110,27 +1111,26 @@ async fn conversation_request(
     }
 }
 
-/// A chat-completions request whose leading messages are a recent request's, byte for byte:
-/// those are taken decoded and only the rest of the body is parsed
-/// ([`super::inbound_memo`]). `None` sends the body down the whole path: nothing kept matches,
-/// the rest is not valid, it is a side request, or the new messages cannot be decoded alone.
-fn continue_chat(
+/// A chat-completions or Anthropic request whose leading messages are a recent request's,
+/// byte for byte: those are taken decoded and only the rest of the body is parsed
+/// ([`super::inbound_memo`]). `None` sends the body down the whole path: the rest is not
+/// valid, it is a side request, or the new messages cannot be decoded alone.
+fn continue_request(
     state: &ServerState,
+    wire: Wire,
     endpoint: Endpoint,
     headers: &HeaderMap,
-    body: &[u8],
-    slices: &super::raw_messages::MessageSlices,
+    continuation: super::inbound_memo::Continuation,
     now_ms: u64,
 ) -> Option<(Value, Identity, ClientRequest)> {
-    let continuation = state.inbound.continuation(body, slices)?;
     let raw: Value = serde_json::from_slice(&continuation.rest).ok()?;
-    let raw = name_the_primary(raw, Wire::OpenAi, &state.config);
+    let raw = name_the_primary(raw, wire, &state.config);
     // A side request is told by its messages being one user line: read the whole body.
     let identity = match identify(endpoint, headers, &raw, &state.config.serve.side_requests) {
         Identity::Side(_) => return None,
         conversation => conversation,
     };
-    let request = inbound::decode_continuing(&raw, continuation.prior, now_ms)?;
+    let request = super::inbound_memo::decode_continuing(wire, &raw, continuation.prior, now_ms)?;
     tracing::trace!(
         messages = request.messages.len(),
         rest_bytes = continuation.rest.len(),
@@ -1659,11 +1659,12 @@ fn conversation_turn(
     // first message's bucket, so that two alike first requests cannot take one conversation.
     let (lane, chosen) = match client {
         Some(_) => {
-            let chosen = conversations::choose(
+            let chosen = conversations::choose_continuing(
                 state.store.as_ref(),
                 &state.sessions,
                 client,
                 &request.messages,
+                request.seen.continues,
             )
             .map_err(|e| open_failure(&e))?;
             (chosen.key.clone(), Some(chosen))
@@ -1727,11 +1728,12 @@ fn turn_in_lane(
     let wait = config.session.write_lock_timeout;
     let chosen = match chosen {
         Some(c) => c,
-        None => conversations::choose(
+        None => conversations::choose_continuing(
             state.store.as_ref(),
             &state.sessions,
             client,
             &request.messages,
+            request.seen.continues,
         )
         .map_err(|e| open_failure(&e))?,
     };
@@ -1846,6 +1848,12 @@ fn turn_in_lane(
     runner
         .append_all(session, placement.unseen(&request.messages).to_vec())
         .map_err(|e| turn_failure(&e))?;
+    // Where this request's messages now are, for the request that re-sends them.
+    if let Some(generation) = request.seen.kept_as
+        && let Some(ids) = super::history::sent_entries(session.tree(), request.messages.len())
+    {
+        state.sessions.note_sent(&conversation.key, generation, ids);
+    }
     let started = Instant::now();
     let result = match &held_steps {
         Some(steps) => {

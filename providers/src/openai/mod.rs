@@ -71,7 +71,7 @@ impl Provider for OpenAiProvider {
         let url = request.forwarded.upstream_url(&self.url, FieldsWire::Chat);
         let deltas = request.forwarded.deltas.as_ref();
         let headers: Vec<_> = request.forwarded.passthrough(FieldsWire::Chat).collect();
-        let (answer, retries) = self.http.post(&url, request, &headers, &body, |response| {
+        let (answer, retries) = self.http.post(&url, request, &headers, body, |response| {
             read(response, idle, deltas)
         })?;
         Ok(ModelResponse {

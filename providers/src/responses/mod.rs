@@ -78,7 +78,7 @@ impl Provider for ResponsesProvider {
             .forwarded
             .passthrough(FieldsWire::Responses)
             .collect();
-        let (answer, retries) = self.http.post(&url, request, &headers, &body, |response| {
+        let (answer, retries) = self.http.post(&url, request, &headers, body, |response| {
             answer::read(response, idle, deltas)
         })?;
         Ok(ModelResponse {
