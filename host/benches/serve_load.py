@@ -36,7 +36,8 @@ Lines:
 - the first request of a new 200k-token conversation (which a proxy that stores
   conversations must store whole), median of five new conversations;
 - the resident memory of each proxy after 1,000 conversations (2k tokens each) were opened,
-  last, after everything above (LiteLLM's is the sum over its process tree).
+  last, after everything above, read 3 s after the last answer (an idle proxy; LiteLLM's is the
+  sum over its process tree).
 
 Timings are taken on a machine that is usually doing other work too: the script prints the
 load average before and after, and the tables are medians of interleaved runs for that reason.
@@ -70,6 +71,7 @@ LITELLM_VENV = os.path.join(ROOT, "target", "litellm-venv")
 MODELS = {"openai": "up/gpt-bench", "anthropic": "ant/claude-bench"}
 WIRE_NAMES = {"openai": "chat completions", "anthropic": "Anthropic messages"}
 SIZE_NAMES = {2_000: "2k", 50_000: "50k", 200_000: "200k"}
+IDLE_BEFORE_RSS = 3  # seconds between the last of the 1,000 conversations and the RSS read
 
 
 class BenchError(Exception):
@@ -602,6 +604,10 @@ def main():
                 raise failures["rampart"]
             if "litellm" in failures:
                 targets[-1].broken["openai"] = str(failures["litellm"])[:300]
+            # Read once the proxies are idle, as a user's `ps` would see them between bursts:
+            # rampart serve hands freed memory back when no request is in flight
+            # (serve::allocator); every proxy gets the same pause.
+            time.sleep(IDLE_BEFORE_RSS)
             other_rows.append(
                 ["resident memory after 1,000 conversations (2k tokens each) were opened"]
                 + ["–" if t.name == "direct"

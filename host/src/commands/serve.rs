@@ -41,6 +41,8 @@ pub fn serve(
         listen,
         prices,
     } = flags;
+    // Before the server's threads start, each of which may take an allocator arena.
+    crate::serve::allocator::limit_arenas();
     let addr = match config.serve.bind_addr(listen) {
         Ok(addr) => addr,
         Err(e) => {

@@ -16,11 +16,13 @@
 //! - [`guard`]: Host, Origin, token and body checks before any handler;
 //! - [`listener`]: the accept loop: bounded connections, header timeouts, a drain deadline;
 //! - [`store`]: the store conversations live in (a directory, or PostgreSQL for replicas);
-//! - [`server`]: the routes, admission, and a request's way through the run loop.
+//! - [`server`]: the routes, admission, and a request's way through the run loop;
+//! - [`allocator`]: fewer allocator arenas, and freed memory returned when idle.
 //!
 //! The README's `rampart serve` section describes the conversation rule, client set-up, and
 //! what a replica keeps in memory.
 
+pub mod allocator;
 pub mod compaction_page;
 pub mod conversations;
 pub mod dashboard;

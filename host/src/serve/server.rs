@@ -75,6 +75,10 @@ pub struct ServerState {
     engine_credentials: Arc<EngineCredentialBook>,
     lanes: Lanes,
     admitted: AtomicUsize,
+    /// Requests answered (admitted and done), for the allocator's trim.
+    finished: AtomicU64,
+    /// When freed memory is handed back to the system ([`super::allocator`]).
+    trimmer: super::allocator::Trimmer,
     limit: usize,
     metrics: Metrics,
     /// What clients sent that was not forwarded upstream: counted, warned once per conversation.
@@ -171,6 +175,8 @@ impl ServerState {
             lanes: Lanes::new(serve.max_concurrent),
             limit: serve.max_concurrent + serve.max_queue,
             admitted: AtomicUsize::new(0),
+            finished: AtomicU64::new(0),
+            trimmer: Default::default(),
             metrics: Metrics::default(),
             not_forwarded: NotForwardedLog::default(),
             responses: Default::default(),
@@ -247,6 +253,9 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .with_state(state)
 }
 
+/// How often an idle server hands freed memory back to the system.
+const TRIM_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Serves `state` on `listener` until SIGTERM or Ctrl-C, then lets requests in flight finish
 /// within `serve.drainTimeoutMs` ([`super::listener`]).
 pub async fn serve(
@@ -262,6 +271,26 @@ pub async fn serve(
         header_timeout: settings.header_timeout,
         drain_timeout: settings.drain_timeout,
     };
+    // Freed memory goes back to the system when the server is idle ([`super::allocator`]).
+    let trimming = Arc::clone(&state);
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(TRIM_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let state = Arc::clone(&trimming);
+            let (answered, in_flight) = (
+                state.finished.load(Ordering::Relaxed),
+                state.admitted.load(Ordering::Acquire),
+            );
+            if state.trimmer.due(answered, in_flight) {
+                let _ = tokio::task::spawn_blocking(move || {
+                    state.trimmer.trim_if_due(answered, in_flight)
+                })
+                .await;
+            }
+        }
+    });
     let stopping = state.stopping.clone();
     let shutdown = async move {
         shutdown_signal().await;
@@ -781,11 +810,12 @@ fn wire_of_headers(headers: &HeaderMap) -> Wire {
 // ---------------------------------------------------------------------------
 
 /// Counts an admitted request until it is answered.
-struct Admission<'a>(&'a AtomicUsize);
+struct Admission<'a>(&'a ServerState);
 
 impl Drop for Admission<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.finished.fetch_add(1, Ordering::Relaxed);
+        self.0.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -1058,7 +1088,7 @@ async fn conversation_request(
     let fit = AnswerFit::new(state.config.serve.min_answer_tokens);
     let worker_fit = fit.clone();
     let join = tokio::task::spawn_blocking(move || {
-        let _admission = Admission(&admission_state.admitted);
+        let _admission = Admission(&admission_state);
         match identity {
             Identity::Side(reason) => {
                 tracing::debug!(?reason, model = %request.model, "side request");
