@@ -38,26 +38,21 @@ pub struct Trimmer {
 }
 
 impl Trimmer {
-    /// Whether a trim is due, given the requests answered so far and those in flight: some
-    /// were answered since the last one, and none is running (a trim walks the allocator's
-    /// free lists under its locks, which a request would wait for).
-    pub fn due(&self, answered: u64, in_flight: usize) -> bool {
-        in_flight == 0 && answered > self.trimmed_at.load(Ordering::Relaxed)
-    }
-
-    /// Returns freed memory to the system if [`Self::due`]; says whether it ran.
-    pub fn trim_if_due(&self, answered: u64, in_flight: usize) -> bool {
-        if !self.due(answered, in_flight) {
+    /// Whether to trim now, given the requests answered so far and those in flight: some
+    /// were answered since the last trim, and none is running (a trim walks the allocator's
+    /// free lists under its locks, which a request would wait for). A `true` counts as the
+    /// trim: the caller runs [`trim`].
+    pub fn claim(&self, answered: u64, in_flight: usize) -> bool {
+        if in_flight > 0 || answered <= self.trimmed_at.load(Ordering::Relaxed) {
             return false;
         }
         self.trimmed_at.store(answered, Ordering::Relaxed);
-        trim();
         true
     }
 }
 
 /// Hands memory the allocator holds free back to the system.
-fn trim() {
+pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: `malloc_trim` only releases free memory of the allocator's own arenas.

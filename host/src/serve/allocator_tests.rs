@@ -5,9 +5,9 @@ use super::*;
 #[test]
 fn a_trim_waits_for_answers_and_for_quiet() {
     let t = Trimmer::default();
-    assert!(!t.due(0, 0), "nothing answered yet");
-    assert!(!t.trim_if_due(5, 1), "a request is in flight");
-    assert!(t.trim_if_due(5, 0));
-    assert!(!t.due(5, 0), "nothing answered since");
-    assert!(t.due(6, 0));
+    assert!(!t.claim(0, 0), "nothing answered yet");
+    assert!(!t.claim(5, 1), "a request is in flight");
+    assert!(t.claim(5, 0));
+    assert!(!t.claim(5, 0), "nothing answered since");
+    assert!(t.claim(6, 0));
 }

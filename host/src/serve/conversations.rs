@@ -176,8 +176,16 @@ impl SessionCache {
         if self.capacity == 0 {
             return;
         }
-        self.lock_sent()
-            .insert(key.to_owned(), (generation, Arc::from(ids)));
+        // Notes go with the cached sessions: an eviction drops its note, and a session that
+        // failed on the way is never put back, so its note is dropped here once the notes
+        // outnumber the cache (the map first, then the notes: the order `keep` locks them in).
+        let map = self.map();
+        let mut sent = self.lock_sent();
+        if sent.len() >= self.capacity {
+            sent.retain(|k, _| map.contains_key(k));
+        }
+        drop(map);
+        sent.insert(key.to_owned(), (generation, Arc::from(ids)));
     }
 
     /// The entries the leading messages of a request continuing `continues` are known to be

@@ -305,3 +305,14 @@ fn only_the_messages_a_request_shares_with_the_noted_one_are_taken_as_known() {
     let other = choose_continuing(&store, &cache, Some(&client), &edited, Some((8, 3))).unwrap();
     assert_eq!(other, plain);
 }
+
+/// Notes of sessions that are not in the cache (a turn failed and its session was dropped)
+/// are let go once the notes outnumber the cache: they cannot grow with every conversation.
+#[test]
+fn notes_of_sessions_not_kept_are_let_go() {
+    let cache = SessionCache::new(2);
+    for i in 0..50 {
+        cache.note_sent(&format!("gone:{i}"), i, vec!["e".into()]);
+    }
+    assert!(cache.lock_sent().len() <= 2, "{}", cache.lock_sent().len());
+}

@@ -35,6 +35,13 @@ use super::raw_messages::MessageSlices;
 /// continued at any one moment (a client continues one conversation at a time).
 pub const CAPACITY: usize = 8;
 
+/// The most body bytes kept at once (each kept request holds its whole body, and its decoded
+/// messages, two to three times as much). A client may send bodies of up to `serve`'s body
+/// limit (256 MB by default): without a budget, eight of them would stay in memory after
+/// their requests ended. A body larger than this is not kept at all; its request decodes as
+/// before. Eight 200k-token conversations (800 KB each) fit several times over.
+pub const MAX_KEPT_BYTES: usize = 16 << 20;
+
 /// The decoded messages of a request, with the bytes they came from.
 #[derive(Debug)]
 pub struct Decoded {
@@ -49,6 +56,8 @@ pub struct Decoded {
     raw: Bytes,
     /// How many elements those are.
     count: usize,
+    /// The length of the body `raw` is a slice of (all of which it keeps).
+    body_len: usize,
     /// The messages they decoded to, shared with the request that decoded them (a request
     /// only reads them, and is done by the time its client sends the next one).
     messages: Arc<Vec<AgentMessage>>,
@@ -128,7 +137,7 @@ impl InboundMemo {
         messages: &Arc<Vec<AgentMessage>>,
         system: Option<&str>,
     ) -> Option<u64> {
-        if slices.is_empty() || !messages.iter().all(restampable) {
+        if slices.is_empty() || body.len() > MAX_KEPT_BYTES || !messages.iter().all(restampable) {
             return None;
         }
         let generation = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -137,12 +146,17 @@ impl InboundMemo {
             wire,
             model: model.to_owned(),
             raw: body.slice(slices.all()),
+            body_len: body.len(),
             count: slices.len(),
             messages: Arc::clone(messages),
             system: system.map(str::to_owned),
         };
         let mut kept = self.lock();
-        while kept.len() >= CAPACITY {
+        // `raw` is a slice of the body and keeps all of it: the budget counts whole bodies.
+        let held = |kept: &VecDeque<Decoded>| kept.iter().map(|d| d.body_len).sum::<usize>();
+        while kept.len() >= CAPACITY
+            || (!kept.is_empty() && held(&kept) + body.len() > MAX_KEPT_BYTES)
+        {
             kept.pop_front();
         }
         kept.push_back(decoded);

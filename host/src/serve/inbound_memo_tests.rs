@@ -50,10 +50,8 @@ fn decode_in(wire: Wire, memo: &InboundMemo, body: &[u8], now_ms: u64) -> (Clien
     (request, continued)
 }
 
-fn body(model: &str, messages: &[Value]) -> Vec<u8> {
-    // Written with odd spacing, as some clients do: the memo compares bytes, not values.
-    let head = json!({"model": model, "stream": false, "temperature": 0.2,
-        "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]});
+/// A body of `head`'s fields and `messages`, the elements joined by `separator`.
+fn body_of(head: Value, messages: &[Value], separator: &str) -> Vec<u8> {
     let head = serde_json::to_string(&head).unwrap();
     let list: Vec<String> = messages
         .iter()
@@ -62,9 +60,16 @@ fn body(model: &str, messages: &[Value]) -> Vec<u8> {
     format!(
         "{}, \"messages\" : [ {} ] }}",
         &head[..head.len() - 1],
-        list.join(" ,\n ")
+        list.join(separator)
     )
     .into_bytes()
+}
+
+fn body(model: &str, messages: &[Value]) -> Vec<u8> {
+    // Written with odd spacing, as some clients do: the memo compares bytes, not values.
+    let head = json!({"model": model, "stream": false, "temperature": 0.2,
+        "tools": [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]});
+    body_of(head, messages, " ,\n ")
 }
 
 fn call(id: &str, path: &str) -> Value {
@@ -229,17 +234,7 @@ fn anthropic_body(messages: &[Value]) -> Vec<u8> {
     let head = json!({"model": "claude-x", "max_tokens": 1024,
         "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
         "tools": [{"name": "read", "input_schema": {"type": "object"}}]});
-    let head = serde_json::to_string(&head).unwrap();
-    let list: Vec<String> = messages
-        .iter()
-        .map(|m| serde_json::to_string(m).unwrap())
-        .collect();
-    format!(
-        "{},\"messages\":[{}]}}",
-        &head[..head.len() - 1],
-        list.join(",")
-    )
-    .into_bytes()
+    body_of(head, messages, ",")
 }
 
 /// An Anthropic conversation (tool_use and tool_result blocks, breakpoints moving) decodes,
@@ -315,4 +310,30 @@ fn an_anthropic_conversation_decodes_as_its_whole_body_does() {
             .1
             .is_some()
     );
+}
+
+/// Kept bodies stay within the byte budget: one larger than it is not kept, and keeping one
+/// lets the oldest go until the rest fit.
+#[test]
+fn kept_bodies_stay_within_the_budget() {
+    let memo = InboundMemo::default();
+    let text = |i: usize, len: usize| {
+        vec![json!({"role": "user", "content": format!("{i} {}", "x".repeat(len))})]
+    };
+    let continues = |i: usize, len: usize| {
+        let mut messages = text(i, len);
+        messages.push(json!({"role": "assistant", "content": "ok"}));
+        memo.index(Wire::OpenAi, &body("m", &messages)).1.is_some()
+    };
+    decode_as_server(&memo, &body("m", &text(0, MAX_KEPT_BYTES)), 1);
+    assert!(
+        !continues(0, MAX_KEPT_BYTES),
+        "larger than the budget: not kept"
+    );
+    let half = MAX_KEPT_BYTES / 2 - 1024;
+    for i in 1..=3 {
+        decode_as_server(&memo, &body("m", &text(i, half)), 1);
+    }
+    assert!(!continues(1, half), "the oldest went to make room");
+    assert!(continues(3, half));
 }

@@ -278,16 +278,12 @@ pub async fn serve(
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;
-            let state = Arc::clone(&trimming);
             let (answered, in_flight) = (
-                state.finished.load(Ordering::Relaxed),
-                state.admitted.load(Ordering::Acquire),
+                trimming.finished.load(Ordering::Relaxed),
+                trimming.admitted.load(Ordering::Acquire),
             );
-            if state.trimmer.due(answered, in_flight) {
-                let _ = tokio::task::spawn_blocking(move || {
-                    state.trimmer.trim_if_due(answered, in_flight)
-                })
-                .await;
+            if trimming.trimmer.claim(answered, in_flight) {
+                let _ = tokio::task::spawn_blocking(super::allocator::trim).await;
             }
         }
     });
