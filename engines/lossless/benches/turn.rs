@@ -8,7 +8,8 @@
 //! Then 2,000 turns of two new messages each are timed one by one, `assemble` plus
 //! `after_turn`, called in-process on the engine (no JSON: what a host's in-process call costs
 //! the engine itself). Prints p50 / p90 / p99 / max per turn, the sweeps among them, and the
-//! database's size per 1,000 stored messages. Numbers go in BENCHMARKS.md.
+//! database's size per 1,000 stored messages, and what an `lcm_grep` costs at that size.
+//! Numbers go in BENCHMARKS.md.
 //!
 //! `cargo bench -p rampart-lossless --bench turn` (`RAMPART_BENCH_MESSAGES` changes the size).
 
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use rampart_engine_api::engine::NeverCancelled;
 use rampart_engine_api::protocol::{AfterTurnParams, AssembleParams};
+use rampart_engine_api::tools::ToolCallParams;
 use rampart_engine_api::{AgentMessage, CallContext, ContextEngine, MessageList, SharedMessage};
 use rampart_engine_test::{FakeHost, build};
 use rampart_lossless::LosslessEngine;
@@ -116,6 +118,35 @@ fn main() {
         percentile(&times, 0.99),
         times[times.len() - 1],
     );
+    // `lcm_grep` at this size: words every message holds (every message differs from the
+    // others only in its numbers, so the search reads its 2,000 rows to fold them into one
+    // hit), and a path that a few hundred hold.
+    for (label, pattern) in [
+        ("every message", "module alpha settings"),
+        ("a path", "mod_17"),
+    ] {
+        let mut times = Vec::new();
+        let mut answer = 0;
+        for _ in 0..30 {
+            let t = Instant::now();
+            let mut p = ToolCallParams {
+                name: "lcm_grep".into(),
+                arguments: serde_json::json!({"pattern": pattern}),
+                call_id: "bench".into(),
+                ..Default::default()
+            };
+            p.session.session_id = "bench".into();
+            let out = engine.tools_call(&cx, p).unwrap();
+            times.push(t.elapsed());
+            answer = out.content.len();
+        }
+        times.sort();
+        println!(
+            "lcm_grep ({label}, `{pattern}`): p50 {:?}, max {:?}, answer {answer} bytes",
+            percentile(&times, 0.5),
+            times[times.len() - 1]
+        );
+    }
     let bytes: u64 = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok()?.metadata().ok())

@@ -156,7 +156,7 @@ fn a_pressed_tail_cuts_inside_a_long_user_turn() {
         0,
         "the whole turn is the ordinary tail"
     );
-    let pressed = pressed_tail_start(&items, 2_500);
+    let pressed = pressed_tail_start(&items, 2_500, None);
     // The answer (200) and two whole pairs (2,000) fit; a third pair would not.
     assert_eq!(pressed, items.len() - 5);
     assert_eq!(
@@ -165,12 +165,27 @@ fn a_pressed_tail_cuts_inside_a_long_user_turn() {
     );
     assert!(leaf_chunk(&items, pressed, 20_000).is_some());
     // A result at the cut pulls its call in.
-    let cut_at_result = pressed_tail_start(&items, 2_700);
+    let cut_at_result = pressed_tail_start(&items, 2_700, None);
     assert_eq!(items[cut_at_result].role, AssistantCalls);
     // At least one item, however small the cap; never past a summary.
-    assert_eq!(pressed_tail_start(&items, 1), items.len() - 1);
+    assert_eq!(pressed_tail_start(&items, 1, None), items.len() - 1);
     let with_summary = vec![sum("s", 0, 50), msg(1, 100, User), msg(2, 100, Other)];
-    assert_eq!(pressed_tail_start(&with_summary, 10_000), 1);
+    assert_eq!(pressed_tail_start(&with_summary, 10_000, None), 1);
+}
+
+/// After a turn, a final answer larger than the room a sweep makes is summarised with the
+/// rest (kept, it would hold the context over its target until the next sweep); a smaller one,
+/// or a large message that is not a final answer, stays.
+#[test]
+fn a_final_answer_larger_than_the_room_goes_with_the_pressed_sweep() {
+    use Role::*;
+    let large = vec![msg(0, 100, User), msg(1, 14_000, Other)];
+    assert_eq!(pressed_tail_start(&large, 2_500, Some(5_000)), 2);
+    assert_eq!(pressed_tail_start(&large, 2_500, None), 1);
+    let small = vec![msg(0, 100, User), msg(1, 4_000, Other)];
+    assert_eq!(pressed_tail_start(&small, 2_500, Some(5_000)), 1);
+    let user = vec![msg(0, 100, Other), msg(1, 14_000, User)];
+    assert_eq!(pressed_tail_start(&user, 2_500, Some(5_000)), 1);
 }
 
 /// The host's cut of tool results counts every tool result anew when it changes, items that

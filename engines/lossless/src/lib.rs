@@ -219,6 +219,7 @@ impl LosslessEngine {
         let SweepBounds {
             budget,
             pressed_tail,
+            answer_room,
             prefix_target,
         } = bounds;
         let cancelled = || cx.is_cancelled();
@@ -232,6 +233,7 @@ impl LosslessEngine {
             now_ms: self.now(),
             cancelled: &cancelled,
             pressed_tail,
+            answer_room,
             prefix_target,
         }
         .run(budget)?;
@@ -438,6 +440,7 @@ impl ContextEngine for LosslessEngine {
                 let pressed = SweepBounds {
                     budget,
                     pressed_tail: Some(half),
+                    answer_room: Some(target),
                     prefix_target: Some(half),
                 };
                 let round = self.sweep(cx, &session, store, conv, state, pressed)?;
@@ -497,6 +500,7 @@ impl ContextEngine for LosslessEngine {
                 let bounds = SweepBounds {
                     budget,
                     pressed_tail,
+                    answer_room: None,
                     prefix_target: None,
                 };
                 let round = self.sweep(cx, &session, store, conv, state, bounds)?;
@@ -545,6 +549,7 @@ impl ContextEngine for LosslessEngine {
 struct SweepBounds {
     budget: u64,
     pressed_tail: Option<u64>,
+    answer_room: Option<u64>,
     prefix_target: Option<u64>,
 }
 
@@ -554,6 +559,7 @@ impl SweepBounds {
         Self {
             budget,
             pressed_tail: None,
+            answer_room: None,
             prefix_target: None,
         }
     }

@@ -7,6 +7,8 @@
 //! sessions it replaced, whose summaries it may carry ([`Scope`], §8.17: every row remains
 //! searchable).
 
+use std::collections::HashMap;
+
 use rampart_engine_api::EngineError;
 use rusqlite::params;
 
@@ -82,6 +84,15 @@ impl TimeRange {
     };
 }
 
+/// A message or summary folded into a [`Hit`]: its text is the hit's but for some values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alike {
+    /// `msg#<id>` or `sum_…`.
+    pub id: String,
+    /// Its values that differ from the hit's, in text order (see [`shape`]).
+    pub values: Vec<String>,
+}
+
 /// One search hit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
@@ -94,6 +105,63 @@ pub struct Hit {
     /// Byte offset in the item's text where the snippet starts: `lcm_describe` reads on from
     /// there, so a long tool output is read where the match is, not from its start.
     pub offset: usize,
+    /// Older matches whose text is this hit's but for numbers and ids (a notice, heartbeat or
+    /// status line sent again and again), newest first, at most [`MAX_ALIKE`]. Why fold them:
+    /// a search for a notice that came 150 times would otherwise fill its hits with the newest
+    /// copies, and the one the model needs (the restart of Tuesday morning) would never show;
+    /// folded, the hit lists every copy's id and what differs in it, in a few tokens each.
+    pub alike: Vec<Alike>,
+    /// Matches alike this hit beyond the [`MAX_ALIKE`] listed.
+    pub alike_not_listed: usize,
+}
+
+/// The most folded matches a hit lists.
+pub const MAX_ALIKE: usize = 200;
+
+/// Rows a search reads at most to fold older copies into its hits, once it has its `limit` of
+/// hits (the newest rows that match are read first, as always).
+pub const ALIKE_SCAN_ROWS: usize = 2_000;
+
+/// The longest text (in tokens, as the store counts them) that is folded: a notice or status
+/// line, not a tool output, which is never the same twice in anything but its numbers by
+/// chance, and comparing which would cost a read of every large output a search matches.
+const ALIKE_MAX_TOKENS: i64 = 2_000;
+
+/// Where a text's values are, for folding: the text with each value replaced by a marker, and
+/// the values in order. A value is a run of ASCII letters, digits and `-_.:` holding a digit,
+/// less the punctuation it ends with (a timestamp, a count, an id, a version, a UUID); other
+/// words stay as they are, so two texts of the same shape say the same thing about other
+/// values. Why not a fuzzy measure: a fold must never hide a message that says something else.
+pub fn shape(text: &str) -> (String, Vec<&str>) {
+    let bytes = text.as_bytes();
+    let is_value_byte = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':');
+    let mut out = String::with_capacity(text.len());
+    let mut values = Vec::new();
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_value_byte(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_value_byte(bytes[i]) {
+            i += 1;
+        }
+        let mut end = i;
+        while end > start && matches!(bytes[end - 1], b'-' | b'_' | b'.' | b':') {
+            end -= 1;
+        }
+        // Every boundary here is at an ASCII byte, so a char boundary.
+        if bytes[start..end].iter().any(u8::is_ascii_digit) {
+            out.push_str(&text[copied..start]);
+            out.push('\u{1}');
+            values.push(&text[start..end]);
+            copied = end;
+        }
+    }
+    out.push_str(&text[copied..]);
+    (out, values)
 }
 
 /// The most hits a search returns.
@@ -230,7 +298,9 @@ pub fn search_in(
         ));
     }
     let (since, before) = (range.since as i64, range.before as i64);
-    let mut hits = Vec::new();
+    let mut found = Collected::new(limit);
+    // Rows read per query: enough to fold older copies into the hits (see [`Hit::alike`]).
+    let rows = ALIKE_SCAN_ROWS.max(limit) as i64;
     let terms = terms(pattern, mode);
     let conn = store.conn();
     let by_terms = |text: &str| Some(snippet(text, &terms));
@@ -251,32 +321,30 @@ pub fn search_in(
                 .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let found = params![query, scope.sql(), limit as i64, since, before];
+            let query_params = params![query, scope.sql(), rows, since, before];
             collect_hits(
                 conn,
-                "SELECT m.message_id, m.role, m.content FROM messages_fts f \
+                "SELECT m.message_id, m.role, m.content, m.token_count FROM messages_fts f \
                  JOIN messages m ON m.message_id = f.rowid \
                  WHERE messages_fts MATCH ?1 AND m.conversation_id IN (SELECT value FROM json_each(?2)) \
                  AND m.created_at >= ?4 AND m.created_at < ?5 \
                  ORDER BY m.seq DESC LIMIT ?3",
-                found,
+                query_params,
                 Source::Messages,
-                limit,
                 by_terms,
-                &mut hits,
+                &mut found,
             )?;
             collect_hits(
                 conn,
-                "SELECT s.summary_id, s.kind, s.content FROM summaries_fts f \
+                "SELECT s.summary_id, s.kind, s.content, s.token_count FROM summaries_fts f \
                  JOIN summaries s ON s.summary_id = f.summary_id \
                  WHERE summaries_fts MATCH ?1 AND s.conversation_id IN (SELECT value FROM json_each(?2)) \
                  AND s.latest_at >= ?4 AND s.earliest_at < ?5 \
                  ORDER BY s.latest_at DESC LIMIT ?3",
-                found,
+                query_params,
                 Source::Summaries,
-                limit,
                 by_terms,
-                &mut hits,
+                &mut found,
             )?;
         }
         Mode::Regex => {
@@ -285,44 +353,40 @@ pub fn search_in(
             let by_regex = |text: &str| regex_snippet(text, &regex);
             collect_hits(
                 conn,
-                "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
+                "SELECT message_id, role, content, token_count FROM messages WHERE conversation_id IN \
                  (SELECT value FROM json_each(?1)) AND created_at >= ?2 AND created_at < ?3 \
                  ORDER BY seq DESC LIMIT ?4",
                 params![scope.sql(), since, before, REGEX_SCAN_ROWS as i64],
                 Source::Messages,
-                limit,
                 by_regex,
-                &mut hits,
+                &mut found,
             )?;
             collect_hits(
                 conn,
-                "SELECT summary_id, kind, content FROM summaries WHERE conversation_id IN \
+                "SELECT summary_id, kind, content, token_count FROM summaries WHERE conversation_id IN \
                  (SELECT value FROM json_each(?1)) AND latest_at >= ?2 AND earliest_at < ?3 \
                  ORDER BY latest_at DESC",
                 params![scope.sql(), since, before],
                 Source::Summaries,
-                limit,
                 by_regex,
-                &mut hits,
+                &mut found,
             )?;
         }
         Mode::Substring => {
             collect_hits(
                 conn,
-                "SELECT message_id, role, content FROM messages WHERE conversation_id IN \
+                "SELECT message_id, role, content, token_count FROM messages WHERE conversation_id IN \
                  (SELECT value FROM json_each(?1)) \
                  AND instr(lower(content), lower(?2)) > 0 \
                  AND created_at >= ?4 AND created_at < ?5 ORDER BY seq DESC LIMIT ?3",
-                params![scope.sql(), pattern, limit as i64, since, before],
+                params![scope.sql(), pattern, rows, since, before],
                 Source::Messages,
-                limit,
                 by_terms,
-                &mut hits,
+                &mut found,
             )?;
         }
     }
-    hits.truncate(limit);
-    Ok(hits)
+    Ok(found.hits)
 }
 
 /// Which table a query's rows come from (a message's id is shown as `msg#N`).
@@ -332,16 +396,68 @@ enum Source {
     Summaries,
 }
 
-/// Reads the rows of `sql` (id, role or kind, text) and adds a hit for each row `place` finds a
-/// snippet in, until `hits` holds `limit`.
+/// The hits of one search as its queries' rows are read, with the shapes that fold older
+/// copies into them.
+struct Collected {
+    hits: Vec<Hit>,
+    /// Shape of a hit's text -> the hit's index and values.
+    shapes: HashMap<String, (usize, Vec<String>)>,
+    limit: usize,
+    /// Rows read so far, by every query of the search.
+    rows: usize,
+}
+
+impl Collected {
+    fn new(limit: usize) -> Self {
+        Self {
+            hits: Vec::new(),
+            shapes: HashMap::new(),
+            limit,
+            rows: 0,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.hits.len() >= self.limit
+    }
+
+    /// Folds a match of text `shape` with `values` into the hit of the same shape; false when
+    /// there is none.
+    fn fold(&mut self, id: &str, shape: &str, values: &[&str]) -> bool {
+        let Some((at, first)) = self.shapes.get(shape) else {
+            return false;
+        };
+        if first.len() != values.len() {
+            return false;
+        }
+        let hit = &mut self.hits[*at];
+        if hit.alike.len() >= MAX_ALIKE {
+            hit.alike_not_listed += 1;
+            return true;
+        }
+        hit.alike.push(Alike {
+            id: id.to_owned(),
+            values: first
+                .iter()
+                .zip(values)
+                .filter(|(a, b)| a != b)
+                .map(|(_, b)| (*b).to_owned())
+                .collect(),
+        });
+        true
+    }
+}
+
+/// Reads the rows of `sql` (id, role or kind, text, token count) and adds a hit for each row
+/// `place` finds a snippet in, until `found` holds its limit, folding rows alike a hit into it
+/// (and reading on to [`ALIKE_SCAN_ROWS`] rows for that once the limit is reached).
 fn collect_hits(
     conn: &rusqlite::Connection,
     sql: &str,
     params: impl rusqlite::Params,
     source: Source,
-    limit: usize,
     place: impl Fn(&str) -> Option<(String, usize)>,
-    hits: &mut Vec<Hit>,
+    found: &mut Collected,
 ) -> Result<(), EngineError> {
     let what = match source {
         Source::Messages => "search messages",
@@ -351,9 +467,16 @@ fn collect_hits(
         .prepare_cached(sql)
         .map_err(|e| db("prepare a search", e))?;
     let mut rows = stmt.query(params).map_err(|e| db(what, e))?;
-    while hits.len() < limit
-        && let Some(row) = rows.next().map_err(|e| db(what, e))?
-    {
+    while let Some(row) = rows.next().map_err(|e| db(what, e))? {
+        if found.full() && found.rows >= ALIKE_SCAN_ROWS {
+            break;
+        }
+        found.rows += 1;
+        let foldable = row.get::<_, i64>(3).map_err(|e| db("read a hit", e))? <= ALIKE_MAX_TOKENS;
+        // Past the limit only a row that may fold is worth reading.
+        if found.full() && !foldable {
+            continue;
+        }
         let text: String = row.get(2).map_err(|e| db("read a hit", e))?;
         let Some((snippet, offset)) = place(&text) else {
             continue;
@@ -365,11 +488,26 @@ fn collect_hits(
             ),
             Source::Summaries => row.get(0).map_err(|e| db("read a hit", e))?,
         };
-        hits.push(Hit {
+        let shaped = foldable.then(|| shape(&text));
+        if let Some((shape, values)) = &shaped
+            && found.fold(&id, shape, values)
+        {
+            continue;
+        }
+        if found.full() {
+            continue;
+        }
+        if let Some((shape, values)) = shaped {
+            let values = values.into_iter().map(str::to_owned).collect();
+            found.shapes.insert(shape, (found.hits.len(), values));
+        }
+        found.hits.push(Hit {
             id,
             label: row.get(1).map_err(|e| db("read a hit", e))?,
             snippet,
             offset,
+            alike: Vec::new(),
+            alike_not_listed: 0,
         });
     }
     Ok(())
@@ -574,3 +712,7 @@ pub fn expand(
     }
     Ok(Some(out))
 }
+
+#[cfg(test)]
+#[path = "recall_tests.rs"]
+mod tests;

@@ -48,7 +48,9 @@ pub fn specs() -> Vec<EngineTool> {
             description: "Search this conversation's full history, including what was \
                 compacted into summaries (<summary id=\"sum_…\"> blocks): raw messages (ids \
                 `msg#N`) and summaries (ids `sum_…`), newest first, each with a snippet where the words occur and its offset; \
-                since/before narrow it to a time. \
+                since/before narrow it to a time. Older matches that differ from a hit only \
+                in numbers and ids (a notice or status sent again and again) are folded into \
+                it: its `alike` lists each one's id and the values that differ. \
                 Use it when a summary mentions something whose exact details (paths, numbers, \
                 ids, error text) you need. Then read a hit with lcm_describe or lcm_expand."
                 .into(),
@@ -217,9 +219,25 @@ fn grep(store: &Store, scope: &recall::Scope, arguments: &Value) -> Result<Value
     };
     let hits = recall::search_in(store, scope, &a.pattern, mode, limit, range)?;
     Ok(json!({
-        "hits": hits.iter().map(|h| json!({"id": h.id, "kind": h.label, "snippet": h.snippet, "offset": h.offset})).collect::<Vec<_>>(),
+        "hits": hits.iter().map(hit_json).collect::<Vec<_>>(),
         "count": hits.len(),
     }))
+}
+
+/// A hit as `lcm_grep` answers it; `alike` (and `alikeNotListed`) only when it folded others.
+fn hit_json(h: &recall::Hit) -> Value {
+    let mut hit = json!({"id": h.id, "kind": h.label, "snippet": h.snippet, "offset": h.offset});
+    if !h.alike.is_empty() {
+        hit["alike"] = h
+            .alike
+            .iter()
+            .map(|a| json!({"id": a.id, "values": a.values}))
+            .collect();
+    }
+    if h.alike_not_listed > 0 {
+        hit["alikeNotListed"] = h.alike_not_listed.into();
+    }
+    hit
 }
 
 fn describe(store: &Store, scope: &recall::Scope, arguments: &Value) -> Result<Value, EngineError> {

@@ -430,15 +430,21 @@ fn grep_narrows_to_a_time() {
     let h = Harness::new(engine(&dir), &host);
     compacted(&h, "s1");
     // Turn i's question was asked at 2023-11-14T22:13:20Z plus i minutes.
+    // The messages found: a hit's snippet, then the values of each message folded into it
+    // (the questions differ only in their numbers).
     let in_range = |args: Value| -> Vec<String> {
         let found = answer(&call(&h, "s1", "lcm_grep", args));
-        found["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|h| h["id"].as_str().unwrap().starts_with("msg#"))
-            .map(|h| h["snippet"].as_str().unwrap().to_string())
-            .collect()
+        let mut messages = Vec::new();
+        for hit in found["hits"].as_array().unwrap() {
+            if !hit["id"].as_str().unwrap().starts_with("msg#") {
+                continue;
+            }
+            messages.push(hit["snippet"].as_str().unwrap().to_string());
+            for alike in hit["alike"].as_array().into_iter().flatten() {
+                messages.push(alike["values"].to_string());
+            }
+        }
+        messages
     };
     let hits = in_range(json!({"pattern": "question", "since": "2023-11-14T22:15",
                                 "before": "2023-11-14T22:16"}));
