@@ -1,15 +1,19 @@
-//! What `rampart serve` asks of the C allocator (glibc on Linux; elsewhere nothing): fewer
-//! arenas, and memory freed by finished requests handed back to the system once the server
-//! is idle.
+//! What `rampart serve` asks of the allocators: memory freed by finished requests handed back
+//! to the system once the server is idle, and fewer glibc arenas.
 //!
-//! Why: a request continuing a 200k-token conversation allocates and frees megabytes, on
-//! whichever thread the blocking pool gives it. glibc keeps a separate arena for each thread
-//! that finds the others busy (up to eight per core) and keeps what is freed in each for
-//! reuse, so after a burst of concurrent requests the process held three to four times what
-//! it was using (measured: 75 MiB resident of which `malloc_trim` returned 20, and 154 MiB
-//! after the load bench's concurrent runs). Capping the arenas at the core count and trimming
-//! when no request is in flight keeps resident memory near what is live. Neither changes
-//! what any request computes; a user's own `MALLOC_ARENA_MAX` is left as it is.
+//! The binary allocates with jemalloc on Linux (`main.rs`; BENCHMARKS.md, "The allocator"):
+//! measured against glibc's malloc on serve's requests, it spends 16–19 % less CPU on a request
+//! continuing a 200k-token conversation and answers 15–30 % more small requests per second at
+//! eight connections, for 5–10 MiB more resident memory. C code (SQLite, the system's
+//! libraries) still allocates with glibc.
+//!
+//! Why trim: a request continuing a 200k-token conversation allocates and frees megabytes, on
+//! whichever thread the blocking pool gives it, and an allocator keeps what is freed for reuse,
+//! so after a burst of concurrent requests the process held several times what it was using
+//! (with glibc alone: 75 MiB resident of which `malloc_trim` returned 20, and 154 MiB after
+//! the load bench's concurrent runs). Purging when no request is in flight keeps resident
+//! memory near what is live; glibc's arenas are capped at the core count for the same reason.
+//! Neither changes what any request computes; a user's own `MALLOC_ARENA_MAX` is left as it is.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -51,8 +55,25 @@ impl Trimmer {
     }
 }
 
-/// Hands memory the allocator holds free back to the system.
+/// Hands memory the allocators hold free back to the system: jemalloc's (the binary's, on
+/// Linux) and glibc's (C code's).
 pub fn trim() {
+    #[cfg(target_os = "linux")]
+    {
+        // 4096 is MALLCTL_ARENAS_ALL: the control applies to every arena.
+        // SAFETY: `arena.<i>.purge` is a void control (no value read or written) that returns
+        // the unused dirty pages of the arenas to the system; it only touches free memory.
+        let purged = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                c"arena.4096.purge".as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        tracing::trace!(purged, "jemalloc purged");
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: `malloc_trim` only releases free memory of the allocator's own arenas.
