@@ -3,9 +3,9 @@
 //!
 //! The binary allocates with jemalloc on Linux (`main.rs`; BENCHMARKS.md, "The allocator"):
 //! measured against glibc's malloc on serve's requests, it spends 16–19 % less CPU on a request
-//! continuing a 200k-token conversation and answers 15–30 % more small requests per second at
-//! eight connections, for 5–10 MiB more resident memory. C code (SQLite, the system's
-//! libraries) still allocates with glibc.
+//! continuing a 200k-token conversation and answers 15–25 % more small requests per second at
+//! eight connections, and after the load bench both hold the same resident memory (53–54 MiB).
+//! C code (SQLite, the system's libraries) still allocates with glibc.
 //!
 //! Why trim: a request continuing a 200k-token conversation allocates and frees megabytes, on
 //! whichever thread the blocking pool gives it, and an allocator keeps what is freed for reuse,

@@ -79,12 +79,15 @@ impl From<SessionError> for ConversationError {
 /// Sessions kept open between requests, so a turn does not read its conversation again: a
 /// cached session catches up with what other processes (or replicas) appended when its lock is
 /// taken ([`Session::hold`]). Keyed by registry key. At most `capacity` are kept (each holds
-/// its tree and a handle on its log); beyond that an arbitrary one is closed. Each is kept with
-/// its runner's [`TurnMemos`], so a continuing request counts only its new messages.
+/// its tree and a handle on its log); beyond that the one used longest ago is closed, so a
+/// conversation an agent is working in stays while one left an hour ago goes. Each is kept
+/// with its runner's [`TurnMemos`], so a continuing request counts only its new messages.
 #[derive(Debug)]
 pub struct SessionCache {
     sessions: std::sync::Mutex<std::collections::HashMap<String, Cached>>,
     capacity: usize,
+    /// Counts uses, so each cached session knows when it was last used ([`Cached::used`]).
+    clock: std::sync::atomic::AtomicU64,
     /// Where each conversation's branches ended when it was last matched, with the registry's
     /// `updatedAt` then: a family member whose ends a request cannot extend is passed over
     /// without opening its session ([`BranchEnds`]). Kept for every conversation (a few dozen
@@ -106,6 +109,8 @@ type SentEntries = (u64, Arc<[String]>);
 struct Cached {
     session: Session,
     memos: TurnMemos,
+    /// The cache's clock when the session was last put back or read.
+    used: u64,
 }
 
 impl SessionCache {
@@ -114,6 +119,7 @@ impl SessionCache {
         Self {
             sessions: std::sync::Mutex::new(std::collections::HashMap::new()),
             capacity,
+            clock: std::sync::atomic::AtomicU64::new(0),
             ends: std::sync::Mutex::default(),
             sent: std::sync::Mutex::default(),
         }
@@ -121,6 +127,12 @@ impl SessionCache {
 
     fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Cached>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next reading of the use clock.
+    fn tick(&self) -> u64 {
+        self.clock
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The session of `key` and its memos, out of the cache, or opened from the store.
@@ -146,22 +158,34 @@ impl SessionCache {
         self.keep(key, session, memos);
     }
 
-    /// Keeps `key`'s session (its lock released), evicting another when full; its branch ends
-    /// are left as they are (a session only read, not written, keeps them).
+    /// Keeps `key`'s session (its lock released), evicting the least recently used one when
+    /// full (a scan of at most `capacity` entries, only when full); its branch ends are left
+    /// as they are (a session only read, not written, keeps them).
     fn keep(&self, key: &str, mut session: Session, memos: TurnMemos) {
         session.release();
         if self.capacity == 0 {
             return;
         }
+        let used = self.tick();
         let mut map = self.map();
         if map.len() >= self.capacity && !map.contains_key(key) {
-            let evict = map.keys().next().cloned();
+            let evict = map
+                .iter()
+                .min_by_key(|(_, cached)| cached.used)
+                .map(|(k, _)| k.clone());
             if let Some(evict) = evict {
                 map.remove(&evict);
                 self.lock_sent().remove(&evict);
             }
         }
-        map.insert(key.to_owned(), Cached { session, memos });
+        map.insert(
+            key.to_owned(),
+            Cached {
+                session,
+                memos,
+                used,
+            },
+        );
     }
 
     fn lock_sent(
@@ -214,7 +238,8 @@ impl SessionCache {
     ) -> Result<Placed, StoreError> {
         let known = self.known(key, continues);
         let known = &known[..continues.map_or(0, |(_, count)| count.min(known.len()))];
-        if let Some(cached) = self.map().get(key) {
+        if let Some(cached) = self.map().get_mut(key) {
+            cached.used = self.tick();
             if note_ends {
                 self.note_ends(key, entry, cached.session.tree());
             }

@@ -316,3 +316,37 @@ fn notes_of_sessions_not_kept_are_let_go() {
     }
     assert!(cache.lock_sent().len() <= 2, "{}", cache.lock_sent().len());
 }
+
+/// Full, the cache closes the session used longest ago: a conversation continued a moment ago
+/// stays while those left alone go, oldest first (an arbitrary choice fails this almost
+/// always: it must pick the one right session twice out of four).
+#[test]
+fn a_full_cache_closes_the_session_used_longest_ago() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    let cache = SessionCache::new(4);
+    let turn_in = |name: &str, messages: &[AgentMessage]| -> String {
+        let id = ClientSession::Explicit(name.into());
+        let chosen = choose(&store, &cache, Some(&id), messages).unwrap();
+        let mut c = open_chosen(&store, &cache, chosen, messages, Duration::from_secs(5)).unwrap();
+        for m in c.placement.unseen(messages) {
+            c.session.append_message(m.clone()).unwrap();
+        }
+        c.session.append_message(answer("ok")).unwrap();
+        c.session.sync().unwrap();
+        cache.put(&c.key, c.session, c.memos);
+        c.key
+    };
+    let keys: Vec<String> = (0..4)
+        .map(|i| turn_in(&format!("c{i}"), &[user("u1")]))
+        .collect();
+    // c0 is continued: now c1 is the one used longest ago.
+    turn_in("c0", &[user("u1"), answer("ok"), user("u2")]);
+    let cached = |key: &str| cache.map().contains_key(key);
+    let k4 = turn_in("c4", &[user("u1")]);
+    assert!(!cached(&keys[1]), "c1 was used longest ago");
+    assert!(cached(&keys[0]) && cached(&keys[2]) && cached(&keys[3]) && cached(&k4));
+    let k5 = turn_in("c5", &[user("u1")]);
+    assert!(!cached(&keys[2]), "then c2");
+    assert!(cached(&keys[0]) && cached(&keys[3]) && cached(&k4) && cached(&k5));
+}
