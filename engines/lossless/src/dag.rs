@@ -159,11 +159,12 @@ fn with_its_call(items: &[Item], mut start: usize) -> usize {
 /// the turn, the ordinary tail starts after it ([`tail_start`] stops at summaries), so the
 /// assembler and later sweeps agree.
 ///
-/// With `answer_room`, the tail is empty when the newest item is a final answer (no tool
-/// calls) larger than that room: a sweep after a turn that must bring the context down to
-/// its target cannot do so while such an answer stays verbatim, so the context would cross
-/// the threshold again within a few turns and be swept then, a second prompt-cache break for
-/// the same answer. Summarised now, it stays in the store, one `lcm_describe` away.
+/// With `answer_room`, the tail is empty when the newest item is larger than that room and
+/// opens no unit (neither a user message nor part of a tool exchange: a final answer, or a
+/// message the host added): a sweep after a turn that must bring the context down to its
+/// target cannot do so while such a message stays verbatim, so the context would cross the
+/// threshold again within a few turns and be swept then, a second prompt-cache break for the
+/// same message. Summarised now, it stays in the store, one `lcm_describe` away.
 pub fn pressed_tail_start(items: &[Item], max_tokens: u64, answer_room: Option<u64>) -> usize {
     if let (Some(room), Some(last)) = (answer_room, items.last())
         && last.role == Role::Other
@@ -208,8 +209,9 @@ pub struct Sweep<'a> {
     /// Under overflow pressure: the tail is at most this many tokens
     /// ([`pressed_tail_start`]); `None` for the ordinary fresh tail.
     pub pressed_tail: Option<u64>,
-    /// With `pressed_tail`: a final answer larger than this many tokens is not kept in the
-    /// tail ([`pressed_tail_start`]); `None` keeps at least one message.
+    /// With `pressed_tail`: a newest message that opens no unit (a final answer) and is larger
+    /// than this many tokens is not kept in the tail ([`pressed_tail_start`]); `None` keeps at
+    /// least one message.
     pub answer_room: Option<u64>,
     /// The summary-prefix size condensation works down to; `None` for
     /// [`Config::summary_prefix_target`] (a sweep that must leave room, after a turn whose

@@ -2,7 +2,7 @@
 //! to the system once the server is idle, and fewer glibc arenas.
 //!
 //! The binary allocates with jemalloc on Linux (`main.rs`; BENCHMARKS.md, "The allocator"):
-//! measured against glibc's malloc on serve's requests, it spends 16–19 % less CPU on a request
+//! measured against glibc's malloc on serve's requests, it spends 16–17 % less CPU on a request
 //! continuing a 200k-token conversation and answers 15–25 % more small requests per second at
 //! eight connections, and after the load bench both hold the same resident memory (53–54 MiB).
 //! C code (SQLite, the system's libraries) still allocates with glibc.
