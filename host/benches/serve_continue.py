@@ -8,6 +8,8 @@ noisy than latency on a busy machine) and its RSS.
     python3 host/benches/serve_continue.py --rampart A --rampart B --rounds 2   # A, B, A, B
     python3 host/benches/serve_continue.py --rampart target/profiling/rampart \\
         --perf /tmp/serve.data      # perf record -g on serve after the warm-up
+    python3 host/benches/serve_continue.py --rampart target/profiling/rampart --first
+        # every request opens a new conversation with the same 200k-token body instead
 
 Builds nothing: build the binaries first (`cargo build --profile profiling -p rampart-host
 --bin rampart --example instant_upstream`, or --release). Linux only (/proc). Standard library.
@@ -46,9 +48,14 @@ def run(rampart, upstream_bin, args):
         times = {"direct": [], "rampart": []}
         perf, cpu0 = None, None
         for i in range(WARM + args.requests):
-            body = conv.body(i)
+            # A new conversation's bytes are new to the server (as after a restart): its first
+            # message differs, so no memo of an earlier request's bytes applies.
+            body = (Conversation(args.shape, args.wire, args.tokens, sl.MODELS[args.wire],
+                                 first_user_prefix=f"Conversation {i}. ").body(0)
+                    if args.first else conv.body(i))
+            session = f"first-{i}" if args.first else "continue"
             for target in targets:
-                times[target.name].append(target.post(conv.path(), args.wire, body, "continue"))
+                times[target.name].append(target.post(conv.path(), args.wire, body, session))
             if i == WARM - 1:
                 cpu0 = cpu_ms(serve.pid)
                 if args.perf:
@@ -82,6 +89,8 @@ def main():
     parser.add_argument("--shape", choices=["coding", "text"], default="coding")
     parser.add_argument("--tokens", type=int, default=200_000)
     parser.add_argument("--perf", metavar="FILE", help="record a perf profile of serve")
+    parser.add_argument("--first", action="store_true",
+                        help="each request opens a new conversation (same body, new session id)")
     args = parser.parse_args()
     upstream = args.upstream or os.path.join(os.path.dirname(os.path.abspath(args.rampart[0])),
                                              "examples", "instant_upstream")

@@ -573,11 +573,14 @@ def main():
                        for n in names])
 
             first_size = sizes[-1]
-            big = Conversation("coding", "openai", first_size, MODELS["openai"])
-            body = big.body(0)
+            # Each new conversation's first message differs, so its bytes are new to a proxy (as
+            # after a restart): no memo of the latency lines' requests applies.
+            bigs = [Conversation("coding", "openai", first_size, MODELS["openai"],
+                                 first_user_prefix=f"First {i}. ") for i in range(5)]
+            bodies = [big.body(0) for big in bigs]
             print(f"  first requests at {SIZE_NAMES[first_size]}", file=sys.stderr, flush=True)
             firsts = interleaved(targets, "openai", 5, lambda t, i: t.post(
-                big.path(), "openai", body, f"first-{i}"))
+                bigs[i].path(), "openai", bodies[i], f"first-{i}"))
             d = statistics.median(firsts["direct"])
             other_rows.append(
                 [f"first request of a new {SIZE_NAMES[first_size]}-token coding conversation, "

@@ -493,12 +493,20 @@ impl ToolSpec {
     /// and one form for every wire keeps the run loop's count, the precheck and `rampart
     /// context show` in agreement.
     pub fn counted_text(&self) -> String {
-        serde_json::json!({
-            "name": self.name,
-            "description": self.description,
-            "parameters": self.parameters,
+        /// The same object `json!` would build, serialised from borrows: building the value
+        /// copied the whole schema (every `IndexMap` in it) on each count, once per request.
+        #[derive(serde::Serialize)]
+        struct Counted<'a> {
+            name: &'a str,
+            description: &'a Option<String>,
+            parameters: &'a serde_json::Value,
+        }
+        serde_json::to_string(&Counted {
+            name: &self.name,
+            description: &self.description,
+            parameters: &self.parameters,
         })
-        .to_string()
+        .unwrap_or_default()
     }
 }
 
@@ -752,3 +760,6 @@ pub trait Provider: Send + Sync {
         false
     }
 }
+
+#[cfg(test)]
+mod tool_spec_tests;

@@ -36,10 +36,26 @@ impl fmt::Display for LockHolder {
 impl LockHolder {
     /// The record for the current process, taking the lock now.
     pub(crate) fn current() -> Self {
+        // A process's start time never changes: read once, not at every lock a server takes
+        // (a `/proc` read per turn). Kept with the pid it was read for, so a forked child
+        // reads its own.
+        static OWN_START: std::sync::Mutex<Option<(u32, Option<u64>)>> =
+            std::sync::Mutex::new(None);
         let pid = std::process::id();
+        let process_start = match OWN_START.lock() {
+            Ok(mut own) => match *own {
+                Some((known, start)) if known == pid => start,
+                _ => {
+                    let start = process_start_time(pid);
+                    *own = Some((pid, start));
+                    start
+                }
+            },
+            Err(_) => process_start_time(pid),
+        };
         Self {
             pid,
-            process_start: process_start_time(pid),
+            process_start,
             acquired_at: crate::ids::now_iso(),
         }
     }

@@ -12,7 +12,7 @@
 //!   next holder notices a record of a process that is gone (or whose pid now belongs to a
 //!   process started later), logs that it recovered the lock, and overwrites the record.
 //! * **Never deleted.** The sidecar stays after use. Deleting it would let two processes lock
-//!   two different files of the same name; an empty sidecar costs nothing.
+//!   two different files of the same name; a blank sidecar (one record of spaces) costs nothing.
 //! * Waiting polls `try_lock` with a short backoff up to the configured timeout, because a
 //!   blocking `flock` cannot be given a deadline.
 //!
@@ -151,8 +151,10 @@ impl SessionLock {
 impl Drop for LockGuard {
     fn drop(&mut self) {
         // Clear the record first: once unlocked, the text would name a process that no longer
-        // holds the lock.
-        let _ = self.file.set_len(0);
+        // holds the lock. Overwritten in place with blanks, not truncated: a truncation frees
+        // the file's block and the next record allocates it again, both journalled, on every
+        // turn of every conversation.
+        let _ = clear_holder(&self.file);
         if let Err(error) = fs4::FileExt::unlock(&self.file) {
             tracing::warn!(lock_file = %self.path.display(), %error, "could not release the session lock; it is released when this process exits");
         }
@@ -173,10 +175,40 @@ fn read_holder(file: &File) -> Option<LockHolder> {
     serde_json::from_str(text.trim()).ok()
 }
 
+/// How many bytes a holder record occupies: the record, padded with spaces, and a newline. A
+/// record is written over the last one in place (and blanked in place on release), so the
+/// sidecar keeps this length and is never truncated while a server takes its lock every turn.
+/// A record is about 90 bytes; the room is for longer pids and timestamps.
+const RECORD_WIDTH: usize = 256;
+
 fn write_holder(file: &File, holder: &LockHolder) -> io::Result<()> {
-    let text = serde_json::to_string(holder)?;
-    file.set_len(0)?;
-    write_all_at(file, format!("{text}\n").as_bytes(), 0)
+    let mut text = serde_json::to_string(holder)?;
+    if text.len() >= RECORD_WIDTH {
+        // Never with today's fields; kept correct if the record grows.
+        file.set_len(0)?;
+        text.push('\n');
+        return write_all_at(file, text.as_bytes(), 0);
+    }
+    if file.metadata()?.len() > RECORD_WIDTH as u64 {
+        // A longer sidecar (an older version's, or an oversized record's) would keep its
+        // tail after the record.
+        file.set_len(0)?;
+    }
+    let mut record = text.into_bytes();
+    record.resize(RECORD_WIDTH - 1, b' ');
+    record.push(b'\n');
+    write_all_at(file, &record, 0)
+}
+
+/// Blanks the record in place: [`read_holder`] reads blanks as nobody. A sidecar longer than
+/// a record (written by a version that did not pad, or an oversized record) is truncated.
+fn clear_holder(file: &File) -> io::Result<()> {
+    if file.metadata()?.len() > RECORD_WIDTH as u64 {
+        return file.set_len(0);
+    }
+    let mut blank = [b' '; RECORD_WIDTH];
+    blank[RECORD_WIDTH - 1] = b'\n';
+    write_all_at(file, &blank, 0)
 }
 
 #[cfg(unix)]
@@ -217,6 +249,42 @@ mod tests {
         drop(guard);
         let _again = b.acquire(Duration::from_millis(30)).unwrap();
         assert_eq!(b.holder().unwrap().pid, std::process::id());
+    }
+
+    #[test]
+    fn a_released_lock_records_nobody_and_the_sidecar_keeps_one_record_of_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s.jsonl");
+        let lock = SessionLock::open(&session).unwrap();
+        for _ in 0..3 {
+            let guard = lock.acquire(Duration::from_secs(1)).unwrap();
+            assert_eq!(lock.holder().unwrap().pid, std::process::id());
+            drop(guard);
+            assert_eq!(lock.holder(), None, "a released lock names nobody");
+        }
+        let len = std::fs::metadata(lock.path()).unwrap().len();
+        assert_eq!(len, RECORD_WIDTH as u64, "blanked in place, never grown");
+    }
+
+    #[test]
+    fn a_longer_sidecar_from_an_older_version_is_cut_to_one_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("s.jsonl");
+        let old = format!(
+            "{{\"pid\":{},\"acquiredAt\":\"2026-01-01T00:00:00Z\"}}\n{}",
+            std::process::id(),
+            " ".repeat(600)
+        );
+        std::fs::write(lock_path(&session), old).unwrap();
+        let lock = SessionLock::open(&session).unwrap();
+        let guard = lock.acquire(Duration::from_secs(1)).unwrap();
+        assert_eq!(lock.holder().unwrap().pid, std::process::id());
+        assert_eq!(
+            std::fs::metadata(lock.path()).unwrap().len(),
+            RECORD_WIDTH as u64
+        );
+        drop(guard);
+        assert_eq!(lock.holder(), None);
     }
 
     #[test]

@@ -119,20 +119,24 @@ impl EventSink {
     pub fn emit(&self, engine: &str, event: &EngineEvent) {
         // The subject as fields of their own, so a log can be filtered by turn or tool call;
         // the figures stay one `data` value (tracing's field names are fixed at compile time).
-        let typed = rampart_context::events::Event::from_envelope(&event.kind, &event.data);
-        let subject = typed.as_ref().map(|e| e.subject()).unwrap_or_default();
-        tracing::info!(
-            target: "rampart::event",
-            engine,
-            kind = %event.kind,
-            session_id = event.session_id.as_deref().unwrap_or(""),
-            turn = subject.turn,
-            attempt = subject.attempt,
-            tool_call_id = subject.tool_call_id,
-            tool_name = subject.tool_name,
-            data = %event.data,
-            "event"
-        );
+        // Read back from the envelope only when the line is logged: it copies the data, and
+        // serve's default filter (`warn`) leaves it out on every turn.
+        if tracing::enabled!(target: "rampart::event", tracing::Level::INFO) {
+            let typed = rampart_context::events::Event::from_envelope(&event.kind, &event.data);
+            let subject = typed.as_ref().map(|e| e.subject()).unwrap_or_default();
+            tracing::info!(
+                target: "rampart::event",
+                engine,
+                kind = %event.kind,
+                session_id = event.session_id.as_deref().unwrap_or(""),
+                turn = subject.turn,
+                attempt = subject.attempt,
+                tool_call_id = subject.tool_call_id,
+                tool_name = subject.tool_name,
+                data = %event.data,
+                "event"
+            );
+        }
         if let Some(tap) = self.tap.get() {
             tap(engine, event);
         }

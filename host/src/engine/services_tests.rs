@@ -111,3 +111,48 @@ fn blobs_get_reads_back_a_blob_and_names_a_bad_reference() {
         ErrorKind::Unsupported
     );
 }
+
+/// A `Write` into a buffer the test reads afterwards, for a scoped `tracing` subscriber.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn logged_with(filter: &str, sink: &EventSink, event: &EngineEvent) -> String {
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || sink.emit("legacy", event));
+    String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+}
+
+/// `RUST_LOG=rampart::event=info` logs every event with its subject as fields of their own
+/// (the subject is read back from the envelope only when the line is logged).
+#[test]
+fn an_events_log_line_names_its_subject_when_events_are_logged() {
+    let sink = EventSink::tracing_only();
+    let event = rampart_context::events::Event::IngestCap(rampart_context::events::IngestCap {
+        tool_call_id: Some("call_7".into()),
+        tool_name: Some("bash".into()),
+        original_chars: 90_000,
+        ..Default::default()
+    })
+    .envelope(Some("s1".into()));
+    let line = logged_with("warn,rampart::event=info", &sink, &event);
+    assert!(line.contains("tool_call_id=\"call_7\""), "{line}");
+    assert!(line.contains("tool_name=\"bash\""), "{line}");
+    assert!(line.contains("kind=ingest_cap"), "{line}");
+    assert_eq!(logged_with("warn", &sink, &event), "");
+}
