@@ -15,7 +15,64 @@ fn timed(f: impl FnOnce()) -> f64 {
     started.elapsed().as_secs_f64() * 1e3
 }
 
+/// How each parser meets a body nested 100,000 deep (an unauthenticated client can send one):
+/// run in a child process each, since a stack overflow aborts the process.
+const DEEP: usize = 100_000;
+
+fn nesting_check(variant: &str) {
+    let deep = format!("{}{}", "[".repeat(DEEP), "]".repeat(DEEP)).into_bytes();
+    let outcome = match variant {
+        "serde_json" => serde_json::from_slice::<serde_json::Value>(&deep)
+            .err()
+            .map(|e| e.to_string()),
+        "sonic-rs-serde" => sonic_rs::from_slice::<serde_json::Value>(&deep)
+            .err()
+            .map(|e| e.to_string()),
+        "sonic-rs-own" => sonic_rs::from_slice::<sonic_rs::Value>(&deep)
+            .err()
+            .map(|e| e.to_string()),
+        "simd-json" => simd_json::to_owned_value(&mut deep.clone())
+            .err()
+            .map(|e| e.to_string()),
+        other => panic!("no variant {other}"),
+    };
+    println!(
+        "{}",
+        outcome.map_or("parsed".to_owned(), |e| format!("refused: {e}"))
+    );
+}
+
+fn nesting_checks() {
+    let me = std::env::current_exe().expect("own path");
+    println!("| parser, a body nested {DEEP} deep | outcome |");
+    println!("|---|---|");
+    for variant in ["serde_json", "sonic-rs-serde", "sonic-rs-own", "simd-json"] {
+        let out = std::process::Command::new(&me)
+            .args(["--nesting", variant])
+            .output()
+            .expect("runs itself");
+        let said = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_owned();
+        let outcome = if out.status.success() {
+            said
+        } else {
+            format!("the process died ({})", out.status)
+        };
+        println!(
+            "| {variant} | {} |",
+            outcome.chars().take(120).collect::<String>()
+        );
+    }
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "--nesting" {
+        return nesting_check(&args[2]);
+    }
     let Some(path) = std::env::args().nth(1) else {
         eprintln!("usage: rampart-json-crates-bench BODY.json");
         std::process::exit(2);
@@ -38,28 +95,57 @@ fn main() {
     let value_for_writes = value.clone();
     let value_for_sonic = value.clone();
     let variants: Vec<Variant> = vec![
-        ("parse: serde_json into serde_json::Value", Box::new(|b: &[u8]| timed(|| {
-            black_box(serde_json::from_slice::<serde_json::Value>(b).expect("parses"));
-        }))),
-        ("parse: sonic-rs into serde_json::Value (through serde)", Box::new(|b: &[u8]| timed(|| {
-            black_box(sonic_rs::from_slice::<serde_json::Value>(b).expect("parses"));
-        }))),
-        ("parse: sonic-rs into its own Value", Box::new(|b: &[u8]| timed(|| {
-            black_box(sonic_rs::from_slice::<sonic_rs::Value>(b).expect("parses"));
-        }))),
-        ("parse: simd-json into its OwnedValue (on a copy it may change)", Box::new(|b: &[u8]| {
-            let mut copy = b.to_vec();
-            timed(|| {
-                black_box(simd_json::to_owned_value(&mut copy).expect("parses"));
-            })
-        })),
-        ("write: serde_json from serde_json::Value", Box::new(move |_: &[u8]| timed(|| {
-            black_box(serde_json::to_vec(&value_for_writes).expect("writes"));
-        }))),
-        ("write: sonic-rs from serde_json::Value (through serde)", Box::new(move |_: &[u8]| timed(|| {
-            black_box(sonic_rs::to_vec(&value_for_sonic).expect("writes"));
-        }))),
+        (
+            "parse: serde_json into serde_json::Value",
+            Box::new(|b: &[u8]| {
+                timed(|| {
+                    black_box(serde_json::from_slice::<serde_json::Value>(b).expect("parses"));
+                })
+            }),
+        ),
+        (
+            "parse: sonic-rs into serde_json::Value (through serde)",
+            Box::new(|b: &[u8]| {
+                timed(|| {
+                    black_box(sonic_rs::from_slice::<serde_json::Value>(b).expect("parses"));
+                })
+            }),
+        ),
+        (
+            "parse: sonic-rs into its own Value",
+            Box::new(|b: &[u8]| {
+                timed(|| {
+                    black_box(sonic_rs::from_slice::<sonic_rs::Value>(b).expect("parses"));
+                })
+            }),
+        ),
+        (
+            "parse: simd-json into its OwnedValue (on a copy it may change)",
+            Box::new(|b: &[u8]| {
+                let mut copy = b.to_vec();
+                timed(|| {
+                    black_box(simd_json::to_owned_value(&mut copy).expect("parses"));
+                })
+            }),
+        ),
+        (
+            "write: serde_json from serde_json::Value",
+            Box::new(move |_: &[u8]| {
+                timed(|| {
+                    black_box(serde_json::to_vec(&value_for_writes).expect("writes"));
+                })
+            }),
+        ),
+        (
+            "write: sonic-rs from serde_json::Value (through serde)",
+            Box::new(move |_: &[u8]| {
+                timed(|| {
+                    black_box(sonic_rs::to_vec(&value_for_sonic).expect("writes"));
+                })
+            }),
+        ),
     ];
+    nesting_checks();
     let rounds = 60;
     let mut times = vec![Vec::with_capacity(rounds); variants.len()];
     for _ in 0..rounds {
