@@ -39,19 +39,13 @@ impl LockHolder {
         // A process's start time never changes: read once, not at every lock a server takes
         // (a `/proc` read per turn). Kept with the pid it was read for, so a forked child
         // reads its own.
-        static OWN_START: std::sync::Mutex<Option<(u32, Option<u64>)>> =
-            std::sync::Mutex::new(None);
+        static OWN_START: std::sync::OnceLock<(u32, Option<u64>)> = std::sync::OnceLock::new();
         let pid = std::process::id();
-        let process_start = match OWN_START.lock() {
-            Ok(mut own) => match *own {
-                Some((known, start)) if known == pid => start,
-                _ => {
-                    let start = process_start_time(pid);
-                    *own = Some((pid, start));
-                    start
-                }
-            },
-            Err(_) => process_start_time(pid),
+        let &(known, start) = OWN_START.get_or_init(|| (pid, process_start_time(pid)));
+        let process_start = if known == pid {
+            start
+        } else {
+            process_start_time(pid)
         };
         Self {
             pid,

@@ -7,7 +7,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-type Variant = (&'static str, Box<dyn Fn(&[u8]) -> f64>);
+type Variant<'a> = (&'static str, Box<dyn Fn(&[u8]) -> f64 + 'a>);
 
 fn timed(f: impl FnOnce()) -> f64 {
     let started = Instant::now();
@@ -92,8 +92,8 @@ fn main() {
         parsed_by_sonic == value
     );
 
-    let value_for_writes = value.clone();
-    let value_for_sonic = value.clone();
+    nesting_checks();
+    let value = &value;
     let variants: Vec<Variant> = vec![
         (
             "parse: serde_json into serde_json::Value",
@@ -132,7 +132,7 @@ fn main() {
             "write: serde_json from serde_json::Value",
             Box::new(move |_: &[u8]| {
                 timed(|| {
-                    black_box(serde_json::to_vec(&value_for_writes).expect("writes"));
+                    black_box(serde_json::to_vec(value).expect("writes"));
                 })
             }),
         ),
@@ -140,12 +140,11 @@ fn main() {
             "write: sonic-rs from serde_json::Value (through serde)",
             Box::new(move |_: &[u8]| {
                 timed(|| {
-                    black_box(sonic_rs::to_vec(&value_for_sonic).expect("writes"));
+                    black_box(sonic_rs::to_vec(value).expect("writes"));
                 })
             }),
         ),
     ];
-    nesting_checks();
     let rounds = 60;
     let mut times = vec![Vec::with_capacity(rounds); variants.len()];
     for _ in 0..rounds {
