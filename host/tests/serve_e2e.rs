@@ -1056,6 +1056,84 @@ fn errors_come_back_in_the_clients_own_wire_with_the_status_kept() {
     assert!(models.contains("up/gpt-up"), "{models}");
 }
 
+/// A body nested far past what the parser reads (100,000 arrays deep; any client can send one
+/// before any token is checked) is refused in the client's wire on every endpoint, also as the
+/// new message of a conversation the server knows (the memo's path parses only that part),
+/// and the server keeps serving: a parser without a depth limit would overflow the stack and
+/// take every conversation down with it.
+#[test]
+fn a_body_nested_past_the_parsers_depth_is_refused_and_the_server_keeps_serving() {
+    let up = Loopback::start();
+    up.push(openai_text_stream("Hello.", 10, 2));
+    up.push(openai_text_stream("Still here.", 12, 2));
+    let serve = Serve::start(&openai_config(&up.url(), ""));
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let mut history = vec![json!({"role": "user", "content": "Hi there."})];
+    let (status, first) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": history}),
+    );
+    assert_eq!(status, 200, "{first}");
+    history.push(first["choices"][0]["message"].clone());
+    let known = serde_json::to_string(&history).unwrap();
+    let known = &known[1..known.len() - 1];
+    let bodies = [
+        (
+            "/v1/chat/completions",
+            format!(
+                r#"{{"model":"gpt-up","messages":[{known},{{"role":"user","content":{deep}}}]}}"#
+            ),
+        ),
+        (
+            "/v1/chat/completions",
+            format!(
+                r#"{{"model":"gpt-up","messages":[{{"role":"user","content":"x","extra":{deep}}}]}}"#
+            ),
+        ),
+        (
+            "/v1/messages",
+            format!(
+                r#"{{"model":"gpt-up","max_tokens":10,"messages":[{{"role":"user","content":{deep}}}]}}"#
+            ),
+        ),
+        (
+            "/v1/responses",
+            format!(r#"{{"model":"gpt-up","input":[{{"role":"user","content":{deep}}}]}}"#),
+        ),
+    ];
+    for (path, body) in bodies {
+        let response = Serve::client()
+            .post(format!("{}{path}", serve.base))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{path}");
+        let v: Value = response.json().unwrap();
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("not JSON") && message.contains("recursion limit"),
+            "{path}: {v}"
+        );
+        assert_eq!(serve.get("/healthz").0, 200, "after {path}");
+    }
+    // The conversation goes on where it was.
+    history.push(json!({"role": "user", "content": "Are you there?"}));
+    let (status, next) = serve.post(
+        "/v1/chat/completions",
+        &[],
+        &json!({"model": "gpt-up", "messages": history}),
+    );
+    assert_eq!(status, 200, "{next}");
+    assert_eq!(next["choices"][0]["message"]["content"], "Still here.");
+    assert_eq!(
+        up.request_count(),
+        2,
+        "no refused body reached the upstream"
+    );
+}
+
 #[test]
 fn an_auth_token_is_required_when_set_and_not_forwarded() {
     let up = Loopback::start();

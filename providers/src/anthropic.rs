@@ -156,7 +156,7 @@ pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
     if plan.last_message && marked > 0 {
         // A block may already carry the client's breakpoint where Rampart puts its own: the
         // rare case is written the long way.
-        return serde_json::to_vec(&request_body(request)).unwrap_or_default();
+        return super::splice::json_bytes(&request_body(request));
     }
     let newest = turns.iter().rposition(|t| matches!(t, Turn::Side(..)));
     let pieces: Vec<Arc<[u8]>> = turns
@@ -200,7 +200,7 @@ pub fn request_bytes(request: &ModelRequest, memo: &BlockMemo) -> Vec<u8> {
     }
     match body.as_object() {
         Some(shell) => super::splice::write_spliced(shell, "messages", &pieces),
-        None => serde_json::to_vec(&body).unwrap_or_default(),
+        None => super::splice::json_bytes(&body),
     }
 }
 
@@ -226,7 +226,7 @@ impl MessageBlocks {
             return Self {
                 role: "",
                 blocks: Vec::new(),
-                whole: Some(serde_json::to_vec(opaque.item).unwrap_or_default().into()),
+                whole: Some(super::splice::json_bytes(opaque.item).into()),
             };
         }
         let (role, mut blocks) = convert(message);
@@ -236,7 +236,7 @@ impl MessageBlocks {
         let blocks = blocks
             .iter()
             .map(|b| {
-                let bytes = serde_json::to_vec(b).unwrap_or_default();
+                let bytes = super::splice::json_bytes(b);
                 (b["type"] == "tool_result", bytes.into_boxed_slice())
             })
             .collect();

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 /// Each shared message's serialised wire form, for one provider's wire (see the module docs).
 pub type WireMemo = MessageMemo<Arc<[u8]>>;
 
-/// `shell` written as compact JSON (as `serde_json::to_vec` writes it), with the array under
+/// `shell` written as compact JSON (the bytes `serde_json::to_vec` writes), with the array under
 /// `key` written from `pieces` (each one element, already serialised) after the elements
 /// `shell` holds there.
 pub fn write_spliced(shell: &Map<String, Value>, key: &str, pieces: &[Arc<[u8]>]) -> Vec<u8> {
@@ -78,11 +78,20 @@ pub fn pieces<'m>(
     })
 }
 
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+/// Appends `value` to `out` as compact JSON, through the one writer of wire forms and session
+/// lines ([`rampart_sessions::compact_json`]: serde_json's bytes, written faster).
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Writing a `Value` or a string into a `Vec` cannot fail.
-    if serde_json::to_writer(&mut *out, value).is_err() {
+    if rampart_sessions::compact_json::write(out, value).is_err() {
         debug_assert!(false, "serialising JSON into memory failed");
     }
+}
+
+/// `value` as compact JSON bytes ([`write_json`]).
+pub(crate) fn json_bytes<T: serde::Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_json(&mut out, value);
+    out
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ impl SessionHeader {
             #[serde(flatten)]
             header: &'a SessionHeader,
         }
-        serde_json::to_string(&Out {
+        crate::compact_json::to_string(&Out {
             kind: "session",
             header: self,
         })
@@ -415,7 +415,7 @@ impl Entry {
 
     /// The entry as one JSON line, without the trailing newline.
     pub fn to_json_line(&self) -> Result<String, serde_json::Error> {
-        serde_json::to_string(self)
+        crate::compact_json::to_string(self)
     }
 }
 

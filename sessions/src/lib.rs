@@ -39,6 +39,7 @@
 
 pub mod blobs;
 pub mod branch_stream;
+pub mod compact_json;
 pub mod context;
 pub mod entry;
 pub mod error;

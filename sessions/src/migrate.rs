@@ -201,7 +201,7 @@ pub(crate) fn persist<'a>(
     let mut body = Vec::new();
     writeln!(body, "{}", header.to_json_line()?)?;
     for entry in entries {
-        serde_json::to_writer(&mut body, entry)?;
+        crate::compact_json::write(&mut body, entry)?;
         body.push(b'\n');
     }
     let backup = keep_original(path, from_version)?;

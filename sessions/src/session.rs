@@ -666,12 +666,14 @@ impl Session {
         }
         for entry in &entries {
             let start = buf.len();
-            serde_json::to_writer(&mut buf, entry).map_err(|e| SessionError::InvalidRequest {
-                path: self.path.clone(),
-                problem: format!(
-                    "entry of type `{}` cannot be written as JSON: {e}",
-                    entry.entry_type()
-                ),
+            crate::compact_json::write(&mut buf, entry).map_err(|e| {
+                SessionError::InvalidRequest {
+                    path: self.path.clone(),
+                    problem: format!(
+                        "entry of type `{}` cannot be written as JSON: {e}",
+                        entry.entry_type()
+                    ),
+                }
             })?;
             // Never write a line the loader would refuse: it would be lost on the next load.
             let limit = self.options.load.max_line_bytes;
@@ -756,7 +758,7 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
         let mut line = Vec::new();
         for (index, entry) in tree.entries().iter().enumerate() {
             line.clear();
-            serde_json::to_writer(&mut line, entry)?;
+            crate::compact_json::write(&mut line, entry)?;
             if line.len() > limit {
                 too_long = Some((index, line.len()));
                 return Err(io::Error::other("line over the loader's limit"));

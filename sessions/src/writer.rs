@@ -55,7 +55,7 @@ impl NewSessionFile {
             self.line = Vec::new();
         }
         self.line.clear();
-        serde_json::to_writer(&mut self.line, entry)
+        crate::compact_json::write(&mut self.line, entry)
             .map_err(|e| SessionError::io(&self.dir, "write an entry for", e.into()))?;
         self.check(entry, &self.line)?;
         self.line.push(b'\n');

@@ -98,7 +98,7 @@ pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
     let pieces = splice::pieces(memo, sent_messages(request), request_message);
     match body.as_object() {
         Some(shell) => splice::write_spliced(shell, "messages", &pieces),
-        None => serde_json::to_vec(&body).unwrap_or_default(),
+        None => splice::json_bytes(&body),
     }
 }
 

@@ -122,7 +122,7 @@ pub fn request_bytes(request: &ModelRequest, memo: &WireMemo) -> Vec<u8> {
     });
     match body.as_object() {
         Some(shell) => splice::write_spliced(shell, "input", &pieces),
-        None => serde_json::to_vec(&body).unwrap_or_default(),
+        None => splice::json_bytes(&body),
     }
 }
 
@@ -133,8 +133,7 @@ fn joined(items: &[Value]) -> Arc<[u8]> {
         if i > 0 {
             bytes.push(b',');
         }
-        // Writing a `Value` into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut bytes, item);
+        splice::write_json(&mut bytes, item);
     }
     Arc::from(bytes)
 }
