@@ -10,6 +10,11 @@ noisy than latency on a busy machine) and its RSS.
         --perf /tmp/serve.data      # perf record -g on serve after the warm-up
     python3 host/benches/serve_continue.py --rampart target/profiling/rampart --first
         # every request opens a new conversation with the same 200k-token body instead
+    python3 host/benches/serve_continue.py --rampart A --rampart B --callgrind --requests 20
+        # serve under valgrind's callgrind, counting the instructions of the measured requests
+        # only: the same count for the same build and input, whatever else the machine does
+        # (a shared VM moves the CPU times by a fifth between rounds; latency is meaningless
+        # under valgrind)
 
 Builds nothing: build the binaries first (`cargo build --profile profiling -p rampart-host
 --bin rampart --example instant_upstream`, or --release). Linux only (/proc). Standard library.
@@ -36,10 +41,29 @@ def cpu_ms(pid):
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def callgrind_total(pid, out_prefix):
+    """Dumps serve's counters (callgrind_control) and returns the instructions counted since
+    they were switched on."""
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        dumps = [f for f in os.listdir(os.path.dirname(out_prefix))
+                 if f.startswith(os.path.basename(out_prefix))]
+        for name in dumps:
+            for line in open(os.path.join(os.path.dirname(out_prefix), name)):
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+        time.sleep(0.5)
+    sys.exit("callgrind wrote no dump within 120 s")
+
+
 def run(rampart, upstream_bin, args):
     work = tempfile.mkdtemp(prefix="rampart-serve-continue-")
     upstream, up = sl.start([upstream_bin, "127.0.0.1:0"], "instant upstream listening on")
-    serve, base = sl.start([rampart, "--config", sl.rampart_config(work, up), "--sessions-dir",
+    cg_out = os.path.join(work, "callgrind.out")
+    wrap = (["valgrind", "--tool=callgrind", "--instr-atstart=no",
+             f"--callgrind-out-file={cg_out}"] if args.callgrind else [])
+    serve, base = sl.start(wrap + [rampart, "--config", sl.rampart_config(work, up), "--sessions-dir",
                             os.path.join(work, "sessions"), "serve", "--listen", "127.0.0.1:0"],
                            "rampart serve listening on")
     try:
@@ -58,12 +82,20 @@ def run(rampart, upstream_bin, args):
                 times[target.name].append(target.post(conv.path(), args.wire, body, session))
             if i == WARM - 1:
                 cpu0 = cpu_ms(serve.pid)
+                if args.callgrind:
+                    subprocess.run(["callgrind_control", "-i", "on", str(serve.pid)],
+                                   check=True, capture_output=True)
                 if args.perf:
                     perf = subprocess.Popen(["perf", "record", "-F", "2000", "-g", "--call-graph",
                                              "dwarf,16384", "-o", args.perf, "-p",
                                              str(serve.pid)], stderr=subprocess.DEVNULL)
                     time.sleep(1)
         cpu = (cpu_ms(serve.pid) - cpu0) / args.requests
+        if args.callgrind:
+            total = callgrind_total(serve.pid, cg_out)
+            print(f"{rampart}: {total / args.requests / 1e6:.2f} M instructions per request "
+                  f"(callgrind, {args.requests} requests)", flush=True)
+            return
         if perf:
             perf.send_signal(2)
             perf.wait()
@@ -89,6 +121,8 @@ def main():
     parser.add_argument("--shape", choices=["coding", "text"], default="coding")
     parser.add_argument("--tokens", type=int, default=200_000)
     parser.add_argument("--perf", metavar="FILE", help="record a perf profile of serve")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="count serve's instructions per request under valgrind instead")
     parser.add_argument("--first", action="store_true",
                         help="each request opens a new conversation (same body, new session id)")
     args = parser.parse_args()

@@ -8,6 +8,8 @@
 //! oversized and aggregate plans, applied through the session's branch-and-reappend rewrite, so
 //! the originals stay in the file on the abandoned branch.
 
+use std::sync::Arc;
+
 use rampart_context::guards::persistence::{PersistenceGuard, PersistenceOptions};
 use rampart_context::guards::tool_result::plan_session_truncation_capped;
 use rampart_engine_api::protocol::{IngestParams, ModelRef, SessionRef, TranscriptRewriteResult};
@@ -180,13 +182,17 @@ impl SessionWriter {
             }
             reference = Some(blob);
         }
-        let out = self
-            .guard
-            .on_message_with_ref((*message).clone(), reference.as_deref());
         let capped_call = match (&*message, &reference) {
             (AgentMessage::ToolResult(r), Some(_)) => Some(r.tool_call_id.clone()),
             _ => None,
         };
+        // The guard takes the message by value. A message nobody else holds (the engine kept
+        // no reference to it) is moved, not copied: a first request's whole conversation
+        // passes here.
+        let message = Arc::try_unwrap(message).unwrap_or_else(|shared| (*shared).clone());
+        let out = self
+            .guard
+            .on_message_with_ref(message, reference.as_deref());
         out.messages
             .into_iter()
             .map(|mut m| {

@@ -85,3 +85,49 @@ fn messages_that_fit_are_left_alone_and_thinking_is_never_cut() {
     );
     assert!(!blobs.place().exists(), "nothing was stored");
 }
+
+#[test]
+fn tool_call_arguments_that_escape_to_six_times_their_size_still_make_a_line_spill() {
+    // 300 KB of text and a call whose 1 MB argument is all control characters (`\u0001`
+    // each in JSON): the line is about 6.3 MB though the message holds 1.3 MB, so the cheap
+    // size check must not wave it through a 6.2 MB limit.
+    let dir = tempfile::tempdir().unwrap();
+    let blobs = BlobStore::in_sessions_dir(dir.path());
+    let mut message = AgentMessage::assistant_text("a".repeat(300_000), "api", "p", "m", 1);
+    if let AgentMessage::Assistant(a) = &mut message {
+        a.content
+            .push(ContentBlock::ToolCall(rampart_message::ToolCall {
+                id: "call_1".into(),
+                name: "write".into(),
+                arguments: serde_json::json!({"bytes": "\u{1}".repeat(1_000_000)}),
+                thought_signature: None,
+                extra: Default::default(),
+            }));
+    }
+    let limit = 6_200_000;
+    assert!(json_len(&message) > limit);
+    let (spilled, spill) = spill_oversized(&message, &blobs, limit).unwrap().unwrap();
+    assert_eq!(spill.blobs.len(), 1);
+    assert!(json_len(&spilled) <= limit);
+}
+
+proptest::proptest! {
+    #[test]
+    fn six_times_a_values_raw_size_is_never_below_its_json_length(
+        value in proptest::arbitrary::any::<(String, i64, f64, Vec<(String, bool)>)>()
+    ) {
+        let (text, int, float, pairs) = value;
+        let text_alone = text.clone();
+        let value = serde_json::json!({
+            text.clone(): [text, int, float, null, [], {}],
+            "pairs": pairs
+                .into_iter()
+                .map(|(key, flag)| (key, serde_json::Value::Bool(flag)))
+                .collect::<serde_json::Map<String, serde_json::Value>>(),
+        });
+        for value in [serde_json::Value::String(text_alone), value] {
+            let json = serde_json::to_string(&value).unwrap();
+            proptest::prop_assert!(value_raw_bytes(&value) * 6 >= json.len(), "{json}");
+        }
+    }
+}

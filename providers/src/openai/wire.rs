@@ -38,6 +38,12 @@ fn user_content(content: &Content) -> Value {
     }
 }
 
+/// A tool call's arguments as the JSON text chat completions carries them (what `to_string`
+/// writes, through the one compact writer instead of the formatter's byte-by-byte adapter).
+fn arguments_text(arguments: &Value) -> String {
+    rampart_sessions::compact_json::to_string(arguments).unwrap_or_else(|_| arguments.to_string())
+}
+
 /// One message in OpenAI chat-completions form. Roles chat-completions lacks (bash runs,
 /// summaries, custom messages) become user messages that say what they are, so the model sees
 /// everything the transcript holds.
@@ -69,7 +75,7 @@ fn openai_message_fields(message: &AgentMessage) -> Value {
                     ContentBlock::ToolCall(c) => calls.push(json!({
                         "id": c.id,
                         "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                        "function": {"name": c.name, "arguments": arguments_text(&c.arguments)},
                     })),
                     _ => {}
                 }
