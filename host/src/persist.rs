@@ -121,7 +121,7 @@ impl SessionWriter {
         message: SharedMessage,
         model: Option<ModelRef>,
     ) -> Result<Vec<String>, PersistError> {
-        let messages = self.persisted(slot, session, message, model)?;
+        let messages = self.persisted(slot, session, &session_ref(session), message, model)?;
         let mut ids = Vec::with_capacity(messages.len());
         for m in messages {
             ids.push(session.append_message(m)?);
@@ -140,8 +140,11 @@ impl SessionWriter {
         model: Option<ModelRef>,
     ) -> Result<Vec<String>, PersistError> {
         let mut bodies = Vec::with_capacity(messages.len());
+        // One reference for the batch: made per message, its path's text was a fiftieth of a
+        // first request's work.
+        let reference = session_ref(session);
         for message in messages {
-            for m in self.persisted(slot, session, message, model.clone())? {
+            for m in self.persisted(slot, session, &reference, message, model.clone())? {
                 bodies.push(EntryBody::from_message(m));
             }
         }
@@ -154,11 +157,12 @@ impl SessionWriter {
         &mut self,
         slot: &EngineSlot,
         session: &Session,
+        reference_to_session: &SessionRef,
         message: SharedMessage,
         model: Option<ModelRef>,
     ) -> Result<Vec<AgentMessage>, PersistError> {
         let result = slot.ingest(IngestParams {
-            session: session_ref(session),
+            session: reference_to_session.clone(),
             message: Some(message.clone()),
             is_heartbeat: false,
             model,

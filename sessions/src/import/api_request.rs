@@ -150,7 +150,7 @@ pub fn from_anthropic_messages(
         );
         line.insert("timestamp".into(), json!(timestamp_iso));
         line.insert("message".into(), message.clone());
-        import.line(index + 1, &Value::Object(line).to_string());
+        import.object_line(index + 1, line);
     }
     let imported = import.finish();
     for item in imported.items {

@@ -203,11 +203,17 @@ impl ClaudeImport {
     }
 
     fn read_line(&mut self, line: usize, raw: &str) {
-        let obj = match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(obj)) => obj,
-            Ok(_) => return self.unparsed(line, raw, "not a JSON object"),
-            Err(e) => return self.unparsed(line, raw, &e.to_string()),
-        };
+        match serde_json::from_str::<Value>(raw) {
+            Ok(Value::Object(obj)) => self.object_line(line, obj),
+            Ok(_) => self.unparsed(line, raw, "not a JSON object"),
+            Err(e) => self.unparsed(line, raw, &e.to_string()),
+        }
+    }
+
+    /// A line already parsed into its object: what [`LineImport::line`] does after parsing.
+    /// For a caller that holds the value (an API request's messages), which would otherwise
+    /// write it as text only for it to be parsed back.
+    pub(crate) fn object_line(&mut self, line: usize, obj: Map<String, Value>) {
         if self.session_id.is_none() {
             self.session_id = get_str(&obj, "sessionId").map(str::to_owned);
         }
