@@ -45,14 +45,16 @@ def callgrind_total(pid, out_prefix):
     """Dumps serve's counters (callgrind_control) and returns the instructions counted since
     they were switched on."""
     subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+    # The dump goes to `<prefix>.1` (the file named `<prefix>` stays empty until the process
+    # exits, which a killed serve never does).
+    dump = f"{out_prefix}.1"
     deadline = time.time() + 120
     while time.time() < deadline:
-        dumps = [f for f in os.listdir(os.path.dirname(out_prefix))
-                 if f.startswith(os.path.basename(out_prefix))]
-        for name in dumps:
-            for line in open(os.path.join(os.path.dirname(out_prefix), name)):
-                if line.startswith(("summary:", "totals:")):
-                    return int(line.split()[1])
+        if os.path.exists(dump):
+            with open(dump) as lines:
+                for line in lines:
+                    if line.startswith(("summary:", "totals:")):
+                        return int(line.split()[1])
         time.sleep(0.5)
     sys.exit("callgrind wrote no dump within 120 s")
 
