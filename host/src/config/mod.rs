@@ -74,6 +74,7 @@ const SERVE_KEYS: &[&str] = &[
     "allowedHosts",
     "allowedOrigins",
     "maxConnections",
+    "sessionCacheMiB",
     "minAnswerTokens",
     "headerTimeoutMs",
     "bodyTimeoutMs",

@@ -471,7 +471,7 @@ fn session_table_sets_the_lock_wait_and_the_checkpoint_cap() {
 fn serve_table_is_read_into_types() {
     let c = parse(
         "[serve]\nlisten = \"0.0.0.0:9000\"\nauthToken = \"t0k\"\nmaxConcurrent = 4\nmaxQueue = 0\n\
-         [serve.sideRequests]\nenabled = false\nprobeMaxTokens = 2\nsmallModels = [\"mini\"]\n",
+         sessionCacheMiB = 0\n[serve.sideRequests]\nenabled = false\nprobeMaxTokens = 2\nsmallModels = [\"mini\"]\n",
         Path::new("/etc/rampart/plugins.toml"),
     )
     .unwrap();
@@ -479,6 +479,11 @@ fn serve_table_is_read_into_types() {
     assert_eq!(s.listen, Some("0.0.0.0:9000".parse().unwrap()));
     assert_eq!(s.auth_token.as_deref(), Some("t0k"));
     assert_eq!((s.max_concurrent, s.max_queue), (4, 0));
+    assert_eq!(s.session_cache_mib, 0, "0 keeps no conversation open");
+    assert_eq!(
+        crate::config::serve::ServeSettings::default().session_cache_mib,
+        crate::config::serve::DEFAULT_SESSION_CACHE_MIB
+    );
     assert!(!s.side_requests.enabled);
     assert_eq!(s.side_requests.probe_max_tokens, 2);
     assert_eq!(s.side_requests.small_models, ["mini"]);
@@ -513,6 +518,13 @@ fn serve_errors_are_located() {
     assert!(e.to_string().contains("serve.listen"), "{e}");
     let e = err("[serve]\nmaxConcurrent = 0\n");
     assert!(e.to_string().contains("serve.maxConcurrent"), "{e}");
+    for bad in ["-1", "\"32MiB\"", "2000000"] {
+        let e = err(&format!("[serve]\nsessionCacheMiB = {bad}\n")).to_string();
+        assert!(
+            e.starts_with("/etc/rampart/plugins.toml:2:") && e.contains("serve.sessionCacheMiB"),
+            "{bad}: {e}"
+        );
+    }
     let e = err("[serve]\nauthToken = \" \"\n");
     assert!(e.to_string().contains("serve.authToken"), "{e}");
     let e = err("[serve.sideRequests]\nsmallModel = []\n");

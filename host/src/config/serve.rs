@@ -18,6 +18,12 @@ pub const DEFAULT_MAX_QUEUE: usize = 256;
 /// kernel's backlog until one closes.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
+/// Default of `serve.sessionCacheMiB`: the session log, in MiB, the conversations kept open
+/// between requests may hold between them (about three times that in memory: each tree parsed,
+/// and its messages' upstream form). 32 MiB keeps about forty 200k-token conversations open, or
+/// every one of the 128 the cache counts when they are small.
+pub const DEFAULT_SESSION_CACHE_MIB: usize = 32;
+
 /// Default of `serve.headerTimeoutMs`: a client has this long to send a request's headers.
 pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
 
@@ -72,6 +78,10 @@ pub struct ServeSettings {
     pub allowed_origins: Vec<String>,
     /// `maxConnections`: client connections open at once (default 1024).
     pub max_connections: usize,
+    /// `sessionCacheMiB`: the session log, in MiB, the conversations kept open between requests
+    /// may hold between them (default 32; 0 keeps none open). A conversation over it is read
+    /// from the store on each request.
+    pub session_cache_mib: usize,
     /// `headerTimeoutMs`: the time a client has to send a request's headers.
     pub header_timeout: Duration,
     /// `bodyTimeoutMs`: the time a client has to send a request's body.
@@ -149,6 +159,7 @@ impl Default for ServeSettings {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            session_cache_mib: DEFAULT_SESSION_CACHE_MIB,
             header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
             body_timeout: Duration::from_millis(DEFAULT_BODY_TIMEOUT_MS),
             drain_timeout: Duration::from_millis(DEFAULT_DRAIN_TIMEOUT_MS),

@@ -342,6 +342,11 @@ impl Validator<'_> {
             ("maxConcurrent", &mut serve.max_concurrent, 1..=4096),
             ("maxQueue", &mut serve.max_queue, 0..=1_000_000),
             ("maxConnections", &mut serve.max_connections, 1..=1_000_000),
+            (
+                "sessionCacheMiB",
+                &mut serve.session_cache_mib,
+                0..=1_048_576,
+            ),
         ] {
             let key = format!("serve.{name}");
             if let Some(v) = table.get(name) {

@@ -79,13 +79,23 @@ impl From<SessionError> for ConversationError {
 /// Sessions kept open between requests, so a turn does not read its conversation again: a
 /// cached session catches up with what other processes (or replicas) appended when its lock is
 /// taken ([`Session::hold`]). Keyed by registry key. At most `capacity` are kept (each holds
-/// its tree and a handle on its log); beyond that the one used longest ago is closed, so a
+/// its tree and a handle on its log), holding at most `max_bytes` of session log between them
+/// (`serve.sessionCacheMiB`); beyond either the one used longest ago is closed, so a
 /// conversation an agent is working in stays while one left an hour ago goes. Each is kept
 /// with its runner's [`TurnMemos`], so a continuing request counts only its new messages.
+///
+/// Why a budget in bytes besides the count: a session holds its whole tree parsed, about twice
+/// its log's bytes, and the provider's wire memo keeps each live message's upstream form, once
+/// more (BENCHMARKS.md, "What a cached conversation holds"). A count alone let 128 cached
+/// 200k-token conversations hold 300 MiB; a byte budget bounds the memory whatever the
+/// conversations' sizes, and a session over the whole budget is not kept at all (its next
+/// request opens it again, as after a restart).
 #[derive(Debug)]
 pub struct SessionCache {
     sessions: std::sync::Mutex<std::collections::HashMap<String, Cached>>,
     capacity: usize,
+    /// The most session-log bytes the cached sessions may hold between them.
+    max_bytes: u64,
     /// Counts uses, so each cached session knows when it was last used ([`Cached::used`]).
     clock: std::sync::atomic::AtomicU64,
     /// Where each conversation's branches ended when it was last matched, with the registry's
@@ -111,14 +121,18 @@ struct Cached {
     memos: TurnMemos,
     /// The cache's clock when the session was last put back or read.
     used: u64,
+    /// The bytes of its log, when it was kept (what it counts against the budget).
+    bytes: u64,
 }
 
 impl SessionCache {
-    /// A cache of at most `capacity` sessions (0: none kept).
-    pub fn new(capacity: usize) -> Self {
+    /// A cache of at most `capacity` sessions (0: none kept) holding at most `max_bytes` of
+    /// session log between them.
+    pub fn new(capacity: usize, max_bytes: u64) -> Self {
         Self {
             sessions: std::sync::Mutex::new(std::collections::HashMap::new()),
             capacity,
+            max_bytes,
             clock: std::sync::atomic::AtomicU64::new(0),
             ends: std::sync::Mutex::default(),
             sent: std::sync::Mutex::default(),
@@ -158,32 +172,48 @@ impl SessionCache {
         self.keep(key, session, memos);
     }
 
-    /// Keeps `key`'s session (its lock released), evicting the least recently used one when
-    /// full (a scan of at most `capacity` entries, only when full); its branch ends are left
-    /// as they are (a session only read, not written, keeps them).
+    /// Keeps `key`'s session (its lock released), closing the ones used longest ago while the
+    /// cache is full or the budget would be exceeded (a scan of at most `capacity` entries per
+    /// closing); a session whose log alone is over the budget is closed instead. Its branch
+    /// ends are left as they are (a session only read, not written, keeps them).
     fn keep(&self, key: &str, mut session: Session, memos: TurnMemos) {
         session.release();
-        if self.capacity == 0 {
+        let bytes = session.report().bytes;
+        let mut map = self.map();
+        if self.capacity == 0 || bytes > self.max_bytes {
+            map.remove(key);
+            drop(map);
+            self.lock_sent().remove(key);
+            tracing::debug!(
+                conversation = key,
+                bytes,
+                budget = self.max_bytes,
+                "session not kept open: over the cache's budget"
+            );
             return;
         }
-        let used = self.tick();
-        let mut map = self.map();
-        if map.len() >= self.capacity && !map.contains_key(key) {
-            let evict = map
+        map.remove(key);
+        let mut held: u64 = map.values().map(|cached| cached.bytes).sum();
+        while !map.is_empty() && (map.len() >= self.capacity || held + bytes > self.max_bytes) {
+            let Some(evict) = map
                 .iter()
                 .min_by_key(|(_, cached)| cached.used)
-                .map(|(k, _)| k.clone());
-            if let Some(evict) = evict {
-                map.remove(&evict);
-                self.lock_sent().remove(&evict);
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            if let Some(closed) = map.remove(&evict) {
+                held -= closed.bytes;
             }
+            self.lock_sent().remove(&evict);
         }
         map.insert(
             key.to_owned(),
             Cached {
                 session,
                 memos,
-                used,
+                used: self.tick(),
+                bytes,
             },
         );
     }
@@ -380,7 +410,7 @@ pub fn open(
     messages: &[AgentMessage],
     lock_timeout: Duration,
 ) -> Result<Conversation, ConversationError> {
-    let cache = SessionCache::new(0);
+    let cache = SessionCache::new(0, 0);
     let chosen = choose(store, &cache, client, messages)?;
     open_chosen(store, &cache, chosen, messages, lock_timeout)
 }

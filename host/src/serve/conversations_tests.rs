@@ -175,7 +175,7 @@ fn an_edit_under_an_id_branches_the_same_conversation() {
 fn a_cached_session_catches_up_with_another_writer() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::open(dir.path()).unwrap();
-    let cache = SessionCache::new(4);
+    let cache = SessionCache::new(4, u64::MAX);
     let id = ClientSession::Explicit("c".into());
     let first = [user("u1")];
     let chosen = choose(&store, &cache, Some(&id), &first).unwrap();
@@ -235,7 +235,7 @@ fn a_free_key_follows_the_taken_run_in_logarithmic_probes() {
 fn a_placement_is_made_again_when_the_tree_changed_after_the_choice() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::open(dir.path()).unwrap();
-    let cache = SessionCache::new(8);
+    let cache = SessionCache::new(8, u64::MAX);
     let client = cc("race");
     let first = [user("task")];
     turn(&store, Some(&client), &first, "one");
@@ -277,7 +277,7 @@ fn a_placement_is_made_again_when_the_tree_changed_after_the_choice() {
 fn only_the_messages_a_request_shares_with_the_noted_one_are_taken_as_known() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::open(dir.path()).unwrap();
-    let cache = SessionCache::new(8);
+    let cache = SessionCache::new(8, u64::MAX);
     let client = cc("known");
     let sent = [user("task"), answer("one"), user("more")];
     let chosen = choose(&store, &cache, Some(&client), &sent).unwrap();
@@ -310,7 +310,7 @@ fn only_the_messages_a_request_shares_with_the_noted_one_are_taken_as_known() {
 /// are let go once the notes outnumber the cache: they cannot grow with every conversation.
 #[test]
 fn notes_of_sessions_not_kept_are_let_go() {
-    let cache = SessionCache::new(2);
+    let cache = SessionCache::new(2, u64::MAX);
     for i in 0..50 {
         cache.note_sent(&format!("gone:{i}"), i, vec!["e".into()]);
     }
@@ -324,7 +324,7 @@ fn notes_of_sessions_not_kept_are_let_go() {
 fn a_full_cache_closes_the_session_used_longest_ago() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::open(dir.path()).unwrap();
-    let cache = SessionCache::new(4);
+    let cache = SessionCache::new(4, u64::MAX);
     let turn_in = |name: &str, messages: &[AgentMessage]| -> String {
         let id = ClientSession::Explicit(name.into());
         let chosen = choose(&store, &cache, Some(&id), messages).unwrap();
@@ -349,4 +349,75 @@ fn a_full_cache_closes_the_session_used_longest_ago() {
     let k5 = turn_in("c5", &[user("u1")]);
     assert!(!cached(&keys[2]), "then c2");
     assert!(cached(&keys[0]) && cached(&keys[3]) && cached(&k4) && cached(&k5));
+}
+
+/// The cache also keeps to a budget in bytes of session log: a conversation that would take it
+/// over closes the ones used longest ago, however few are open, and one larger than the whole
+/// budget is not kept at all (its next request reads it from the store), without closing the
+/// others for it.
+#[test]
+fn the_cache_keeps_to_its_budget_in_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::open(dir.path()).unwrap();
+    // One turn of a conversation whose messages carry `size` bytes of text.
+    let turn_in = |cache: &SessionCache, name: &str, size: usize| -> (String, u64) {
+        let messages = [user(&format!("{name} {}", "x".repeat(size)))];
+        let id = ClientSession::Explicit(name.into());
+        let chosen = choose(&store, cache, Some(&id), &messages).unwrap();
+        let mut c = open_chosen(&store, cache, chosen, &messages, Duration::from_secs(5)).unwrap();
+        for m in c.placement.unseen(&messages) {
+            c.session.append_message(m.clone()).unwrap();
+        }
+        c.session.append_message(answer("ok")).unwrap();
+        c.session.sync().unwrap();
+        let bytes = c.session.report().bytes;
+        cache.put(&c.key, c.session, c.memos);
+        (c.key, bytes)
+    };
+    // Sizes read off a cache with no budget: three conversations of about 10 KB.
+    let probe = SessionCache::new(16, u64::MAX);
+    let sizes: Vec<u64> = (0..3)
+        .map(|i| turn_in(&probe, &format!("probe{i}"), 10_000).1)
+        .collect();
+    assert!(sizes.iter().all(|&b| b > 10_000), "{sizes:?}");
+    // Room for two of them, in a cache that could count sixteen.
+    let cache = SessionCache::new(16, sizes[0] + sizes[1] + sizes[2] / 2);
+    let cached = |key: &str| cache.map().contains_key(key);
+    let (a, _) = turn_in(&cache, "a", 10_000);
+    let (b, _) = turn_in(&cache, "b", 10_000);
+    assert!(cached(&a) && cached(&b));
+    let (c, _) = turn_in(&cache, "c", 10_000);
+    assert!(
+        !cached(&a),
+        "a was used longest ago and the budget holds two"
+    );
+    assert!(cached(&b) && cached(&c));
+    // One over the whole budget is closed at once; the two open stay open.
+    let (big, big_bytes) = turn_in(&cache, "big", 40_000);
+    assert!(big_bytes > cache.max_bytes);
+    assert!(
+        !cached(&big),
+        "a conversation over the whole budget is not kept"
+    );
+    assert!(cached(&b) && cached(&c), "nothing was closed for it");
+    // Its next request still finds it, read from the store, and continues it.
+    let messages = [
+        user(&format!("big {}", "x".repeat(40_000))),
+        answer("ok"),
+        user("more"),
+    ];
+    let chosen = choose(
+        &store,
+        &cache,
+        Some(&ClientSession::Explicit("big".into())),
+        &messages,
+    )
+    .unwrap();
+    let again = open_chosen(&store, &cache, chosen, &messages, Duration::from_secs(5)).unwrap();
+    assert_eq!(again.key, big);
+    assert_eq!(
+        again.placement.unseen(&messages).len(),
+        1,
+        "only the new message is unseen"
+    );
 }

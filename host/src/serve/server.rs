@@ -182,7 +182,12 @@ impl ServerState {
             responses: Default::default(),
             inbound: Default::default(),
             next_id: AtomicU64::new(1),
-            sessions: conversations::SessionCache::new(SESSION_CACHE_CAPACITY),
+            sessions: conversations::SessionCache::new(
+                SESSION_CACHE_CAPACITY,
+                u64::try_from(serve.session_cache_mib)
+                    .unwrap_or(u64::MAX)
+                    .saturating_mul(1 << 20),
+            ),
             memory: crate::memory::MemorySlot::off(),
             workspace: None,
             registry: super::registry_writes::RegistryBatcher::start(
