@@ -49,6 +49,7 @@ pub mod fuzz;
 mod holder;
 pub mod ids;
 pub mod import;
+pub(crate) mod json_nesting;
 pub mod lanes;
 mod lenient;
 mod link_index;

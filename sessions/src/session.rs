@@ -680,7 +680,9 @@ impl Session {
             if buf.len() - start > limit {
                 return Err(line_too_long(&self.path, entry, buf.len() - start, limit));
             }
-            let depth = json_depth(&buf[start..]);
+            // Read from the entry, not from its line: the same figure without scanning the
+            // strings (`json_nesting`).
+            let depth = crate::json_nesting::depth(entry);
             if depth > MAX_JSON_DEPTH {
                 return Err(line_too_deep(&self.path, entry, depth));
             }
@@ -763,7 +765,7 @@ pub fn save_session(target: &Path, header: &SessionHeader, tree: &SessionTree) -
                 too_long = Some((index, line.len()));
                 return Err(io::Error::other("line over the loader's limit"));
             }
-            let depth = json_depth(&line);
+            let depth = crate::json_nesting::depth(entry);
             if depth > MAX_JSON_DEPTH {
                 too_deep = Some((index, depth));
                 return Err(io::Error::other("line nested deeper than the loader reads"));
