@@ -210,3 +210,53 @@ fn capped_results_report_and_name_the_blob() {
         1_000_000 - report.omitted_chars
     );
 }
+
+/// A shared message goes through the guard as an owned one does (the same messages out, the
+/// same caps, the same synthetic results), and one the guard leaves as it is comes back as the
+/// very allocation given: a proxied client's conversation is stored without a copy.
+#[test]
+fn a_shared_message_is_guarded_as_an_owned_one_and_kept_when_unchanged() {
+    use std::sync::Arc;
+    let opts = PersistenceOptions {
+        context_window: 8_000,
+        ..PersistenceOptions::default()
+    };
+    let sequence = vec![
+        AgentMessage::user_text("go", 1),
+        assistant_calls(&[("a", "read"), ("b", "exec"), ("c", "grep")], "toolUse", 2),
+        AgentMessage::tool_result("a", "read", "small", false, 3),
+        AgentMessage::tool_result("b", "", "named by its call", false, 4),
+        AgentMessage::tool_result("zzz", "read", "x".repeat(500_000), false, 5),
+        // `c` never answered: a synthetic result comes before the next message.
+        AgentMessage::user_text("next", 6),
+        assistant_error(7),
+        AgentMessage::user_text("again", 8),
+    ];
+    let mut owned = PersistenceGuard::new(opts);
+    let mut shared = PersistenceGuard::new(opts);
+    let mut kept = 0;
+    for message in sequence {
+        let given = Arc::new(message.clone());
+        let by_value = owned.on_message_with_ref(message, Some("blob:1"));
+        let by_share = shared.on_shared_with_ref(Arc::clone(&given), Some("blob:1"));
+        let as_values: Vec<AgentMessage> =
+            by_share.messages.iter().map(|m| (**m).clone()).collect();
+        assert_eq!(as_values, by_value.messages);
+        assert_eq!(by_share.cap, by_value.cap);
+        let unchanged = by_value.messages.last() == Some(&*given);
+        assert_eq!(
+            Arc::ptr_eq(by_share.messages.last().unwrap(), &given),
+            unchanged,
+            "{given:?}"
+        );
+        kept += usize::from(unchanged);
+    }
+    assert_eq!(
+        kept, 6,
+        "all but the unnamed and the capped result are kept as given"
+    );
+    assert_eq!(
+        owned.pending_ids().collect::<Vec<_>>(),
+        shared.pending_ids().collect::<Vec<_>>()
+    );
+}

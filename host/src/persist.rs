@@ -124,7 +124,7 @@ impl SessionWriter {
         let messages = self.persisted(slot, session, &session_ref(session), message, model)?;
         let mut ids = Vec::with_capacity(messages.len());
         for m in messages {
-            ids.push(session.append_message(m)?);
+            ids.push(session.append_shared(m)?);
         }
         Ok(ids)
     }
@@ -145,7 +145,7 @@ impl SessionWriter {
         let reference = session_ref(session);
         for message in messages {
             for m in self.persisted(slot, session, &reference, message, model.clone())? {
-                bodies.push(EntryBody::from_message(m));
+                bodies.push(EntryBody::from_shared(m));
             }
         }
         Ok(session.append_all(bodies)?)
@@ -160,7 +160,7 @@ impl SessionWriter {
         reference_to_session: &SessionRef,
         message: SharedMessage,
         model: Option<ModelRef>,
-    ) -> Result<Vec<AgentMessage>, PersistError> {
+    ) -> Result<Vec<SharedMessage>, PersistError> {
         let result = slot.ingest(IngestParams {
             session: reference_to_session.clone(),
             message: Some(message.clone()),
@@ -190,20 +190,19 @@ impl SessionWriter {
             (AgentMessage::ToolResult(r), Some(_)) => Some(r.tool_call_id.clone()),
             _ => None,
         };
-        // The guard takes the message by value. A message nobody else holds (the engine kept
-        // no reference to it) is moved, not copied: a first request's whole conversation
-        // passes here.
-        let message = Arc::try_unwrap(message).unwrap_or_else(|shared| (*shared).clone());
-        let out = self
-            .guard
-            .on_message_with_ref(message, reference.as_deref());
+        // A message the guard leaves as it is stays the same allocation: a first request's
+        // whole conversation passes here, shared with the server's memo of the request, and
+        // the session stores it without a copy.
+        let out = self.guard.on_shared_with_ref(message, reference.as_deref());
         out.messages
             .into_iter()
             .map(|mut m| {
-                // The capped result names its original's blob in a field of its own.
+                // The capped result names its original's blob in a field of its own (a new
+                // message, so this copies nothing).
                 if let (AgentMessage::ToolResult(r), Some(call), Some(blob)) =
-                    (&mut m, &capped_call, &reference)
+                    (&*m, &capped_call, &reference)
                     && &r.tool_call_id == call
+                    && let AgentMessage::ToolResult(r) = Arc::make_mut(&mut m)
                 {
                     r.extra.insert(
                         rampart_message::ORIGINAL_BLOB_KEY.to_owned(),
@@ -222,14 +221,14 @@ impl SessionWriter {
     fn fit_line(
         &self,
         session: &Session,
-        message: AgentMessage,
-    ) -> Result<AgentMessage, PersistError> {
+        message: SharedMessage,
+    ) -> Result<SharedMessage, PersistError> {
         let Some(blobs) = &self.blobs else {
             return Ok(message);
         };
         let limit = session.options().load.max_line_bytes;
         match crate::spill::spill_oversized(&message, blobs, limit).map_err(PersistError::Blob)? {
-            Some((spilled, _)) => Ok(spilled),
+            Some((spilled, _)) => Ok(Arc::new(spilled)),
             None => Ok(message),
         }
     }

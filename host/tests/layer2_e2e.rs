@@ -361,3 +361,56 @@ fn a_batch_of_messages_is_stored_as_one_by_one_appends_store_it() {
     );
     assert_eq!(stored(true), (one_by_one, caps));
 }
+
+/// Messages another holder keeps (serve's memo of the request they came in) are stored as
+/// those very allocations when nothing changes them: the session and the memo hold one copy of
+/// the conversation. A capped result is a new message, and the holder's original is untouched.
+#[test]
+fn messages_stored_unchanged_are_the_allocations_given() {
+    use rampart_host::persist::SessionWriter;
+    let Setup {
+        dir: _dir,
+        blobs,
+        slot,
+        path: _,
+        mut session,
+    } = setup();
+    let held = vec![
+        Arc::new(AgentMessage::user_text("read it", 1)),
+        Arc::new(assistant_call("call_1")),
+        Arc::new(AgentMessage::tool_result(
+            "call_1",
+            "read",
+            "x".repeat(200_000),
+            false,
+            2,
+        )),
+        Arc::new(AgentMessage::user_text("thanks", 3)),
+    ];
+    let mut writer = SessionWriter::new(128_000, 40_000, Some(blobs));
+    writer
+        .append_many(&slot, &mut session, held.clone(), None)
+        .unwrap();
+    let stored: Vec<_> = session
+        .tree()
+        .entries()
+        .iter()
+        .filter_map(|e| e.body.shared_message().cloned())
+        .collect();
+    assert_eq!(stored.len(), 4);
+    let same: Vec<bool> = stored
+        .iter()
+        .zip(&held)
+        .map(|(s, h)| Arc::ptr_eq(s, h))
+        .collect();
+    assert_eq!(
+        same,
+        [true, true, false, true],
+        "only the capped result is new"
+    );
+    assert_eq!(
+        text_of(&held[2]).len(),
+        200_000,
+        "the holder's original is untouched"
+    );
+}

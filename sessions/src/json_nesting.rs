@@ -218,49 +218,51 @@ impl<'a> ser::Serializer for &'a mut Probe {
     }
 }
 
-impl ser::SerializeSeq for Open<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Open::end(self)
-    }
+/// The compound kinds whose elements come without names: each element is walked, and the end
+/// closes what the start opened.
+macro_rules! elements {
+    ($($kind:ident :: $method:ident),*) => {$(
+        impl ser::$kind for Open<'_> {
+            type Ok = ();
+            type Error = Stop;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Stop> {
+                Open::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Open<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Open::end(self)
-    }
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
+
+/// The compound kinds whose fields are named (a key written as a string nests nothing).
+macro_rules! fields {
+    ($($kind:ident),*) => {$(
+        impl ser::$kind for Open<'_> {
+            type Ok = ();
+            type Error = Stop;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                _: &'static str,
+                value: &T,
+            ) -> Result<(), Stop> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Stop> {
+                Open::end(self)
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleStruct for Open<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Open::end(self)
-    }
-}
-
-impl ser::SerializeTupleVariant for Open<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Open::end(self)
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 impl ser::SerializeMap for Open<'_> {
     type Ok = ();
@@ -271,36 +273,6 @@ impl ser::SerializeMap for Open<'_> {
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Stop> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Open::end(self)
-    }
-}
-
-impl ser::SerializeStruct for Open<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Stop> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Stop> {
-        Open::end(self)
-    }
-}
-
-impl ser::SerializeStructVariant for Open<'_> {
-    type Ok = ();
-    type Error = Stop;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        _: &'static str,
-        value: &T,
-    ) -> Result<(), Stop> {
         self.element(value)
     }
     fn end(self) -> Result<(), Stop> {

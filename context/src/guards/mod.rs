@@ -23,7 +23,7 @@ pub mod tool_loop;
 pub mod tool_result;
 pub mod window;
 
-pub use persistence::{Persisted, PersistenceGuard, PersistenceOptions};
+pub use persistence::{Persisted, PersistenceGuard, PersistenceOptions, SharedPersisted};
 pub use precheck::{
     PRECHECK_OVERFLOW_MESSAGE, PrecheckInput, PrecheckOutcome, Route, estimate_pre_prompt_tokens,
     precheck,

@@ -15,7 +15,9 @@ use super::tool_result::{
     CapReport, DEFAULT_MAX_LIVE_TOOL_RESULT_CHARS, cap_at_ingest, ingest_cap_chars,
     tool_result_text_len,
 };
-use rampart_message::{AgentMessage, StopReason};
+use std::sync::Arc;
+
+use rampart_message::{AgentMessage, SharedMessage, StopReason};
 
 /// The text of a synthetic result. It says what happened and that Rampart inserted it, so
 /// neither the model nor a person takes it for the tool's output.
@@ -54,6 +56,16 @@ pub struct Persisted {
     /// The messages to append, in order.
     pub messages: Vec<AgentMessage>,
     /// Set when a tool result was capped: what the host records next to the stored original.
+    pub cap: Option<CapReport>,
+}
+
+/// What [`PersistenceGuard::on_shared_with_ref`] persists: [`Persisted`], each message shared
+/// (the one given, when unchanged).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SharedPersisted {
+    /// The messages to append, in order.
+    pub messages: Vec<SharedMessage>,
+    /// The cap applied, when the message was a capped tool result.
     pub cap: Option<CapReport>,
 }
 
@@ -139,20 +151,69 @@ impl PersistenceGuard {
             }
             other => {
                 let mut messages = self.flush();
-                if let AgentMessage::Assistant(a) = &other
-                    && !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error)
-                {
-                    for call in other.tool_calls() {
-                        if !self.pending.iter().any(|(id, _, _)| *id == call.id) {
-                            self.pending
-                                .push((call.id.clone(), call.name.clone(), a.timestamp));
-                        }
-                    }
-                }
+                self.note_calls(&other);
                 messages.push(other);
                 Persisted {
                     messages,
                     cap: None,
+                }
+            }
+        }
+    }
+
+    /// [`Self::on_message_with_ref`] for a shared message: one the guard leaves as it is comes
+    /// back as the same allocation, one it changes (a capped result, a result without a tool
+    /// name) as a new one, and the synthetic results before it as new ones.
+    ///
+    /// Why: a proxied client's first request passes its whole conversation through here, and
+    /// its messages are shared with the server's memo of the request; taking each by value
+    /// copied every one, so the memo and the stored session held the conversation twice.
+    pub fn on_shared_with_ref(
+        &mut self,
+        msg: SharedMessage,
+        full_output_ref: Option<&str>,
+    ) -> SharedPersisted {
+        let changes = match &*msg {
+            AgentMessage::ToolResult(tr) => tr.tool_name.trim().is_empty() || self.would_cap(&msg),
+            _ => false,
+        };
+        if changes {
+            let owned = Arc::try_unwrap(msg).unwrap_or_else(|shared| (*shared).clone());
+            let out = self.on_message_with_ref(owned, full_output_ref);
+            return SharedPersisted {
+                messages: out.messages.into_iter().map(Arc::new).collect(),
+                cap: out.cap,
+            };
+        }
+        let mut messages = Vec::new();
+        if let AgentMessage::ToolResult(tr) = &*msg {
+            if let Some(at) = self
+                .pending
+                .iter()
+                .position(|(id, _, _)| *id == tr.tool_call_id)
+            {
+                self.pending.remove(at);
+            }
+        } else {
+            messages.extend(self.flush().into_iter().map(Arc::new));
+            self.note_calls(&msg);
+        }
+        messages.push(msg);
+        SharedPersisted {
+            messages,
+            cap: None,
+        }
+    }
+
+    /// Remembers the calls of a finished assistant message until their results arrive.
+    fn note_calls(&mut self, msg: &AgentMessage) {
+        if let AgentMessage::Assistant(a) = msg
+            && !matches!(a.stop_reason, StopReason::Aborted | StopReason::Error)
+        {
+            for call in msg.tool_calls() {
+                if !self.pending.iter().any(|(id, _, _)| *id == call.id) {
+                    self.pending
+                        .push((call.id.clone(), call.name.clone(), a.timestamp));
                 }
             }
         }

@@ -44,7 +44,7 @@ fn through(client: &Value, system: Option<&str>) -> ModelRequest {
     ModelRequest {
         model: request.model.clone(),
         system: system.map(str::to_owned).or(request.system.clone()),
-        messages: request.messages.iter().cloned().map(Arc::new).collect(),
+        messages: request.messages.iter().cloned().collect(),
         forwarded: Forwarded {
             tools: request.tools.clone(),
             client_fields: Some(request.fields.clone()),
@@ -170,7 +170,7 @@ fn a_chat_clients_template_key_makes_no_item() {
     let request = decode(Wire::OpenAi, &client, 0).unwrap();
     let body = request_body(&ModelRequest {
         model: "m".into(),
-        messages: request.messages.iter().cloned().map(Arc::new).collect(),
+        messages: request.messages.iter().cloned().collect(),
         ..ModelRequest::default()
     });
     assert!(!body.to_string().contains("forged"), "{body:#}");

@@ -1,8 +1,6 @@
 //! A chat client's body, read by serve's decoder and written again by this provider for a chat
 //! upstream with nothing to manage: what the client sent is what the upstream gets.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use crate::providers::openai::request_body;
@@ -15,7 +13,7 @@ fn through(client: &Value) -> Value {
     request_body(&ModelRequest {
         model: request.model.clone(),
         system: request.system.clone(),
-        messages: request.messages.iter().cloned().map(Arc::new).collect(),
+        messages: request.messages.iter().cloned().collect(),
         max_tokens: request.max_tokens,
         forwarded: Forwarded {
             tools: request.tools.clone(),
@@ -82,7 +80,7 @@ fn responses_request(client: &Value) -> ModelRequest {
     ModelRequest {
         model: request.model.clone(),
         system: request.system.clone(),
-        messages: request.messages.iter().cloned().map(Arc::new).collect(),
+        messages: request.messages.iter().cloned().collect(),
         forwarded: Forwarded {
             tools: request.tools.clone(),
             client_fields: Some(request.fields.clone()),
@@ -127,7 +125,7 @@ fn a_chat_clients_strict_reaches_a_responses_upstream() {
     let request = decode(Wire::OpenAi, &client, 0).unwrap();
     let body = crate::providers::responses::request_body(&ModelRequest {
         model: "m".into(),
-        messages: request.messages.iter().cloned().map(Arc::new).collect(),
+        messages: request.messages.iter().cloned().collect(),
         forwarded: Forwarded {
             tools: request.tools.clone(),
             client_fields: Some(request.fields.clone()),

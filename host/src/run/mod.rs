@@ -866,12 +866,13 @@ impl<'a> Runner<'a> {
 
     /// [`Runner::append`] for several messages, written to the session in one append: a
     /// proxied client's first request can carry a whole conversation (hundreds of messages),
-    /// and one write of it costs a fraction of a write per message. Nothing is written when
-    /// any of them fails.
+    /// and one write of it costs a fraction of a write per message. The messages are shared:
+    /// one the guard leaves as it is is stored as that allocation, not a copy (serve's memo of
+    /// the request holds the same). Nothing is written when any of them fails.
     pub fn append_all(
         &mut self,
         session: &mut Session,
-        messages: Vec<AgentMessage>,
+        messages: Vec<SharedMessage>,
     ) -> Result<Vec<String>, TurnError> {
         if messages.is_empty() {
             return Ok(Vec::new());
@@ -880,8 +881,7 @@ impl<'a> Runner<'a> {
         let model = model_ref(&name, window);
         let slot = self.slot;
         let writer = self.writer(window);
-        let shared = messages.into_iter().map(Arc::new).collect();
-        let ids = writer.append_many(slot, session, shared, Some(model))?;
+        let ids = writer.append_many(slot, session, messages, Some(model))?;
         self.emit_caps();
         Ok(ids)
     }

@@ -257,12 +257,12 @@ impl SessionCache {
     /// How `messages` continue `key`'s session, from the cache when it is there (a cached
     /// session may lag behind another process; the turn places the request again under the
     /// lock). With `note_ends`, its [`BranchEnds`] are recorded for the next request's filter.
-    fn placement(
+    fn placement<M: std::borrow::Borrow<AgentMessage>>(
         &self,
         store: &dyn SharedStore,
         key: &str,
         entry: &rampart_sessions::store::SessionEntry,
-        messages: &[AgentMessage],
+        messages: &[M],
         continues: Option<(u64, usize)>,
         note_ends: bool,
     ) -> Result<Placed, StoreError> {
@@ -369,9 +369,9 @@ impl TreeMark {
 }
 
 impl Placed {
-    fn on(
+    fn on<M: std::borrow::Borrow<AgentMessage>>(
         tree: &rampart_sessions::SessionTree,
-        messages: &[AgentMessage],
+        messages: &[M],
         known: &[String],
     ) -> Self {
         Self {
@@ -388,9 +388,9 @@ impl Placed {
 
 /// The bucket of a request without a client id: a hash of its first message's role and text.
 /// It narrows the search; the history, compared message by message, decides.
-pub fn anon_bucket(messages: &[AgentMessage]) -> String {
+pub fn anon_bucket<M: std::borrow::Borrow<AgentMessage>>(messages: &[M]) -> String {
     use sha2::Digest;
-    let first = messages.first();
+    let first = messages.first().map(std::borrow::Borrow::borrow);
     let text = match first {
         Some(AgentMessage::User(u)) => u.content.joined_text(),
         Some(other) => serde_json::to_string(other).unwrap_or_default(),
@@ -404,10 +404,10 @@ pub fn anon_bucket(messages: &[AgentMessage]) -> String {
 
 /// Opens (or creates) the conversation `messages` continues, holds its write lock for up to
 /// `lock_timeout`, and says where the unseen messages go.
-pub fn open(
+pub fn open<M: std::borrow::Borrow<AgentMessage>>(
     store: &dyn SharedStore,
     client: Option<&ClientSession>,
-    messages: &[AgentMessage],
+    messages: &[M],
     lock_timeout: Duration,
 ) -> Result<Conversation, ConversationError> {
     let cache = SessionCache::new(0, 0);
@@ -417,11 +417,11 @@ pub fn open(
 
 /// Opens the conversation `chosen` names, holds its write lock for up to `lock_timeout`, and
 /// says where the unseen messages of `messages` go.
-pub fn open_chosen(
+pub fn open_chosen<M: std::borrow::Borrow<AgentMessage>>(
     store: &dyn SharedStore,
     cache: &SessionCache,
     chosen: Chosen,
-    messages: &[AgentMessage],
+    messages: &[M],
     lock_timeout: Duration,
 ) -> Result<Conversation, ConversationError> {
     let Chosen {
@@ -464,11 +464,11 @@ pub fn open_chosen(
 /// Requests without a client id must be placed one at a time per [`anon_bucket`] (the server
 /// does it inside that bucket's lane): two alike first requests placed at once would both take
 /// the same new conversation.
-pub fn choose(
+pub fn choose<M: std::borrow::Borrow<AgentMessage>>(
     store: &dyn SharedStore,
     cache: &SessionCache,
     client: Option<&ClientSession>,
-    messages: &[AgentMessage],
+    messages: &[M],
 ) -> Result<Chosen, ConversationError> {
     choose_continuing(store, cache, client, messages, None)
 }
@@ -476,11 +476,11 @@ pub fn choose(
 /// [`choose`] for a request whose first messages are, byte for byte, those of the earlier
 /// request the inbound memo kept under a number (`continues`: that number and how many):
 /// where that request's messages are known to sit in a tree, they are not compared again.
-pub fn choose_continuing(
+pub fn choose_continuing<M: std::borrow::Borrow<AgentMessage>>(
     store: &dyn SharedStore,
     cache: &SessionCache,
     client: Option<&ClientSession>,
-    messages: &[AgentMessage],
+    messages: &[M],
     continues: Option<(u64, usize)>,
 ) -> Result<Chosen, ConversationError> {
     let (key, created, spawned_by, placed) = choose_key(store, cache, client, messages, continues)?;
@@ -492,11 +492,11 @@ pub fn choose_continuing(
     })
 }
 
-fn choose_key(
+fn choose_key<M: std::borrow::Borrow<AgentMessage>>(
     store: &dyn SharedStore,
     cache: &SessionCache,
     client: Option<&ClientSession>,
-    messages: &[AgentMessage],
+    messages: &[M],
     continues: Option<(u64, usize)>,
 ) -> Result<(String, bool, Option<String>, Option<Placed>), ConversationError> {
     let Some(client) = client else {
@@ -579,12 +579,12 @@ fn thread_key(thread: &str) -> String {
 /// continues best: the most messages in common, a whole branch extended before a divergence,
 /// then the most recently updated. With `extends_only`, only members with a stored branch that
 /// is a prefix of `messages` (or with nothing stored) count.
-fn best(
+fn best<M: std::borrow::Borrow<AgentMessage>>(
     store: &dyn SharedStore,
     cache: &SessionCache,
     prefix: &str,
     exact: Option<&str>,
-    messages: &[AgentMessage],
+    messages: &[M],
     continues: Option<(u64, usize)>,
     extends_only: bool,
 ) -> Result<Option<(String, Placed)>, ConversationError> {

@@ -71,7 +71,10 @@ enum State {
 }
 
 /// Where `incoming` (the request's messages, system prompt excluded) continues `tree`.
-pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMatch {
+pub fn match_history<M: std::borrow::Borrow<AgentMessage>>(
+    tree: &SessionTree,
+    incoming: &[M],
+) -> BranchMatch {
     match_history_known(tree, incoming, &[])
 }
 
@@ -82,9 +85,9 @@ pub fn match_history(tree: &SessionTree, incoming: &[AgentMessage]) -> BranchMat
 /// rest of the walk is the same. Why: comparing every message of a 200k-token history with
 /// the tree was a tenth of a continuing request, though all but the newest were compared,
 /// byte for byte the same, by the request before.
-pub fn match_history_known(
+pub fn match_history_known<M: std::borrow::Borrow<AgentMessage>>(
     tree: &SessionTree,
-    incoming: &[AgentMessage],
+    incoming: &[M],
     known: &[String],
 ) -> BranchMatch {
     let entries = tree.entries();
@@ -158,14 +161,14 @@ fn messages_below(tree: &SessionTree, skip: &HashSet<usize>) -> Vec<bool> {
 }
 
 /// One walk of a tree against a request's messages.
-struct Walk<'a> {
+struct Walk<'a, M> {
     tree: &'a SessionTree,
-    incoming: &'a [AgentMessage],
+    incoming: &'a [M],
     known: &'a [String],
     skip: &'a HashSet<usize>,
 }
 
-impl Walk<'_> {
+impl<M: std::borrow::Borrow<AgentMessage>> Walk<'_, M> {
     fn state_of(&self, index: usize, states: &mut [Option<State>]) -> State {
         if let Some(state) = states[index] {
             return state;
@@ -209,7 +212,7 @@ impl Walk<'_> {
                 State::Alive(n + 1)
             }
             (State::Alive(n), Some(stored)) => match self.incoming.get(n) {
-                Some(sent) if same_message(stored, sent) => State::Alive(n + 1),
+                Some(sent) if same_message(stored, sent.borrow()) => State::Alive(n + 1),
                 _ => State::Dead,
             },
         }
@@ -586,12 +589,12 @@ impl BranchEnds {
 const CHAIN_SEED: u64 = 0x7261_6d70_6172_7400;
 
 /// The chain hashes of a request's messages: element `n` hashes the first `n`.
-pub fn request_chain(incoming: &[AgentMessage]) -> Vec<u64> {
+pub fn request_chain<M: std::borrow::Borrow<AgentMessage>>(incoming: &[M]) -> Vec<u64> {
     let mut chain = Vec::with_capacity(incoming.len() + 1);
     let mut at = CHAIN_SEED;
     chain.push(at);
     for message in incoming {
-        at = chain_step(at, message);
+        at = chain_step(at, message.borrow());
         chain.push(at);
     }
     chain

@@ -3,7 +3,7 @@
 //! conversion is the importers' ([`rampart_sessions::import::api_request`]), so a live request
 //! and a recorded transcript of the same shape become the same messages.
 
-use rampart_message::AgentMessage;
+use rampart_message::{AgentMessage, SharedMessage};
 use rampart_sessions::import::api_request::{from_anthropic_messages, from_openai_chat};
 use serde_json::Value;
 
@@ -41,8 +41,14 @@ pub struct ClientRequest {
     /// The system prompt.
     pub system: Option<String>,
     /// The conversation, system prompt excluded. Shared with [`super::inbound_memo`], which
-    /// keeps it for the request that continues this one (a request only reads its messages).
-    pub messages: std::sync::Arc<Vec<AgentMessage>>,
+    /// keeps it for the request that continues this one (a request only reads its messages),
+    /// and each message shared with the session that stores it: one parsed copy of a recent
+    /// conversation between the memo and the cached tree, and no copy made to store it.
+    pub messages: std::sync::Arc<Vec<SharedMessage>>,
+    /// The time the request was decoded at, which its new messages carry. Messages taken from
+    /// the memo keep the time of the request that first sent them ([`super::inbound_memo`]);
+    /// one stored as new is stamped with this time then.
+    pub now_ms: u64,
     /// The tools the client declared (function tools; Anthropic server tools are left out).
     pub tools: Vec<ToolSpec>,
     /// What could not be converted exactly.
@@ -183,7 +189,14 @@ pub fn decode(wire: Wire, body: &Value, now_ms: u64) -> Result<ClientRequest, Ba
             .unwrap_or(false),
         max_tokens,
         system: conversation.system,
-        messages: std::sync::Arc::new(conversation.messages),
+        messages: std::sync::Arc::new(
+            conversation
+                .messages
+                .into_iter()
+                .map(std::sync::Arc::new)
+                .collect(),
+        ),
+        now_ms,
         tools,
         warnings,
         not_forwarded,
@@ -227,7 +240,7 @@ pub fn responses_as_chat(body: &Value) -> Result<ResponsesAsChat, BadRequest> {
 /// not hold a user or assistant message of its own.
 pub fn responses_as_chat_after(
     body: &Value,
-    prior: &[AgentMessage],
+    prior: &[SharedMessage],
 ) -> Result<ResponsesAsChat, BadRequest> {
     use rampart_message::ContentBlock;
     use serde_json::json;
@@ -257,7 +270,7 @@ pub fn responses_as_chat_after(
             // item (left out, the model would answer a conversation the client never sent).
             let mut calls: std::collections::HashSet<&str> = prior
                 .iter()
-                .filter_map(|m| match m {
+                .filter_map(|m| match &**m {
                     AgentMessage::Assistant(a) => Some(&a.content),
                     _ => None,
                 })
@@ -764,7 +777,7 @@ mod tests {
         });
         let r = decode(Wire::Anthropic, &body, 1_700_000_000_000).unwrap();
         assert_eq!(r.messages.len(), 3);
-        let AgentMessage::Assistant(a) = &r.messages[1] else {
+        let AgentMessage::Assistant(a) = &*r.messages[1] else {
             panic!()
         };
         assert!(matches!(&a.content[0], ContentBlock::ToolCall(c) if c.arguments["path"] == "a"));
@@ -790,7 +803,7 @@ mod tests {
         });
         let r = decode(Wire::Anthropic, &body, 1).unwrap();
         let opaque = rampart_message::opaque::OPAQUE_ROLE;
-        let roles: Vec<&str> = r.messages.iter().map(AgentMessage::role).collect();
+        let roles: Vec<&str> = r.messages.iter().map(|m| m.role()).collect();
         assert_eq!(roles, ["user", opaque, "assistant", opaque]);
         let kept = rampart_message::opaque::as_opaque(&r.messages[3]).unwrap();
         assert_eq!(Value::Object(kept.item.clone()), body["messages"][3]);
@@ -878,9 +891,9 @@ mod tests {
         assert_eq!(r.max_tokens, Some(900));
         let system = r.system.unwrap();
         assert!(system.contains("You are Codex.") && system.contains("sandbox: read-only"));
-        let roles: Vec<&str> = r.messages.iter().map(AgentMessage::role).collect();
+        let roles: Vec<&str> = r.messages.iter().map(|m| m.role()).collect();
         assert_eq!(roles, ["user", "assistant", "toolResult"]);
-        let AgentMessage::Assistant(a) = &r.messages[1] else {
+        let AgentMessage::Assistant(a) = &*r.messages[1] else {
             panic!()
         };
         // The reasoning item is kept verbatim, before the text and the call of its turn.

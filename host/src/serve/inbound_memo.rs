@@ -10,9 +10,12 @@
 //! request's messages (compared with `memcmp`, whole, never trusted to a hash), those `n`
 //! are taken decoded and only the body with the remaining elements is parsed
 //! ([`decode_continuing`]). The result is the same request the whole body
-//! decodes to: the kept messages are stamped with this request's time, and anything the
-//! continuation cannot decode alone (a tool result first, a system message, a call without
-//! an id) sends the body down the whole path.
+//! decodes to, but for the time the kept messages carry: they keep the time of the request
+//! that first sent them, since they are the very messages the session stored then (shared,
+//! not copied: one parsed copy of a conversation between this memo and the cached tree), and
+//! one that a request stores as new is stamped with that request's time then ([`stamped`]).
+//! Anything the continuation cannot decode alone (a tool result first, a system message, a
+//! call without an id) sends the body down the whole path.
 //!
 //! The chat-completions and Anthropic wires are kept: their converters read each message
 //! nearly alone ([`decode_continuing`] says what sends a request down the whole
@@ -23,20 +26,21 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use rampart_message::AgentMessage;
+use rampart_message::{AgentMessage, SharedMessage};
 
 use serde_json::Value;
 
 use super::inbound::{ClientRequest, Wire, carries_breakpoint, decode};
 use super::raw_messages::MessageSlices;
 
-/// How many decoded requests are kept. Each holds its messages twice (bytes and decoded), so
-/// a 200k-token conversation costs about 3 MB here; a few cover the conversations being
+/// How many decoded requests are kept. Each holds its messages' bytes, and the decoded
+/// messages the session holds too, so a 200k-token conversation costs about 1 MB here; a few cover the conversations being
 /// continued at any one moment (a client continues one conversation at a time).
 pub const CAPACITY: usize = 8;
 
 /// The most body bytes kept at once (each kept request holds its whole body, and its decoded
-/// messages, two to three times as much). A client may send bodies of up to `serve`'s body
+/// messages, about as much again, which the conversation's session shares while it is kept
+/// open). A client may send bodies of up to `serve`'s body
 /// limit (256 MB by default): without a budget, eight of them would stay in memory after
 /// their requests ended. A body larger than this is not kept at all; its request decodes as
 /// before. Eight 200k-token conversations (800 KB each) fit several times over.
@@ -59,8 +63,9 @@ pub struct Decoded {
     /// The length of the body `raw` is a slice of (all of which it keeps).
     body_len: usize,
     /// The messages they decoded to, shared with the request that decoded them (a request
-    /// only reads them, and is done by the time its client sends the next one).
-    messages: Arc<Vec<AgentMessage>>,
+    /// only reads them, and is done by the time its client sends the next one) and each with
+    /// the session that stored it.
+    messages: Arc<Vec<SharedMessage>>,
     /// The system prompt the request's system messages made.
     pub system: Option<String>,
 }
@@ -134,10 +139,13 @@ impl InboundMemo {
         body: &Bytes,
         slices: &MessageSlices,
         model: &str,
-        messages: &Arc<Vec<AgentMessage>>,
+        messages: &Arc<Vec<SharedMessage>>,
         system: Option<&str>,
     ) -> Option<u64> {
-        if slices.is_empty() || body.len() > MAX_KEPT_BYTES || !messages.iter().all(restampable) {
+        if slices.is_empty()
+            || body.len() > MAX_KEPT_BYTES
+            || !messages.iter().all(|m| restampable(m))
+        {
             return None;
         }
         let generation = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -170,19 +178,16 @@ impl Decoded {
         self.messages.len()
     }
 
-    /// The messages, stamped `now_ms` as the converter stamps a request's messages (copied
-    /// only if the request that decoded them still holds them).
-    pub fn messages_at(mut self, now_ms: u64) -> Arc<Vec<AgentMessage>> {
-        for message in Arc::make_mut(&mut self.messages) {
-            restamp(message, now_ms);
-        }
+    /// The messages, as the request that sent them decoded them (with its time).
+    pub fn into_messages(self) -> Arc<Vec<SharedMessage>> {
         self.messages
     }
 }
 
 /// Decodes a request that continues a kept one : `rest` is the body, sent
 /// in `wire`, with only the messages after `prior`'s, which are taken as they were decoded and
-/// stamped `now_ms`. The result is what [`decode`] makes of the whole body. `None` when the
+/// kept with their time. The result is what [`decode`] makes of the whole body at `now_ms`
+/// but for the time of those messages (see the module docs). `None` when the
 /// new messages cannot be decoded apart from the kept ones ([`decodes_apart`]), when the model
 /// differs from the kept request's, or when the rest is not a valid request (the caller then
 /// decodes the whole body, so that an error names the message by its place in the whole
@@ -207,7 +212,7 @@ pub fn decode_continuing(
         request.system = prior.system.clone();
     }
     request.seen.continues = Some((prior.generation, prior.message_count()));
-    let mut messages = prior.messages_at(now_ms);
+    let mut messages = prior.into_messages();
     std::sync::Arc::make_mut(&mut messages).extend(std::sync::Arc::unwrap_or_clone(
         std::mem::take(&mut request.messages),
     ));
@@ -216,7 +221,7 @@ pub fn decode_continuing(
         .messages
         .iter()
         .filter(|m| carries_breakpoint(m))
-        .cloned()
+        .map(|m| AgentMessage::clone(m))
         .collect();
     Some(request)
 }
@@ -279,13 +284,22 @@ fn restampable(message: &AgentMessage) -> bool {
     )
 }
 
-fn restamp(message: &mut AgentMessage, now_ms: u64) {
-    match message {
+/// `message` as a request decoded at `now_ms` stores it: the same allocation when it carries
+/// that time (every message the request decoded itself), else a copy stamped with it (a
+/// message taken from the memo that this request stores as new: in another conversation, or
+/// on a new branch).
+pub fn stamped(message: &SharedMessage, now_ms: u64) -> SharedMessage {
+    if !restampable(message) || message.timestamp() == Some(now_ms) {
+        return Arc::clone(message);
+    }
+    let mut copy = AgentMessage::clone(message);
+    match &mut copy {
         AgentMessage::User(m) => m.timestamp = now_ms,
         AgentMessage::Assistant(m) => m.timestamp = now_ms,
         AgentMessage::ToolResult(m) => m.timestamp = now_ms,
         _ => {}
     }
+    Arc::new(copy)
 }
 
 #[cfg(test)]

@@ -3,13 +3,15 @@ use serde_json::{Value, json};
 use super::*;
 use crate::serve::inbound::{ClientRequest, Wire, decode};
 
-/// What a request decodes to, as a comparable value.
+/// What a request means, its messages as the request stores them ([`stamped`] with its time:
+/// the kept ones carry the time of the request that first sent them).
 fn shown(r: &ClientRequest) -> Value {
+    let at_now = |m: &AgentMessage| stamped(&std::sync::Arc::new(m.clone()), r.now_ms);
     json!({
         "model": r.model,
         "system": r.system,
-        "messages": r.messages,
-        "breakpoints": r.breakpoints,
+        "messages": r.messages.iter().map(|m| stamped(m, r.now_ms)).collect::<Vec<_>>(),
+        "breakpoints": r.breakpoints.iter().map(at_now).collect::<Vec<_>>(),
         "tools": format!("{:?}", r.tools),
         "stream": r.stream,
         "max_tokens": r.max_tokens,
@@ -82,7 +84,9 @@ fn result(id: &str, text: &str) -> Value {
 }
 
 /// A conversation growing turn by turn decodes, from the kept part plus the new messages,
-/// to exactly what its whole body decodes to, this request's time on every message.
+/// to exactly what its whole body decodes to; the kept messages are the very allocations the
+/// request before decoded (shared, never copied: one parsed copy), with that request's time,
+/// and only the new ones carry this request's.
 #[test]
 fn a_continuing_request_decodes_as_its_whole_body_does() {
     let memo = InboundMemo::default();
@@ -92,6 +96,7 @@ fn a_continuing_request_decodes_as_its_whole_body_does() {
             "cache_control": {"type": "ephemeral"}}]}),
     ];
     let mut continued_count = 0;
+    let mut before: Option<std::sync::Arc<Vec<rampart_message::SharedMessage>>> = None;
     for turn in 0..6u64 {
         let now = 1_000 + turn;
         let bytes = body("gpt-x", &messages);
@@ -99,7 +104,23 @@ fn a_continuing_request_decodes_as_its_whole_body_does() {
         let whole: Value = serde_json::from_slice(&bytes).unwrap();
         let expected = decode(Wire::OpenAi, &whole, now).unwrap();
         assert_eq!(shown(&got), shown(&expected), "turn {turn}");
-        assert!(got.messages.iter().all(|m| m.timestamp() == Some(now)));
+        let kept = before.as_ref().filter(|_| continued).map_or(0, |b| b.len());
+        for (i, m) in got.messages.iter().enumerate() {
+            if i < kept {
+                let prior = &before.as_ref().unwrap()[i];
+                assert!(
+                    std::sync::Arc::ptr_eq(m, prior),
+                    "turn {turn}: message {i} copied"
+                );
+                assert!(
+                    m.timestamp() < Some(now),
+                    "turn {turn}: message {i} restamped"
+                );
+            } else {
+                assert_eq!(m.timestamp(), Some(now), "turn {turn}: new message {i}");
+            }
+        }
+        before = Some(std::sync::Arc::clone(&got.messages));
         continued_count += usize::from(continued);
         // The next request: the answer, a tool round, a new user line.
         let id = format!("c{turn}");
@@ -336,4 +357,24 @@ fn kept_bodies_stay_within_the_budget() {
     }
     assert!(!continues(1, half), "the oldest went to make room");
     assert!(continues(3, half));
+}
+
+/// A message stored as new is stamped with the storing request's time: one the request
+/// decoded itself already carries it and is stored as the same allocation; one taken from the
+/// memo (stored in another conversation, or on a new branch) is copied with the new time, and
+/// the memo's copy keeps its own.
+#[test]
+fn a_kept_message_stored_again_takes_the_storing_requests_time() {
+    let fresh = std::sync::Arc::new(AgentMessage::user_text("new", 2_000));
+    assert!(std::sync::Arc::ptr_eq(&stamped(&fresh, 2_000), &fresh));
+    let kept = std::sync::Arc::new(AgentMessage::user_text("old", 1_000));
+    let stored = stamped(&kept, 2_000);
+    assert!(!std::sync::Arc::ptr_eq(&stored, &kept));
+    assert_eq!(stored.timestamp(), Some(2_000));
+    assert_eq!(kept.timestamp(), Some(1_000));
+    let mut back = AgentMessage::clone(&stored);
+    if let AgentMessage::User(u) = &mut back {
+        u.timestamp = 1_000;
+    }
+    assert_eq!(back, *kept, "only the time differs");
 }

@@ -14,7 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use rampart_message::AgentMessage;
+use rampart_message::SharedMessage;
 
 /// How many answers are remembered.
 pub const CAPACITY: usize = 256;
@@ -30,7 +30,7 @@ pub struct StoredResponse {
     /// The conversation label it was given in (a client's root key, or `unnamed`).
     pub conversation: String,
     /// The messages it answered, then the answer.
-    pub messages: Arc<Vec<AgentMessage>>,
+    pub messages: Arc<Vec<SharedMessage>>,
 }
 
 /// Why a `previous_response_id` cannot be used; the text is the client's 400.

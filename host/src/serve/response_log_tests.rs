@@ -5,7 +5,9 @@ use super::*;
 fn stored(conversation: &str, text: &str) -> StoredResponse {
     StoredResponse {
         conversation: conversation.into(),
-        messages: Arc::new(vec![AgentMessage::user_text(text, 0)]),
+        messages: Arc::new(vec![Arc::new(rampart_message::AgentMessage::user_text(
+            text, 0,
+        ))]),
     }
 }
 
@@ -62,7 +64,11 @@ fn long_histories_are_bounded_by_their_messages_and_the_newest_is_kept() {
     let log = ResponseLog::default();
     let long = |n: usize| StoredResponse {
         conversation: "c".into(),
-        messages: Arc::new(vec![AgentMessage::user_text("x", 0); n]),
+        messages: Arc::new(
+            (0..n)
+                .map(|_| Arc::new(rampart_message::AgentMessage::user_text("x", 0)))
+                .collect(),
+        ),
     };
     log.remember("resp_a", long(MAX_MESSAGES / 2));
     log.remember("resp_b", long(MAX_MESSAGES / 2));

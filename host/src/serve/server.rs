@@ -675,10 +675,7 @@ fn count_tokens_inner(state: &ServerState, headers: &HeaderMap, body: &[u8]) -> 
         Err(r) => return r,
     };
     let counter = TokenCounter::for_model(&request.model);
-    let messages: Vec<SharedMessage> = Arc::unwrap_or_clone(request.messages)
-        .into_iter()
-        .map(Arc::new)
-        .collect();
+    let messages: Vec<SharedMessage> = Arc::unwrap_or_clone(request.messages);
     let tokens = counter.count_total(&messages)
         + request
             .system
@@ -1077,7 +1074,7 @@ async fn conversation_request(
         let state = Arc::clone(state);
         let id = id.clone();
         move |reply: &AssistantMessage| {
-            messages.push(AgentMessage::Assistant(reply.clone()));
+            messages.push(Arc::new(AgentMessage::Assistant(reply.clone())));
             let stored = super::response_log::StoredResponse {
                 conversation,
                 messages: Arc::new(messages),
@@ -1628,7 +1625,7 @@ fn side_request(
         .providers
         .resolve(&name)
         .map_err(|e| turn_failure(&e))?;
-    let messages: Vec<SharedMessage> = request.messages.iter().cloned().map(Arc::new).collect();
+    let messages: Vec<SharedMessage> = request.messages.to_vec();
     // A bound the window cannot hold beside the prompt is fitted as a turn's is (Claude Code
     // asks 32,000 answer tokens of a 16,000-token local model for its title call too).
     let mut forwarded = forwarded;
@@ -1877,7 +1874,14 @@ fn turn_in_lane(
 
     // The unseen messages in one append: a first request can carry a whole conversation.
     runner
-        .append_all(session, placement.unseen(&request.messages).to_vec())
+        .append_all(
+            session,
+            placement
+                .unseen(&request.messages)
+                .iter()
+                .map(|m| super::inbound_memo::stamped(m, request.now_ms))
+                .collect(),
+        )
         .map_err(|e| turn_failure(&e))?;
     // Where this request's messages now are, for the request that re-sends them.
     if let Some(generation) = request.seen.kept_as
