@@ -9,9 +9,10 @@ Two shapes, because the cost of a proxy per byte depends on what the bytes are:
   the assistant's closing words. JSON escaping and nested objects are where parsers and
   serialisers spend their time, so this is the shape that shows it.
 
-The coding shape is rendered in both wires `rampart serve` accepts as a client: OpenAI chat
-completions (`openai`) and Anthropic messages (`anthropic`), from one list of abstract turns,
-so the two wires carry the same content.
+The coding shape is rendered in the three wires `rampart serve` accepts as a client: OpenAI
+chat completions (`openai`), Anthropic messages (`anthropic`) and OpenAI Responses
+(`responses`, the Codex CLI's: input items, the system prompt as `instructions`), from one list
+of abstract turns, so the wires carry the same content.
 
 Everything is generated from a seed: the same size gives the same bytes on every machine and
 every run, so two runs (before and after a change) send identical requests. Sizes are in
@@ -188,6 +189,23 @@ def openai_turn(user, steps, closing):
     return messages
 
 
+def responses_turn(user, steps, closing):
+    items = [{"type": "message", "role": "user",
+              "content": [{"type": "input_text", "text": user}]}]
+    for text, calls in steps:
+        items.append({"type": "message", "role": "assistant",
+                      "content": [{"type": "output_text", "text": text}]})
+        for cid, name, args, _ in calls:
+            items.append({"type": "function_call", "call_id": f"call_{cid}", "name": name,
+                          "arguments": json.dumps(args)})
+        for cid, _, _, result in calls:
+            items.append({"type": "function_call_output", "call_id": f"call_{cid}",
+                          "output": result})
+    items.append({"type": "message", "role": "assistant",
+                  "content": [{"type": "output_text", "text": closing}]})
+    return items
+
+
 def anthropic_turn(user, steps, closing):
     messages = [{"role": "user", "content": [{"type": "text", "text": user}]}]
     for text, calls in steps:
@@ -217,17 +235,18 @@ class Conversation:
     """
 
     def __init__(self, shape, wire, tokens, model, first_user_prefix=""):
-        if (shape, wire) == ("text", "anthropic"):
+        if shape == "text" and wire != "openai":
             raise ValueError("the text shape is generated for the openai wire only")
         self.shape, self.wire, self.tokens, self.model = shape, wire, tokens, model
         rng = Rng(SEED)
-        system = [] if wire == "anthropic" else [{"role": "system", "content": SYSTEM}]
+        system = [] if wire != "openai" else [{"role": "system", "content": SYSTEM}]
         history, size, turn = [], 0, 0
         while size < tokens * BYTES_PER_TOKEN:
             if shape == "text":
                 messages = text_turn(turn)
             else:
-                render = anthropic_turn if wire == "anthropic" else openai_turn
+                render = {"anthropic": anthropic_turn, "responses": responses_turn,
+                          "openai": openai_turn}[wire]
                 messages = render(*coding_turns(rng, turn))
             if turn == 0 and first_user_prefix:
                 messages[0] = self._prefixed(messages[0], first_user_prefix)
@@ -242,14 +261,17 @@ class Conversation:
     @staticmethod
     def _prefixed(message, prefix):
         message = json.loads(json.dumps(message))
-        if isinstance(message["content"], str):
+        if message.get("type") == "message":
+            message["content"][0]["text"] = prefix + message["content"][0]["text"]
+        elif isinstance(message["content"], str):
             message["content"] = prefix + message["content"]
         else:
             message["content"][0]["text"] = prefix + message["content"][0]["text"]
         return message
 
     def path(self):
-        return "/v1/messages" if self.wire == "anthropic" else "/v1/chat/completions"
+        return {"anthropic": "/v1/messages", "responses": "/v1/responses",
+                "openai": "/v1/chat/completions"}[self.wire]
 
     def _tools(self):
         if self.shape == "text":
@@ -257,15 +279,24 @@ class Conversation:
         if self.wire == "anthropic":
             return [{"name": n, "description": d, "input_schema": {
                 "type": "object", "properties": p, "required": r}} for n, d, p, r in TOOLS]
+        if self.wire == "responses":
+            return [{"type": "function", "name": n, "description": d, "parameters": {
+                "type": "object", "properties": p, "required": r}} for n, d, p, r in TOOLS]
         return [{"type": "function", "function": {"name": n, "description": d, "parameters": {
             "type": "object", "properties": p, "required": r}}} for n, d, p, r in TOOLS]
 
     def _user(self, text):
+        if self.wire == "responses":
+            return {"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": text}]}
         if self.wire == "anthropic":
             return {"role": "user", "content": [{"type": "text", "text": text}]}
         return {"role": "user", "content": text}
 
     def _answer(self):
+        if self.wire == "responses":
+            return {"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": ANSWER}]}
         if self.wire == "anthropic":
             return {"role": "assistant", "content": [{"type": "text", "text": ANSWER}]}
         return {"role": "assistant", "content": ANSWER}
@@ -280,12 +311,17 @@ class Conversation:
         if self.wire == "anthropic":
             head["max_tokens"] = 1024
             head["system"] = SYSTEM
+        if self.wire == "responses":
+            # As the Codex CLI sends it: the whole conversation every time, nothing stored.
+            head["instructions"] = SYSTEM
+            head["store"] = False
         if self._tools():
             head["tools"] = self._tools()
         if stream:
             head["stream"] = True
             if self.wire == "openai":
                 head["stream_options"] = {"include_usage": True}
-        prefix = json.dumps(head, ensure_ascii=False)[:-1] + ', "messages": ['
+        key = "input" if self.wire == "responses" else "messages"
+        prefix = json.dumps(head, ensure_ascii=False)[:-1] + f', "{key}": ['
         rest = ",".join(json.dumps(m, ensure_ascii=False) for m in tail)
         return prefix.encode() + self._history + ("," + rest + "]}").encode()

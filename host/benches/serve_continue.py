@@ -119,7 +119,7 @@ def main():
                         help="the instant upstream (default: beside the first rampart)")
     parser.add_argument("--requests", type=int, default=80)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--wire", choices=["openai", "anthropic"], default="openai")
+    parser.add_argument("--wire", choices=["openai", "anthropic", "responses"], default="openai")
     parser.add_argument("--shape", choices=["coding", "text"], default="coding")
     parser.add_argument("--tokens", type=int, default=200_000)
     parser.add_argument("--perf", metavar="FILE", help="record a perf profile of serve")

@@ -19,7 +19,8 @@ a proxy's figure less direct's.
 
 Conversations (`bench_conversations.py`, seeded, so every run sends the same bytes): a coding
 agent's (tool calls, tool results with source code and command output) in OpenAI chat
-completions and in Anthropic messages, and the text-only one in chat completions; 2k, 50k and
+completions, in Anthropic messages and in OpenAI Responses (as the Codex CLI sends it, to an
+upstream of the same wire), and the text-only one in chat completions; 2k, 50k and
 200k tokens (about 4 bytes each). The model's window is 1M, so nothing is compacted.
 
 Lines:
@@ -68,8 +69,10 @@ from bench_conversations import Conversation  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LITELLM_VENV = os.path.join(ROOT, "target", "litellm-venv")
-MODELS = {"openai": "up/gpt-bench", "anthropic": "ant/claude-bench"}
-WIRE_NAMES = {"openai": "chat completions", "anthropic": "Anthropic messages"}
+MODELS = {"openai": "up/gpt-bench", "anthropic": "ant/claude-bench",
+          "responses": "resp/codex-bench"}
+WIRE_NAMES = {"openai": "chat completions", "anthropic": "Anthropic messages",
+              "responses": "OpenAI Responses"}
 SIZE_NAMES = {2_000: "2k", 50_000: "50k", 200_000: "200k"}
 IDLE_BEFORE_RSS = 3  # seconds between the last of the 1,000 conversations and the RSS read
 
@@ -193,7 +196,8 @@ class Target:
         s.close()
         data = b"".join(chunks)
         status = data.split(b"\r\n", 1)[0]
-        end_marker = b"message_stop" if wire == "anthropic" else b"[DONE]"
+        end_marker = {"anthropic": b"message_stop",
+                      "responses": b"response.completed"}.get(wire, b"[DONE]")
         if b" 200 " not in status or end_marker not in data:
             raise BenchError(f"{self.name}: streamed answer to {path} was not a complete 200 "
                              f"stream: {data[:400].decode(errors='replace')}")
@@ -347,6 +351,11 @@ def start_litellm(work, upstream):
       model: anthropic/claude-bench
       api_base: {upstream}
       api_key: sk-bench-not-checked
+  - model_name: {MODELS['responses']}
+    litellm_params:
+      model: openai/codex-bench
+      api_base: {upstream}/v1
+      api_key: sk-bench-not-checked
 litellm_settings:
   telemetry: false
 """)
@@ -434,6 +443,15 @@ maxRetries = 0
 [[models.providers.ant.models]]
 id = "claude-bench"
 contextWindow = 1000000
+
+[models.providers.resp]
+api = "openai-responses"
+baseUrl = "{up}/v1"
+maxRetries = 0
+
+[[models.providers.resp.models]]
+id = "codex-bench"
+contextWindow = 1000000
 """)
     return config
 
@@ -488,7 +506,7 @@ def main():
         conversations = {}
         for size in sizes:
             for shape, wire in (("coding", "openai"), ("coding", "anthropic"),
-                                ("text", "openai")):
+                                ("coding", "responses"), ("text", "openai")):
                 conversations[(shape, wire, size)] = Conversation(shape, wire, size,
                                                                   MODELS[wire])
 
@@ -508,7 +526,7 @@ def main():
             count, warm = counts[size]
             if not args.stream_only:
                 for key in (("coding", "openai", size), ("coding", "anthropic", size),
-                            ("text", "openai", size)):
+                            ("coding", "responses", size), ("text", "openai", size)):
                     conv = conversations[key]
                     print(f"  continuing: {row_name('', conv)[2:]}", file=sys.stderr, flush=True)
                     r = continue_line(targets, conv, count, warm, stream=False)

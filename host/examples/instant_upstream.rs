@@ -1,7 +1,7 @@
 //! An upstream that answers at once, for measuring what `rampart serve` (and LiteLLM's proxy,
 //! beside it) adds per request (`host/benches/serve_load.py`). It speaks just enough of OpenAI
-//! chat completions and Anthropic messages: every request gets the same short answer, streamed
-//! when asked, with usage. Not a test double for behaviour (the tests have their scripted loopback); a fixed,
+//! chat completions, OpenAI Responses and Anthropic messages: every request gets the same short
+//! answer, streamed when asked, with usage. Not a test double for behaviour (the tests have their scripted loopback); a fixed,
 //! fast peer, so the proxy's own cost is what the load generator sees.
 //!
 //! `cargo run --release -p rampart-host --example instant_upstream -- 127.0.0.1:9100`
@@ -99,6 +99,46 @@ async fn messages(body: Bytes) -> Response {
     ])
 }
 
+async fn responses(body: Bytes) -> Response {
+    let item = serde_json::json!({
+        "type": "message", "id": "msg_bench", "status": "completed", "role": "assistant",
+        "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]
+    });
+    let response = serde_json::json!({
+        "id": "resp_bench", "object": "response", "created_at": 0, "status": "completed",
+        "model": "bench", "output": [item],
+        "usage": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
+    });
+    if !wants_stream(&body) {
+        return ([(CONTENT_TYPE, "application/json")], response.to_string()).into_response();
+    }
+    let event = |data: serde_json::Value| {
+        let name = data["type"].as_str().unwrap_or_default().to_owned();
+        format!("event: {name}\ndata: {data}\n\n")
+    };
+    let mut created = response.clone();
+    created["status"] = serde_json::json!("in_progress");
+    created["output"] = serde_json::json!([]);
+    let mut added = item.clone();
+    added["content"] = serde_json::json!([]);
+    sse(&[
+        event(serde_json::json!({"type": "response.created", "response": created})),
+        event(
+            serde_json::json!({"type": "response.output_item.added", "output_index": 0,
+                                 "item": added}),
+        ),
+        event(
+            serde_json::json!({"type": "response.output_text.delta", "output_index": 0,
+                                 "content_index": 0, "delta": ANSWER}),
+        ),
+        event(
+            serde_json::json!({"type": "response.output_item.done", "output_index": 0,
+                                 "item": item}),
+        ),
+        event(serde_json::json!({"type": "response.completed", "response": response})),
+    ])
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = std::env::args()
         .nth(1)
@@ -109,6 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     runtime.block_on(async {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
+            .route("/v1/responses", post(responses))
             .route("/v1/messages", post(messages));
         let listener = tokio::net::TcpListener::bind(&addr).await?;
         println!(

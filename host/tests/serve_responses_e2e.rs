@@ -308,3 +308,70 @@ fn behind_a_chat_upstream_what_has_no_form_is_counted_not_sent() {
         assert!(metrics.contains(line), "{line} not in {metrics}");
     }
 }
+
+/// A Codex conversation continued turn after turn (its kept items read from the last request,
+/// only the new ones converted) counts what it cannot forward as its whole body would: every
+/// request re-sends the reasoning item, and each counts it once again.
+#[test]
+fn a_continued_conversation_counts_its_kept_items_each_request() {
+    let up = Loopback::start();
+    for text in ["Two files.", "Done.", "Bye."] {
+        up.push(crate::common::loopback::openai_text_stream(text, 10, 2));
+    }
+    let serve =
+        ServeProcess::start(&config(&up.url()).replace("openai-responses", "openai-completions"));
+    let user = |text: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]});
+    let answer = |text: &str| {
+        json!({"type": "message", "role": "assistant",
+               "content": [{"type": "output_text", "text": text}]})
+    };
+    let mut input = vec![
+        user("list"),
+        reasoning(1),
+        json!({"type": "function_call", "call_id": "call_ls", "name": "shell", "arguments": "{}"}),
+        json!({"type": "function_call_output", "call_id": "call_ls", "output": "a.txt"}),
+    ];
+    for (turn, (said, next)) in [("Two files.", "more"), ("Done.", "thanks")]
+        .iter()
+        .enumerate()
+    {
+        let (status, body) = post(&serve, &codex_body(input.clone()));
+        assert_eq!(status, 200, "turn {turn}: {body}");
+        input.push(answer(said));
+        input.push(user(next));
+    }
+    let (status, body) = post(&serve, &codex_body(input.clone()));
+    assert_eq!(status, 200, "{body}");
+    // The upstream got the whole conversation each time, in order.
+    let sent = &up.requests()[2].body["messages"];
+    let roles: Vec<&str> = sent
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant",
+            "user"
+        ],
+        "{sent:#}"
+    );
+    let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))
+        .unwrap()
+        .text()
+        .unwrap();
+    for line in [
+        "rampart_serve_content_not_forwarded_total{kind=\"non_function_tool\"} 9",
+        "rampart_serve_content_not_forwarded_total{kind=\"responses_item\"} 3",
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
+}

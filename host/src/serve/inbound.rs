@@ -25,6 +25,17 @@ pub enum Wire {
     Responses,
 }
 
+impl Wire {
+    /// The top-level key of a body of this wire that holds the conversation: `messages`, or a
+    /// Responses body's `input` ([`super::raw_messages`] indexes it).
+    pub fn conversation_key(self) -> &'static str {
+        match self {
+            Wire::OpenAi | Wire::Anthropic => "messages",
+            Wire::Responses => "input",
+        }
+    }
+}
+
 /// A client's request, decoded.
 #[derive(Debug, Clone)]
 pub struct ClientRequest {

@@ -1,6 +1,6 @@
-//! The messages of recent chat-completions and Anthropic requests, decoded, kept with the bytes
-//! they were decoded from, so that a request re-sending them parses and converts only what is
-//! new.
+//! The messages of recent requests (chat completions, Anthropic, Responses), decoded, kept with
+//! the bytes they were decoded from, so that a request re-sending them parses and converts only
+//! what is new.
 //!
 //! Why: a client re-sends its whole conversation on every request. On a 200k-token coding
 //! conversation, parsing the 800 KB body into a `Value` and converting every message was
@@ -17,10 +17,15 @@
 //! Anything the continuation cannot decode alone (a tool result first, a system message, a
 //! call without an id) sends the body down the whole path.
 //!
-//! The chat-completions and Anthropic wires are kept: their converters read each message
-//! nearly alone ([`decode_continuing`] says what sends a request down the whole
-//! path). A Responses body is first rewritten as a chat body, item by item, with state across
-//! items (a call joins the assistant message before it), so it is always decoded whole.
+//! The chat-completions and Anthropic converters read each message nearly alone
+//! ([`decode_continuing`] says what sends a request down the whole path). A Responses body's
+//! `input` items are first rewritten as chat messages with state across items (a call, or the
+//! model's text after its reasoning, joins the assistant message before it), so its new items
+//! are converted apart only after a kept conversation that ends with a message of the client's
+//! (a user message or a tool output: nothing joins those), with the same `instructions`, and
+//! without a `previous_response_id` ([`responses_rest_as_chat`]); what the conversion made of
+//! the kept items that is not a message (the system form, the items with no chat form) is kept
+//! with them ([`ResponsesKept`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -30,8 +35,12 @@ use rampart_message::{AgentMessage, SharedMessage};
 
 use serde_json::Value;
 
-use super::inbound::{ClientRequest, Wire, carries_breakpoint, decode};
+use super::inbound::{
+    ClientRequest, ResponsesAsChat, Wire, carries_breakpoint, decode, responses_as_chat_after,
+};
+use super::not_forwarded::NotForwarded;
 use super::raw_messages::MessageSlices;
+use crate::providers::SystemForm;
 
 /// How many decoded requests are kept. Each holds its messages' bytes, and the decoded
 /// messages the session holds too, so a 200k-token conversation costs about 1 MB here; a few cover the conversations being
@@ -68,6 +77,60 @@ pub struct Decoded {
     messages: Arc<Vec<SharedMessage>>,
     /// The system prompt the request's system messages made.
     pub system: Option<String>,
+    /// What a Responses request's conversion made besides its messages; `None` for the other
+    /// wires.
+    responses: Option<ResponsesKept>,
+}
+
+/// What converting a Responses request made of its body besides the chat messages of its
+/// items, kept with the decoded request so that a request continuing it, whose kept items are
+/// not converted again, is given the same ([`responses_rest_as_chat`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponsesKept {
+    /// `instructions` as sent: absent, `null` or a string (a list of input items is read
+    /// before the input, so such a body is always decoded whole). A continuing request must
+    /// send the same.
+    instructions: Option<Value>,
+    /// How the client wrote its system prompt ([`ResponsesAsChat::system_form`]): the
+    /// instructions and the developer messages the input opens with, which are kept items.
+    system_form: Option<SystemForm>,
+    /// How many kept items have no chat form ([`NotForwarded::ResponsesItem`]): each request
+    /// re-sends them, and counts them again, as its whole body would.
+    items_not_forwarded: usize,
+}
+
+impl ResponsesKept {
+    /// What to keep of a Responses request whose body (as the client sent it) is `body` and
+    /// whose conversion is `converted`; `None` when no request can continue it: it names a
+    /// `previous_response_id` (its messages are those of another answer too), or its
+    /// instructions are a list of items.
+    pub fn of(body: &Value, converted: &ResponsesAsChat) -> Option<Self> {
+        if body
+            .get("previous_response_id")
+            .is_some_and(|v| !v.is_null())
+        {
+            return None;
+        }
+        let instructions = match body.get("instructions") {
+            None => None,
+            Some(v @ (Value::Null | Value::String(_))) => Some(v.clone()),
+            Some(_) => return None,
+        };
+        Some(Self {
+            instructions,
+            system_form: converted.system_form.clone(),
+            items_not_forwarded: converted
+                .not_forwarded
+                .iter()
+                .filter(|kind| **kind == NotForwarded::ResponsesItem)
+                .count(),
+        })
+    }
+
+    /// Whether the instructions made a system message at the head of the chat form.
+    fn made_a_system_message(&self) -> bool {
+        matches!(&self.instructions, Some(Value::String(text)) if !text.trim().is_empty())
+    }
 }
 
 /// A request's continuation of a kept one: what was decoded before, and the body with only
@@ -101,7 +164,8 @@ impl InboundMemo {
     pub fn index(&self, wire: Wire, body: &[u8]) -> (Option<MessageSlices>, Option<Continuation>) {
         let mut kept = self.lock();
         let mut chosen = None;
-        let slices = super::raw_messages::index_known(body, |from_first| {
+        let key = wire.conversation_key();
+        let slices = super::raw_messages::index_known(body, key, |from_first| {
             let (at, d) = kept
                 .iter()
                 .enumerate()
@@ -132,7 +196,8 @@ impl InboundMemo {
 
     /// Keeps what `body`'s messages decoded to, for the request that continues it, and says
     /// under which number. Requests holding messages the converter stamps other than by the
-    /// request's time are not kept.
+    /// request's time are not kept, nor Responses requests without `responses`.
+    #[allow(clippy::too_many_arguments)]
     pub fn keep(
         &self,
         wire: Wire,
@@ -141,10 +206,12 @@ impl InboundMemo {
         model: &str,
         messages: &Arc<Vec<SharedMessage>>,
         system: Option<&str>,
+        responses: Option<ResponsesKept>,
     ) -> Option<u64> {
         if slices.is_empty()
             || body.len() > MAX_KEPT_BYTES
             || !messages.iter().all(|m| restampable(m))
+            || (wire == Wire::Responses && responses.is_none())
         {
             return None;
         }
@@ -158,6 +225,7 @@ impl InboundMemo {
             count: slices.len(),
             messages: Arc::clone(messages),
             system: system.map(str::to_owned),
+            responses: responses.filter(|_| wire == Wire::Responses),
         };
         let mut kept = self.lock();
         // `raw` is a slice of the body and keeps all of it: the budget counts whole bodies.
@@ -184,6 +252,38 @@ impl Decoded {
     }
 }
 
+/// The chat form of a Responses request that continues `prior`: `rest` is its body with only
+/// the items after `prior`'s. The conversion is [`responses_as_chat_after`]'s of the new items
+/// (an output may answer a call among the kept messages), with what the whole body's would make
+/// of the kept items beside their messages ([`ResponsesKept`]). `None` (the body is then read
+/// whole) when the new items could convert otherwise after the kept ones: the kept
+/// conversation ends with the model's message (a call or text among the new items would join
+/// it), the instructions differ from the kept request's, the body names a
+/// `previous_response_id`, or the new items do not convert.
+pub fn responses_rest_as_chat(rest: &Value, prior: &Decoded) -> Option<ResponsesAsChat> {
+    let kept = prior.responses.as_ref()?;
+    let ends_with_the_clients = matches!(
+        prior.messages.last().map(|m| &**m),
+        Some(AgentMessage::User(_) | AgentMessage::ToolResult(_))
+    );
+    if prior.wire != Wire::Responses
+        || !ends_with_the_clients
+        || rest.get("instructions") != kept.instructions.as_ref()
+        || rest
+            .get("previous_response_id")
+            .is_some_and(|v| !v.is_null())
+    {
+        return None;
+    }
+    let mut converted = responses_as_chat_after(rest, &prior.messages).ok()?;
+    converted.system_form = kept.system_form.clone();
+    converted.not_forwarded.extend(std::iter::repeat_n(
+        NotForwarded::ResponsesItem,
+        kept.items_not_forwarded,
+    ));
+    Some(converted)
+}
+
 /// Decodes a request that continues a kept one : `rest` is the body, sent
 /// in `wire`, with only the messages after `prior`'s, which are taken as they were decoded and
 /// kept with their time. The result is what [`decode`] makes of the whole body at `now_ms`
@@ -199,7 +299,18 @@ pub fn decode_continuing(
     prior: Decoded,
     now_ms: u64,
 ) -> Option<ClientRequest> {
-    if prior.wire != wire || !decodes_apart(wire, rest.get("messages")?.as_array()?) {
+    let new = rest.get("messages")?.as_array()?;
+    let apart = match (wire, &prior.responses) {
+        // The chat form of a Responses body opens with its instructions' system message: the
+        // kept request's, as the instructions are the same ([`responses_rest_as_chat`]).
+        (Wire::Responses, Some(kept)) => {
+            let head = usize::from(kept.made_a_system_message());
+            new.len() > head && decodes_apart(Wire::OpenAi, &new[head..])
+        }
+        (Wire::Responses, None) => false,
+        (Wire::OpenAi | Wire::Anthropic, _) => decodes_apart(wire, new),
+    };
+    if prior.wire != wire || !apart {
         return None;
     }
     let mut request = decode(wire, rest, now_ms).ok()?;
@@ -207,8 +318,9 @@ pub fn decode_continuing(
         return None;
     }
     // A chat client's system messages are part of `messages` (none is new, so the kept ones
-    // make the prompt); an Anthropic client's `system` is a field of the rest.
-    if wire == Wire::OpenAi {
+    // make the prompt), as a Responses client's opening developer messages are (with the same
+    // instructions); an Anthropic client's `system` is a field of the rest.
+    if matches!(wire, Wire::OpenAi | Wire::Responses) {
         request.system = prior.system.clone();
     }
     request.seen.continues = Some((prior.generation, prior.message_count()));
@@ -273,6 +385,7 @@ fn decodes_apart(wire: Wire, new: &[Value]) -> bool {
                     .iter()
                     .all(|m| matches!(role(m), "user" | "assistant") && m.get("id").is_none())
         }
+        // Converted to chat messages first, and judged as those ([`decode_continuing`]).
         Wire::Responses => false,
     }
 }

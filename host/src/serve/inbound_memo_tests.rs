@@ -48,6 +48,7 @@ fn decode_in(wire: Wire, memo: &InboundMemo, body: &[u8], now_ms: u64) -> (Clien
         &request.model,
         &request.messages,
         request.system.as_deref(),
+        None,
     );
     (request, continued)
 }
@@ -377,4 +378,209 @@ fn a_kept_message_stored_again_takes_the_storing_requests_time() {
         u.timestamp = 1_000;
     }
     assert_eq!(back, *kept, "only the time differs");
+}
+
+/// Decodes a Responses `body` as the server does: its new items converted after a kept
+/// request's when one matches and they convert apart, the whole body otherwise; then keeps it.
+/// Returns the request, with the conversion's system form and its items with no chat form
+/// joined in as the server joins them, and whether it continued a kept one.
+fn decode_responses(memo: &InboundMemo, body: &[u8], now_ms: u64) -> (ClientRequest, bool) {
+    use crate::serve::inbound::responses_as_chat;
+    let body = &Bytes::copy_from_slice(body);
+    let (slices, continuation) = memo.index(Wire::Responses, body);
+    let slices = slices.expect("the input is indexed");
+    let continued = continuation.and_then(|c| {
+        let rest: Value = serde_json::from_slice(&c.rest).ok()?;
+        let converted = responses_rest_as_chat(&rest, &c.prior)?;
+        let request = decode_continuing(Wire::Responses, &converted.chat, c.prior, now_ms)?;
+        Some((rest, converted, request))
+    });
+    let (raw, converted, mut request, continued) = match continued {
+        Some((rest, converted, request)) => (rest, converted, request, true),
+        None => {
+            let whole: Value = serde_json::from_slice(body).unwrap();
+            let converted = responses_as_chat(&whole).unwrap();
+            let request = decode(Wire::Responses, &converted.chat, now_ms).unwrap();
+            (whole, converted, request, false)
+        }
+    };
+    let kept = ResponsesKept::of(&raw, &converted);
+    request.system_form = converted.system_form.clone();
+    request
+        .not_forwarded
+        .extend(converted.not_forwarded.iter().copied());
+    request.not_forwarded.sort();
+    memo.keep(
+        Wire::Responses,
+        body,
+        &slices,
+        &request.model,
+        &request.messages,
+        request.system.as_deref(),
+        kept,
+    );
+    (request, continued)
+}
+
+/// A Responses body of `instructions` and `input`, as the Codex CLI writes one.
+fn responses_body(instructions: Value, input: &[Value]) -> Vec<u8> {
+    let mut body = json!({"model": "gpt-x", "instructions": instructions, "store": false,
+        "stream": true, "tools": [{"type": "function", "name": "shell",
+            "parameters": {"type": "object"}}, {"type": "web_search"}],
+        "input": input});
+    if instructions.is_null() {
+        body.as_object_mut().unwrap().remove("instructions");
+    }
+    serde_json::to_vec(&body).unwrap()
+}
+
+/// The opening of a Codex conversation: developer and user context, then the task.
+fn codex_opening() -> Vec<Value> {
+    vec![
+        json!({"type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": "<permissions>sandboxed</permissions>"}]}),
+        json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "<environment_context>cwd /w</environment_context>"}]}),
+        json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "fix \"the\" bug ✓"}]}),
+    ]
+}
+
+/// One tool round of the model's: its reasoning, a call, and the call's output.
+fn codex_round(turn: u64) -> Vec<Value> {
+    let id = format!("call_{turn}");
+    vec![
+        json!({"type": "reasoning", "id": format!("rs_{turn}"), "summary": [],
+            "encrypted_content": format!("gAAA{turn}")}),
+        json!({"type": "function_call", "name": "shell", "call_id": id,
+            "arguments": format!("{{\"command\":[\"cat\",\"src/{turn}.rs\"]}}")}),
+        json!({"type": "function_call_output", "call_id": id,
+            "output": format!("fn f{turn}() {{}}\n\t\"quoted\"")}),
+    ]
+}
+
+/// A Codex conversation growing turn by turn decodes, from the kept items plus the new ones,
+/// to exactly what its whole body decodes to: the same messages (the kept ones the very
+/// allocations decoded before), the system prompt its instructions and opening developer
+/// message make, the same system form, and the same count of items with no chat form (each
+/// request counts every item it sends, as a whole body would).
+#[test]
+fn a_continuing_responses_request_decodes_as_its_whole_body_does() {
+    let memo = InboundMemo::default();
+    let instructions = json!("You are Codex.");
+    let mut input = codex_opening();
+    let mut continued_count = 0;
+    let mut before: Option<Arc<Vec<SharedMessage>>> = None;
+    for turn in 0..6u64 {
+        let now = 1_000 + turn;
+        let bytes = responses_body(instructions.clone(), &input);
+        let (got, continued) = decode_responses(&memo, &bytes, now);
+        let whole: Value = serde_json::from_slice(&bytes).unwrap();
+        let converted = crate::serve::inbound::responses_as_chat(&whole).unwrap();
+        let mut expected = decode(Wire::Responses, &converted.chat, now).unwrap();
+        expected.not_forwarded.extend(converted.not_forwarded);
+        expected.not_forwarded.sort();
+        assert_eq!(shown(&got), shown(&expected), "turn {turn}");
+        assert_eq!(got.system_form, converted.system_form, "turn {turn}");
+        assert!(got.system.as_deref().unwrap().contains("sandboxed"));
+        let kept = before.as_ref().filter(|_| continued).map_or(0, |b| b.len());
+        for (i, m) in got.messages.iter().enumerate().take(kept) {
+            assert!(
+                Arc::ptr_eq(m, &before.as_ref().unwrap()[i]),
+                "turn {turn}: message {i} copied"
+            );
+        }
+        before = Some(Arc::clone(&got.messages));
+        continued_count += usize::from(continued);
+        // The next request: a tool round, and on odd turns the model's text and a new line.
+        input.extend(codex_round(turn));
+        if turn % 2 == 1 {
+            input.push(json!({"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": format!("done {turn}")}]}));
+            input.push(json!({"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": format!("next {turn}")}]}));
+        }
+    }
+    assert_eq!(
+        continued_count, 5,
+        "every request after the first continued a kept one"
+    );
+}
+
+/// What a Responses request cannot convert apart from the kept items goes down the whole path
+/// and decodes as the whole body does: changed instructions, a kept conversation that ends
+/// with the model's message (the next call joins it), a new developer message, a body naming a
+/// `previous_response_id`, and instructions given as items.
+#[test]
+fn what_a_responses_request_cannot_convert_apart_is_decoded_whole() {
+    let opening = codex_opening();
+    let ends_with_the_model = [
+        opening.clone(),
+        vec![json!({"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": "looking"}]})],
+    ]
+    .concat();
+    let cases: Vec<(&str, Vec<u8>, Vec<u8>)> = vec![
+        (
+            "changed instructions",
+            responses_body(json!("A"), &opening),
+            responses_body(json!("B"), &[opening.clone(), codex_round(0)].concat()),
+        ),
+        (
+            "a kept conversation ending with the model's message",
+            responses_body(json!("A"), &ends_with_the_model),
+            responses_body(
+                json!("A"),
+                &[ends_with_the_model.clone(), codex_round(0)].concat(),
+            ),
+        ),
+        (
+            "a new developer message",
+            responses_body(json!("A"), &opening),
+            responses_body(
+                json!("A"),
+                &[
+                    opening.clone(),
+                    vec![json!({"type": "message", "role": "developer",
+                        "content": [{"type": "input_text", "text": "later"}]})],
+                    codex_round(0),
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "instructions given as items",
+            responses_body(
+                json!([{"type": "message", "role": "developer", "content": "rules"}]),
+                &opening,
+            ),
+            responses_body(
+                json!([{"type": "message", "role": "developer", "content": "rules"}]),
+                &[opening.clone(), codex_round(0)].concat(),
+            ),
+        ),
+    ];
+    for (what, first, second) in cases {
+        let memo = InboundMemo::default();
+        decode_responses(&memo, &first, 1);
+        let (got, continued) = decode_responses(&memo, &second, 2);
+        assert!(!continued, "{what}");
+        let whole: Value = serde_json::from_slice(&second).unwrap();
+        let converted = crate::serve::inbound::responses_as_chat(&whole).unwrap();
+        let mut expected = decode(Wire::Responses, &converted.chat, 2).unwrap();
+        expected.not_forwarded.extend(converted.not_forwarded);
+        expected.not_forwarded.sort();
+        assert_eq!(shown(&got), shown(&expected), "{what}");
+        assert_eq!(got.system_form, converted.system_form, "{what}");
+    }
+    // A body naming a previous answer is not kept: its messages are that answer's too.
+    let memo = InboundMemo::default();
+    let mut named: Value = serde_json::from_slice(&responses_body(json!("A"), &opening)).unwrap();
+    named["previous_response_id"] = json!("resp_1");
+    let bytes = serde_json::to_vec(&named).unwrap();
+    let converted = crate::serve::inbound::responses_as_chat(&named).unwrap();
+    assert_eq!(ResponsesKept::of(&named, &converted), None);
+    decode_responses(&memo, &bytes, 1);
+    let next = responses_body(json!("A"), &[opening.clone(), codex_round(0)].concat());
+    assert!(memo.index(Wire::Responses, &next).1.is_none());
 }

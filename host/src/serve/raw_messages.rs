@@ -1,5 +1,6 @@
-//! Where a request body's `messages` array is, by its bytes: the byte range of each element,
-//! found by a scanner that reads strings and brackets and nothing else.
+//! Where a request body's conversation array is (`messages`, or a Responses body's `input`), by
+//! its bytes: the byte range of each element, found by a scanner that reads strings and
+//! brackets and nothing else.
 //!
 //! Why: a client re-sends its whole conversation on every request, and all but the newest
 //! messages are byte for byte what it sent last time. Knowing where each message's bytes are
@@ -14,7 +15,7 @@
 
 use std::ops::Range;
 
-/// The top-level `messages` array of a JSON object body.
+/// The top-level conversation array (`messages` or `input`) of a JSON object body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageSlices {
     /// The byte range of the array, brackets included.
@@ -49,10 +50,10 @@ impl MessageSlices {
     }
 }
 
-/// The `messages` array of `body`, or `None` when the body is not an object with exactly one
-/// plainly written `messages` key whose value is an array.
-pub fn index(body: &[u8]) -> Option<MessageSlices> {
-    index_known(body, |_| None)
+/// The array under `key` in `body`, or `None` when the body is not an object with exactly one
+/// plainly written `key` whose value is an array.
+pub fn index(body: &[u8], key: &str) -> Option<MessageSlices> {
+    index_known(body, key, |_| None)
 }
 
 /// [`index`], where `known` may recognise the leading elements without their being scanned:
@@ -62,6 +63,7 @@ pub fn index(body: &[u8]) -> Option<MessageSlices> {
 /// compared with the kept ones anyway; scanning them again was a tenth of a request.
 pub fn index_known(
     body: &[u8],
+    key_name: &str,
     known: impl FnOnce(&[u8]) -> Option<(usize, usize)>,
 ) -> Option<MessageSlices> {
     let mut known = Some(known);
@@ -80,7 +82,7 @@ pub fn index_known(
         }
         let key_end = string_end(body, at)?;
         let key = &body[at + 1..key_end - 1];
-        // A key written with escapes could spell `messages`: such bodies are parsed whole.
+        // A key written with escapes could spell the array's: such bodies are parsed whole.
         if key.contains(&b'\\') {
             return None;
         }
@@ -89,7 +91,7 @@ pub fn index_known(
             return None;
         }
         at = skip_ws(body, at + 1);
-        if key == b"messages" {
+        if key == key_name.as_bytes() {
             if found.is_some() || body.get(at) != Some(&b'[') {
                 return None;
             }

@@ -1,7 +1,7 @@
 use super::*;
 
 fn elements(body: &str) -> Option<Vec<&str>> {
-    let slices = index(body.as_bytes())?;
+    let slices = index(body.as_bytes(), "messages")?;
     Some(slices.elements.iter().map(|r| &body[r.clone()]).collect())
 }
 
@@ -21,7 +21,7 @@ fn each_message_is_found_by_its_bytes() {
     assert_eq!(found[2], "\"odd\"");
     assert_eq!(found[3], "42");
     assert_eq!(found[4], "true");
-    let slices = index(body.as_bytes()).unwrap();
+    let slices = index(body.as_bytes(), "messages").unwrap();
     assert!(body[slices.array.clone()].starts_with('[') && body[slices.array].ends_with(']'));
 }
 
@@ -45,7 +45,7 @@ fn unusual_bodies_are_not_indexed() {
         "",
         "{}",
     ] {
-        assert_eq!(index(body.as_bytes()), None, "{body}");
+        assert_eq!(index(body.as_bytes(), "messages"), None, "{body}");
     }
 }
 
@@ -55,9 +55,9 @@ fn unusual_bodies_are_not_indexed() {
 #[test]
 fn recognised_elements_are_taken_as_known() {
     let body = r#"{"model": "m", "messages": [ {"a": 1} , {"b": "]"}, {"c": 3} ], "n": 1}"#;
-    let whole = index(body.as_bytes()).unwrap();
+    let whole = index(body.as_bytes(), "messages").unwrap();
     let first_two = r#"{"a": 1} , {"b": "]"}"#;
-    let known = index_known(body.as_bytes(), |from_first| {
+    let known = index_known(body.as_bytes(), "messages", |from_first| {
         from_first
             .starts_with(first_two.as_bytes())
             .then_some((first_two.len(), 2))
@@ -69,6 +69,21 @@ fn recognised_elements_are_taken_as_known() {
     assert_eq!(&body[known.start..known.known_end], first_two);
     // All three known: nothing would be left to scan, so none are taken.
     let all = &body[whole.all()];
-    let none = index_known(body.as_bytes(), |_| Some((all.len(), 3))).unwrap();
+    let none = index_known(body.as_bytes(), "messages", |_| Some((all.len(), 3))).unwrap();
     assert_eq!((none.known, none.elements.len()), (0, 3));
+}
+
+/// A Responses body's conversation is its `input` array; a `messages` key beside it (or an
+/// `input` given as a string) is not what is indexed.
+#[test]
+fn the_array_is_found_by_the_key_asked_for() {
+    let body = r#"{"instructions": "x", "messages": [1], "input": [{"type": "message"}, 2]}"#;
+    let input = index(body.as_bytes(), "input").unwrap();
+    assert_eq!(input.elements.len(), 2);
+    assert_eq!(&body[input.elements[1].clone()], "2");
+    assert_eq!(
+        index(body.as_bytes(), "messages").unwrap().elements.len(),
+        1
+    );
+    assert_eq!(index(br#"{"input": "hello"}"#, "input"), None);
 }

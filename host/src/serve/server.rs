@@ -829,18 +829,18 @@ async fn conversation_request(
         Ok(c) => c,
         Err(r) => return r,
     };
-    // A chat-completions body is indexed by its bytes: the messages a recent request decoded
-    // are taken as they were, and only the rest of the body is parsed (`inbound_memo`).
-    let (slices, continuation) = match wire {
-        Wire::OpenAi | Wire::Anthropic => state.inbound.index(wire, &body),
-        Wire::Responses => (None, None),
-    };
+    // A body is indexed by its bytes: the messages a recent request decoded are taken as they
+    // were, and only the rest of the body is parsed (`inbound_memo`).
+    let (slices, continuation) = state.inbound.index(wire, &body);
     let now_ms = now_unix_ms();
     let continued = continuation.and_then(|continuation| {
         continue_request(state, wire, endpoint, &headers, continuation, now_ms)
     });
-    let (raw, continued) = match continued {
-        Some((raw, identity, request)) => (raw, Some((identity, request))),
+    let (raw, mut continued) = match continued {
+        Some(continued) => (
+            continued.raw,
+            Some((continued.identity, continued.request, continued.converted)),
+        ),
         None => match serde_json::from_slice(&body) {
             Ok(v) => (v, None),
             Err(e) => {
@@ -893,12 +893,22 @@ async fn conversation_request(
     let mut responses_not_forwarded = Vec::new();
     let mut responses_tools = Vec::new();
     let mut responses_system = None;
+    let mut responses_kept = None;
     let raw = match wire {
-        Wire::Responses => match inbound::responses_as_chat_after(
-            &raw,
-            prior.as_ref().map_or(&[][..], |p| p.messages.as_slice()),
-        ) {
+        Wire::Responses => match continued
+            .as_mut()
+            .and_then(|(_, _, converted)| converted.take())
+            .map_or_else(
+                || {
+                    inbound::responses_as_chat_after(
+                        &raw,
+                        prior.as_ref().map_or(&[][..], |p| p.messages.as_slice()),
+                    )
+                },
+                Ok,
+            ) {
             Ok(converted) => {
+                responses_kept = super::inbound_memo::ResponsesKept::of(&raw, &converted);
                 for w in &converted.warnings {
                     tracing::debug!(warning = %w, "responses request conversion");
                 }
@@ -920,7 +930,7 @@ async fn conversation_request(
     };
     let raw = name_the_primary(raw, wire, &state.config);
     let (identity, request) = match continued {
-        Some(continued) => continued,
+        Some((identity, request, _)) => (identity, request),
         None => {
             let identity = identify(endpoint, &headers, &raw, &state.config.serve.side_requests);
             match inbound::decode(wire, &raw, now_ms) {
@@ -946,6 +956,7 @@ async fn conversation_request(
             &request.model,
             &request.messages,
             request.system.as_deref(),
+            responses_kept,
         );
     }
     for w in &request.warnings {
@@ -1139,10 +1150,21 @@ async fn conversation_request(
     }
 }
 
-/// A chat-completions or Anthropic request whose leading messages are a recent request's,
-/// byte for byte: those are taken decoded and only the rest of the body is parsed
-/// ([`super::inbound_memo`]). `None` sends the body down the whole path: the rest is not
-/// valid, it is a side request, or the new messages cannot be decoded alone.
+/// A request that continues a recently decoded one ([`continue_request`]).
+struct Continued {
+    /// The rest of the body (only the new messages) as the client's wire wrote it: a Responses
+    /// body before its conversion, another after the primary was named in it.
+    raw: Value,
+    identity: Identity,
+    request: ClientRequest,
+    /// A Responses body's conversion, its chat form the one decoded.
+    converted: Option<inbound::ResponsesAsChat>,
+}
+
+/// A request whose leading messages are a recent request's, byte for byte: those are taken
+/// decoded and only the rest of the body is parsed ([`super::inbound_memo`]). `None` sends the
+/// body down the whole path: the rest is not valid, it is a side request, or the new messages
+/// cannot be decoded alone.
 fn continue_request(
     state: &ServerState,
     wire: Wire,
@@ -1150,21 +1172,44 @@ fn continue_request(
     headers: &HeaderMap,
     continuation: super::inbound_memo::Continuation,
     now_ms: u64,
-) -> Option<(Value, Identity, ClientRequest)> {
-    let raw: Value = serde_json::from_slice(&continuation.rest).ok()?;
-    let raw = name_the_primary(raw, wire, &state.config);
+) -> Option<Continued> {
+    let rest: Value = serde_json::from_slice(&continuation.rest).ok()?;
+    // A Responses body is read as the chat body it means; the rest of the server reads the
+    // body as sent (its echo, `store`) and the conversion beside it.
+    let (raw, chat, mut converted) = match wire {
+        Wire::Responses => {
+            let mut converted =
+                super::inbound_memo::responses_rest_as_chat(&rest, &continuation.prior)?;
+            let chat = std::mem::take(&mut converted.chat);
+            (Some(rest), chat, Some(converted))
+        }
+        Wire::OpenAi | Wire::Anthropic => (None, rest, None),
+    };
+    let chat = name_the_primary(chat, wire, &state.config);
     // A side request is told by its messages being one user line: read the whole body.
-    let identity = match identify(endpoint, headers, &raw, &state.config.serve.side_requests) {
+    let identity = match identify(endpoint, headers, &chat, &state.config.serve.side_requests) {
         Identity::Side(_) => return None,
         conversation => conversation,
     };
-    let request = super::inbound_memo::decode_continuing(wire, &raw, continuation.prior, now_ms)?;
+    let request = super::inbound_memo::decode_continuing(wire, &chat, continuation.prior, now_ms)?;
     tracing::trace!(
         messages = request.messages.len(),
         rest_bytes = continuation.rest.len(),
         "request continues a decoded one"
     );
-    Some((raw, identity, request))
+    let raw = match (raw, &mut converted) {
+        (Some(raw), Some(converted)) => {
+            converted.chat = chat;
+            raw
+        }
+        _ => chat,
+    };
+    Some(Continued {
+        raw,
+        identity,
+        request,
+        converted,
+    })
 }
 
 /// An OpenAI body (chat or Responses) that names no model (absent, null or empty) names the
