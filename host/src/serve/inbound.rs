@@ -279,24 +279,24 @@ pub fn responses_as_chat_after(
         Some(Value::Array(items)) => {
             // The calls made so far, so that an output answering none is refused naming its
             // item (left out, the model would answer a conversation the client never sent).
-            let mut calls: std::collections::HashSet<&str> = prior
-                .iter()
-                .filter_map(|m| match &**m {
-                    AgentMessage::Assistant(a) => Some(&a.content),
-                    _ => None,
+            // The prior messages are searched only for an output whose call is not in `input`:
+            // a request continuing a long conversation usually answers its own new calls.
+            let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
+            let made_before = |id: &str| {
+                prior.iter().any(|m| match &**m {
+                    AgentMessage::Assistant(a) => a
+                        .content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::ToolCall(c) if c.id == id)),
+                    _ => false,
                 })
-                .flatten()
-                .filter_map(|b| match b {
-                    ContentBlock::ToolCall(c) => Some(c.id.as_str()),
-                    _ => None,
-                })
-                .collect();
+            };
             for (i, item) in items.iter().enumerate() {
                 let call_id = item.get("call_id").and_then(Value::as_str);
                 match item.get("type").and_then(Value::as_str) {
                     Some("function_call") => calls.extend(call_id),
                     Some("function_call_output")
-                        if !call_id.is_some_and(|id| calls.contains(id)) =>
+                        if !call_id.is_some_and(|id| calls.contains(id) || made_before(id)) =>
                     {
                         return Err(BadRequest(format!(
                             "`input[{i}]` is a function_call_output for call {}, but no \

@@ -35,9 +35,7 @@ use rampart_message::{AgentMessage, SharedMessage};
 
 use serde_json::Value;
 
-use super::inbound::{
-    ClientRequest, ResponsesAsChat, Wire, carries_breakpoint, decode, responses_as_chat_after,
-};
+use super::inbound::{ClientRequest, ResponsesAsChat, Wire, decode, responses_as_chat_after};
 use super::not_forwarded::NotForwarded;
 use super::raw_messages::MessageSlices;
 use crate::providers::SystemForm;
@@ -77,6 +75,9 @@ pub struct Decoded {
     messages: Arc<Vec<SharedMessage>>,
     /// The system prompt the request's system messages made.
     pub system: Option<String>,
+    /// Its messages that carry a client's breakpoint ([`ClientRequest::breakpoints`]): a
+    /// request continuing it adds its new messages' (the kept ones are not looked at again).
+    breakpoints: Vec<AgentMessage>,
     /// What a Responses request's conversion made besides its messages; `None` for the other
     /// wires.
     responses: Option<ResponsesKept>,
@@ -194,20 +195,17 @@ impl InboundMemo {
         (Some(slices), Some(Continuation { prior, rest }))
     }
 
-    /// Keeps what `body`'s messages decoded to, for the request that continues it, and says
-    /// under which number. Requests holding messages the converter stamps other than by the
-    /// request's time are not kept, nor Responses requests without `responses`.
-    #[allow(clippy::too_many_arguments)]
+    /// Keeps what `body`'s messages decoded to (`request`), for the request that continues
+    /// it, and says under which number. Requests holding messages the converter stamps other
+    /// than by the request's time are not kept, nor Responses requests without `responses`.
     pub fn keep(
         &self,
-        wire: Wire,
         body: &Bytes,
         slices: &MessageSlices,
-        model: &str,
-        messages: &Arc<Vec<SharedMessage>>,
-        system: Option<&str>,
+        request: &ClientRequest,
         responses: Option<ResponsesKept>,
     ) -> Option<u64> {
+        let (wire, messages) = (request.wire, &request.messages);
         if slices.is_empty()
             || body.len() > MAX_KEPT_BYTES
             || !messages.iter().all(|m| restampable(m))
@@ -219,12 +217,13 @@ impl InboundMemo {
         let decoded = Decoded {
             generation,
             wire,
-            model: model.to_owned(),
+            model: request.model.clone(),
             raw: body.slice(slices.all()),
             body_len: body.len(),
             count: slices.len(),
             messages: Arc::clone(messages),
-            system: system.map(str::to_owned),
+            system: request.system.clone(),
+            breakpoints: request.breakpoints.clone(),
             responses: responses.filter(|_| wire == Wire::Responses),
         };
         let mut kept = self.lock();
@@ -296,7 +295,7 @@ pub fn responses_rest_as_chat(rest: &Value, prior: &Decoded) -> Option<Responses
 pub fn decode_continuing(
     wire: Wire,
     rest: &Value,
-    prior: Decoded,
+    mut prior: Decoded,
     now_ms: u64,
 ) -> Option<ClientRequest> {
     let new = rest.get("messages")?.as_array()?;
@@ -324,17 +323,14 @@ pub fn decode_continuing(
         request.system = prior.system.clone();
     }
     request.seen.continues = Some((prior.generation, prior.message_count()));
+    let mut breakpoints = std::mem::take(&mut prior.breakpoints);
+    breakpoints.append(&mut request.breakpoints);
+    request.breakpoints = breakpoints;
     let mut messages = prior.into_messages();
     std::sync::Arc::make_mut(&mut messages).extend(std::sync::Arc::unwrap_or_clone(
         std::mem::take(&mut request.messages),
     ));
     request.messages = messages;
-    request.breakpoints = request
-        .messages
-        .iter()
-        .filter(|m| carries_breakpoint(m))
-        .map(|m| AgentMessage::clone(m))
-        .collect();
     Some(request)
 }
 

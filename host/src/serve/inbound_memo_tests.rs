@@ -41,15 +41,7 @@ fn decode_in(wire: Wire, memo: &InboundMemo, body: &[u8], now_ms: u64) -> (Clien
             (decode(wire, &whole, now_ms).unwrap(), false)
         }
     };
-    memo.keep(
-        wire,
-        body,
-        &slices,
-        &request.model,
-        &request.messages,
-        request.system.as_deref(),
-        None,
-    );
+    memo.keep(body, &slices, &request, None);
     (request, continued)
 }
 
@@ -128,7 +120,10 @@ fn a_continuing_request_decodes_as_its_whole_body_does() {
         messages.push(call(&id, &format!("src/{turn}.rs")));
         messages.push(result(&id, &format!("fn f{turn}() {{}}\n\t\"quoted\"")));
         messages.push(json!({"role": "assistant", "content": format!("done {turn}")}));
-        messages.push(json!({"role": "user", "content": format!("next {turn}")}));
+        // A client's breakpoint on the newest line (as Claude Code and pi place them): the
+        // continuation keeps the kept messages' breakpoints and adds the new ones'.
+        messages.push(json!({"role": "user", "content": [{"type": "text",
+            "text": format!("next {turn}"), "cache_control": {"type": "ephemeral"}}]}));
     }
     assert_eq!(
         continued_count, 5,
@@ -410,15 +405,7 @@ fn decode_responses(memo: &InboundMemo, body: &[u8], now_ms: u64) -> (ClientRequ
         .not_forwarded
         .extend(converted.not_forwarded.iter().copied());
     request.not_forwarded.sort();
-    memo.keep(
-        Wire::Responses,
-        body,
-        &slices,
-        &request.model,
-        &request.messages,
-        request.system.as_deref(),
-        kept,
-    );
+    memo.keep(body, &slices, &request, kept);
     (request, continued)
 }
 

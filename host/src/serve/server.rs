@@ -949,15 +949,7 @@ async fn conversation_request(
     // Kept for the request that continues this conversation.
     let mut request = request;
     if let (Some(slices), Identity::Conversation(_)) = (&slices, &identity) {
-        request.seen.kept_as = state.inbound.keep(
-            wire,
-            &body,
-            slices,
-            &request.model,
-            &request.messages,
-            request.system.as_deref(),
-            responses_kept,
-        );
+        request.seen.kept_as = state.inbound.keep(&body, slices, &request, responses_kept);
     }
     for w in &request.warnings {
         tracing::debug!(warning = %w, "request conversion");
