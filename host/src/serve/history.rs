@@ -112,10 +112,14 @@ pub fn match_history_known<M: std::borrow::Borrow<AgentMessage>>(
         };
     }
     let message_below = messages_below(tree, &skip);
-    let active: std::collections::HashSet<usize> = tree
-        .leaf_index()
-        .map(|leaf| tree.path_to(leaf).into_iter().collect())
-        .unwrap_or_default();
+    // Which entries are on the active branch (a flag per entry: hashing every entry of the
+    // path into a set was a pass of SipHash over the whole history per request).
+    let mut active = vec![false; entries.len()];
+    if let Some(leaf) = tree.leaf_index() {
+        for at in tree.path_to(leaf) {
+            active[at] = true;
+        }
+    }
     let mut best: Option<(usize, bool, usize)> = None;
     for (index, state) in states.iter().enumerate() {
         let Some(State::Alive(n)) = state else {
@@ -124,7 +128,7 @@ pub fn match_history_known<M: std::borrow::Borrow<AgentMessage>>(
         if *n == 0 {
             continue;
         }
-        let rank = (*n, active.contains(&index), index);
+        let rank = (*n, active[index], index);
         if best.is_none_or(|b| rank > b) {
             best = Some(rank);
         }
