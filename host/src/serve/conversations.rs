@@ -112,7 +112,7 @@ pub struct SessionCache {
 
 /// The number the inbound memo keeps a request's messages under, and the ids of the entries
 /// they are in a conversation's tree, in order.
-type SentEntries = (u64, Arc<[String]>);
+type SentEntries = (u64, Arc<[Arc<str>]>);
 
 /// A session kept open, and what the runners derived from its messages.
 #[derive(Debug)]
@@ -226,7 +226,7 @@ impl SessionCache {
 
     /// Notes that the messages the inbound memo keeps as `generation` are, in order, the
     /// entries `ids` of `key`'s tree ([`super::history::sent_entries`]).
-    pub fn note_sent(&self, key: &str, generation: u64, ids: Vec<String>) {
+    pub fn note_sent(&self, key: &str, generation: u64, ids: Vec<Arc<str>>) {
         if self.capacity == 0 {
             return;
         }
@@ -244,7 +244,7 @@ impl SessionCache {
 
     /// The entries the leading messages of a request continuing `continues` are known to be
     /// in `key`'s tree (empty when nothing is known).
-    fn known(&self, key: &str, continues: Option<(u64, usize)>) -> Arc<[String]> {
+    pub fn known(&self, key: &str, continues: Option<(u64, usize)>) -> Arc<[Arc<str>]> {
         let Some((generation, count)) = continues else {
             return Arc::from([]);
         };
@@ -372,7 +372,7 @@ impl Placed {
     fn on<M: std::borrow::Borrow<AgentMessage>>(
         tree: &rampart_sessions::SessionTree,
         messages: &[M],
-        known: &[String],
+        known: &[Arc<str>],
     ) -> Self {
         Self {
             placement: match_history_known(tree, messages, known),

@@ -286,7 +286,7 @@ fn only_the_messages_a_request_shares_with_the_noted_one_are_taken_as_known() {
     for m in c.placement.unseen(&sent) {
         c.session.append_message(m.clone()).unwrap();
     }
-    let ids = crate::serve::history::sent_entries(c.session.tree(), sent.len()).unwrap();
+    let ids = crate::serve::history::sent_entries(c.session.tree(), sent.len(), &[]).unwrap();
     c.session.sync().unwrap();
     cache.note_sent(&c.key, 7, ids);
     cache.put(&c.key, c.session, TurnMemos::default());

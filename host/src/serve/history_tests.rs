@@ -529,10 +529,24 @@ fn known_entries_are_taken_and_the_rest_compared() {
             extra: Default::default(),
         },
     ));
-    let known = sent_entries(&tree, sent.len()).unwrap();
-    assert_eq!(known, ids);
+    let known = sent_entries(&tree, sent.len(), &[]).unwrap();
     assert_eq!(
-        sent_entries(&tree, sent.len() + 1),
+        known.iter().map(|id| id.to_string()).collect::<Vec<_>>(),
+        ids
+    );
+    // Noted again for the next request, an id equal to the one noted in its place is that
+    // same allocation; one that differs is never taken from what was noted before.
+    let again = sent_entries(&tree, sent.len(), &known).unwrap();
+    assert!(
+        again
+            .iter()
+            .zip(&known)
+            .all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+    );
+    let stale: Vec<std::sync::Arc<str>> = vec!["not-an-entry".into(); 3];
+    assert_eq!(sent_entries(&tree, sent.len(), &stale).unwrap(), known);
+    assert_eq!(
+        sent_entries(&tree, sent.len() + 1, &[]),
         None,
         "counts must agree"
     );

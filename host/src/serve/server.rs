@@ -1922,7 +1922,13 @@ fn turn_in_lane(
         .map_err(|e| turn_failure(&e))?;
     // Where this request's messages now are, for the request that re-sends them.
     if let Some(generation) = request.seen.kept_as
-        && let Some(ids) = super::history::sent_entries(session.tree(), request.messages.len())
+        && let Some(ids) = super::history::sent_entries(
+            session.tree(),
+            request.messages.len(),
+            &state
+                .sessions
+                .known(&conversation.key, request.seen.continues),
+        )
     {
         state.sessions.note_sent(&conversation.key, generation, ids);
     }
