@@ -571,3 +571,87 @@ fn what_a_responses_request_cannot_convert_apart_is_decoded_whole() {
     let next = responses_body(json!("A"), &[opening.clone(), codex_round(0)].concat());
     assert!(memo.index(Wire::Responses, &next).1.is_none());
 }
+
+/// One Responses input item of kind `kind` (numbered `i`, answering call `last_call`), for
+/// [`responses_memo_matches_the_whole_decoding`].
+fn generated_item(kind: u8, i: usize, last_call: Option<usize>) -> Value {
+    let text = |t: &str| format!("{t} {i}: \"q\" \\ ✓\n");
+    match kind {
+        0 => json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text("ask")}]}),
+        1 => json!({"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": text("said")}]}),
+        2 => json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [],
+            "encrypted_content": format!("gAAA{i}")}),
+        3 => json!({"type": "function_call", "name": "shell", "call_id": format!("call_{i}"),
+            "arguments": format!("{{\"n\":{i}}}")}),
+        4 => json!({"type": "function_call_output",
+            "call_id": last_call.map_or_else(|| "call_none".to_owned(), |c| format!("call_{c}")),
+            "output": text("out")}),
+        5 => json!({"type": "message", "role": "developer",
+            "content": [{"type": "input_text", "text": text("rule")}]}),
+        6 => json!({"type": "custom_tool_call", "name": "apply_patch",
+            "call_id": format!("custom_{i}"), "input": text("patch")}),
+        7 => json!({"type": "custom_tool_call_output", "call_id": format!("custom_{i}"),
+            "output": text("patched")}),
+        _ => json!({"type": "function_call", "name": "shell", "arguments": "{}"}),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Whatever a Codex-like client sends, turn after turn, the memo's reading of each request
+    /// is the whole body's: the same messages, system prompt, system form and uncounted items,
+    /// and a body the whole path refuses is never accepted through the memo.
+    #[test]
+    fn responses_memo_matches_the_whole_decoding(
+        kinds in proptest::collection::vec(0u8..9, 1..28),
+        cuts in proptest::collection::vec(1usize..5, 1..12),
+        instructions_change_at in proptest::option::of(0usize..12),
+    ) {
+        let mut items = Vec::new();
+        let mut last_call = None;
+        for (i, kind) in kinds.iter().enumerate() {
+            items.push(generated_item(*kind, i, last_call));
+            if *kind == 3 {
+                last_call = Some(i);
+            }
+        }
+        let memo = InboundMemo::default();
+        let mut end = 0;
+        for (step, cut) in cuts.iter().enumerate() {
+            end = (end + cut).min(items.len());
+            let instructions = if instructions_change_at.is_some_and(|at| step >= at) {
+                json!("changed")
+            } else {
+                json!("You are Codex.")
+            };
+            let bytes = responses_body(instructions, &items[..end]);
+            let now = 1_000 + step as u64;
+            let whole: Value = serde_json::from_slice(&bytes).unwrap();
+            let expected = crate::serve::inbound::responses_as_chat(&whole).and_then(|c| {
+                let mut r = decode(Wire::Responses, &c.chat, now)?;
+                r.not_forwarded.extend(c.not_forwarded.iter().copied());
+                r.not_forwarded.sort();
+                r.system_form = c.system_form;
+                Ok(r)
+            });
+            let Ok(expected) = expected else {
+                // Refused whole: the memo must not read it either.
+                let body = Bytes::copy_from_slice(&bytes);
+                if let (_, Some(c)) = memo.index(Wire::Responses, &body) {
+                    let rest: Value = serde_json::from_slice(&c.rest).unwrap();
+                    let read = responses_rest_as_chat(&rest, &c.prior).and_then(|converted| {
+                        decode_continuing(Wire::Responses, &converted.chat, c.prior, now)
+                    });
+                    proptest::prop_assert!(read.is_none(), "step {step}: accepted through the memo");
+                }
+                continue;
+            };
+            let (got, _) = decode_responses(&memo, &bytes, now);
+            proptest::prop_assert_eq!(shown(&got), shown(&expected), "step {}", step);
+            proptest::prop_assert_eq!(&got.system_form, &expected.system_form, "step {}", step);
+        }
+    }
+}
