@@ -655,3 +655,67 @@ proptest::proptest! {
         }
     }
 }
+
+/// One chat-completions message of kind `kind` (numbered `i`, answering call `last_call`),
+/// for [`chat_memo_matches_the_whole_decoding`].
+fn generated_message(kind: u8, i: usize, last_call: Option<usize>) -> Value {
+    let text = |t: &str| format!("{t} {i}: \"q\" \\ ✓\n");
+    match kind {
+        0 => json!({"role": "user", "content": text("ask")}),
+        1 => json!({"role": "assistant", "content": text("said")}),
+        2 => call(&format!("call_{i}"), &format!("src/{i}.rs")),
+        3 => result(
+            &last_call.map_or_else(|| "call_none".to_owned(), |c| format!("call_{c}")),
+            &text("out"),
+        ),
+        4 => json!({"role": "system", "content": text("rule")}),
+        5 => json!({"role": "user", "content": [{"type": "text", "text": text("marked"),
+            "cache_control": {"type": "ephemeral"}}]}),
+        6 => json!({"role": "assistant", "content": null, "tool_calls": [{"type": "function",
+            "function": {"name": "read", "arguments": "{}"}}]}),
+        _ => json!({"role": "user", "name": "dev", "content": text("named")}),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Whatever a chat-completions client sends, turn after turn, the memo's reading of each
+    /// request is the whole body's, and a body the whole path refuses is never accepted
+    /// through the memo.
+    #[test]
+    fn chat_memo_matches_the_whole_decoding(
+        kinds in proptest::collection::vec(0u8..8, 1..28),
+        cuts in proptest::collection::vec(1usize..5, 1..12),
+    ) {
+        let mut messages = Vec::new();
+        let mut last_call = None;
+        for (i, kind) in kinds.iter().enumerate() {
+            messages.push(generated_message(*kind, i, last_call));
+            if *kind == 2 {
+                last_call = Some(i);
+            }
+        }
+        let memo = InboundMemo::default();
+        let mut end = 0;
+        for (step, cut) in cuts.iter().enumerate() {
+            end = (end + cut).min(messages.len());
+            let bytes = body("gpt-x", &messages[..end]);
+            let now = 1_000 + step as u64;
+            let whole: Value = serde_json::from_slice(&bytes).unwrap();
+            let Ok(expected) = decode(Wire::OpenAi, &whole, now) else {
+                let body = Bytes::copy_from_slice(&bytes);
+                if let (_, Some(c)) = memo.index(Wire::OpenAi, &body) {
+                    let rest: Value = serde_json::from_slice(&c.rest).unwrap();
+                    proptest::prop_assert!(
+                        decode_continuing(Wire::OpenAi, &rest, c.prior, now).is_none(),
+                        "step {}: accepted through the memo", step
+                    );
+                }
+                continue;
+            };
+            let (got, _) = decode_as_server(&memo, &bytes, now);
+            proptest::prop_assert_eq!(shown(&got), shown(&expected), "step {}", step);
+        }
+    }
+}
