@@ -339,8 +339,8 @@ pub fn decode_continuing(
 /// - chat completions: a tool result first (its call is kept; the request checks want it right
 ///   after its assistant message), a system message (the prompt joins them all), a legacy
 ///   `function_call` or a tool call without an id (the converter numbers those per request);
-/// - Anthropic messages: a user message of `tool_result` blocks first (its `tool_use` is kept),
-///   a message of another role (kept whole in its place among the others), a message with an
+/// - Anthropic messages: a `tool_result` answering a call not made among the new messages
+///   before it (its name comes from the kept `tool_use`), a message of another role (kept whole in its place among the others), a message with an
 ///   `id` (the importer merges a response split across messages by its id).
 fn decodes_apart(wire: Wire, new: &[Value]) -> bool {
     fn role(m: &Value) -> &str {
@@ -367,16 +367,27 @@ fn decodes_apart(wire: Wire, new: &[Value]) -> bool {
                 })
         }
         Wire::Anthropic => {
-            let answers_a_call =
-                first
-                    .get("content")
+            // A `tool_result` takes its tool's name from the `tool_use` it answers: one that
+            // answers a kept call (or none before it among the new messages) would be named
+            // otherwise without the kept messages.
+            fn blocks(m: &Value) -> &[Value] {
+                m.get("content")
                     .and_then(Value::as_array)
-                    .is_some_and(|blocks| {
-                        blocks
-                            .iter()
-                            .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
-                    });
-            !answers_a_call
+                    .map_or(&[][..], Vec::as_slice)
+            }
+            let mut calls: Vec<&str> = Vec::new();
+            let mut answers_a_kept_call = false;
+            for block in new.iter().flat_map(blocks) {
+                match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => calls.extend(block.get("id").and_then(Value::as_str)),
+                    Some("tool_result") => {
+                        let answered = block.get("tool_use_id").and_then(Value::as_str);
+                        answers_a_kept_call |= !answered.is_some_and(|id| calls.contains(&id));
+                    }
+                    _ => {}
+                }
+            }
+            !answers_a_kept_call
                 && new
                     .iter()
                     .all(|m| matches!(role(m), "user" | "assistant") && m.get("id").is_none())

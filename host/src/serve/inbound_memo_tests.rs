@@ -719,3 +719,98 @@ proptest::proptest! {
         }
     }
 }
+
+/// One Anthropic message of kind `kind` (numbered `i`, answering call `last_call`), for
+/// [`anthropic_memo_matches_the_whole_decoding`].
+fn generated_anthropic(kind: u8, i: usize, last_call: Option<usize>) -> Value {
+    let text = |t: &str| format!("{t} {i}: \"q\" \\ ✓\n");
+    match kind {
+        0 => json!({"role": "user", "content": text("ask")}),
+        1 => json!({"role": "assistant", "content": [{"type": "text", "text": text("said")}]}),
+        2 => json!({"role": "assistant", "content": [{"type": "text", "text": text("calling")},
+            {"type": "tool_use", "id": format!("toolu_{i}"), "name": "read",
+             "input": {"path": format!("src/{i}.rs")}}]}),
+        3 => json!({"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": last_call.map_or_else(|| "toolu_none".to_owned(), |c| format!("toolu_{c}")),
+            "content": text("out")}]}),
+        4 => json!({"role": "system", "content": text("agents")}),
+        5 => json!({"role": "user", "content": [{"type": "text", "text": text("marked"),
+            "cache_control": {"type": "ephemeral"}}]}),
+        _ => json!({"role": "assistant", "id": format!("msg_{}", i / 2),
+            "content": [{"type": "text", "text": text("split")}]}),
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Whatever an Anthropic client sends, turn after turn, the memo's reading of each request
+    /// is the whole body's, and a body the whole path refuses is never accepted through the
+    /// memo.
+    #[test]
+    fn anthropic_memo_matches_the_whole_decoding(
+        kinds in proptest::collection::vec(0u8..7, 1..28),
+        cuts in proptest::collection::vec(1usize..5, 1..12),
+    ) {
+        let mut messages = Vec::new();
+        let mut last_call = None;
+        for (i, kind) in kinds.iter().enumerate() {
+            messages.push(generated_anthropic(*kind, i, last_call));
+            if *kind == 2 {
+                last_call = Some(i);
+            }
+        }
+        let memo = InboundMemo::default();
+        let mut end = 0;
+        for (step, cut) in cuts.iter().enumerate() {
+            end = (end + cut).min(messages.len());
+            let bytes = anthropic_body(&messages[..end]);
+            let now = 1_000 + step as u64;
+            let whole: Value = serde_json::from_slice(&bytes).unwrap();
+            let Ok(expected) = decode(Wire::Anthropic, &whole, now) else {
+                let body = Bytes::copy_from_slice(&bytes);
+                if let (_, Some(c)) = memo.index(Wire::Anthropic, &body) {
+                    let rest: Value = serde_json::from_slice(&c.rest).unwrap();
+                    proptest::prop_assert!(
+                        decode_continuing(Wire::Anthropic, &rest, c.prior, now).is_none(),
+                        "step {}: accepted through the memo", step
+                    );
+                }
+                continue;
+            };
+            let (got, _) = decode_in(Wire::Anthropic, &memo, &bytes, now);
+            proptest::prop_assert_eq!(shown(&got), shown(&expected), "step {}", step);
+        }
+    }
+}
+
+/// A tool result that answers a kept call from further down the new messages (a client that
+/// put a line of its own first) keeps its tool's name: found by the property test above, where
+/// the continuation named it `unknown`.
+#[test]
+fn an_anthropic_result_answering_a_kept_call_later_keeps_its_tools_name() {
+    let kinds = [0, 0, 2, 0, 0, 0, 3];
+    let mut messages = Vec::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        messages.push(generated_anthropic(*kind, i, Some(2)));
+    }
+    let memo = InboundMemo::default();
+    // Four messages kept; then two lines of the client's and the result come at once.
+    let mut last = None;
+    for end in [1, 2, 3, 4, 7] {
+        let bytes = anthropic_body(&messages[..end]);
+        let (got, _) = decode_in(Wire::Anthropic, &memo, &bytes, 7);
+        let whole: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            shown(&got),
+            shown(&decode(Wire::Anthropic, &whole, 7).unwrap()),
+            "{end} messages"
+        );
+        last = Some(got);
+    }
+    let last = last.unwrap();
+    assert!(matches!(
+        last.messages.last().map(|m| &**m),
+        Some(AgentMessage::ToolResult(r)) if r.tool_name == "read"
+    ));
+}
