@@ -69,8 +69,14 @@ from bench_conversations import Conversation  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LITELLM_VENV = os.path.join(ROOT, "target", "litellm-venv")
-MODELS = {"openai": "up/gpt-bench", "anthropic": "ant/claude-bench",
-          "responses": "resp/codex-bench"}
+# Per client wire, the upstream both proxies send it to: rampart's provider (its name and API),
+# the model, and LiteLLM's provider prefix and the upstream path it takes as its base.
+UPSTREAMS = {
+    "openai": ("up", "openai-completions", "gpt-bench", "openai", "/v1"),
+    "anthropic": ("ant", "anthropic-messages", "claude-bench", "anthropic", ""),
+    "responses": ("resp", "openai-responses", "codex-bench", "openai", "/v1"),
+}
+MODELS = {wire: f"{provider}/{model}" for wire, (provider, _, model, _, _) in UPSTREAMS.items()}
 WIRE_NAMES = {"openai": "chat completions", "anthropic": "Anthropic messages",
               "responses": "OpenAI Responses"}
 SIZE_NAMES = {2_000: "2k", 50_000: "50k", 200_000: "200k"}
@@ -328,7 +334,7 @@ def open_conversations(target, path, bodies, failures):
 
 
 def start_litellm(work, upstream):
-    """Installs (if needed) and starts LiteLLM's proxy routing both bench models to the
+    """Installs (if needed) and starts LiteLLM's proxy routing every bench model to the
     upstream. Returns (Target, version) or (None, why not)."""
     installer = os.path.join(ROOT, "host", "benches", "litellm-venv.sh")
     run = subprocess.run([installer], capture_output=True, text=True)
@@ -340,25 +346,15 @@ def start_litellm(work, upstream):
                              capture_output=True, text=True).stdout.strip()
     config = os.path.join(work, "litellm.yaml")
     with open(config, "w") as f:
-        f.write(f"""model_list:
-  - model_name: {MODELS['openai']}
+        f.write("model_list:\n")
+        for wire, (_, _, model, prefix, base) in UPSTREAMS.items():
+            f.write(f"""  - model_name: {MODELS[wire]}
     litellm_params:
-      model: openai/gpt-bench
-      api_base: {upstream}/v1
+      model: {prefix}/{model}
+      api_base: {upstream}{base}
       api_key: sk-bench-not-checked
-  - model_name: {MODELS['anthropic']}
-    litellm_params:
-      model: anthropic/claude-bench
-      api_base: {upstream}
-      api_key: sk-bench-not-checked
-  - model_name: {MODELS['responses']}
-    litellm_params:
-      model: openai/codex-bench
-      api_base: {upstream}/v1
-      api_key: sk-bench-not-checked
-litellm_settings:
-  telemetry: false
 """)
+        f.write("litellm_settings:\n  telemetry: false\n")
     port = free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "LITELLM_MASTER_KEY", "OPENAI_API_KEY",
@@ -422,35 +418,16 @@ def commit():
 def rampart_config(work, up):
     config = os.path.join(work, "plugins.toml")
     with open(config, "w") as f:
-        f.write(f"""
-[agents.defaults.model]
-primary = "{MODELS['openai']}"
-
-[models.providers.up]
-api = "openai-completions"
+        f.write(f'\n[agents.defaults.model]\nprimary = "{MODELS["openai"]}"\n')
+        for provider, api, model, _, _ in UPSTREAMS.values():
+            f.write(f"""
+[models.providers.{provider}]
+api = "{api}"
 baseUrl = "{up}/v1"
 maxRetries = 0
 
-[[models.providers.up.models]]
-id = "gpt-bench"
-contextWindow = 1000000
-
-[models.providers.ant]
-api = "anthropic-messages"
-baseUrl = "{up}/v1"
-maxRetries = 0
-
-[[models.providers.ant.models]]
-id = "claude-bench"
-contextWindow = 1000000
-
-[models.providers.resp]
-api = "openai-responses"
-baseUrl = "{up}/v1"
-maxRetries = 0
-
-[[models.providers.resp.models]]
-id = "codex-bench"
+[[models.providers.{provider}.models]]
+id = "{model}"
 contextWindow = 1000000
 """)
     return config

@@ -1,8 +1,9 @@
 //! An upstream that answers at once, for measuring what `rampart serve` (and LiteLLM's proxy,
 //! beside it) adds per request (`host/benches/serve_load.py`). It speaks just enough of OpenAI
 //! chat completions, OpenAI Responses and Anthropic messages: every request gets the same short
-//! answer, streamed when asked, with usage. Not a test double for behaviour (the tests have their scripted loopback); a fixed,
-//! fast peer, so the proxy's own cost is what the load generator sees.
+//! answer, streamed when asked, with usage. Not a test double for behaviour (the tests have
+//! their scripted loopback); a fixed, fast peer, so the proxy's own cost is what the load
+//! generator sees.
 //!
 //! `cargo run --release -p rampart-host --example instant_upstream -- 127.0.0.1:9100`
 

@@ -290,10 +290,7 @@ fn serve_answers_engine_tools_hidden_from_the_client() {
     );
     // The engine was asked for its tools once per conversation, not once per request: three
     // requests in `tools`, none with the opt-out, one in `own`.
-    let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = serve.metrics();
     assert!(
         metrics.contains(
             "rampart_serve_engine_calls_total{engine=\"lossless\",operation=\"tools.list\"} 2\n"

@@ -209,10 +209,7 @@ fn a_codex_turn_reaches_a_responses_upstream_with_its_items_and_tools_unchanged(
     assert_eq!(body["input"], Value::Array(second_input), "{body:#}");
 
     // Nothing was counted as not forwarded: the upstream took every tool and item.
-    let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = serve.metrics();
     assert!(!metrics.contains("kind=\"non_function_tool\""), "{metrics}");
     assert!(!metrics.contains("kind=\"responses_item\""), "{metrics}");
 }
@@ -297,10 +294,7 @@ fn behind_a_chat_upstream_what_has_no_form_is_counted_not_sent() {
     assert!(sent.path.ends_with("/chat/completions"));
     assert!(!sent.raw_body.contains("gAAAAB1"), "{}", sent.raw_body);
     assert_eq!(sent.body["tools"].as_array().unwrap().len(), 1);
-    let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = serve.metrics();
     for line in [
         "rampart_serve_content_not_forwarded_total{kind=\"non_function_tool\"} 3",
         "rampart_serve_content_not_forwarded_total{kind=\"responses_item\"} 1",
@@ -364,10 +358,7 @@ fn a_continued_conversation_counts_its_kept_items_each_request() {
         ],
         "{sent:#}"
     );
-    let metrics = reqwest::blocking::get(format!("{}/metrics", serve.base))
-        .unwrap()
-        .text()
-        .unwrap();
+    let metrics = serve.metrics();
     for line in [
         "rampart_serve_content_not_forwarded_total{kind=\"non_function_tool\"} 9",
         "rampart_serve_content_not_forwarded_total{kind=\"responses_item\"} 3",

@@ -120,44 +120,11 @@ impl PersistenceGuard {
         msg: AgentMessage,
         full_output_ref: Option<&str>,
     ) -> Persisted {
-        match msg {
-            AgentMessage::ToolResult(mut tr) => {
-                let pending_name = self
-                    .pending
-                    .iter()
-                    .position(|(id, _, _)| *id == tr.tool_call_id)
-                    .map(|at| self.pending.remove(at).1);
-                if tr.tool_name.trim().is_empty() {
-                    tr.tool_name = pending_name
-                        .filter(|n| !n.trim().is_empty())
-                        .unwrap_or_else(|| UNKNOWN_TOOL_NAME.to_owned());
-                }
-                let msg = AgentMessage::ToolResult(tr);
-                match cap_at_ingest(
-                    &msg,
-                    self.opts.context_window,
-                    self.opts.tool_result_max_chars,
-                    full_output_ref,
-                ) {
-                    Some((capped, report)) => Persisted {
-                        messages: vec![capped],
-                        cap: Some(report),
-                    },
-                    None => Persisted {
-                        messages: vec![msg],
-                        cap: None,
-                    },
-                }
-            }
-            other => {
-                let mut messages = self.flush();
-                self.note_calls(&other);
-                messages.push(other);
-                Persisted {
-                    messages,
-                    cap: None,
-                }
-            }
+        let out = self.on_shared_with_ref(Arc::new(msg), full_output_ref);
+        Persisted {
+            // Nothing else holds them: each is moved out of its allocation, not copied.
+            messages: out.messages.into_iter().map(Arc::unwrap_or_clone).collect(),
+            cap: out.cap,
         }
     }
 
@@ -170,38 +137,45 @@ impl PersistenceGuard {
     /// copied every one, so the memo and the stored session held the conversation twice.
     pub fn on_shared_with_ref(
         &mut self,
-        msg: SharedMessage,
+        mut msg: SharedMessage,
         full_output_ref: Option<&str>,
     ) -> SharedPersisted {
-        let changes = match &*msg {
-            AgentMessage::ToolResult(tr) => tr.tool_name.trim().is_empty() || self.would_cap(&msg),
-            _ => false,
-        };
-        if changes {
-            let owned = Arc::try_unwrap(msg).unwrap_or_else(|shared| (*shared).clone());
-            let out = self.on_message_with_ref(owned, full_output_ref);
-            return SharedPersisted {
-                messages: out.messages.into_iter().map(Arc::new).collect(),
-                cap: out.cap,
-            };
-        }
-        let mut messages = Vec::new();
-        if let AgentMessage::ToolResult(tr) = &*msg {
-            if let Some(at) = self
-                .pending
-                .iter()
-                .position(|(id, _, _)| *id == tr.tool_call_id)
-            {
-                self.pending.remove(at);
-            }
-        } else {
-            messages.extend(self.flush().into_iter().map(Arc::new));
+        let AgentMessage::ToolResult(tr) = &*msg else {
+            let mut messages: Vec<SharedMessage> = self.flush().into_iter().map(Arc::new).collect();
             self.note_calls(&msg);
+            messages.push(msg);
+            return SharedPersisted {
+                messages,
+                cap: None,
+            };
+        };
+        let pending_name = self
+            .pending
+            .iter()
+            .position(|(id, _, _)| *id == tr.tool_call_id)
+            .map(|at| self.pending.remove(at).1);
+        if tr.tool_name.trim().is_empty() {
+            let name = pending_name
+                .filter(|n| !n.trim().is_empty())
+                .unwrap_or_else(|| UNKNOWN_TOOL_NAME.to_owned());
+            if let AgentMessage::ToolResult(tr) = Arc::make_mut(&mut msg) {
+                tr.tool_name = name;
+            }
         }
-        messages.push(msg);
-        SharedPersisted {
-            messages,
-            cap: None,
+        match cap_at_ingest(
+            &msg,
+            self.opts.context_window,
+            self.opts.tool_result_max_chars,
+            full_output_ref,
+        ) {
+            Some((capped, report)) => SharedPersisted {
+                messages: vec![Arc::new(capped)],
+                cap: Some(report),
+            },
+            None => SharedPersisted {
+                messages: vec![msg],
+                cap: None,
+            },
         }
     }
 

@@ -41,15 +41,15 @@ use super::raw_messages::MessageSlices;
 use crate::providers::SystemForm;
 
 /// How many decoded requests are kept. Each holds its messages' bytes, and the decoded
-/// messages the session holds too, so a 200k-token conversation costs about 1 MB here; a few cover the conversations being
-/// continued at any one moment (a client continues one conversation at a time).
+/// messages the session holds too, so a 200k-token conversation costs about 1 MB here; a few
+/// cover the conversations being continued at any one moment (a client continues one
+/// conversation at a time).
 pub const CAPACITY: usize = 8;
 
 /// The most body bytes kept at once (each kept request holds its whole body, and its decoded
 /// messages, about as much again, which the conversation's session shares while it is kept
-/// open). A client may send bodies of up to `serve`'s body
-/// limit (256 MB by default): without a budget, eight of them would stay in memory after
-/// their requests ended. A body larger than this is not kept at all; its request decodes as
+/// open). A client may send bodies of up to `serve`'s body limit (256 MB by default): without
+/// a budget, eight of them would stay in memory after their requests ended. A body larger than this is not kept at all; its request decodes as
 /// before. Eight 200k-token conversations (800 KB each) fit several times over.
 pub const MAX_KEPT_BYTES: usize = 16 << 20;
 
@@ -283,15 +283,14 @@ pub fn responses_rest_as_chat(rest: &Value, prior: &Decoded) -> Option<Responses
     Some(converted)
 }
 
-/// Decodes a request that continues a kept one : `rest` is the body, sent
-/// in `wire`, with only the messages after `prior`'s, which are taken as they were decoded and
-/// kept with their time. The result is what [`decode`] makes of the whole body at `now_ms`
-/// but for the time of those messages (see the module docs). `None` when the
-/// new messages cannot be decoded apart from the kept ones ([`decodes_apart`]), when the model
-/// differs from the kept request's, or when the rest is not a valid request (the caller then
-/// decodes the whole body, so that an error names the message by its place in the whole
-/// array).
-///
+/// Decodes a request that continues a kept one: `rest` is the body, sent in `wire` (a
+/// Responses body in its chat form, [`responses_rest_as_chat`]), with only the messages after
+/// `prior`'s, which are taken as they were decoded and kept with their time. The result is
+/// what [`decode`] makes of the whole body at `now_ms` but for the time of those messages (see
+/// the module docs). `None` when the new messages cannot be decoded apart from the kept ones
+/// ([`decodes_apart`]), when the model differs from the kept request's, or when the rest is not
+/// a valid request (the caller then decodes the whole body, so that an error names the message
+/// by its place in the whole array).
 pub fn decode_continuing(
     wire: Wire,
     rest: &Value,
@@ -299,17 +298,7 @@ pub fn decode_continuing(
     now_ms: u64,
 ) -> Option<ClientRequest> {
     let new = rest.get("messages")?.as_array()?;
-    let apart = match (wire, &prior.responses) {
-        // The chat form of a Responses body opens with its instructions' system message: the
-        // kept request's, as the instructions are the same ([`responses_rest_as_chat`]).
-        (Wire::Responses, Some(kept)) => {
-            let head = usize::from(kept.made_a_system_message());
-            new.len() > head && decodes_apart(Wire::OpenAi, &new[head..])
-        }
-        (Wire::Responses, None) => false,
-        (Wire::OpenAi | Wire::Anthropic, _) => decodes_apart(wire, new),
-    };
-    if prior.wire != wire || !apart {
+    if prior.wire != wire || !decodes_apart(wire, new, prior.responses.as_ref()) {
         return None;
     }
     let mut request = decode(wire, rest, now_ms).ok()?;
@@ -340,9 +329,13 @@ pub fn decode_continuing(
 ///   after its assistant message), a system message (the prompt joins them all), a legacy
 ///   `function_call` or a tool call without an id (the converter numbers those per request);
 /// - Anthropic messages: a `tool_result` answering a call not made among the new messages
-///   before it (its name comes from the kept `tool_use`), a message of another role (kept whole in its place among the others), a message with an
-///   `id` (the importer merges a response split across messages by its id).
-fn decodes_apart(wire: Wire, new: &[Value]) -> bool {
+///   before it (its name comes from the kept `tool_use`), a message of another role (kept
+///   whole in its place among the others), a message with an `id` (the importer merges a
+///   response split across messages by its id);
+/// - Responses: judged as the chat messages its new items became, after the system message
+///   its instructions make, which is the kept request's (`responses`: the instructions are the
+///   same, [`responses_rest_as_chat`]); never without what was kept of its conversion.
+fn decodes_apart(wire: Wire, new: &[Value], responses: Option<&ResponsesKept>) -> bool {
     fn role(m: &Value) -> &str {
         m.get("role").and_then(Value::as_str).unwrap_or("")
     }
@@ -392,8 +385,10 @@ fn decodes_apart(wire: Wire, new: &[Value]) -> bool {
                     .iter()
                     .all(|m| matches!(role(m), "user" | "assistant") && m.get("id").is_none())
         }
-        // Converted to chat messages first, and judged as those ([`decode_continuing`]).
-        Wire::Responses => false,
+        Wire::Responses => responses.is_some_and(|kept| {
+            let head = usize::from(kept.made_a_system_message());
+            new.len() > head && decodes_apart(Wire::OpenAi, &new[head..], None)
+        }),
     }
 }
 

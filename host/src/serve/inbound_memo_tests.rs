@@ -572,6 +572,58 @@ fn what_a_responses_request_cannot_convert_apart_is_decoded_whole() {
     assert!(memo.index(Wire::Responses, &next).1.is_none());
 }
 
+/// The conversation `kinds` make, each element made by `make` from its kind, its place and the
+/// place of the latest element of kind `call` before it (the call an output answers).
+fn generated(kinds: &[u8], call: u8, make: fn(u8, usize, Option<usize>) -> Value) -> Vec<Value> {
+    let mut last_call = None;
+    kinds
+        .iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            let element = make(*kind, i, last_call);
+            if *kind == call {
+                last_call = Some(i);
+            }
+            element
+        })
+        .collect()
+}
+
+/// Sends `messages` through one memo as a client re-sends its conversation, `cuts` more of it
+/// each request (each body written by `body`), and checks that every request reads as its
+/// whole body decodes ([`decode_in`]), and that a body the whole path refuses is never read
+/// through the memo.
+fn memo_reads_as_whole(
+    wire: Wire,
+    messages: &[Value],
+    cuts: &[usize],
+    body: impl Fn(&[Value]) -> Vec<u8>,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let memo = InboundMemo::default();
+    let mut end = 0;
+    for (step, cut) in cuts.iter().enumerate() {
+        end = (end + cut).min(messages.len());
+        let bytes = body(&messages[..end]);
+        let now = 1_000 + step as u64;
+        let whole: Value = serde_json::from_slice(&bytes).unwrap();
+        let Ok(expected) = decode(wire, &whole, now) else {
+            let body = Bytes::copy_from_slice(&bytes);
+            if let (_, Some(c)) = memo.index(wire, &body) {
+                let rest: Value = serde_json::from_slice(&c.rest).unwrap();
+                proptest::prop_assert!(
+                    decode_continuing(wire, &rest, c.prior, now).is_none(),
+                    "step {}: accepted through the memo",
+                    step
+                );
+            }
+            continue;
+        };
+        let (got, _) = decode_in(wire, &memo, &bytes, now);
+        proptest::prop_assert_eq!(shown(&got), shown(&expected), "step {}", step);
+    }
+    Ok(())
+}
+
 /// One Responses input item of kind `kind` (numbered `i`, answering call `last_call`), for
 /// [`responses_memo_matches_the_whole_decoding`].
 fn generated_item(kind: u8, i: usize, last_call: Option<usize>) -> Value {
@@ -610,14 +662,7 @@ proptest::proptest! {
         cuts in proptest::collection::vec(1usize..5, 1..12),
         instructions_change_at in proptest::option::of(0usize..12),
     ) {
-        let mut items = Vec::new();
-        let mut last_call = None;
-        for (i, kind) in kinds.iter().enumerate() {
-            items.push(generated_item(*kind, i, last_call));
-            if *kind == 3 {
-                last_call = Some(i);
-            }
-        }
+        let items = generated(&kinds, 3, generated_item);
         let memo = InboundMemo::default();
         let mut end = 0;
         for (step, cut) in cuts.iter().enumerate() {
@@ -688,35 +733,12 @@ proptest::proptest! {
         kinds in proptest::collection::vec(0u8..8, 1..28),
         cuts in proptest::collection::vec(1usize..5, 1..12),
     ) {
-        let mut messages = Vec::new();
-        let mut last_call = None;
-        for (i, kind) in kinds.iter().enumerate() {
-            messages.push(generated_message(*kind, i, last_call));
-            if *kind == 2 {
-                last_call = Some(i);
-            }
-        }
-        let memo = InboundMemo::default();
-        let mut end = 0;
-        for (step, cut) in cuts.iter().enumerate() {
-            end = (end + cut).min(messages.len());
-            let bytes = body("gpt-x", &messages[..end]);
-            let now = 1_000 + step as u64;
-            let whole: Value = serde_json::from_slice(&bytes).unwrap();
-            let Ok(expected) = decode(Wire::OpenAi, &whole, now) else {
-                let body = Bytes::copy_from_slice(&bytes);
-                if let (_, Some(c)) = memo.index(Wire::OpenAi, &body) {
-                    let rest: Value = serde_json::from_slice(&c.rest).unwrap();
-                    proptest::prop_assert!(
-                        decode_continuing(Wire::OpenAi, &rest, c.prior, now).is_none(),
-                        "step {}: accepted through the memo", step
-                    );
-                }
-                continue;
-            };
-            let (got, _) = decode_as_server(&memo, &bytes, now);
-            proptest::prop_assert_eq!(shown(&got), shown(&expected), "step {}", step);
-        }
+        memo_reads_as_whole(
+            Wire::OpenAi,
+            &generated(&kinds, 2, generated_message),
+            &cuts,
+            |messages| body("gpt-x", messages),
+        )?;
     }
 }
 
@@ -752,35 +774,12 @@ proptest::proptest! {
         kinds in proptest::collection::vec(0u8..7, 1..28),
         cuts in proptest::collection::vec(1usize..5, 1..12),
     ) {
-        let mut messages = Vec::new();
-        let mut last_call = None;
-        for (i, kind) in kinds.iter().enumerate() {
-            messages.push(generated_anthropic(*kind, i, last_call));
-            if *kind == 2 {
-                last_call = Some(i);
-            }
-        }
-        let memo = InboundMemo::default();
-        let mut end = 0;
-        for (step, cut) in cuts.iter().enumerate() {
-            end = (end + cut).min(messages.len());
-            let bytes = anthropic_body(&messages[..end]);
-            let now = 1_000 + step as u64;
-            let whole: Value = serde_json::from_slice(&bytes).unwrap();
-            let Ok(expected) = decode(Wire::Anthropic, &whole, now) else {
-                let body = Bytes::copy_from_slice(&bytes);
-                if let (_, Some(c)) = memo.index(Wire::Anthropic, &body) {
-                    let rest: Value = serde_json::from_slice(&c.rest).unwrap();
-                    proptest::prop_assert!(
-                        decode_continuing(Wire::Anthropic, &rest, c.prior, now).is_none(),
-                        "step {}: accepted through the memo", step
-                    );
-                }
-                continue;
-            };
-            let (got, _) = decode_in(Wire::Anthropic, &memo, &bytes, now);
-            proptest::prop_assert_eq!(shown(&got), shown(&expected), "step {}", step);
-        }
+        memo_reads_as_whole(
+            Wire::Anthropic,
+            &generated(&kinds, 2, generated_anthropic),
+            &cuts,
+            anthropic_body,
+        )?;
     }
 }
 

@@ -837,10 +837,7 @@ async fn conversation_request(
         continue_request(state, wire, endpoint, &headers, continuation, now_ms)
     });
     let (raw, mut continued) = match continued {
-        Some(continued) => (
-            continued.raw,
-            Some((continued.identity, continued.request, continued.converted)),
-        ),
+        Some(mut continued) => (std::mem::take(&mut continued.raw), Some(continued)),
         None => match serde_json::from_slice(&body) {
             Ok(v) => (v, None),
             Err(e) => {
@@ -894,43 +891,39 @@ async fn conversation_request(
     let mut responses_tools = Vec::new();
     let mut responses_system = None;
     let mut responses_kept = None;
-    let raw = match wire {
-        Wire::Responses => match continued
-            .as_mut()
-            .and_then(|(_, _, converted)| converted.take())
-            .map_or_else(
-                || {
-                    inbound::responses_as_chat_after(
-                        &raw,
-                        prior.as_ref().map_or(&[][..], |p| p.messages.as_slice()),
-                    )
-                },
-                Ok,
-            ) {
-            Ok(converted) => {
-                responses_kept = super::inbound_memo::ResponsesKept::of(&raw, &converted);
-                for w in &converted.warnings {
-                    tracing::debug!(warning = %w, "responses request conversion");
-                }
-                responses_not_forwarded = converted.not_forwarded;
-                responses_tools = converted.tools;
-                responses_system = converted.system_form;
-                converted.chat
+    // A continued request was converted already (its new items only).
+    let converted = match (wire, continued.as_mut().and_then(|c| c.converted.take())) {
+        (Wire::Responses, Some(converted)) => Some(Ok(converted)),
+        (Wire::Responses, None) => Some(inbound::responses_as_chat_after(
+            &raw,
+            prior.as_ref().map_or(&[][..], |p| p.messages.as_slice()),
+        )),
+        (Wire::OpenAi | Wire::Anthropic, _) => None,
+    };
+    let raw = match converted {
+        Some(Ok(converted)) => {
+            responses_kept = super::inbound_memo::ResponsesKept::of(&raw, &converted);
+            for w in &converted.warnings {
+                tracing::debug!(warning = %w, "responses request conversion");
             }
-            Err(e) => {
-                return error_response(
-                    wire,
-                    StatusCode::BAD_REQUEST,
-                    ErrorKind::InvalidRequest,
-                    &e.0,
-                );
-            }
-        },
-        Wire::OpenAi | Wire::Anthropic => raw,
+            responses_not_forwarded = converted.not_forwarded;
+            responses_tools = converted.tools;
+            responses_system = converted.system_form;
+            converted.chat
+        }
+        Some(Err(e)) => {
+            return error_response(
+                wire,
+                StatusCode::BAD_REQUEST,
+                ErrorKind::InvalidRequest,
+                &e.0,
+            );
+        }
+        None => raw,
     };
     let raw = name_the_primary(raw, wire, &state.config);
     let (identity, request) = match continued {
-        Some((identity, request, _)) => (identity, request),
+        Some(continued) => (continued.identity, continued.request),
         None => {
             let identity = identify(endpoint, &headers, &raw, &state.config.serve.side_requests);
             match inbound::decode(wire, &raw, now_ms) {
@@ -1168,34 +1161,29 @@ fn continue_request(
     let rest: Value = serde_json::from_slice(&continuation.rest).ok()?;
     // A Responses body is read as the chat body it means; the rest of the server reads the
     // body as sent (its echo, `store`) and the conversion beside it.
-    let (raw, chat, mut converted) = match wire {
+    let (raw, mut converted) = match wire {
         Wire::Responses => {
-            let mut converted =
+            let converted =
                 super::inbound_memo::responses_rest_as_chat(&rest, &continuation.prior)?;
-            let chat = std::mem::take(&mut converted.chat);
-            (Some(rest), chat, Some(converted))
+            (rest, Some(converted))
         }
-        Wire::OpenAi | Wire::Anthropic => (None, rest, None),
+        Wire::OpenAi | Wire::Anthropic => (name_the_primary(rest, wire, &state.config), None),
     };
-    let chat = name_the_primary(chat, wire, &state.config);
+    if let Some(converted) = &mut converted {
+        converted.chat = name_the_primary(std::mem::take(&mut converted.chat), wire, &state.config);
+    }
+    let chat = converted.as_ref().map_or(&raw, |c| &c.chat);
     // A side request is told by its messages being one user line: read the whole body.
-    let identity = match identify(endpoint, headers, &chat, &state.config.serve.side_requests) {
+    let identity = match identify(endpoint, headers, chat, &state.config.serve.side_requests) {
         Identity::Side(_) => return None,
         conversation => conversation,
     };
-    let request = super::inbound_memo::decode_continuing(wire, &chat, continuation.prior, now_ms)?;
+    let request = super::inbound_memo::decode_continuing(wire, chat, continuation.prior, now_ms)?;
     tracing::trace!(
         messages = request.messages.len(),
         rest_bytes = continuation.rest.len(),
         "request continues a decoded one"
     );
-    let raw = match (raw, &mut converted) {
-        (Some(raw), Some(converted)) => {
-            converted.chat = chat;
-            raw
-        }
-        _ => chat,
-    };
     Some(Continued {
         raw,
         identity,

@@ -71,6 +71,14 @@ impl ServeProcess {
 }
 
 impl ServeProcess {
+    /// The text of `GET /metrics`.
+    pub fn metrics(&self) -> String {
+        reqwest::blocking::get(format!("{}/metrics", self.base))
+            .unwrap()
+            .text()
+            .unwrap()
+    }
+
     /// Sends SIGTERM, as a service manager stopping it would.
     pub fn terminate(&self) {
         let status = Command::new("kill")

@@ -9,25 +9,16 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+/// The process's CPU time so far, every thread's, user and system.
 fn cpu_now() -> Duration {
-    let mut usage = std::mem::MaybeUninit::<libc_rusage>::uninit();
-    // SAFETY: getrusage writes the whole struct for RUSAGE_SELF.
-    unsafe { getrusage(0, usage.as_mut_ptr()) };
-    // SAFETY: written above.
-    let usage = unsafe { usage.assume_init() };
-    let tv = |t: [i64; 2]| Duration::from_secs(t[0] as u64) + Duration::from_micros(t[1] as u64);
-    tv(usage.utime) + tv(usage.stime)
-}
-
-#[repr(C)]
-struct libc_rusage {
-    utime: [i64; 2],
-    stime: [i64; 2],
-    rest: [i64; 14],
-}
-
-unsafe extern "C" {
-    fn getrusage(who: i32, usage: *mut libc_rusage) -> i32;
+    // SAFETY: an all-zero `rusage` is valid, and getrusage fills it for RUSAGE_SELF.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -63,9 +54,7 @@ fn main() {
             .build()
             .unwrap()
     };
-    for (name, body) in &bodies {
-        let body = reqwest::blocking::Body::from(body.clone());
-        let raw = std::fs::read(name).unwrap();
+    for (name, raw) in &bodies {
         let rounds = if raw.len() > 100_000 { 40 } else { 400 };
         let (mut rq_wall, mut rq_cpu, mut ur_wall, mut ur_cpu) = (vec![], vec![], vec![], vec![]);
         let (mut as_wall, mut as_cpu) = (vec![], vec![]);
@@ -129,7 +118,6 @@ fn main() {
                 ur_cpu.push((cpu_now() - c).as_secs_f64() * 1e3);
             }
         }
-        drop(body);
         let mean = |v: &Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
         println!(
             "{name} ({} bytes, {rounds} requests each): reqwest::blocking wall {:.3} ms, cpu {:.3} ms; reqwest on this thread wall {:.3} ms, cpu {:.3} ms; ureq wall {:.3} ms, cpu {:.3} ms",
