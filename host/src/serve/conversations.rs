@@ -13,7 +13,6 @@
 //!   they diverge;
 //! - a Codex thread other than the root's is its own child conversation (`thread-id`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rampart_message::AgentMessage;
@@ -24,7 +23,7 @@ use rampart_sessions::{Session, SessionError, SessionOptions};
 use serde_json::Value;
 
 use super::history::{
-    BranchEnds, BranchMatch, MatchKind, match_history, match_history_known, request_chain,
+    BranchEnds, BranchMatch, MatchKind, SentNote, match_history, match_history_noted, request_chain,
 };
 use super::identity::ClientSession;
 use crate::run::TurnMemos;
@@ -110,9 +109,9 @@ pub struct SessionCache {
     sent: std::sync::Mutex<std::collections::HashMap<String, SentEntries>>,
 }
 
-/// The number the inbound memo keeps a request's messages under, and the ids of the entries
-/// they are in a conversation's tree, in order.
-type SentEntries = (u64, Arc<[Arc<str>]>);
+/// The number the inbound memo keeps a request's messages under, and where they are in a
+/// conversation's tree.
+type SentEntries = (u64, SentNote);
 
 /// A session kept open, and what the runners derived from its messages.
 #[derive(Debug)]
@@ -224,9 +223,9 @@ impl SessionCache {
         self.sent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Notes that the messages the inbound memo keeps as `generation` are, in order, the
-    /// entries `ids` of `key`'s tree ([`super::history::sent_entries`]).
-    pub fn note_sent(&self, key: &str, generation: u64, ids: Vec<Arc<str>>) {
+    /// Notes that the messages the inbound memo keeps as `generation` are where `note` says
+    /// in `key`'s tree ([`super::history::sent_entries`]).
+    pub fn note_sent(&self, key: &str, generation: u64, note: SentNote) {
         if self.capacity == 0 {
             return;
         }
@@ -239,18 +238,18 @@ impl SessionCache {
             sent.retain(|k, _| map.contains_key(k));
         }
         drop(map);
-        sent.insert(key.to_owned(), (generation, Arc::from(ids)));
+        sent.insert(key.to_owned(), (generation, note));
     }
 
-    /// The entries the leading messages of a request continuing `continues` are known to be
-    /// in `key`'s tree (empty when nothing is known).
-    pub fn known(&self, key: &str, continues: Option<(u64, usize)>) -> Arc<[Arc<str>]> {
+    /// Where the messages of the request that one continuing `continues` re-sends are in
+    /// `key`'s tree (an empty note when nothing is known).
+    pub fn known(&self, key: &str, continues: Option<(u64, usize)>) -> SentNote {
         let Some((generation, count)) = continues else {
-            return Arc::from([]);
+            return SentNote::default();
         };
         match self.lock_sent().get(key) {
-            Some((noted, ids)) if *noted == generation && count <= ids.len() => Arc::clone(ids),
-            _ => Arc::from([]),
+            Some((noted, note)) if *noted == generation && count <= note.len() => note.clone(),
+            _ => SentNote::default(),
         }
     }
 
@@ -266,17 +265,17 @@ impl SessionCache {
         continues: Option<(u64, usize)>,
         note_ends: bool,
     ) -> Result<Placed, StoreError> {
-        let known = self.known(key, continues);
-        let known = &known[..continues.map_or(0, |(_, count)| count.min(known.len()))];
+        let note = self.known(key, continues);
+        let count = continues.map_or(0, |(_, count)| count.min(note.len()));
         if let Some(cached) = self.map().get_mut(key) {
             cached.used = self.tick();
             if note_ends {
                 self.note_ends(key, entry, cached.session.tree());
             }
-            return Ok(Placed::on(cached.session.tree(), messages, known));
+            return Ok(Placed::on(cached.session.tree(), messages, &note, count));
         }
         let session = store.open(key, entry, SessionOptions::default())?;
-        let placed = Placed::on(session.tree(), messages, known);
+        let placed = Placed::on(session.tree(), messages, &note, count);
         if note_ends {
             self.note_ends(key, entry, session.tree());
         }
@@ -372,10 +371,11 @@ impl Placed {
     fn on<M: std::borrow::Borrow<AgentMessage>>(
         tree: &rampart_sessions::SessionTree,
         messages: &[M],
-        known: &[Arc<str>],
+        note: &SentNote,
+        count: usize,
     ) -> Self {
         Self {
-            placement: match_history_known(tree, messages, known),
+            placement: match_history_noted(tree, messages, note, count),
             mark: TreeMark::of(tree),
         }
     }

@@ -286,7 +286,9 @@ fn only_the_messages_a_request_shares_with_the_noted_one_are_taken_as_known() {
     for m in c.placement.unseen(&sent) {
         c.session.append_message(m.clone()).unwrap();
     }
-    let ids = crate::serve::history::sent_entries(c.session.tree(), sent.len(), &[]).unwrap();
+    let ids =
+        crate::serve::history::sent_entries(c.session.tree(), sent.len(), &SentNote::default())
+            .unwrap();
     c.session.sync().unwrap();
     cache.note_sent(&c.key, 7, ids);
     cache.put(&c.key, c.session, TurnMemos::default());
@@ -312,7 +314,7 @@ fn only_the_messages_a_request_shares_with_the_noted_one_are_taken_as_known() {
 fn notes_of_sessions_not_kept_are_let_go() {
     let cache = SessionCache::new(2, u64::MAX);
     for i in 0..50 {
-        cache.note_sent(&format!("gone:{i}"), i, vec!["e".into()]);
+        cache.note_sent(&format!("gone:{i}"), i, SentNote::default());
     }
     assert!(cache.lock_sent().len() <= 2, "{}", cache.lock_sent().len());
 }

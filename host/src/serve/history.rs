@@ -224,33 +224,162 @@ impl<M: std::borrow::Borrow<AgentMessage>> Walk<'_, M> {
     }
 }
 
-/// The ids of the entries on the path to `tree`'s leaf that a client's history carries, in
-/// order: after a request's unseen messages are stored, entry `n` is its message `n`
-/// ([`match_history_known`]'s `known` for the request that re-sends them). `None` when the
-/// path does not hold one entry per message (`messages`), so nothing is claimed.
-///
-/// `before` is what was noted for the request this one continued: an id equal to the one in
-/// the same place there is shared, not copied (copying every id of a long history was 3.5 % of
-/// a continuing 200k-token request).
-pub fn sent_entries(
+/// Where a request's messages were found in a tree, noted after its unseen messages were
+/// stored: what the request that re-sends them starts from ([`sent_entries`],
+/// [`match_history_noted`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SentNote {
+    /// The ids of the entries its messages are, in order: entry `n` is its message `n`.
+    pub ids: Arc<[Arc<str>]>,
+    /// When the tree was then one chain (every entry on the path to the leaf, the leaf its
+    /// last entry, no entry the server answered itself): how many entries it held and the
+    /// last one's id. A request that re-sends every noted message then ends its known part at
+    /// that entry, and only the entries appended since need walking.
+    chain: Option<(usize, Arc<str>)>,
+}
+
+impl SentNote {
+    /// How many messages the note holds.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the note holds no message.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The entries appended to `tree` since the note, when the tree is still one chain that
+    /// continues the noted one (each new entry below the one before it, the leaf last, none
+    /// answered by the server itself): then the noted entries' states are what the note says
+    /// and the new ones are all there is to look at.
+    fn appended_since(&self, tree: &SessionTree) -> Option<std::ops::Range<usize>> {
+        let (noted, last) = self.chain.as_ref()?;
+        let entries = tree.entries();
+        let at = noted.checked_sub(1)?;
+        if entries.get(at).is_none_or(|e| *e.id != **last) {
+            return None;
+        }
+        let len = entries.len();
+        if tree.leaf_index() != Some(len - 1) {
+            return None;
+        }
+        let chained = (*noted..len)
+            .all(|i| tree.parent_index(i) == Some(i - 1) && !server_tool_result(&entries[i]));
+        chained.then_some(*noted..len)
+    }
+}
+
+/// [`match_history_known`] for a request that re-sends the first `count` messages of the one
+/// noted in `note` (byte for byte, as the inbound memo found them). When it re-sends them all
+/// and the tree has stayed one chain since, the walk starts where the noted messages end and
+/// steps only through the entries appended since (the answer to that request, and whatever
+/// came after): the result is the whole walk's, since a chain has no other branch a deeper
+/// match could hide on. Why: walking, flagging and scanning every entry of a 200k-token
+/// conversation was done per request, though all but the last turn's entries were known.
+pub fn match_history_noted<M: std::borrow::Borrow<AgentMessage>>(
     tree: &SessionTree,
-    messages: usize,
-    before: &[Arc<str>],
-) -> Option<Vec<Arc<str>>> {
-    let skip = server_answered(tree);
-    let leaf = tree.leaf_index()?;
+    incoming: &[M],
+    note: &SentNote,
+    count: usize,
+) -> BranchMatch {
+    let known = &note.ids[..count.min(note.len())];
+    if count == note.len()
+        && count > 0
+        && count <= incoming.len()
+        && let Some(new) = note.appended_since(tree)
+    {
+        let entries = tree.entries();
+        // The noted chain's last entry is alive at `count` messages; along a chain a state
+        // only grows or dies, so the last entry alive is the deepest, and the latest of those
+        // equally deep.
+        let mut best = (new.start - 1, count);
+        for at in new {
+            let Some(stored) = entries[at]
+                .body
+                .message()
+                .filter(|m| crate::providers::sent_to_model(m))
+            else {
+                best.0 = at;
+                continue;
+            };
+            match incoming.get(best.1) {
+                Some(sent) if same_message(stored, sent.borrow()) => best = (at, best.1 + 1),
+                // A message the request does not carry: everything below it is dead.
+                _ => break,
+            }
+        }
+        let (at, matched) = best;
+        return BranchMatch {
+            kind: if at + 1 == entries.len() {
+                MatchKind::Extends
+            } else {
+                MatchKind::Diverges
+            },
+            attach_at: Some(entries[at].id.clone()),
+            matched,
+        };
+    }
+    match_history_known(tree, incoming, known)
+}
+
+/// Where the messages of a request are in `tree` once its unseen ones are stored: the ids of
+/// the entries on the path to the leaf that a client's history carries, in order (entry `n`
+/// is its message `n`, [`match_history_noted`]'s note for the request that re-sends them).
+/// `None` when the path does not hold one entry per message (`messages`), so nothing is
+/// claimed.
+///
+/// `before` is what was noted for the request this one continued. When the tree has stayed
+/// one chain since, the ids are `before`'s and those of the messages appended since (no walk
+/// of the history); otherwise an id equal to the one in the same place there is shared, not
+/// copied (copying every id of a long history was 3.5 % of a continuing 200k-token request).
+pub fn sent_entries(tree: &SessionTree, messages: usize, before: &SentNote) -> Option<SentNote> {
     let entries = tree.entries();
-    let ids: Vec<Arc<str>> = tree
-        .path_to(leaf)
-        .into_iter()
+    let leaf = tree.leaf_index()?;
+    let chain_end = |ids: &[Arc<str>]| {
+        (ids.len() == messages).then(|| Arc::from(entries[entries.len() - 1].id.as_str()))
+    };
+    if let Some(new) = before.appended_since(tree) {
+        let len = new.end;
+        let ids: Vec<Arc<str>> = before
+            .ids
+            .iter()
+            .cloned()
+            .chain(
+                entries[new]
+                    .iter()
+                    .filter(|e| {
+                        e.body
+                            .message()
+                            .is_some_and(crate::providers::sent_to_model)
+                    })
+                    .map(|e| Arc::from(e.id.as_str())),
+            )
+            .collect();
+        let last = chain_end(&ids)?;
+        return Some(SentNote {
+            ids: Arc::from(ids),
+            chain: Some((len, last)),
+        });
+    }
+    let skip = server_answered(tree);
+    let path = tree.path_to(leaf);
+    let ids: Vec<Arc<str>> = path
+        .iter()
+        .copied()
         .filter(|&at| counted(&entries[at], at, &skip).is_some())
         .enumerate()
-        .map(|(n, at)| match before.get(n) {
+        .map(|(n, at)| match before.ids.get(n) {
             Some(id) if **id == *entries[at].id => Arc::clone(id),
             _ => Arc::from(entries[at].id.as_str()),
         })
         .collect();
-    (ids.len() == messages).then_some(ids)
+    let last = chain_end(&ids)?;
+    let one_chain = path.len() == entries.len() && leaf + 1 == entries.len() && skip.is_empty();
+    Some(SentNote {
+        ids: Arc::from(ids),
+        chain: one_chain.then_some((entries.len(), last)),
+    })
 }
 
 /// The message of an entry that a client's history must carry: one a model is sent.
@@ -273,6 +402,12 @@ fn counted<'e>(
         .filter(|m| crate::providers::sent_to_model(m))
 }
 
+/// Whether `entry` is a tool result the server answered itself ([`SERVER_TOOL_MARK`]).
+fn server_tool_result(entry: &rampart_sessions::Entry) -> bool {
+    matches!(entry.body.message(), Some(AgentMessage::ToolResult(r))
+        if r.extra.get(SERVER_TOOL_MARK).and_then(serde_json::Value::as_bool) == Some(true))
+}
+
 /// The entries the server answered itself ([`SERVER_TOOL_MARK`]): its tool results, and the
 /// assistant messages whose every tool call one of them answers. One pass over the entries.
 fn server_answered(tree: &SessionTree) -> HashSet<usize> {
@@ -280,10 +415,7 @@ fn server_answered(tree: &SessionTree) -> HashSet<usize> {
     let mut skip = HashSet::new();
     for (index, entry) in tree.entries().iter().enumerate() {
         if let Some(AgentMessage::ToolResult(r)) = entry.body.message()
-            && r.extra
-                .get(SERVER_TOOL_MARK)
-                .and_then(serde_json::Value::as_bool)
-                == Some(true)
+            && server_tool_result(entry)
         {
             answered_calls.insert(r.tool_call_id.as_str());
             skip.insert(index);

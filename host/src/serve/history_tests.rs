@@ -529,9 +529,13 @@ fn known_entries_are_taken_and_the_rest_compared() {
             extra: Default::default(),
         },
     ));
-    let known = sent_entries(&tree, sent.len(), &[]).unwrap();
+    let known = sent_entries(&tree, sent.len(), &SentNote::default()).unwrap();
     assert_eq!(
-        known.iter().map(|id| id.to_string()).collect::<Vec<_>>(),
+        known
+            .ids
+            .iter()
+            .map(|id| id.to_string())
+            .collect::<Vec<_>>(),
         ids
     );
     // Noted again for the next request, an id equal to the one noted in its place is that
@@ -539,28 +543,188 @@ fn known_entries_are_taken_and_the_rest_compared() {
     let again = sent_entries(&tree, sent.len(), &known).unwrap();
     assert!(
         again
+            .ids
             .iter()
-            .zip(&known)
+            .zip(known.ids.iter())
             .all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
     );
-    let stale: Vec<std::sync::Arc<str>> = vec!["not-an-entry".into(); 3];
+    let stale = SentNote {
+        ids: vec![std::sync::Arc::<str>::from("not-an-entry"); 3].into(),
+        chain: None,
+    };
     assert_eq!(sent_entries(&tree, sent.len(), &stale).unwrap(), known);
     assert_eq!(
-        sent_entries(&tree, sent.len() + 1, &[]),
+        sent_entries(&tree, sent.len() + 1, &SentNote::default()),
         None,
         "counts must agree"
     );
 
     let next = [sent.to_vec(), vec![answer("a1"), user("u2")]].concat();
     let plain = match_history(&tree, &next);
-    assert_eq!(match_history_known(&tree, &next, &known), plain);
+    assert_eq!(match_history_known(&tree, &next, &known.ids), plain);
     assert_eq!(plain.matched, 3);
     // Known pairs are not compared: a changed message given as known still matches...
     let mut changed = next.clone();
     changed[0] = user("edited");
-    assert_eq!(match_history_known(&tree, &changed, &known).matched, 3);
+    assert_eq!(match_history_known(&tree, &changed, &known.ids).matched, 3);
     // ...and one not known is compared: an edit after the known ones diverges there.
     changed[2] = result("c1", "other");
-    let m = match_history_known(&tree, &changed, &known[..2]);
+    let m = match_history_known(&tree, &changed, &known.ids[..2]);
     assert_eq!((m.kind, m.matched), (MatchKind::Diverges, 2));
+}
+
+fn model_change() -> EntryBody {
+    EntryBody::ModelChange(rampart_sessions::entry::ModelChangeEntry {
+        provider: "up".into(),
+        model_id: "m".into(),
+        extra: Default::default(),
+    })
+}
+
+fn server_result(id: &str) -> AgentMessage {
+    let mut m = result(id, "remembered");
+    if let AgentMessage::ToolResult(r) = &mut m {
+        r.extra.insert(SERVER_TOOL_MARK.into(), json!(true));
+    }
+    m
+}
+
+/// What happened to a tree between one request's note and the next request.
+#[derive(Debug, Clone, Copy)]
+enum After {
+    /// The turn's answer was appended (the usual case), then a non-message entry.
+    Answered,
+    /// The answer, then a regenerated one beside it (a fork below the last noted entry).
+    Forked,
+    /// A fork from an early entry: another branch, the leaf on it.
+    BranchedEarly,
+    /// The answer, and a result the server answered itself.
+    ServerTool,
+    /// Nothing.
+    Untouched,
+}
+
+/// A request placed from its note is placed where the whole walk places it, whatever happened
+/// to the tree since the note and whatever the request carries; and the walk starts at the
+/// note only when the tree stayed one chain, so that shortcut cannot hide another branch.
+#[test]
+fn a_noted_request_is_placed_as_the_whole_walk_places_it() {
+    let sent = [
+        user("u1"),
+        call("c1", json!({"p": 1})),
+        result("c1", "r1"),
+        user("u2"),
+    ];
+    let afters = [
+        After::Answered,
+        After::Forked,
+        After::BranchedEarly,
+        After::ServerTool,
+        After::Untouched,
+    ];
+    let mut resumed = 0;
+    for after in afters {
+        let (mut tree, _) = tree_of(&sent);
+        tree.append(model_change());
+        let note = sent_entries(&tree, sent.len(), &SentNote::default()).unwrap();
+        assert!(note.chain.is_some(), "{after:?}: a chain is noted as one");
+        match after {
+            After::Answered => {
+                tree.append(EntryBody::from_message(answer("a2")));
+                tree.append(model_change());
+            }
+            After::Forked => {
+                let at = tree.leaf_id().unwrap().to_owned();
+                tree.append(EntryBody::from_message(answer("a2")));
+                tree.branch(&at);
+                tree.append(EntryBody::from_message(answer("a2 again")));
+            }
+            After::BranchedEarly => {
+                let first = tree.entries()[0].id.clone();
+                tree.branch(&first);
+                tree.append(EntryBody::from_message(answer("other")));
+            }
+            After::ServerTool => {
+                tree.append(EntryBody::from_message(call("m1", json!({}))));
+                tree.append(EntryBody::from_message(server_result("m1")));
+                tree.append(EntryBody::from_message(answer("a2")));
+            }
+            After::Untouched => {}
+        }
+        let chained = note.appended_since(&tree).is_some();
+        assert_eq!(
+            chained,
+            matches!(after, After::Answered | After::Untouched),
+            "{after:?}"
+        );
+        resumed += usize::from(chained);
+        let requests = [
+            sent.to_vec(),
+            [sent.to_vec(), vec![answer("a2")]].concat(),
+            [sent.to_vec(), vec![answer("a2"), user("u3")]].concat(),
+            [sent.to_vec(), vec![answer("a2 again"), user("u3")]].concat(),
+            [sent.to_vec(), vec![answer("changed"), user("u3")]].concat(),
+            [sent.to_vec(), vec![user("u3")]].concat(),
+            [sent[..2].to_vec(), vec![result("c1", "other")]].concat(),
+        ];
+        for request in &requests {
+            let whole = match_history(&tree, request);
+            for count in 0..=sent.len() {
+                if count > request.len() || request[..count] != sent[..count] {
+                    continue;
+                }
+                assert_eq!(
+                    match_history_noted(&tree, request, &note, count),
+                    whole,
+                    "{after:?}, {count} known, request of {}",
+                    request.len()
+                );
+            }
+        }
+        // The note for the next request says what a whole walk of the path says.
+        let leaf_path = tree
+            .path_to(tree.leaf_index().unwrap())
+            .into_iter()
+            .filter(|&at| tree.entries()[at].body.message().is_some())
+            .count();
+        let walked = sent_entries(&tree, leaf_path, &SentNote::default());
+        assert_eq!(sent_entries(&tree, leaf_path, &note), walked, "{after:?}");
+    }
+    assert_eq!(resumed, 2);
+}
+
+/// Turn after turn on one chain, each note comes from the one before without a walk, holds
+/// the same ids as a walk (the old ones shared), and places the next request as a walk does.
+#[test]
+fn notes_follow_a_growing_chain() {
+    let mut tree = SessionTree::new();
+    let mut sent: Vec<AgentMessage> = Vec::new();
+    let mut note = SentNote::default();
+    for turn in 0..20 {
+        let request = [sent.clone(), vec![user(&format!("u{turn}"))]].concat();
+        let placed = match_history_noted(&tree, &request, &note, note.len());
+        assert_eq!(placed, match_history(&tree, &request), "turn {turn}");
+        for m in placed.unseen(&request) {
+            tree.append(EntryBody::from_message(m.clone()));
+        }
+        let next = sent_entries(&tree, request.len(), &note).unwrap();
+        assert_eq!(
+            next,
+            sent_entries(&tree, request.len(), &SentNote::default()).unwrap()
+        );
+        assert!(next.chain.is_some());
+        assert!(
+            next.ids
+                .iter()
+                .zip(note.ids.iter())
+                .all(|(a, b)| std::sync::Arc::ptr_eq(a, b)),
+            "turn {turn}: the noted ids are shared"
+        );
+        note = next;
+        tree.append(EntryBody::from_message(answer(&format!("a{turn}"))));
+        if turn % 3 == 0 {
+            tree.append(model_change());
+        }
+        sent = [request, vec![answer(&format!("a{turn}"))]].concat();
+    }
 }

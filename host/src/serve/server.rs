@@ -1910,7 +1910,7 @@ fn turn_in_lane(
         .map_err(|e| turn_failure(&e))?;
     // Where this request's messages now are, for the request that re-sends them.
     if let Some(generation) = request.seen.kept_as
-        && let Some(ids) = super::history::sent_entries(
+        && let Some(note) = super::history::sent_entries(
             session.tree(),
             request.messages.len(),
             &state
@@ -1918,7 +1918,9 @@ fn turn_in_lane(
                 .known(&conversation.key, request.seen.continues),
         )
     {
-        state.sessions.note_sent(&conversation.key, generation, ids);
+        state
+            .sessions
+            .note_sent(&conversation.key, generation, note);
     }
     let started = Instant::now();
     let result = match &held_steps {
