@@ -227,26 +227,66 @@ impl<M: std::borrow::Borrow<AgentMessage>> Walk<'_, M> {
 /// Where a request's messages were found in a tree, noted after its unseen messages were
 /// stored: what the request that re-sends them starts from ([`sent_entries`],
 /// [`match_history_noted`]).
+///
+/// While the tree is one chain (every entry on the path to the leaf, in the order they were
+/// appended, the leaf last, no entry the server answered itself), the note is only where the
+/// chain ended: message `n` is the chain's `n`th message entry, so no id is kept. Why: a list of
+/// every entry's id, copied into each request's note and freed with the last one, was a pass
+/// over the whole history per request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SentNote {
-    /// The ids of the entries its messages are, in order: entry `n` is its message `n`.
-    pub ids: Arc<[Arc<str>]>,
-    /// When the tree was then one chain (every entry on the path to the leaf, the leaf its
-    /// last entry, no entry the server answered itself): how many entries it held and the
-    /// last one's id. A request that re-sends every noted message then ends its known part at
-    /// that entry, and only the entries appended since need walking.
+    /// How many messages the request carried.
+    count: usize,
+    /// The ids of the entries its messages are, in order, when the tree was not one chain
+    /// (empty for a chain).
+    ids: Arc<[Arc<str>]>,
+    /// When the tree was one chain: how many entries it held and the last one's id.
     chain: Option<(usize, Arc<str>)>,
 }
 
 impl SentNote {
     /// How many messages the note holds.
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.count
     }
 
     /// Whether the note holds no message.
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.count == 0
+    }
+
+    /// The noted chain's length in entries, when it is one and `tree` still begins with it.
+    fn chain_in(&self, tree: &SessionTree) -> Option<usize> {
+        let (noted, last) = self.chain.as_ref()?;
+        let at = noted.checked_sub(1)?;
+        tree.entries()
+            .get(at)
+            .is_some_and(|e| *e.id == **last)
+            .then_some(*noted)
+    }
+
+    /// The ids of the entries the first `count` noted messages are in `tree` (none when the
+    /// noted chain is no longer there).
+    fn known_ids(&self, tree: &SessionTree, count: usize) -> Cow<'_, [Arc<str>]> {
+        let count = count.min(self.count);
+        if self.chain.is_none() {
+            return Cow::Borrowed(&self.ids[..count.min(self.ids.len())]);
+        }
+        let Some(noted) = self.chain_in(tree) else {
+            return Cow::Borrowed(&[]);
+        };
+        Cow::Owned(
+            tree.entries()[..noted]
+                .iter()
+                .filter(|e| {
+                    e.body
+                        .message()
+                        .is_some_and(crate::providers::sent_to_model)
+                })
+                .take(count)
+                .map(|e| Arc::from(e.id.as_str()))
+                .collect(),
+        )
     }
 
     /// The entries appended to `tree` since the note, when the tree is still one chain that
@@ -254,19 +294,15 @@ impl SentNote {
     /// answered by the server itself): then the noted entries' states are what the note says
     /// and the new ones are all there is to look at.
     fn appended_since(&self, tree: &SessionTree) -> Option<std::ops::Range<usize>> {
-        let (noted, last) = self.chain.as_ref()?;
+        let noted = self.chain_in(tree)?;
         let entries = tree.entries();
-        let at = noted.checked_sub(1)?;
-        if entries.get(at).is_none_or(|e| *e.id != **last) {
-            return None;
-        }
         let len = entries.len();
         if tree.leaf_index() != Some(len - 1) {
             return None;
         }
-        let chained = (*noted..len)
+        let chained = (noted..len)
             .all(|i| tree.parent_index(i) == Some(i - 1) && !server_tool_result(&entries[i]));
-        chained.then_some(*noted..len)
+        chained.then_some(noted..len)
     }
 }
 
@@ -283,7 +319,6 @@ pub fn match_history_noted<M: std::borrow::Borrow<AgentMessage>>(
     note: &SentNote,
     count: usize,
 ) -> BranchMatch {
-    let known = &note.ids[..count.min(note.len())];
     if count == note.len()
         && count > 0
         && count <= incoming.len()
@@ -320,65 +355,67 @@ pub fn match_history_noted<M: std::borrow::Borrow<AgentMessage>>(
             matched,
         };
     }
-    match_history_known(tree, incoming, known)
+    match_history_known(tree, incoming, &note.known_ids(tree, count))
 }
 
-/// Where the messages of a request are in `tree` once its unseen ones are stored: the ids of
-/// the entries on the path to the leaf that a client's history carries, in order (entry `n`
-/// is its message `n`, [`match_history_noted`]'s note for the request that re-sends them).
-/// `None` when the path does not hold one entry per message (`messages`), so nothing is
-/// claimed.
+/// Where the messages of a request are in `tree` once its unseen ones are stored (`messages`
+/// of them): [`match_history_noted`]'s note for the request that re-sends them. `None` when
+/// the path to the leaf does not hold one entry per message, so nothing is claimed.
 ///
 /// `before` is what was noted for the request this one continued. When the tree has stayed
-/// one chain since, the ids are `before`'s and those of the messages appended since (no walk
-/// of the history); otherwise an id equal to the one in the same place there is shared, not
-/// copied (copying every id of a long history was 3.5 % of a continuing 200k-token request).
+/// one chain since, the note follows from it and the entries appended since (no walk of the
+/// history); otherwise the path is walked, and an id equal to the one in the same place in
+/// `before` is shared, not copied (copying every id of a long history was 3.5 % of a
+/// continuing 200k-token request).
 pub fn sent_entries(tree: &SessionTree, messages: usize, before: &SentNote) -> Option<SentNote> {
     let entries = tree.entries();
     let leaf = tree.leaf_index()?;
-    let chain_end = |ids: &[Arc<str>]| {
-        (ids.len() == messages).then(|| Arc::from(entries[entries.len() - 1].id.as_str()))
-    };
+    let last = || Arc::from(entries[entries.len() - 1].id.as_str());
     if let Some(new) = before.appended_since(tree) {
         let len = new.end;
-        let ids: Vec<Arc<str>> = before
-            .ids
-            .iter()
-            .cloned()
-            .chain(
-                entries[new]
-                    .iter()
-                    .filter(|e| {
-                        e.body
-                            .message()
-                            .is_some_and(crate::providers::sent_to_model)
-                    })
-                    .map(|e| Arc::from(e.id.as_str())),
-            )
-            .collect();
-        let last = chain_end(&ids)?;
-        return Some(SentNote {
-            ids: Arc::from(ids),
-            chain: Some((len, last)),
+        let count = before.count
+            + entries[new]
+                .iter()
+                .filter(|e| {
+                    e.body
+                        .message()
+                        .is_some_and(crate::providers::sent_to_model)
+                })
+                .count();
+        return (count == messages).then(|| SentNote {
+            count,
+            ids: Arc::from([]),
+            chain: Some((len, last())),
         });
     }
     let skip = server_answered(tree);
     let path = tree.path_to(leaf);
-    let ids: Vec<Arc<str>> = path
+    let counted_on_path = path
         .iter()
         .copied()
-        .filter(|&at| counted(&entries[at], at, &skip).is_some())
+        .filter(|&at| counted(&entries[at], at, &skip).is_some());
+    if counted_on_path.clone().count() != messages {
+        return None;
+    }
+    let one_chain = skip.is_empty() && path.iter().copied().eq(0..entries.len());
+    if one_chain {
+        return Some(SentNote {
+            count: messages,
+            ids: Arc::from([]),
+            chain: Some((entries.len(), last())),
+        });
+    }
+    let ids: Vec<Arc<str>> = counted_on_path
         .enumerate()
         .map(|(n, at)| match before.ids.get(n) {
             Some(id) if **id == *entries[at].id => Arc::clone(id),
             _ => Arc::from(entries[at].id.as_str()),
         })
         .collect();
-    let last = chain_end(&ids)?;
-    let one_chain = path.len() == entries.len() && leaf + 1 == entries.len() && skip.is_empty();
     Some(SentNote {
+        count: messages,
         ids: Arc::from(ids),
-        chain: one_chain.then_some((entries.len(), last)),
+        chain: None,
     })
 }
 

@@ -520,57 +520,72 @@ fn other_blocks_match_with_their_breakpoint_aside() {
 #[test]
 fn known_entries_are_taken_and_the_rest_compared() {
     let sent = [user("u1"), call("c1", json!({"p": 1})), result("c1", "r1")];
-    let (mut tree, ids) = tree_of(&sent);
-    // A non-message entry on the path is passed over.
-    tree.append(EntryBody::ModelChange(
-        rampart_sessions::entry::ModelChangeEntry {
-            provider: "up".into(),
-            model_id: "m".into(),
-            extra: Default::default(),
-        },
-    ));
-    let known = sent_entries(&tree, sent.len(), &SentNote::default()).unwrap();
-    assert_eq!(
-        known
-            .ids
-            .iter()
-            .map(|id| id.to_string())
-            .collect::<Vec<_>>(),
-        ids
-    );
-    // Noted again for the next request, an id equal to the one noted in its place is that
-    // same allocation; one that differs is never taken from what was noted before.
-    let again = sent_entries(&tree, sent.len(), &known).unwrap();
-    assert!(
-        again
-            .ids
-            .iter()
-            .zip(known.ids.iter())
-            .all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
-    );
-    let stale = SentNote {
-        ids: vec![std::sync::Arc::<str>::from("not-an-entry"); 3].into(),
-        chain: None,
-    };
-    assert_eq!(sent_entries(&tree, sent.len(), &stale).unwrap(), known);
-    assert_eq!(
-        sent_entries(&tree, sent.len() + 1, &SentNote::default()),
-        None,
-        "counts must agree"
-    );
+    for branched in [false, true] {
+        let mut tree = SessionTree::new();
+        let mut ids = Vec::new();
+        for (n, m) in sent.iter().enumerate() {
+            ids.push(tree.append(EntryBody::from_message(m.clone())).id.clone());
+            if branched && n == 0 {
+                // An answer abandoned for another: the tree is no longer one chain.
+                tree.append(EntryBody::from_message(answer("abandoned")));
+                tree.branch(&ids[0]);
+            }
+        }
+        // A non-message entry on the path is passed over.
+        tree.append(model_change());
+        let known = sent_entries(&tree, sent.len(), &SentNote::default()).unwrap();
+        assert_eq!(known.chain.is_none(), branched);
+        // A chain's note keeps no ids: they are its message entries, read when needed.
+        assert_eq!(known.ids.is_empty(), !branched);
+        let known_ids = known.known_ids(&tree, sent.len());
+        assert_eq!(
+            known_ids
+                .iter()
+                .map(|id| id.to_string())
+                .collect::<Vec<_>>(),
+            ids,
+            "branched: {branched}"
+        );
+        if branched {
+            // Noted again for the next request, an id equal to the one noted in its place is
+            // that same allocation; one that differs is never taken from what was noted before.
+            let again = sent_entries(&tree, sent.len(), &known).unwrap();
+            assert!(
+                again
+                    .ids
+                    .iter()
+                    .zip(known.ids.iter())
+                    .all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+            );
+            let stale = SentNote {
+                count: 3,
+                ids: vec![std::sync::Arc::<str>::from("not-an-entry"); 3].into(),
+                chain: None,
+            };
+            assert_eq!(sent_entries(&tree, sent.len(), &stale).unwrap(), known);
+        }
+        assert_eq!(
+            sent_entries(&tree, sent.len() + 1, &SentNote::default()),
+            None,
+            "counts must agree"
+        );
 
-    let next = [sent.to_vec(), vec![answer("a1"), user("u2")]].concat();
-    let plain = match_history(&tree, &next);
-    assert_eq!(match_history_known(&tree, &next, &known.ids), plain);
-    assert_eq!(plain.matched, 3);
-    // Known pairs are not compared: a changed message given as known still matches...
-    let mut changed = next.clone();
-    changed[0] = user("edited");
-    assert_eq!(match_history_known(&tree, &changed, &known.ids).matched, 3);
-    // ...and one not known is compared: an edit after the known ones diverges there.
-    changed[2] = result("c1", "other");
-    let m = match_history_known(&tree, &changed, &known.ids[..2]);
-    assert_eq!((m.kind, m.matched), (MatchKind::Diverges, 2));
+        let next = [sent.to_vec(), vec![answer("a1"), user("u2")]].concat();
+        let plain = match_history(&tree, &next);
+        assert_eq!(match_history_known(&tree, &next, &known_ids), plain);
+        assert_eq!(match_history_noted(&tree, &next, &known, 3), plain);
+        assert_eq!(plain.matched, 3);
+        // Known pairs are not compared: a changed message given as known still matches...
+        let mut changed = next.clone();
+        changed[0] = user("edited");
+        assert_eq!(match_history_known(&tree, &changed, &known_ids).matched, 3);
+        // ...and one not known is compared: an edit after the known ones diverges there.
+        changed[2] = result("c1", "other");
+        let m = match_history_known(&tree, &changed, &known_ids[..2]);
+        assert_eq!((m.kind, m.matched), (MatchKind::Diverges, 2));
+        let m = match_history_noted(&tree, &changed, &known, 2);
+        assert_eq!((m.kind, m.matched), (MatchKind::Diverges, 2));
+    }
 }
 
 fn model_change() -> EntryBody {
@@ -693,8 +708,8 @@ fn a_noted_request_is_placed_as_the_whole_walk_places_it() {
     assert_eq!(resumed, 2);
 }
 
-/// Turn after turn on one chain, each note comes from the one before without a walk, holds
-/// the same ids as a walk (the old ones shared), and places the next request as a walk does.
+/// Turn after turn on one chain, each note comes from the one before without a walk, says
+/// what a walk says (holding no ids), and places the next request as a walk does.
 #[test]
 fn notes_follow_a_growing_chain() {
     let mut tree = SessionTree::new();
@@ -712,14 +727,7 @@ fn notes_follow_a_growing_chain() {
             next,
             sent_entries(&tree, request.len(), &SentNote::default()).unwrap()
         );
-        assert!(next.chain.is_some());
-        assert!(
-            next.ids
-                .iter()
-                .zip(note.ids.iter())
-                .all(|(a, b)| std::sync::Arc::ptr_eq(a, b)),
-            "turn {turn}: the noted ids are shared"
-        );
+        assert!(next.chain.is_some() && next.ids.is_empty(), "turn {turn}");
         note = next;
         tree.append(EntryBody::from_message(answer(&format!("a{turn}"))));
         if turn % 3 == 0 {
