@@ -237,11 +237,24 @@ impl<M: std::borrow::Borrow<AgentMessage>> Walk<'_, M> {
 pub struct SentNote {
     /// How many messages the request carried.
     count: usize,
-    /// The ids of the entries its messages are, in order, when the tree was not one chain
-    /// (empty for a chain).
-    ids: Arc<[Arc<str>]>,
-    /// When the tree was one chain: how many entries it held and the last one's id.
-    chain: Option<(usize, Arc<str>)>,
+    /// Where they are.
+    at: Noted,
+}
+
+/// Where a note's messages are in the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Noted {
+    /// The tree was one chain of `entries` entries, the last one `last`: message `n` is the
+    /// chain's `n`th message entry.
+    Chain { entries: usize, last: Arc<str> },
+    /// The ids of the entries the messages are, in order (any other tree).
+    Ids(Arc<[Arc<str>]>),
+}
+
+impl Default for Noted {
+    fn default() -> Self {
+        Self::Ids(Arc::from([]))
+    }
 }
 
 impl SentNote {
@@ -257,20 +270,21 @@ impl SentNote {
 
     /// The noted chain's length in entries, when it is one and `tree` still begins with it.
     fn chain_in(&self, tree: &SessionTree) -> Option<usize> {
-        let (noted, last) = self.chain.as_ref()?;
-        let at = noted.checked_sub(1)?;
+        let Noted::Chain { entries, last } = &self.at else {
+            return None;
+        };
         tree.entries()
-            .get(at)
+            .get(entries.checked_sub(1)?)
             .is_some_and(|e| *e.id == **last)
-            .then_some(*noted)
+            .then_some(*entries)
     }
 
     /// The ids of the entries the first `count` noted messages are in `tree` (none when the
     /// noted chain is no longer there).
     fn known_ids(&self, tree: &SessionTree, count: usize) -> Cow<'_, [Arc<str>]> {
         let count = count.min(self.count);
-        if self.chain.is_none() {
-            return Cow::Borrowed(&self.ids[..count.min(self.ids.len())]);
+        if let Noted::Ids(ids) = &self.at {
+            return Cow::Borrowed(&ids[..count.min(ids.len())]);
         }
         let Some(noted) = self.chain_in(tree) else {
             return Cow::Borrowed(&[]);
@@ -278,11 +292,7 @@ impl SentNote {
         Cow::Owned(
             tree.entries()[..noted]
                 .iter()
-                .filter(|e| {
-                    e.body
-                        .message()
-                        .is_some_and(crate::providers::sent_to_model)
-                })
+                .filter(|e| carried(e).is_some())
                 .take(count)
                 .map(|e| Arc::from(e.id.as_str()))
                 .collect(),
@@ -330,11 +340,7 @@ pub fn match_history_noted<M: std::borrow::Borrow<AgentMessage>>(
         // equally deep.
         let mut best = (new.start - 1, count);
         for at in new {
-            let Some(stored) = entries[at]
-                .body
-                .message()
-                .filter(|m| crate::providers::sent_to_model(m))
-            else {
+            let Some(stored) = carried(&entries[at]) else {
                 best.0 = at;
                 continue;
             };
@@ -370,23 +376,13 @@ pub fn match_history_noted<M: std::borrow::Borrow<AgentMessage>>(
 pub fn sent_entries(tree: &SessionTree, messages: usize, before: &SentNote) -> Option<SentNote> {
     let entries = tree.entries();
     let leaf = tree.leaf_index()?;
-    let last = || Arc::from(entries[entries.len() - 1].id.as_str());
+    let chain = || Noted::Chain {
+        entries: entries.len(),
+        last: Arc::from(entries[entries.len() - 1].id.as_str()),
+    };
     if let Some(new) = before.appended_since(tree) {
-        let len = new.end;
-        let count = before.count
-            + entries[new]
-                .iter()
-                .filter(|e| {
-                    e.body
-                        .message()
-                        .is_some_and(crate::providers::sent_to_model)
-                })
-                .count();
-        return (count == messages).then(|| SentNote {
-            count,
-            ids: Arc::from([]),
-            chain: Some((len, last())),
-        });
+        let count = before.count + entries[new].iter().filter(|e| carried(e).is_some()).count();
+        return (count == messages).then(|| SentNote { count, at: chain() });
     }
     let skip = server_answered(tree);
     let path = tree.path_to(leaf);
@@ -401,30 +397,41 @@ pub fn sent_entries(tree: &SessionTree, messages: usize, before: &SentNote) -> O
     if one_chain {
         return Some(SentNote {
             count: messages,
-            ids: Arc::from([]),
-            chain: Some((entries.len(), last())),
+            at: chain(),
         });
     }
+    let before_ids: &[Arc<str>] = match &before.at {
+        Noted::Ids(ids) => ids,
+        Noted::Chain { .. } => &[],
+    };
     let ids: Vec<Arc<str>> = counted_on_path
         .enumerate()
-        .map(|(n, at)| match before.ids.get(n) {
+        .map(|(n, at)| match before_ids.get(n) {
             Some(id) if **id == *entries[at].id => Arc::clone(id),
             _ => Arc::from(entries[at].id.as_str()),
         })
         .collect();
     Some(SentNote {
         count: messages,
-        ids: Arc::from(ids),
-        chain: None,
+        at: Noted::Ids(Arc::from(ids)),
     })
 }
 
-/// The message of an entry that a client's history must carry: one a model is sent.
 /// The field a tool result carries when the server itself answered it (a memory tool the
 /// client never saw): such results, and the calls they answer, are not part of the client's
 /// view, so matching skips them.
 pub const SERVER_TOOL_MARK: &str = "rampartServerTool";
 
+/// The message of an entry that a client's history must carry: one a model is sent (what the
+/// server answered itself aside, [`counted`]).
+fn carried(entry: &rampart_sessions::Entry) -> Option<&AgentMessage> {
+    entry
+        .body
+        .message()
+        .filter(|m| crate::providers::sent_to_model(m))
+}
+
+/// [`carried`], unless `skip` holds the entry (the server answered it: [`server_answered`]).
 fn counted<'e>(
     entry: &'e rampart_sessions::Entry,
     index: usize,
@@ -433,10 +440,7 @@ fn counted<'e>(
     if skip.contains(&index) {
         return None;
     }
-    entry
-        .body
-        .message()
-        .filter(|m| crate::providers::sent_to_model(m))
+    carried(entry)
 }
 
 /// Whether `entry` is a tool result the server answered itself ([`SERVER_TOOL_MARK`]).

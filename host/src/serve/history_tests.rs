@@ -519,6 +519,12 @@ fn other_blocks_match_with_their_breakpoint_aside() {
 /// match.
 #[test]
 fn known_entries_are_taken_and_the_rest_compared() {
+    fn noted_ids(note: &SentNote) -> &[std::sync::Arc<str>] {
+        match &note.at {
+            Noted::Ids(ids) => ids,
+            Noted::Chain { .. } => &[],
+        }
+    }
     let sent = [user("u1"), call("c1", json!({"p": 1})), result("c1", "r1")];
     for branched in [false, true] {
         let mut tree = SessionTree::new();
@@ -534,9 +540,8 @@ fn known_entries_are_taken_and_the_rest_compared() {
         // A non-message entry on the path is passed over.
         tree.append(model_change());
         let known = sent_entries(&tree, sent.len(), &SentNote::default()).unwrap();
-        assert_eq!(known.chain.is_none(), branched);
         // A chain's note keeps no ids: they are its message entries, read when needed.
-        assert_eq!(known.ids.is_empty(), !branched);
+        assert_eq!(matches!(known.at, Noted::Ids(_)), branched);
         let known_ids = known.known_ids(&tree, sent.len());
         assert_eq!(
             known_ids
@@ -551,16 +556,14 @@ fn known_entries_are_taken_and_the_rest_compared() {
             // that same allocation; one that differs is never taken from what was noted before.
             let again = sent_entries(&tree, sent.len(), &known).unwrap();
             assert!(
-                again
-                    .ids
+                noted_ids(&again)
                     .iter()
-                    .zip(known.ids.iter())
+                    .zip(noted_ids(&known))
                     .all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
             );
             let stale = SentNote {
                 count: 3,
-                ids: vec![std::sync::Arc::<str>::from("not-an-entry"); 3].into(),
-                chain: None,
+                at: Noted::Ids(vec![std::sync::Arc::<str>::from("not-an-entry"); 3].into()),
             };
             assert_eq!(sent_entries(&tree, sent.len(), &stale).unwrap(), known);
         }
@@ -642,7 +645,10 @@ fn a_noted_request_is_placed_as_the_whole_walk_places_it() {
         let (mut tree, _) = tree_of(&sent);
         tree.append(model_change());
         let note = sent_entries(&tree, sent.len(), &SentNote::default()).unwrap();
-        assert!(note.chain.is_some(), "{after:?}: a chain is noted as one");
+        assert!(
+            matches!(note.at, Noted::Chain { .. }),
+            "{after:?}: a chain is noted as one"
+        );
         match after {
             After::Answered => {
                 tree.append(EntryBody::from_message(answer("a2")));
@@ -727,7 +733,7 @@ fn notes_follow_a_growing_chain() {
             next,
             sent_entries(&tree, request.len(), &SentNote::default()).unwrap()
         );
-        assert!(next.chain.is_some() && next.ids.is_empty(), "turn {turn}");
+        assert!(matches!(next.at, Noted::Chain { .. }), "turn {turn}");
         note = next;
         tree.append(EntryBody::from_message(answer(&format!("a{turn}"))));
         if turn % 3 == 0 {
